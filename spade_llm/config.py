@@ -1,0 +1,219 @@
+"""Run configuration: pydantic models with a docstring per field, loaded from YAML.
+
+``configs/default.yaml`` holds every field; a user's ``--config`` file overrides parts of it
+(deep merge), and CLI flags override both.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import UserError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class RoleConfig(_Section):
+    """How one role (generator or solver) calls its model."""
+
+    model: str = "fake/default"
+    """litellm model string (``openai/<name>`` with ``api_base`` for any OpenAI-compatible server),
+    or ``fake/<profile>`` for the built-in offline model."""
+    api_base: str | list[str] | None = None
+    """Endpoint URL, e.g. ``http://localhost:8000/v1``; a list spreads requests over several servers."""
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    max_tokens: int = Field(default=2048, gt=0)
+    """Upper bound on tokens in one answer."""
+    json_mode: bool = False
+    """Ask the endpoint for a JSON object (``response_format``); not every server supports it."""
+
+
+class GeneratorConfig(RoleConfig):
+    json_mode: bool = True
+    """Ask the endpoint for a JSON object (``response_format``); not every server supports it."""
+    temperature: float = Field(default=0.9, ge=0.0, le=2.0)
+    """Sampling temperature: higher gives more varied tasks."""
+    examples_shown: int = Field(default=3, ge=0)
+    """How many accepted tasks the proposal prompt shows as examples."""
+
+
+class SolverConfig(RoleConfig):
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    max_turns: int = Field(default=3, ge=1)
+    """Attempts per task: the first try plus repair turns after feedback."""
+    public_tests: int = Field(default=3, ge=1)
+    """How many of a task's tests the solver sees and gets feedback on; the rest stay hidden."""
+    stderr_tail_lines: int = Field(default=15, ge=1)
+    """How many trailing lines of stderr a repair prompt quotes."""
+
+
+class LLMConfig(_Section):
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Per-request timeout in seconds."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries per request on rate limits, 5xx, timeouts and dropped connections."""
+    backoff_s: float = Field(default=1.0, ge=0)
+    """First backoff delay; it doubles per retry, with jitter, capped at 30 s."""
+
+
+class SandboxConfig(_Section):
+    backend: Literal["auto", "subprocess", "bwrap", "docker"] = "auto"
+    """Where programs run: ``auto`` picks the strongest isolating backend that works here."""
+    timeout_s: float = Field(default=10.0, gt=0)
+    """Wall-clock limit for one execution, in seconds."""
+    test_timeout_s: float = Field(default=3.0, gt=0)
+    """Time budget of one test call inside an execution, in seconds."""
+    memory_mb: int = Field(default=512, ge=16)
+    """Memory limit of one execution, in MiB."""
+    max_processes: int = Field(default=64, ge=1)
+    """Processes and threads one execution may have."""
+    scratch_mb: int = Field(default=64, ge=1)
+    """Size of the scratch directory, and the largest file a program may write, in MiB."""
+    output_limit_bytes: int = Field(default=1 << 20, ge=1024)
+    """Bytes kept per output stream; the rest is dropped and flagged as truncated."""
+    docker_image: str | None = None
+    """Image for the docker backend; default a slim Python of the host's minor version."""
+
+
+class ControllerConfig(_Section):
+    epochs: int = Field(default=3, ge=1)
+    """Number of epochs (propose, validate, solve, adapt)."""
+    tasks_per_epoch: int = Field(default=8, ge=1)
+    """Tasks the generator is asked for in each epoch."""
+    proposals_per_request: int = Field(default=4, ge=1)
+    """Tasks asked for in one generator request."""
+    concurrency: int = Field(default=4, ge=1)
+    """Model requests and sandbox executions in flight at once."""
+    initial_difficulty: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Target difficulty of the first epoch."""
+    band: tuple[float, float] = (0.3, 0.7)
+    """Pass-rate band to stay in: above it tasks get harder, below it easier."""
+    difficulty_step: float = Field(default=0.1, gt=0.0, le=1.0)
+    """How far the target difficulty moves per epoch when the pass rate leaves the band."""
+    history_epochs: int = Field(default=2, ge=1)
+    """How many recent epochs' pass rates steer the difficulty."""
+    novelty_threshold: float = Field(default=0.9, gt=0.0, le=1.0)
+    """A task whose code is at least this similar to an accepted one is rejected as a duplicate."""
+
+    @model_validator(mode="after")
+    def _band_ordered(self) -> ControllerConfig:
+        lo, hi = self.band
+        if not 0.0 <= lo < hi <= 1.0:
+            raise ValueError(f"band must satisfy 0 <= low < high <= 1, got {list(self.band)}")
+        return self
+
+
+class RewardConfig(_Section):
+    pass_base: float = 1.0
+    """Reward for passing every test at difficulty 0 on the first turn."""
+    difficulty_bonus: float = 1.0
+    """Extra reward for passing, times the task's difficulty."""
+    turn_penalty: float = 0.2
+    """Subtracted from a pass per extra turn it took."""
+    fail: float = -0.2
+    """Reward of an episode that never passed (plus partial credit for tests passed)."""
+    partial_credit: float = 0.3
+    """Credit for the fraction of tests the last attempt passed, on failure."""
+    timeout: float = -0.5
+    """Reward when the last attempt timed out."""
+    error: float = -0.4
+    """Reward when the last attempt did not load or crashed before any test ran."""
+
+
+class RunConfig(_Section):
+    """Everything one ``spade run`` needs."""
+
+    seed: int = 0
+    """Root of all randomness: same seed, same run."""
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
+    """The model that proposes tasks."""
+    solver: SolverConfig = Field(default_factory=SolverConfig)
+    """The model that attempts tasks."""
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    """Timeouts and retries of model calls."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Where and under which limits programs run."""
+    controller: ControllerConfig = Field(default_factory=ControllerConfig)
+    """Epochs, difficulty band and concurrency."""
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    """Shape of the reward."""
+    executor: Literal["local", "ray"] = "local"
+    """Where episodes run: ``local`` (asyncio in this process) or ``ray``."""
+    prompts_dir: str | None = None
+    """Folder of Jinja templates overriding the packaged ones by file name."""
+    runs_dir: str = "runs"
+    """Parent folder of new run directories when ``--out`` is not given."""
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_yaml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise UserError(f"{origin}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{origin}: expected a mapping of config keys, got {type(data).__name__}")
+    return data
+
+
+def default_config_dict() -> dict[str, Any]:
+    text = resources.files("spade_llm.configs").joinpath("default.yaml").read_text()
+    return _read_yaml(text, "default.yaml")
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "config"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Default config, then the YAML file at ``path``, then ``overrides`` (nested dict).
+
+    Raises:
+        UserError: the file is missing or not YAML, or a value is invalid.
+    """
+    data = default_config_dict()
+    origin = "default.yaml"
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise UserError(f"config file not found: {p}")
+        data = _deep_merge(data, _read_yaml(p.read_text(), str(p)))
+        origin = str(p)
+    if overrides:
+        data = _deep_merge(data, overrides)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise UserError(f"invalid config ({origin} + flags): {_describe(e)}") from None
+
+
+def config_from_dict(data: dict[str, Any], origin: str) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise UserError(f"invalid config in {origin}: {_describe(e)}") from None

@@ -1,0 +1,45 @@
+"""Errors raised by spade_llm.
+
+A program that fails is data (an ``ExecutionResult`` with a status), not an exception.
+Exceptions are for the framework's own trouble, and tell apart whose fault it is::
+
+    SpadeError                 base of everything spade_llm raises on purpose
+    ├── UserError              bad config, flag, file or template: the user can fix it
+    │   └── TemplateError      a prompt template is missing or does not render
+    ├── ModelError             the model misbehaved: unparsable or invalid answer, refusal
+    │   └── LLMCallError       the endpoint failed for good (after retries)
+    └── SandboxUnavailable     the sandbox backend cannot run anything on this machine
+"""
+
+from __future__ import annotations
+
+
+class SpadeError(Exception):
+    """Base class of every error spade_llm raises on purpose."""
+
+
+class UserError(SpadeError):
+    """Bad input from the user: config, CLI flag, input file, template folder."""
+
+
+class TemplateError(UserError):
+    """A prompt template is missing, does not parse, or uses an undefined variable."""
+
+
+class ModelError(SpadeError):
+    """The model answered something unusable (not JSON, invalid task, refusal, empty)."""
+
+
+class LLMCallError(ModelError):
+    """The endpoint could not produce an answer, after retries.
+
+    ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_response, client_error.
+    """
+
+    def __init__(self, message: str, kind: str = "bad_response") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class SandboxUnavailable(SpadeError):
+    """The sandbox backend cannot run programs here (missing binary, probe failed, broken)."""

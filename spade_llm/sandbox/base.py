@@ -1,0 +1,58 @@
+"""The Sandbox contract: run one Python program under limits, return what happened.
+
+Backends implement ``run`` only. Test harnessing (calling the entry point on each input,
+encoding outputs, judging them) is backend-independent and lives in ``harness.py`` and
+``verdict.py``; it sends the harness program through ``run`` like any other program.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from ..types import ExecutionResult
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-execution limits (SPEC defaults)."""
+
+    timeout_s: float = 10.0
+    memory_mb: int = 512
+    max_processes: int = 64
+    scratch_mb: int = 64
+    output_limit_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class Program:
+    """A Python program to run: its source, what it reads on stdin, and extra files.
+
+    ``files`` are written into the scratch directory (the working directory) before the run.
+    """
+
+    source: str
+    stdin: bytes = b""
+    files: dict[str, bytes] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment variables (e.g. PYTHONHASHSEED); nothing of the caller's leaks in."""
+
+
+class Sandbox(ABC):
+    """Runs untrusted Python under limits.
+
+    A program that fails, hangs, floods output or is killed is reported in the returned
+    ``ExecutionResult``; ``SandboxUnavailable`` is raised only when the backend itself cannot
+    run anything. ``run`` is blocking and thread-safe: callers run it in a worker thread.
+    """
+
+    name: str = "base"
+    isolating: bool = False
+    """True when the backend is a security boundary (namespaces/containers)."""
+
+    @abstractmethod
+    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        """Run ``program`` to completion or limit and report what happened."""
+
+    def close(self) -> None:
+        """Release backend resources (worker pools, containers). Safe to call twice."""
