@@ -41,6 +41,8 @@ class GeneratorConfig(RoleConfig):
     """Ask the endpoint for a JSON object (``response_format``); not every server supports it."""
     temperature: float = Field(default=0.9, ge=0.0, le=2.0)
     """Sampling temperature: higher gives more varied tasks."""
+    max_tokens: int = Field(default=4096, gt=0)
+    """Upper bound on tokens in one answer (several tasks with code fit in it)."""
     examples_shown: int = Field(default=3, ge=0)
     """How many accepted tasks the proposal prompt shows as examples."""
 

@@ -1,0 +1,45 @@
+"""Async access to the sandbox for the pipeline: judge code against a task, validate a task.
+
+Sandbox calls block, so they run in worker threads, at most ``concurrency`` at once; the event
+loop stays free for model requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .config import SandboxConfig
+from .sandbox.base import Limits, Sandbox
+from .sandbox.runner import run_check, run_tests
+from .types import ExecutionResult, Task
+from .validation import ValidationReport, Validator
+
+
+def limits_from(config: SandboxConfig) -> Limits:
+    return Limits(timeout_s=config.timeout_s, memory_mb=config.memory_mb, max_processes=config.max_processes,
+                  scratch_mb=config.scratch_mb, output_limit_bytes=config.output_limit_bytes)
+
+
+class CodeChecker:
+    """Runs solutions and validations in the sandbox, ``concurrency`` executions at a time."""
+
+    def __init__(self, sandbox: Sandbox, config: SandboxConfig, concurrency: int) -> None:
+        self.sandbox = sandbox
+        self.config = config
+        self.limits = limits_from(config)
+        self.validator = Validator(sandbox, self.limits, config.test_timeout_s)
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+
+    def check_sync(self, code: str, task: Task) -> ExecutionResult:
+        """Judge ``code`` on the task: its tests, or its ``check_code`` for imported benchmarks."""
+        if task.check_code:
+            return run_check(self.sandbox, code, task.check_code, task.entry_point, self.limits)
+        return run_tests(self.sandbox, code, task.entry_point, task.tests, self.limits, self.config.test_timeout_s)
+
+    async def check(self, code: str, task: Task) -> ExecutionResult:
+        async with self._slots:
+            return await asyncio.to_thread(self.check_sync, code, task)
+
+    async def validate(self, task: Task) -> ValidationReport:
+        async with self._slots:
+            return await asyncio.to_thread(self.validator.validate, task)

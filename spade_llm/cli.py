@@ -1,0 +1,401 @@
+"""The ``spade`` command line.
+
+Bad input gives one line on stderr and a non-zero exit (a traceback only with ``--debug``).
+Heavy imports (litellm, the pipeline) happen inside the subcommands that need them, so
+``spade --help``, ``exec``, ``verify`` and ``evaluate`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .errors import SpadeError, UserError
+
+EXIT_USER = 2
+EXIT_INTERNAL = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line instead of usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="spade", description="Self-play data generation for code LLMs: propose tasks, prove them in a "
+                "sandbox, solve them over turns, keep verified (task, trajectory, feedback) data.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add = sub.add_parser
+
+    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+        return _add(name, parents=[common], **kw)
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
+
+    run = sub.add_parser("run", help="run the self-play loop", description="Run the self-play loop: propose, "
+                         "validate, solve and adapt, epoch after epoch. Offline on fake/<profile> by default.")
+    run.add_argument("--config", help="YAML config overriding configs/default.yaml")
+    run.add_argument("--model", help="model for both roles (litellm string, or fake/<profile>)")
+    run.add_argument("--generator-model", help="model that proposes tasks")
+    run.add_argument("--solver-model", help="model that solves tasks")
+    run.add_argument("--api-base", help="endpoint of an OpenAI-compatible server, e.g. http://localhost:8000/v1")
+    run.add_argument("--epochs", type=_positive(int), help="number of epochs")
+    run.add_argument("--tasks-per-epoch", type=_positive(int), help="tasks asked for per epoch")
+    run.add_argument("--concurrency", type=_positive(int), help="model requests and executions in flight")
+    run.add_argument("--max-turns", type=_positive(int), help="solver attempts per task")
+    run.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
+    run.add_argument("--executor", choices=["local"], help="where episodes run (local asyncio)")
+    run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
+    run.add_argument("--seed", type=int, help="root seed: same seed, same run")
+    run.add_argument("--out", help="run directory (created; must be empty)")
+    run.add_argument("--resume", metavar="DIR", help="continue a killed or finished run in DIR")
+    run.add_argument("--quiet", action="store_true", help="print only the run directory")
+
+    ex = sub.add_parser("exec", help="run one program in the sandbox, print its ExecutionResult as JSON")
+    ex.add_argument("file", help="Python file, or - for stdin")
+    ex.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    ex.add_argument("--timeout", type=_positive(float, 0.01), default=10.0, help="wall-clock limit, seconds")
+    ex.add_argument("--memory-mb", type=_positive(int, 16), default=512, help="memory limit, MiB")
+
+    ve = sub.add_parser("verify", help="validate tasks: one JSON line per task, a summary on stderr")
+    ve.add_argument("tasks", help="tasks JSONL file")
+    ve.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    ve.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
+
+    ev = sub.add_parser("evaluate", help="judge solutions (the references by default) against the tasks' tests")
+    ev.add_argument("tasks", help="tasks JSONL file")
+    ev.add_argument("--samples", help='JSONL of {"task_id", "completion"} or {"task_id", "code"}')
+    ev.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
+
+    im = sub.add_parser("import", help="convert a benchmark into tasks")
+    im.add_argument("format", choices=["humaneval"])
+    im.add_argument("file", help="HumanEval-format JSONL (.gz ok)")
+    im.add_argument("-o", "--output", required=True, help="tasks JSONL to write")
+
+    pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
+    pr.add_argument("action", choices=["list", "show", "check"])
+    pr.add_argument("name", nargs="?", help="template name (show) or override folder (check)")
+    pr.add_argument("--prompts", help="override folder (for list/show)")
+    return p
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _read_tasks(path: str) -> list[Any]:
+    from pydantic import ValidationError
+
+    from .types import Task
+
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"tasks file not found: {p}")
+    tasks = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(Task.model_validate_json(line))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "line"
+            raise UserError(f"{p}:{n}: not a task: {where}: {err['msg']}") from None
+    ids = [t.task_id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise UserError(f"{p}: task_id repeated: {', '.join(dupes[:3])}")
+    return tasks
+
+
+def _warn(message: str) -> None:
+    print(f"spade: warning: {message}", file=sys.stderr)
+
+
+def _sandbox(name: str) -> Any:
+    import logging
+
+    from .sandbox.registry import get_sandbox
+
+    logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
+    return get_sandbox(name)
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .session import load_resumed_config, start_run
+    from .store import RunDir
+
+    overrides: dict[str, Any] = {}
+
+    def put(path: str, value: Any) -> None:
+        if value is None:
+            return
+        node = overrides
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+
+    for role in ("generator", "solver"):
+        put(f"{role}.model", args.model)
+        put(f"{role}.api_base", args.api_base)
+    put("generator.model", args.generator_model)
+    put("solver.model", args.solver_model)
+    put("controller.epochs", args.epochs)
+    put("controller.tasks_per_epoch", args.tasks_per_epoch)
+    put("controller.concurrency", args.concurrency)
+    put("solver.max_turns", args.max_turns)
+    put("sandbox.backend", args.sandbox)
+    put("executor", args.executor)
+    put("prompts_dir", args.prompts)
+    put("seed", args.seed)
+
+    if args.resume:
+        if args.out and Path(args.out) != Path(args.resume):
+            raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
+        if args.config:
+            raise UserError("--config cannot change a run being resumed; flags like --epochs can")
+        run = RunDir.open_existing(args.resume)
+        config = load_resumed_config(run, overrides)
+    else:
+        config = load_config(args.config, overrides)
+        run = RunDir.create(args.out, config.runs_dir)
+    log = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    if not args.quiet:
+        log(f"spade run: {config.generator.model} proposes, {config.solver.model} solves; "
+            f"{config.controller.epochs} epochs x {config.controller.tasks_per_epoch} tasks -> {run.path}")
+    started = time.monotonic()
+    metrics = start_run(config, run, resumed=bool(args.resume), log=log)
+    if args.quiet:
+        print(run.path)
+        return 0
+    summary = json.loads((run.path / "summary.json").read_text())
+    lines = ["", "epoch  difficulty  accepted  pass  first-try  turns  reward"]
+    for m in metrics:
+        lines.append(f"{m.epoch:>5}  {m.difficulty:>10.2f}  {m.tasks_accepted:>4}/{m.tasks_proposed:<3}  "
+                     f"{m.pass_rate:>4.0%}  {m.first_try_pass_rate:>9.0%}  {m.mean_turns:>5.2f}  {m.mean_reward:>+6.2f}")
+    lines += [
+        "",
+        f"{summary['tasks_accepted']} tasks accepted, {summary['tasks_rejected']} rejected "
+        f"{summary['rejected_by_reason']}, {summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%}"
+        f" ({time.monotonic() - started:.1f}s)",
+        f"run directory: {run.path}",
+        "  tasks.jsonl  trajectories.jsonl  metrics.jsonl  rejected.jsonl  summary.json  manifest.json  config.yaml",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    from .sandbox.base import Limits
+    from .sandbox.runner import run_program
+
+    if args.file == "-":
+        source = sys.stdin.read()
+    else:
+        p = Path(args.file)
+        if not p.is_file():
+            raise UserError(f"file not found: {p}")
+        source = p.read_text(encoding="utf-8", errors="replace")
+    sandbox = _sandbox(args.sandbox)
+    try:
+        result = run_program(sandbox, source, Limits(timeout_s=args.timeout, memory_mb=args.memory_mb))
+    finally:
+        sandbox.close()
+    print(result.model_dump_json(exclude_none=False))
+    return 0
+
+
+def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
+    """Yield fn(item) results in input order, computing up to ``concurrency`` at once in threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        yield from pool.map(fn, items)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .checking import limits_from
+    from .config import SandboxConfig
+    from .validation import Validator
+
+    tasks = _read_tasks(args.tasks)
+    sandbox = _sandbox(args.sandbox)
+    config = SandboxConfig(backend=args.sandbox)
+    validator = Validator(sandbox, limits_from(config), config.test_timeout_s)
+    valid = 0
+    reasons: dict[str, int] = {}
+    try:
+        for report in _run_concurrently(validator.validate, tasks, args.concurrency):
+            print(json.dumps(report.row()), flush=True)
+            valid += report.valid
+            if report.reason:
+                reasons[report.reason] = reasons.get(report.reason, 0) + 1
+    finally:
+        sandbox.close()
+    print(f"verified {len(tasks)} tasks: {valid} valid, {len(tasks) - valid} invalid {reasons or ''}".rstrip(),
+          file=sys.stderr)
+    return 0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k estimator (Chen et al., 2021)."""
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"samples file not found: {p}")
+    samples = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{p}:{n}: not JSON: {e.msg}") from None
+        task = tasks.get(row.get("task_id")) if isinstance(row, dict) else None
+        if task is None:
+            raise UserError(f"{p}:{n}: unknown task_id {row.get('task_id') if isinstance(row, dict) else row!r}")
+        if isinstance(row.get("code"), str):
+            code = row["code"]
+        elif isinstance(row.get("completion"), str):
+            code = str(task.meta.get("prompt", "")) + row["completion"]
+        else:
+            raise UserError(f'{p}:{n}: a sample needs "completion" or "code"')
+        samples.append((task, code))
+    return samples
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .checking import CodeChecker
+    from .config import SandboxConfig
+
+    tasks = _read_tasks(args.tasks)
+    by_id = {t.task_id: t for t in tasks}
+    samples = _read_samples(args.samples, by_id) if args.samples else [(t, t.reference_code) for t in tasks]
+    sandbox = _sandbox(args.sandbox)
+    checker = CodeChecker(sandbox, SandboxConfig(backend=args.sandbox), args.concurrency)
+    per_task: dict[str, list[bool]] = {}
+    try:
+        for (task, _code), result in zip(samples, _run_concurrently(lambda s: checker.check_sync(s[1], s[0]),
+                                                                     samples, args.concurrency)):
+            passed = result.all_passed
+            per_task.setdefault(task.task_id, []).append(passed)
+            print(json.dumps({"task_id": task.task_id, "passed": passed, "status": result.status,
+                              "tests_passed": result.tests_passed, "tests_total": result.tests_total}), flush=True)
+    finally:
+        sandbox.close()
+    ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
+    scores = {f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
+              for k in ks}
+    print(f"{len(samples)} samples, {len(per_task)} tasks: "
+          + ", ".join(f"{name} {value:.4f}" for name, value in scores.items()), file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importers import import_humaneval
+
+    tasks = import_humaneval(args.file)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks), encoding="utf-8")
+    print(f"imported {len(tasks)} tasks -> {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    from .templates import PACKAGED_DIR, Prompts, list_templates
+
+    if args.action == "check":
+        prompts = Prompts(args.name or args.prompts)
+        problems = prompts.check_all()
+        for line in problems:
+            print(line, file=sys.stderr)
+        print(f"{len(list_templates())} templates checked, {len(problems)} problems", file=sys.stderr)
+        return 1 if problems else 0
+    prompts = Prompts(args.prompts)
+    if args.action == "list":
+        for name in list_templates():
+            path = prompts.source_path(name)
+            origin = "packaged" if path.is_relative_to(PACKAGED_DIR) else "user"
+            print(f"{name}\t{origin}\t{path}")
+        return 0
+    if not args.name:
+        raise UserError("prompts show needs a template name (see spade prompts list)")
+    path = prompts.source_path(args.name)
+    if not path.is_file():
+        raise UserError(f"no template named {args.name} (see spade prompts list)")
+    sys.stdout.write(path.read_text())
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "exec": cmd_exec, "verify": cmd_verify, "evaluate": cmd_evaluate, "import": cmd_import,
+            "prompts": cmd_prompts}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_USER
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        hint = f"; continue with: spade run --resume {args.out or args.resume}" if args.command == "run" and (
+            getattr(args, "out", None) or getattr(args, "resume", None)) else ""
+        print(f"spade {args.command}: interrupted{hint}", file=sys.stderr)
+        return 130
+    except SpadeError as e:
+        if args.debug:
+            raise
+        print(f"spade {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USER if isinstance(e, UserError) else EXIT_INTERNAL
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if args.debug:
+            raise
+        print(f"spade {args.command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""Stage 5: the evolution loop. Each epoch proposes, validates, de-duplicates, solves and adapts.
+
+The target difficulty follows the solver: when recent pass rates leave the band it moves, so
+tasks stay at the edge of what the solver can do. Everything an epoch produces is appended to
+the run directory as soon as it exists; a killed run resumes where it stopped without
+duplicating or losing records (accepted tasks are written per epoch in one batch, trajectories
+one by one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checking import CodeChecker
+from .config import RunConfig
+from .evaluator import (
+    count_reasons,
+    first_try_pass_rate,
+    mean_reward,
+    mean_turns,
+    next_difficulty,
+    novelty,
+    pass_rate,
+    similarity,
+    task_fingerprint,
+)
+from .generator import Generator, ProposalContext
+from .llm.base import LLM, LLMRequest, LLMResponse
+from .llm.stats import LLMStats
+from .solver import Solver
+from .store import METRICS, REJECTED, TASKS, TRAJECTORIES, RunDir
+from .types import EpochMetrics, Rejection, Task, TokenUsage, Trajectory
+
+
+class LimitedLLM:
+    """An LLM wrapper sharing one limit on requests in flight between generator and solver."""
+
+    def __init__(self, llm: LLM, slots: asyncio.Semaphore) -> None:
+        self.llm = llm
+        self.model = llm.model
+        self._slots = slots
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        async with self._slots:
+            return await self.llm.complete(request)
+
+
+@dataclass
+class RunState:
+    """What the run directory already holds (empty for a new run)."""
+
+    tasks: list[Task] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    metrics: list[EpochMetrics] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, run: RunDir) -> RunState:
+        state = cls(
+            tasks=[Task.model_validate(r) for r in run.read(TASKS)],
+            trajectories=[Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)],
+            metrics=[EpochMetrics.model_validate(r) for r in run.read(METRICS)],
+            rejected=[Rejection.model_validate(r) for r in run.read(REJECTED)],
+        )
+        # keep one trajectory per task if a crash ever wrote two
+        seen: set[str] = set()
+        state.trajectories = [t for t in state.trajectories if not (t.task_id in seen or seen.add(t.task_id))]
+        return state
+
+
+def task_epoch(task: Task) -> int:
+    return int(task.meta.get("epoch", -1))
+
+
+class Controller:
+    """Wires generator -> validation -> solver -> evaluator -> store, epoch after epoch."""
+
+    def __init__(self, config: RunConfig, run: RunDir, generator: Generator, solver: Solver, checker: CodeChecker,
+                 stats: LLMStats, *, log: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.run = run
+        self.generator = generator
+        self.solver = solver
+        self.checker = checker
+        self.stats = stats
+        self.log = log
+        self.state = RunState.load(run)
+        self.fingerprints = [task_fingerprint(t.reference_code) for t in self.state.tasks]
+        self.usage = sum((t.usage for t in self.state.trajectories), TokenUsage())
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def run_all(self) -> list[EpochMetrics]:
+        c = self.config.controller
+        start = len(self.state.metrics)
+        for epoch in range(start, c.epochs):
+            row = await self.run_epoch(epoch, self.difficulty_for(epoch))
+            self.log(
+                f"epoch {epoch}: difficulty {row.difficulty:.2f}  accepted {row.tasks_accepted}/{row.tasks_proposed}"
+                f"  pass {row.pass_rate:.0%} (first try {row.first_try_pass_rate:.0%})  turns {row.mean_turns:.2f}"
+                f"  reward {row.mean_reward:+.2f}  novelty {row.novelty:.2f}"
+            )
+        self.write_summary(done=True)
+        return self.state.metrics
+
+    def difficulty_for(self, epoch: int) -> float:
+        c = self.config.controller
+        if epoch == 0 or not self.state.metrics:
+            return c.initial_difficulty
+        return self.state.metrics[epoch - 1].next_difficulty
+
+    async def run_epoch(self, epoch: int, difficulty: float) -> EpochMetrics:
+        started = time.monotonic()
+        tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
+        if not tasks:
+            # a kill between writing this epoch's rejections and its tasks: redo the epoch's proposals
+            self.run.rewrite_without(REJECTED, lambda r: r.get("epoch") == epoch)
+            self.state.rejected = [r for r in self.state.rejected if r.epoch != epoch]
+            tasks = await self.propose_and_validate(epoch, difficulty)
+        done = {t.task_id for t in self.state.trajectories}
+        todo = [t for t in tasks if t.task_id not in done]
+        await self.solve_all(todo, epoch)
+        row = self.epoch_metrics(epoch, difficulty, tasks, time.monotonic() - started)
+        self.run.append(METRICS, [row.model_dump(mode="json")])
+        self.state.metrics.append(row)
+        self.write_summary(done=False)
+        return row
+
+    async def propose_and_validate(self, epoch: int, difficulty: float) -> list[Task]:
+        c = self.config.controller
+        n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
+        examples = self.state.tasks[-self.config.generator.examples_shown :] if self.config.generator.examples_shown else []
+        contexts = [
+            ProposalContext(
+                epoch=epoch, request_index=i,
+                n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
+                difficulty=difficulty, capability=self.recent_pass_rate(), examples=examples,
+                avoid_tags=self.saturated_tags(), seed=self.config.seed,
+            )
+            for i in range(n_requests)
+        ]
+        proposals = await asyncio.gather(*(self.generator.propose(ctx) for ctx in contexts))
+        rejected: list[Rejection] = []
+        candidates = []
+        for proposal in proposals:  # stable order: by request, then position in the answer
+            if proposal.failure:
+                rejected.append(Rejection(epoch=epoch, reason=proposal.failure, detail=proposal.detail))
+            for cand in proposal.candidates:
+                if cand.task is None:
+                    raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
+                    rejected.append(Rejection(epoch=epoch, reason=cand.reason or "invalid_task", detail=cand.detail,
+                                              task=raw))
+                else:
+                    candidates.append(cand.task)
+        reports = await asyncio.gather(*(self.checker.validate(t) for t in candidates))
+        accepted: list[Task] = []
+        for task, report in zip(candidates, reports):
+            if not report.valid or report.task is None:
+                rejected.append(Rejection(epoch=epoch, reason=report.reason or "invalid", detail=report.detail,
+                                          task_id=task.task_id, task=task.dump()))
+                continue
+            fp = task_fingerprint(report.task.reference_code)
+            twin = max(((similarity(fp, other), i) for i, other in enumerate(self.fingerprints)), default=(0.0, -1))
+            if twin[0] >= self.config.controller.novelty_threshold:
+                existing = (self.state.tasks + accepted)[twin[1]].task_id
+                rejected.append(Rejection(epoch=epoch, reason="duplicate", task_id=task.task_id, task=task.dump(),
+                                          detail=f"{twin[0]:.0%} similar to {existing}"))
+                continue
+            self.fingerprints.append(fp)
+            accepted.append(report.task)
+        # rejections first, then tasks: resume treats an epoch with tasks on disk as proposed
+        self.run.append(REJECTED, [r.model_dump(mode="json") for r in rejected])
+        self.run.append(TASKS, [t.dump() for t in accepted])
+        self.state.rejected.extend(rejected)
+        self.state.tasks.extend(accepted)
+        return accepted
+
+    async def solve_all(self, tasks: list[Task], epoch: int) -> None:
+        slots = asyncio.Semaphore(self.config.controller.concurrency)
+
+        async def one(task: Task) -> None:
+            async with slots:
+                trajectory = await self.solver.solve(task, epoch)
+            self.run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
+            self.state.trajectories.append(trajectory)
+            self.usage = self.usage + trajectory.usage
+
+        await asyncio.gather(*(one(t) for t in tasks))
+
+    # -- steering ------------------------------------------------------------------------------
+
+    def recent_pass_rate(self) -> float:
+        rates = [m.pass_rate for m in self.state.metrics[-self.config.controller.history_epochs :]]
+        return sum(rates) / len(rates) if rates else 0.5
+
+    def saturated_tags(self, share: float = 0.3) -> list[str]:
+        """Tags on more than ``share`` of accepted tasks: the generator is asked to go elsewhere."""
+        if len(self.state.tasks) < 6:
+            return []
+        counts = Counter(tag for t in self.state.tasks for tag in set(t.tags))
+        return sorted(tag for tag, n in counts.items() if n / len(self.state.tasks) > share)
+
+    def epoch_metrics(self, epoch: int, difficulty: float, tasks: list[Task], wall_s: float) -> EpochMetrics:
+        ids = {t.task_id for t in tasks}
+        trajs = [t for t in self.state.trajectories if t.task_id in ids]
+        rejected = [r for r in self.state.rejected if r.epoch == epoch]
+        earlier = [task_fingerprint(t.reference_code) for t in self.state.tasks if task_epoch(t) < epoch]
+        rate = pass_rate(trajs)
+        history = [m.pass_rate for m in self.state.metrics[-(self.config.controller.history_epochs - 1) :]]
+        history = history if self.config.controller.history_epochs > 1 else []
+        c = self.config.controller
+        usage = sum((t.usage for t in trajs), TokenUsage())
+        return EpochMetrics(
+            epoch=epoch, difficulty=difficulty, pass_rate=rate, first_try_pass_rate=first_try_pass_rate(trajs),
+            mean_turns=mean_turns(trajs), tasks_proposed=len(tasks) + len(rejected), tasks_accepted=len(tasks),
+            rejected_by_reason=count_reasons(r.reason for r in rejected),
+            novelty=novelty([task_fingerprint(t.reference_code) for t in tasks], earlier),
+            mean_reward=mean_reward(trajs), episodes=len(trajs), prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, wall_s=round(wall_s, 3),
+            next_difficulty=next_difficulty(difficulty, [*history, rate] if trajs else history, c.band,
+                                            c.difficulty_step),
+        )
+
+    def write_summary(self, *, done: bool) -> None:
+        trajs = self.state.trajectories
+        statuses = Counter(t.final_status for t in trajs)
+        summary: dict[str, Any] = {
+            "complete": done,
+            "epochs": len(self.state.metrics),
+            "tasks_accepted": len(self.state.tasks),
+            "tasks_rejected": len(self.state.rejected),
+            "rejected_by_reason": count_reasons(r.reason for r in self.state.rejected),
+            "trajectories": len(trajs),
+            "final_status": dict(sorted(statuses.items())),
+            "pass_rate": pass_rate(trajs),
+            "mean_reward": mean_reward(trajs),
+            "difficulty": [m.difficulty for m in self.state.metrics],
+            "usage": self.usage.model_dump(),
+            "llm": self.stats.summary(),
+        }
+        self.run.write_json("summary.json", summary)

@@ -1,0 +1,162 @@
+"""Rewards and metrics: pure functions of executions and trajectories.
+
+Nothing here touches a model, a sandbox or a file, so each function is tested in isolation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import keyword
+import re
+import tokenize
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from .config import RewardConfig
+from .types import FinalStatus, Trajectory
+
+
+def episode_reward(
+    final_status: FinalStatus,
+    turns: int,
+    difficulty: float,
+    pass_fraction: float,
+    config: RewardConfig | None = None,
+) -> float:
+    """Reward of one solving episode.
+
+    Passing earns more at higher difficulty and with fewer turns; failing earns a little partial
+    credit for the tests the last attempt passed; timing out and crashing cost.
+
+    >>> episode_reward("passed", 1, 0.5, 1.0)
+    1.5
+    >>> episode_reward("passed", 3, 0.5, 1.0)
+    1.1
+    >>> episode_reward("failed", 3, 0.5, 0.5)
+    -0.05
+    >>> episode_reward("timeout", 1, 0.9, 0.0)
+    -0.5
+    """
+    c = config or RewardConfig()
+    if final_status == "passed":
+        reward = c.pass_base + c.difficulty_bonus * difficulty - c.turn_penalty * max(0, turns - 1)
+        # a pass always beats any failure, however many turns it took
+        return round(max(reward, c.partial_credit + 0.01, 0.01), 6)
+    if final_status == "timeout":
+        return c.timeout
+    if final_status == "error":
+        return c.error
+    return round(c.fail + c.partial_credit * min(max(pass_fraction, 0.0), 1.0), 6)
+
+
+def next_difficulty(current: float, recent_pass_rates: Sequence[float], band: tuple[float, float], step: float) -> float:
+    """Target difficulty of the next epoch: keep the pass rate inside ``band``.
+
+    Above the band tasks are too easy, so difficulty rises; below it, it falls. The step
+    shrinks when the pass rate is near the band's edge so the target settles instead of oscillating.
+
+    >>> next_difficulty(0.3, [0.9], (0.3, 0.7), 0.1)
+    0.4
+    >>> next_difficulty(0.3, [0.5], (0.3, 0.7), 0.1)
+    0.3
+    >>> next_difficulty(0.05, [0.0], (0.3, 0.7), 0.1)
+    0.0
+    """
+    if not recent_pass_rates:
+        return current
+    rate = sum(recent_pass_rates) / len(recent_pass_rates)
+    lo, hi = band
+    if rate > hi:
+        move = step * min(1.0, 0.5 + (rate - hi) / max(1e-9, 1 - hi))
+    elif rate < lo:
+        move = -step * min(1.0, 0.5 + (lo - rate) / max(1e-9, lo))
+    else:
+        move = 0.0
+    return round(min(1.0, max(0.0, current + move)), 4)
+
+
+_STRING_OR_NUMBER = {tokenize.STRING, tokenize.NUMBER}
+
+
+def code_tokens(source: str) -> list[str]:
+    """Tokens of Python source with names, strings and numbers abstracted.
+
+    Two functions that differ only by renaming or constants get the same tokens, which is
+    what "near-duplicate" means for a task bank. Falls back to a regex split on broken code.
+    """
+    out: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.NAME:
+                out.append(tok.string if keyword.iskeyword(tok.string) or tok.string in _BUILTINS else "N")
+            elif tok.type in _STRING_OR_NUMBER:
+                out.append("S" if tok.type == tokenize.STRING else "0")
+            elif tok.type == tokenize.OP:
+                out.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        out = re.findall(r"\w+|[^\w\s]", source)
+    return out
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def shingles(tokens: Sequence[str], k: int = 4) -> frozenset[tuple[str, ...]]:
+    if len(tokens) < k:
+        return frozenset({tuple(tokens)})
+    return frozenset(tuple(tokens[i : i + k]) for i in range(len(tokens) - k + 1))
+
+
+def similarity(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    """Jaccard similarity of two shingle sets (1.0 = same structure)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def task_fingerprint(reference_code: str, description: str = "") -> frozenset[tuple[str, ...]]:
+    """What near-duplicate detection compares: the reference's abstracted token shingles."""
+    return shingles(code_tokens(reference_code))
+
+
+def novelty(new: Sequence[frozenset[tuple[str, ...]]], earlier: Sequence[frozenset[tuple[str, ...]]]) -> float:
+    """Mean over new tasks of 1 - (highest similarity to any earlier or other new task).
+
+    1.0 means every task is structurally unlike everything before it; 0.0 means copies.
+    """
+    if not new:
+        return 0.0
+    scores = []
+    for i, fp in enumerate(new):
+        others = [*earlier, *new[:i]]
+        best = max((similarity(fp, o) for o in others), default=0.0)
+        scores.append(1.0 - best)
+    return round(sum(scores) / len(scores), 4)
+
+
+def pass_rate(trajectories: Iterable[Trajectory]) -> float:
+    trs = list(trajectories)
+    return round(sum(t.final_status == "passed" for t in trs) / len(trs), 4) if trs else 0.0
+
+
+def first_try_pass_rate(trajectories: Iterable[Trajectory]) -> float:
+    trs = list(trajectories)
+    if not trs:
+        return 0.0
+    first = sum(1 for t in trs if t.attempts and t.attempts[0].result.all_passed)
+    return round(first / len(trs), 4)
+
+
+def mean_turns(trajectories: Iterable[Trajectory]) -> float:
+    trs = list(trajectories)
+    return round(sum(len(t.attempts) for t in trs) / len(trs), 4) if trs else 0.0
+
+
+def mean_reward(trajectories: Iterable[Trajectory]) -> float:
+    trs = list(trajectories)
+    return round(sum(t.reward for t in trs) / len(trs), 4) if trs else 0.0
+
+
+def count_reasons(reasons: Iterable[str]) -> dict[str, int]:
+    return dict(sorted(Counter(reasons).items()))

@@ -1,0 +1,32 @@
+"""Model strings -> LLM instances, in one place, importing providers lazily.
+
+``fake/<profile>`` is the built-in offline model; anything else goes through litellm
+(``openai/<name>`` with an ``api_base`` reaches any OpenAI-compatible server).
+"""
+
+from __future__ import annotations
+
+from ..config import LLMConfig, RoleConfig
+from ..errors import UserError
+from .base import LLM
+from .stats import LLMStats
+
+
+def get_llm(role_config: RoleConfig, llm_config: LLMConfig, *, seed: int = 0, stats: LLMStats | None = None) -> LLM:
+    """Build the model for one role.
+
+    Raises:
+        UserError: the model string names no known provider or fake profile.
+    """
+    model = role_config.model.strip()
+    if not model:
+        raise UserError("model string is empty")
+    if model.startswith("fake/") or model == "fake":
+        from .fake import FakeLLM
+
+        profile = model.split("/", 1)[1] if "/" in model else "default"
+        return FakeLLM(profile=profile, seed=seed)
+    from .litellm import LiteLLM, check_model_string
+
+    check_model_string(model, role_config.api_base)
+    return LiteLLM(role_config, llm_config, stats=stats or LLMStats())

@@ -1,0 +1,224 @@
+"""Stage 2: prove a proposed task sound before anyone is asked to solve it.
+
+Gates, in SPEC order; the first that fails is the task's ``reason``:
+``syntax_error``, ``missing_entry_point``, ``bad_input``, ``too_few_tests``, ``timeout``,
+``runtime_error``, ``nondeterministic``, ``expected_mismatch``, ``weak_tests``.
+The reference runs on every test whenever its code loads, whatever the reason, so ``verify``
+always reports its own verdict. Near-duplicates are a run-level gate (the controller's).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from .sandbox.base import Limits, Sandbox
+from .sandbox.runner import CallsOutcome, execute_calls, judge, run_check
+from .sandbox.verdict import UnsupportedOutput, matches, to_json
+from .types import Task, TestCase, TestStatus
+
+MIN_TESTS = 3
+MAX_INPUT_CHARS = 100_000
+STAND_INS: list[tuple[str, Any]] = [("None", None), ("0", 0), ("[]", []), ("''", ""), ("{}", {})]
+
+
+@dataclass
+class ValidationReport:
+    """The outcome of validating one task (a row of ``spade verify``)."""
+
+    task_id: str
+    valid: bool
+    reason: str | None
+    detail: str
+    status: TestStatus
+    tests_passed: int
+    tests_total: int
+    task: Task | None = None
+    """The task with every ``expected`` filled from the reference, when it loaded."""
+
+    def row(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "valid": self.valid, "reason": self.reason, "status": self.status,
+                "tests_passed": self.tests_passed, "tests_total": self.tests_total, "detail": self.detail}
+
+
+def defines_name(tree: ast.Module, name: str) -> bool:
+    """Whether the module's top level binds ``name`` (def, class, assignment or import)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names):
+                return True
+        if isinstance(node, (ast.If, ast.Try, ast.With)) and defines_name(ast.Module(body=_children(node), type_ignores=[]), name):
+            return True
+    return False
+
+
+def _children(node: ast.AST) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for attr in ("body", "orelse", "finalbody"):
+        out.extend(getattr(node, attr, []) or [])
+    for handler in getattr(node, "handlers", []) or []:
+        out.extend(handler.body)
+    return out
+
+
+def parse_input(text: str) -> tuple[Any, ...]:
+    """The positional arguments of a test, or ValueError when the input is not a literal tuple."""
+    if len(text) > MAX_INPUT_CHARS:
+        raise ValueError(f"input longer than {MAX_INPUT_CHARS} characters")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ValueError(f"not a Python literal: {text[:60]!r} ({type(e).__name__})") from None
+    if not isinstance(value, tuple):
+        raise ValueError(f"not a tuple of arguments: {text[:60]!r} (write a 1-tuple as '(x,)')")
+    return value
+
+
+class Validator:
+    """Runs the gates for one task at a time; blocking (call it from a worker thread)."""
+
+    def __init__(self, sandbox: Sandbox, limits: Limits, test_timeout_s: float) -> None:
+        self.sandbox = sandbox
+        self.limits = limits
+        self.test_timeout_s = test_timeout_s
+
+    def _run(self, task: Task, hash_seed: int) -> CallsOutcome:
+        return execute_calls(self.sandbox, task.reference_code, task.entry_point, [t.input for t in task.tests],
+                             self.limits, self.test_timeout_s, hash_seed=hash_seed)
+
+    def validate(self, task: Task) -> ValidationReport:
+        total = len(task.tests)
+
+        def report(reason: str | None, detail: str, status: TestStatus = "error", passed: int = 0,
+                   filled: Task | None = None) -> ValidationReport:
+            return ValidationReport(task.task_id, reason is None, reason, detail, status, passed, total, filled)
+
+        try:
+            tree = ast.parse(task.reference_code)
+            compile(tree, "<reference>", "exec")
+        except (SyntaxError, ValueError) as e:
+            return report("syntax_error", f"reference does not compile: {e}")
+        if task.check_code and not task.tests:
+            return self._validate_check_mode(task)
+        static_reason: tuple[str, str] | None = None
+        if not defines_name(tree, task.entry_point):
+            static_reason = ("missing_entry_point", f"reference does not define {task.entry_point!r}")
+        else:
+            for i, test in enumerate(task.tests):
+                try:
+                    parse_input(test.input)
+                except ValueError as e:
+                    static_reason = ("bad_input", f"test {i}: {e}")
+                    break
+            else:
+                if total < MIN_TESTS:
+                    static_reason = ("too_few_tests", f"{total} tests, at least {MIN_TESTS} needed")
+
+        first = self._run(task, hash_seed=0)
+        filled, status, passed, runtime = self._own_verdict(task, first)
+        if static_reason is not None:
+            return report(*static_reason, status=status, passed=passed, filled=filled)
+        if runtime is not None:
+            return report(*runtime, status=status, passed=passed, filled=filled)
+        assert filled is not None
+        second = self._run(task, hash_seed=1)
+        for i, (a, b) in enumerate(zip(first.outputs, second.outputs)):
+            if not (a.ok and b.ok and a.value == b.value) or len(second.outputs) != len(first.outputs):
+                return report("nondeterministic", f"test {i} ({task.tests[i].input[:60]}): output changed on a second "
+                              f"run under another hash seed", status=status, passed=passed, filled=filled)
+        if len(second.outputs) != len(first.outputs):
+            return report("nondeterministic", "the second run did not finish like the first", status=status,
+                          passed=passed, filled=filled)
+        for i, test in enumerate(task.tests):
+            if test.has_expected and not matches(first.outputs[i].value, test.expected):
+                return report("expected_mismatch", f"test {i} ({test.input[:60]}): expected {test.expected!r}, the "
+                              f"reference returns {to_json_or_repr(first.outputs[i].value)}", status=status,
+                              passed=passed, filled=filled)
+        weak = self._weak_tests(filled)
+        if weak:
+            return report("weak_tests", weak, status=status, passed=passed, filled=filled)
+        return report(None, "", status=status, passed=passed, filled=filled)
+
+    def _validate_check_mode(self, task: Task) -> ValidationReport:
+        """Imported benchmarks: the reference must get through the benchmark's own asserts."""
+        result = run_check(self.sandbox, task.reference_code, task.check_code or "", task.entry_point, self.limits)
+        if result.all_passed:
+            return ValidationReport(task.task_id, True, None, "", "passed", 1, 1, task)
+        if result.status == "timeout":
+            return ValidationReport(task.task_id, False, "timeout", "the reference exceeds the time limit", "timeout",
+                                    0, 1, task)
+        tail = (result.stderr.strip().splitlines() or [result.status])[-1][:200]
+        status: TestStatus = "error" if result.status != "ok" else "failed"
+        return ValidationReport(task.task_id, False, "runtime_error", f"check_code fails: {tail}", status, 0, 1, task)
+
+    def _own_verdict(self, task: Task, outcome: CallsOutcome) -> tuple[Task | None, TestStatus, int, tuple[str, str] | None]:
+        """The reference judged on its own tests; the task with expected values filled; a runtime reason."""
+        result = outcome.result
+        if outcome.load_error is not None:
+            return None, "error", 0, ("runtime_error", f"reference does not load: {outcome.load_error}")
+        if result.status == "timeout" or any(o.status == "timeout" for o in outcome.outputs):
+            reason: tuple[str, str] | None = ("timeout", "the reference exceeds the time limit on some input")
+        elif result.status in ("memory", "output_limit", "killed"):
+            reason = ("runtime_error", f"the reference was stopped: {result.status}")
+        else:
+            reason = None
+        filled_tests: list[TestCase] = []
+        for i, test in enumerate(task.tests):
+            out = outcome.outputs[i] if i < len(outcome.outputs) else None
+            if test.has_expected:
+                filled_tests.append(test)
+            elif out is not None and out.ok:
+                try:
+                    filled_tests.append(TestCase(input=test.input, expected=to_json(out.value)))
+                except UnsupportedOutput as e:
+                    filled_tests.append(TestCase(input=test.input))
+                    reason = reason or ("runtime_error", f"test {i}: the reference's output has no JSON form: {e}")
+            else:
+                filled_tests.append(TestCase(input=test.input))
+                if out is not None and reason is None:
+                    reason = ("runtime_error", f"test {i} ({test.input[:60]}): the reference raised {out.error}")
+        if reason is None and len(outcome.outputs) < len(task.tests):
+            reason = ("runtime_error", f"the reference stopped after {len(outcome.outputs)} of {len(task.tests)} tests")
+        filled = task.model_copy(update={"tests": filled_tests})
+        verdict = judge(outcome, filled_tests)
+        passed = verdict.tests_passed or 0
+        if result.status == "timeout" or any(r.status == "timeout" for r in verdict.test_results or []):
+            status: TestStatus = "timeout"
+        elif result.status != "ok" or any(r.status == "error" for r in verdict.test_results or []):
+            status = "error"
+        elif passed == len(task.tests):
+            status = "passed"
+        else:
+            status = "failed"
+        return filled, status, passed, reason
+
+    @staticmethod
+    def _weak_tests(task: Task) -> str:
+        """Why the tests are too weak, or '' when every trivial stand-in fails some test."""
+        args = [parse_input(t.input) for t in task.tests]
+        stand_ins = [*STAND_INS, ("the first argument", None)]
+        for name, constant in stand_ins:
+            fooled = True
+            for test, call_args in zip(task.tests, args):
+                value = (call_args[0] if call_args else None) if name == "the first argument" else constant
+                if not matches(value, test.expected):
+                    fooled = False
+                    break
+            if fooled:
+                return f"the tests do not reject a function returning {name}"
+        return ""
+
+
+def to_json_or_repr(value: Any) -> str:
+    try:
+        return repr(to_json(value))
+    except UnsupportedOutput:
+        return "an output with no JSON form"

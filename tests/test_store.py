@@ -1,0 +1,48 @@
+import json
+
+import pytest
+
+from spade_llm.errors import UserError
+from spade_llm.store import TASKS, RunDir, read_jsonl, scrub_secrets
+
+
+def test_append_whole_lines_and_cut_partial_on_resume(tmp_path):
+    run = RunDir.create(tmp_path / "r")
+    run.write_yaml("config.yaml", {"seed": 1})
+    run.append(TASKS, [{"a": 1}, {"a": 2}])
+    with open(tmp_path / "r" / TASKS, "a") as f:
+        f.write('{"a": 3, "tru')  # a kill in the middle of a line
+    assert [r["a"] for r in read_jsonl(tmp_path / "r" / TASKS)] == [1, 2]
+    again = RunDir.open_existing(tmp_path / "r")
+    again.append(TASKS, [{"a": 4}])
+    lines = (tmp_path / "r" / TASKS).read_text().splitlines()
+    assert [json.loads(x)["a"] for x in lines] == [1, 2, 4]
+
+
+def test_refuses_non_empty_out_and_non_run_resume(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep me")
+    with pytest.raises(UserError, match="not empty"):
+        RunDir.create(tmp_path / "full")
+    assert (tmp_path / "full" / "x").read_text() == "keep me"
+    with pytest.raises(UserError, match="not a run directory"):
+        RunDir.open_existing(tmp_path / "full")
+
+
+def test_new_run_dirs_do_not_collide(tmp_path):
+    a = RunDir.create(None, tmp_path)
+    b = RunDir.create(None, tmp_path)
+    assert a.path != b.path and a.path.is_dir() and b.path.is_dir()
+
+
+def test_rewrite_without_drops_only_matching(tmp_path):
+    run = RunDir.create(tmp_path / "r")
+    run.append("rejected.jsonl", [{"epoch": 0}, {"epoch": 1}, {"epoch": 1}])
+    assert run.rewrite_without("rejected.jsonl", lambda r: r["epoch"] == 1) == 2
+    assert run.read("rejected.jsonl") == [{"epoch": 0}]
+
+
+def test_scrub_secrets():
+    data = {"api_base": "http://user:pw@host:8000/v1", "api_key": "sk-x", "nested": [{"token": "t"}], "n": 3}
+    out = scrub_secrets(data)
+    assert out == {"api_base": "http://host:8000/v1", "api_key": "***", "nested": [{"token": "***"}], "n": 3}
