@@ -92,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
     ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
 
+    so = sub.add_parser("solve", help="the solver alone on existing tasks (e.g. an imported benchmark)")
+    so.add_argument("tasks", help="tasks JSONL file")
+    so.add_argument("--model", required=True, help="solver model (litellm string, or fake/<profile>)")
+    so.add_argument("--api-base", help="endpoint of an OpenAI-compatible server")
+    so.add_argument("--max-turns", type=_positive(int), help="attempts per task")
+    so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
+    so.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
+    so.add_argument("--config", help="YAML config overriding configs/default.yaml")
+    so.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
+    so.add_argument("--seed", type=int, help="root seed")
+    so.add_argument("--out", help="output directory (created; an existing one is resumed)")
+
     im = sub.add_parser("import", help="convert a benchmark into tasks")
     im.add_argument("format", choices=["humaneval"])
     im.add_argument("file", help="HumanEval-format JSONL (.gz ok)")
@@ -153,30 +165,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .session import load_resumed_config, start_run
     from .store import RunDir
 
-    overrides: dict[str, Any] = {}
-
-    def put(path: str, value: Any) -> None:
-        if value is None:
-            return
-        node = overrides
-        *parents, leaf = path.split(".")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-
-    for role in ("generator", "solver"):
-        put(f"{role}.model", args.model)
-        put(f"{role}.api_base", args.api_base)
-    put("generator.model", args.generator_model)
-    put("solver.model", args.solver_model)
-    put("controller.epochs", args.epochs)
-    put("controller.tasks_per_epoch", args.tasks_per_epoch)
-    put("controller.concurrency", args.concurrency)
-    put("solver.max_turns", args.max_turns)
-    put("sandbox.backend", args.sandbox)
-    put("executor", args.executor)
-    put("prompts_dir", args.prompts)
-    put("seed", args.seed)
+    overrides = _overrides(args, {
+        "model": "generator.model", "api_base": "generator.api_base", "generator_model": "generator.model",
+        "epochs": "controller.epochs", "tasks_per_epoch": "controller.tasks_per_epoch",
+        "concurrency": "controller.concurrency", "max_turns": "solver.max_turns", "sandbox": "sandbox.backend",
+        "executor": "executor", "prompts": "prompts_dir", "seed": "seed"})
+    solver_overrides = _overrides(args, {"model": "solver.model", "api_base": "solver.api_base",
+                                         "solver_model": "solver.model"})
+    overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
 
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):
@@ -211,6 +207,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         "  tasks.jsonl  trajectories.jsonl  metrics.jsonl  rejected.jsonl  summary.json  manifest.json  config.yaml",
     ]
     print("\n".join(lines))
+    return 0
+
+
+def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any]:
+    """Nested config overrides from the flags that were given (``dest -> dotted.path``)."""
+    overrides: dict[str, Any] = {}
+    for dest, path in pairs.items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        node = overrides
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return overrides
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .session import solve_tasks
+    from .store import RunDir
+
+    tasks = _read_tasks(args.tasks)
+    config = load_config(args.config, _overrides(args, {
+        "model": "solver.model", "api_base": "solver.api_base", "max_turns": "solver.max_turns",
+        "concurrency": "controller.concurrency", "sandbox": "sandbox.backend", "prompts": "prompts_dir",
+        "seed": "seed"}))
+    if args.out and Path(args.out, "trajectories.jsonl").exists():
+        run = RunDir.open_existing(args.out)
+    else:
+        run = RunDir.create(args.out, config.runs_dir)
+    summary = solve_tasks(config, tasks, run, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"{summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%} "
+          f"(first try {summary['first_try_pass_rate']:.0%}) -> {run.path}")
     return 0
 
 
@@ -365,7 +396,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "exec": cmd_exec, "verify": cmd_verify, "evaluate": cmd_evaluate, "import": cmd_import,
+COMMANDS = {"run": cmd_run, "solve": cmd_solve, "exec": cmd_exec, "verify": cmd_verify, "evaluate": cmd_evaluate, "import": cmd_import,
             "prompts": cmd_prompts}
 
 

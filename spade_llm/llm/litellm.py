@@ -26,9 +26,28 @@ ALLOW_MODEL_REQUESTS = True
 """Tests set this to False (tests/conftest.py) so no test reaches a real model by accident."""
 
 
+def load_dotenv(path: str = ".env") -> None:
+    """Read KEY=VALUE lines of a ``.env`` file into the environment (set variables win)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        os.environ.setdefault(key.strip(), value)
+
+
 def import_litellm() -> Any:
     global _litellm
     if _litellm is None:
+        load_dotenv()
         # Without this litellm fetches a price map over the network at import.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:

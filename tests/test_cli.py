@@ -1,0 +1,166 @@
+"""The CLI end to end, as a user runs it: offline runs, determinism, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SPADE = [sys.executable, "-m", "spade_llm.cli"]
+
+
+def spade(*args: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run([*SPADE, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "a"
+    proc = spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+@pytest.mark.e2e
+def test_run_writes_spec_run_directory(run_a):
+    out, proc = run_a
+    assert str(out) in proc.stdout
+    for name in ["config.yaml", "manifest.json", "tasks.jsonl", "rejected.jsonl", "trajectories.jsonl",
+                 "metrics.jsonl", "summary.json"]:
+        assert (out / name).is_file(), name
+    tasks, trajs, metrics = rows(out / "tasks.jsonl"), rows(out / "trajectories.jsonl"), rows(out / "metrics.jsonl")
+    assert tasks and trajs
+    for t in tasks:
+        assert {"task_id", "kind", "description", "entry_point", "reference_code", "tests", "difficulty", "tags",
+                "source", "meta"} <= t.keys()
+        assert len(t["tests"]) >= 3 and all("expected" in c for c in t["tests"])
+    assert {t["task_id"] for t in trajs} == {t["task_id"] for t in tasks}
+    assert len({t["trajectory_id"] for t in trajs}) == len(trajs)
+    for t in trajs:
+        assert {"trajectory_id", "task_id", "messages", "attempts", "final_status", "reward", "usage"} <= t.keys()
+        assert t["final_status"] in {"passed", "failed", "error", "timeout"}
+        for a in t["attempts"]:
+            assert {"turn", "code", "result"} <= a.keys() and "status" in a["result"]
+    assert [m["epoch"] for m in metrics] == [0, 1, 2]
+    need = {"epoch", "difficulty", "pass_rate", "first_try_pass_rate", "mean_turns", "tasks_proposed",
+            "tasks_accepted", "rejected_by_reason", "novelty", "mean_reward"}
+    assert all(need <= m.keys() for m in metrics)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and set(summary["llm"]) >= {"requests", "retries", "failures", "by_kind"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 7 and "solver/repair.j2" in manifest["templates"]
+
+
+@pytest.mark.e2e
+def test_some_trajectory_repairs_with_the_earlier_error(run_a):
+    out, _ = run_a
+    found = 0
+    for t in rows(out / "trajectories.jsonl"):
+        if len(t["attempts"]) < 2:
+            continue
+        first = t["attempts"][0]["result"]
+        later_user = " ".join(m["content"] for m in t["messages"][3:] if m["role"] == "user")
+        err = [ln for ln in first["stderr"].splitlines() if ln.strip()]
+        failing = [r["input"] for r in first.get("test_results") or [] if r["status"] != "passed"]
+        if (err and err[-1].strip()[:40] in later_user) or any(i in later_user for i in failing):
+            found += 1
+    assert found >= 1
+
+
+@pytest.mark.e2e
+def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
+    out, _ = run_a
+    b = tmp_path / "b"
+    assert spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(b),
+                 "--quiet").returncode == 0
+    key = lambda p: sorted((t["task_id"], t["reference_code"], json.dumps(t["tests"])) for t in rows(p))  # noqa: E731
+    assert key(out / "tasks.jsonl") == key(b / "tasks.jsonl")
+    # resume a finished run with more epochs: the first three stay as they were, nothing repeats
+    before = (b / "tasks.jsonl").read_text()
+    proc = spade("run", "--resume", str(b), "--epochs", "4", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert (b / "tasks.jsonl").read_text().startswith(before)
+    assert [m["epoch"] for m in rows(b / "metrics.jsonl")] == [0, 1, 2, 3]
+    trajs = rows(b / "trajectories.jsonl")
+    assert len({t["task_id"] for t in trajs}) == len(trajs) == len(rows(b / "tasks.jsonl"))
+
+
+@pytest.mark.e2e
+def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
+    full = tmp_path / "full"
+    assert spade("run", "--epochs", "2", "--seed", "11", "--sandbox", "subprocess", "--out", str(full),
+                 "--quiet").returncode == 0
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    for name in ["config.yaml", "manifest.json", "tasks.jsonl", "rejected.jsonl"]:
+        (cut / name).write_bytes((full / name).read_bytes())
+    trajs = (full / "trajectories.jsonl").read_text().splitlines(keepends=True)
+    metrics = (full / "metrics.jsonl").read_text().splitlines(keepends=True)
+    # as if killed in epoch 1's solving: epoch 0 done, two of epoch 1's episodes written, one half-written
+    e1 = [ln for ln in trajs if json.loads(ln)["epoch"] == 1]
+    e0 = [ln for ln in trajs if json.loads(ln)["epoch"] == 0]
+    (cut / "trajectories.jsonl").write_text("".join(e0 + e1[:2]) + e1[2][: len(e1[2]) // 2])
+    (cut / "metrics.jsonl").write_text(metrics[0])
+    proc = spade("run", "--resume", str(cut), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    got = rows(cut / "trajectories.jsonl")
+    assert sorted(t["trajectory_id"] for t in got) == sorted(json.loads(t)["trajectory_id"] for t in trajs)
+    assert [m["epoch"] for m in rows(cut / "metrics.jsonl")] == [0, 1]
+    assert rows(cut / "tasks.jsonl") == rows(full / "tasks.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--config", "/nonexistent.yaml"], "config file not found"),
+        (["run", "--epochs", "-1"], "--epochs"),
+        (["run", "--epochs", "abc"], "--epochs"),
+        (["run", "--model", "fake/nonexistent-profile"], "nonexistent-profile"),
+        (["run", "--model", "nonsense-model-xyz"], "unknown model"),
+        (["exec", "/nonexistent.py"], "not found"),
+        (["verify", "/nonexistent.jsonl"], "not found"),
+        (["evaluate", "/nonexistent.jsonl"], "not found"),
+    ],
+)
+def test_bad_input_is_one_line_no_traceback(tmp_path, args, message):
+    proc = spade(*args, "--sandbox", "subprocess", cwd=tmp_path) if args[0] in ("exec", "verify", "evaluate") \
+        else spade(*args, "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warning" not in ln.lower()]
+    assert len(lines) == 1, proc.stderr
+    assert message in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_bad_yaml_and_broken_template(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("controller: {epochs: [\n")
+    proc = spade("run", "--config", str(bad), "--out", str(tmp_path / "o1"))
+    assert proc.returncode != 0 and "not valid YAML" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "p" / "solver").mkdir(parents=True)
+    (tmp_path / "p" / "solver" / "first.j2").write_text("{{ task.entry_point }} {{ undefined_thing }}")
+    proc = spade("run", "--prompts", str(tmp_path / "p"), "--out", str(tmp_path / "o2"))
+    assert proc.returncode != 0 and "undefined_thing" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_non_empty_out_is_refused_and_kept(tmp_path):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "precious.txt").write_text("x")
+    proc = spade("run", "--out", str(tmp_path / "o"))
+    assert proc.returncode != 0 and "not empty" in proc.stderr
+    assert (tmp_path / "o" / "precious.txt").read_text() == "x"
+
+
+def test_help_for_every_command():
+    for cmd in ["run", "exec", "verify", "evaluate", "import", "prompts"]:
+        proc = spade(cmd, "--help")
+        assert proc.returncode == 0 and "usage" in proc.stdout

@@ -1,0 +1,113 @@
+import json
+
+import pytest
+
+from spade_llm.errors import LLMCallError
+from spade_llm.generator import BadAnswer, LLMGenerator, ProposalContext, extract_json, make_task_id
+from spade_llm.llm.base import LLMResponse
+from spade_llm.llm.stats import LLMStats
+from spade_llm.llm.testing import ScriptedLLM
+from spade_llm.templates import Prompts
+
+TASK = {
+    "description": "Return the sum of a and b.",
+    "entry_point": "add",
+    "reference_code": "def add(a, b):\n    return a + b\n",
+    "tests": [{"input": "(1, 2)"}, {"input": "(3, 4)", "expected": 7}, {"input": "(0, 0)"}],
+    "difficulty": 0.2,
+    "tags": ["arithmetic"],
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"tasks": [TASK]}),
+        "Here you go:\n```json\n" + json.dumps({"tasks": [TASK]}) + "\n```\nHope it helps!",
+        "Sure! " + json.dumps({"tasks": [TASK]}) + " -- and some trailing text {not json",
+        "```\n" + json.dumps([TASK]) + "\n```",
+    ],
+)
+def test_extract_json_survives_fences_prose_and_trailing_text(text):
+    value = extract_json(text)
+    items = value["tasks"] if isinstance(value, dict) else value
+    assert items[0]["entry_point"] == "add"
+
+
+@pytest.mark.parametrize(
+    ("text", "finish", "reason"),
+    [
+        ("", "stop", "empty"),
+        ("   \n", "stop", "empty"),
+        ("I'm sorry, but I can't help with that.", "stop", "refusal"),
+        ('{"tasks": [{"description": "abc', "length", "truncated"),
+        ('{"tasks": [{"description": "abc', "stop", "bad_json"),
+        ("no json here at all", "stop", "bad_json"),
+    ],
+)
+def test_extract_json_failures_have_reasons(text, finish, reason):
+    with pytest.raises(BadAnswer) as e:
+        extract_json(text, finish)
+    assert e.value.reason == reason
+
+
+def ctx(**kw):
+    base = dict(epoch=0, request_index=0, n=2, difficulty=0.4, capability=0.5, examples=[], avoid_tags=[], seed=3)
+    base.update(kw)
+    return ProposalContext(**base)
+
+
+async def test_generator_parses_tasks_and_ids_are_deterministic():
+    llm = ScriptedLLM([json.dumps({"tasks": [TASK, {**TASK, "entry_point": "plus"}]})])
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure is None
+    tasks = [c.task for c in proposal.candidates]
+    assert [t.entry_point for t in tasks] == ["add", "plus"]
+    assert tasks[0].task_id == make_task_id(3, 0, (0, 0), TASK)
+    assert tasks[0].tests[1].has_expected and not tasks[0].tests[0].has_expected
+    assert tasks[0].meta["epoch"] == 0 and tasks[0].source == "generated"
+    request = llm.calls[0]
+    assert request.role == "generator" and request.json_mode
+    assert "0.40" in request.messages[-1].content  # the target difficulty reaches the prompt
+
+
+async def test_generator_re_asks_once_quoting_the_problem():
+    stats = LLMStats()
+    llm = ScriptedLLM(["this is not json", json.dumps({"tasks": [TASK]})])
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True, stats=stats)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure is None and len(proposal.candidates) == 1
+    repair = llm.calls[1].messages
+    assert repair[-2].role == "assistant" and repair[-2].content == "this is not json"
+    assert "could not be used" in repair[-1].content and "no JSON object" in repair[-1].content
+    assert stats.summary()["by_kind"] == {"bad_json": 1}
+
+
+async def test_generator_gives_up_after_one_repair_and_on_refusal():
+    gen = LLMGenerator(ScriptedLLM(["nope", "still nope"]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure == "bad_json" and proposal.candidates == []
+    llm = ScriptedLLM(["I cannot help with that."])
+    proposal = await LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True).propose(ctx())
+    assert proposal.failure == "refusal" and len(llm.calls) == 1
+
+
+async def test_generator_records_invalid_items_and_endpoint_failures():
+    bad = {"description": "x"}  # no entry point, no code, no tests
+    gen = LLMGenerator(ScriptedLLM([json.dumps({"tasks": [bad, TASK]})]), Prompts(), temperature=0.9,
+                       max_tokens=100, json_mode=False)
+    proposal = await gen.propose(ctx())
+    assert proposal.candidates[0].reason == "invalid_task" and proposal.candidates[1].task is not None
+    gen = LLMGenerator(ScriptedLLM([LLMCallError("down", kind="server_error")]), Prompts(), temperature=0.9,
+                       max_tokens=100, json_mode=False)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure == "llm_server_error"
+
+
+async def test_truncated_answer_is_reported_as_truncated():
+    text = '{"tasks": [{"description": "Return'
+    gen = LLMGenerator(ScriptedLLM([LLMResponse(text=text, finish_reason="length")] * 2), Prompts(),
+                       temperature=0.9, max_tokens=10, json_mode=True)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure == "truncated"
