@@ -54,5 +54,5 @@ class Sandbox(ABC):
     def run(self, program: Program, limits: Limits) -> ExecutionResult:
         """Run ``program`` to completion or limit and report what happened."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a hook with a do-nothing default, not abstract)
         """Release backend resources (worker pools, containers). Safe to call twice."""

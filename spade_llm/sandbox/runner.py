@@ -1,0 +1,259 @@
+"""The sandbox API the pipeline calls: run a program, call an entry point on inputs, judge outputs.
+
+Everything here is backend-independent and blocking (the pipeline runs it in worker threads).
+Each call sends ``harness.py`` through ``Sandbox.run`` with the code under test as a file beside
+it, and turns the harness's report into an ``ExecutionResult`` with ``verdict.py``. Expected
+values never enter the sandbox: ``execute_calls`` brings back encoded outputs and ``judge``
+compares them outside.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import marshal
+import secrets
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..types import ExecutionResult, TestCase, TestResult, TestStatus
+from .base import Limits, Program, Sandbox
+from .harness import frame_message
+from .verdict import Interpretation, Mode, Output, Unsupported, interpret, matches, show
+
+SOLUTION_FILE = "solution.py"
+CHECK_FILE = "check.py"
+MAIN_FILE = "main.py"
+RESULTS_FACTOR = 8
+"""The results channel may carry this many times ``output_limit_bytes`` (all tests' outputs)."""
+
+__all__ = ["CallsOutcome", "Output", "execute_calls", "judge", "run_check", "run_program", "run_tests"]
+
+
+@dataclass(frozen=True)
+class CallsOutcome:
+    """One execution of the entry point on a list of inputs, before any comparison.
+
+    ``outputs`` has one entry per call that finished, in input order: all of them when the run
+    completed, a prefix when it was cut short (see ``result.status``), none when the code did not
+    load (``load_error``) or the harness protocol was violated.
+    """
+
+    result: ExecutionResult
+    outputs: list[Output] = field(default_factory=list)
+    load_error: str | None = None
+
+
+HARNESS_STUB = """\
+# Runs the spade harness: its bytecode when it was compiled for this interpreter, else its source.
+import marshal, posix, sys
+
+
+def _elsewhere(path):  # the working (scratch) directory must not shadow modules the harness imports
+    try:
+        a, b = posix.stat(path or "."), posix.stat(".")
+    except OSError:
+        return True
+    return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+
+
+sys.path[:] = [p for p in sys.path if _elsewhere(p)]
+_ext = sys.modules.get("_frozen_importlib_external")
+with open("harness.bin", "rb") as _f:
+    _data = _f.read()
+if _ext is not None and _data[:4] == getattr(_ext, "MAGIC_NUMBER", None):
+    _code = marshal.loads(_data[4:])
+else:
+    with open("harness.py", "rb") as _f:
+        _code = compile(_f.read(), "harness.py", "exec")
+del _ext, _data, _f, _elsewhere
+exec(_code)
+"""
+
+
+@cache
+def harness_program() -> tuple[str, dict[str, bytes]]:
+    """The harness as a program: a stub source and the files it loads.
+
+    Compiling the harness costs several milliseconds, more than the rest of its start; a backend
+    whose interpreter has another bytecode version falls back to the source.
+    """
+    source = (Path(__file__).parent / "harness.py").read_bytes()
+    code = compile(source, "harness.py", "exec")
+    return HARNESS_STUB, {"harness.py": source, "harness.bin": importlib.util.MAGIC_NUMBER + marshal.dumps(code)}
+
+
+def parse_input(text: str) -> tuple[Any, ...] | str:
+    """The arguments of one test input, or a message saying why it is not a literal tuple."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        return f"not a Python literal ({type(e).__name__})"
+    if type(value) is not tuple:
+        return f"not a tuple of arguments ({type(value).__name__})"
+    try:
+        marshal.dumps(value)
+    except ValueError:
+        return "too deeply nested"
+    return value
+
+
+def _execute(
+    sandbox: Sandbox,
+    mode: Mode,
+    files: dict[str, str],
+    request: dict[str, Any],
+    limits: Limits,
+    *,
+    n: int = 0,
+    hash_seed: int = 0,
+    marker: str | None = None,
+) -> Interpretation:
+    nonce = secrets.token_hex(16)
+    request = {
+        "v": 1,
+        "mode": mode,
+        "timeout_s": float(limits.timeout_s),
+        "output_limit": int(limits.output_limit_bytes),
+        "value_limit": int(limits.output_limit_bytes),
+        "results_limit": int(limits.output_limit_bytes) * RESULTS_FACTOR,
+        **request,
+    }
+    stdin = frame_message(request) + frame_message({"nonce": nonce, "marker": marker})
+    stub, harness_files = harness_program()
+    program = Program(
+        source=stub,
+        stdin=stdin,
+        files={**harness_files, **{name: text.encode("utf-8", "surrogatepass") for name, text in files.items()}},
+        env={"PYTHONHASHSEED": str(hash_seed)},
+    )
+    raw = sandbox.run(program, replace(limits, output_limit_bytes=_report_cap(limits)))
+    return interpret(raw, nonce, mode, n, marker)
+
+
+def _report_cap(limits: Limits) -> int:
+    """Room for the harness's report: both streams JSON-escaped (up to 6x) plus the results."""
+    return 12 * limits.output_limit_bytes + 2 * RESULTS_FACTOR * limits.output_limit_bytes + (1 << 16)
+
+
+def run_program(sandbox: Sandbox, source: str, limits: Limits) -> ExecutionResult:
+    """Run ``source`` as ``__main__`` (``spade exec``); its exit code and streams are the result's."""
+    return _execute(sandbox, "program", {MAIN_FILE: source}, {"file": MAIN_FILE}, limits).result
+
+
+def execute_calls(
+    sandbox: Sandbox,
+    code: str,
+    entry_point: str,
+    inputs: list[str],
+    limits: Limits,
+    test_timeout_s: float,
+    hash_seed: int = 0,
+) -> CallsOutcome:
+    """Call ``entry_point`` of ``code`` on each input (a literal tuple of arguments) in one execution.
+
+    An input that is not a literal tuple gives that call an error output; the others still run.
+    ``hash_seed`` is the program's PYTHONHASHSEED (validation runs twice to catch nondeterminism).
+    """
+    args = [parse_input(text) for text in inputs]
+    request = {
+        "file": SOLUTION_FILE,
+        "entry_point": entry_point,
+        "inputs": args,
+        "test_timeout_s": float(test_timeout_s),
+    }
+    seen = _execute(sandbox, "tests", {SOLUTION_FILE: code}, request, limits, n=len(inputs), hash_seed=hash_seed)
+    return CallsOutcome(seen.result, seen.outputs, seen.load_error)
+
+
+def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
+    """``outcome.result`` with the verdict of each test filled in (pure; nothing runs).
+
+    A test passes only when its call returned a value that ``matches`` its ``expected``; a test
+    with no ``expected`` has nothing to compare with and is an ``error``.
+    """
+    result = outcome.result
+    verdicts: list[TestResult] = []
+    for i, test in enumerate(tests):
+        out = outcome.outputs[i] if i < len(outcome.outputs) else None
+        status: TestStatus
+        output = error = None
+        ms = None
+        if out is None:
+            status = "timeout" if result.status == "timeout" else "error"
+            error = outcome.load_error or _not_run(result)
+        else:
+            ms = out.duration_ms
+            if out.status != "ok":
+                status, error = out.status, out.error
+            else:
+                output = show(out.value)
+                if not test.has_expected:
+                    status, error = "error", "no expected value"
+                elif isinstance(out.value, Unsupported):
+                    status = "failed"
+                    error = (
+                        f"unsupported output type {out.value.type_name}: only exact builtin types "
+                        "(None, bool, int, float, str, list, tuple, dict, ...) are compared"
+                    )
+                elif matches(out.value, test.expected):
+                    status = "passed"
+                else:
+                    status = "failed"
+        verdicts.append(
+            TestResult(index=i, input=test.input, status=status, output=output, error=error, duration_ms=ms)
+        )
+    passed = sum(v.status == "passed" for v in verdicts)
+    return result.model_copy(update={"tests_passed": passed, "tests_total": len(tests), "test_results": verdicts})
+
+
+def _not_run(result: ExecutionResult) -> str:
+    if result.status == "timeout":
+        return "not run: the execution ran out of time"
+    if result.status == "ok":
+        return "no result"
+    return f"not run: the execution ended early ({result.status})"
+
+
+def run_tests(
+    sandbox: Sandbox,
+    code: str,
+    entry_point: str,
+    tests: list[TestCase],
+    limits: Limits,
+    test_timeout_s: float,
+    hash_seed: int = 0,
+) -> ExecutionResult:
+    """``execute_calls`` on the tests' inputs, then ``judge``: the solver's and evaluator's verdict."""
+    outcome = execute_calls(sandbox, code, entry_point, [t.input for t in tests], limits, test_timeout_s, hash_seed)
+    return judge(outcome, tests)
+
+
+def run_check(sandbox: Sandbox, program: str, check_code: str, entry_point: str, limits: Limits) -> ExecutionResult:
+    """Run ``program`` then a benchmark's ``check_code`` (HumanEval style: ``check(entry_point)``).
+
+    One test: it passes only if the harness's completion marker, a secret the program never
+    sees, comes back after the asserts (see ``harness`` for why this mode is weaker).
+    """
+    marker = secrets.token_hex(16)
+    files = {SOLUTION_FILE: program, CHECK_FILE: check_code}
+    request = {"file": SOLUTION_FILE, "check_file": CHECK_FILE, "entry_point": entry_point}
+    seen = _execute(sandbox, "check", files, request, limits, marker=marker)
+    result = seen.result
+    passed = seen.check_passed
+    status: TestStatus
+    if passed:
+        status = "passed"
+    elif result.status == "timeout":
+        status = "timeout"
+    elif result.return_code == 1 and result.signal is None:
+        status = "failed"  # an assert (or another exception) stopped the check
+    else:
+        status = "error"  # exited early, crashed, killed, out of memory or output
+    error = None if passed else (result.stderr.strip().splitlines() or [result.status])[-1][:500]
+    verdict = TestResult(
+        index=0, input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
+    )
+    return result.model_copy(update={"tests_passed": int(passed), "tests_total": 1, "test_results": [verdict]})

@@ -1,0 +1,450 @@
+"""Outside the sandbox: read the harness's report, decode outputs, compare them with expected values.
+
+Nothing here runs untrusted code; everything the sandbox sent is data, parsed strictly. A report
+that breaks the protocol (no report line or several with the run's nonce, a malformed record,
+records duplicated, missing in the middle or out of order) makes the whole execution an ``error``
+with ``[spade] harness protocol violated`` on stderr, so no test of it can pass.
+
+Comparison rules (``matches``), between a decoded output and an ``expected`` JSON value:
+
+* types are strict: ``True`` is not ``1``, ``1`` is not ``1.0``, ``"1"`` is not ``1``;
+* floats compare with ``math.isclose(rel_tol=1e-9, abs_tol=1e-12)`` (a solution may sum in
+  another order than the reference); NaN equals nothing, not even NaN;
+* JSON has no tuples, so a tuple output equals a JSON list with matching items;
+* a JSON object equals a dict whose keys are all ``str`` (a dict with other keys has no JSON
+  form, see ``to_json``) and whose values match;
+* sets, frozensets, bytes, complex numbers and ``Unsupported`` values (any other type, including
+  subclasses of builtins) never equal a JSON value.
+
+``to_json`` turns a reference's output into the ``expected`` value written to a task file, and
+raises ``UnsupportedOutput`` for outputs with no faithful JSON form (sets, bytes, complex, NaN and
+infinities, dicts with non-``str`` keys, unsupported types), so such tasks can be rejected rather
+than judged on a lossy copy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..types import ExecStatus, ExecutionResult
+from .harness import MAX_DEPTH
+
+FLOAT_REL_TOL = 1e-9
+FLOAT_ABS_TOL = 1e-12
+OUTPUT_REPR_CHARS = 1000
+"""Longest ``TestResult.output`` (a repr shown to the solver)."""
+
+CRASH_SIGNALS = frozenset({4, 6, 7, 8, 11})
+"""SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV: the program crashed (``error``), it was not killed."""
+
+SIGXCPU = 24
+NOTE = "[spade] "
+
+_HEX_INT = re.compile(r"-?0x[0-9a-f]+")
+
+Mode = Literal["tests", "check", "program"]
+
+
+class UnsupportedOutput(ValueError):
+    """An output with no faithful JSON form (so it cannot become an ``expected`` value)."""
+
+
+class ProtocolError(Exception):
+    """The harness's report or records do not follow the protocol."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """An output of a type the encoding does not carry (never equal to an expected value)."""
+
+    type_name: str
+    detail: str = ""
+
+    def __repr__(self) -> str:
+        return f"<unsupported {self.type_name}: {self.detail}>" if self.detail else f"<unsupported {self.type_name}>"
+
+
+# -- values ------------------------------------------------------------------------------------
+
+
+def decode_value(tagged: Any, depth: int = 0) -> Any:
+    """The Python value of one tagged value (see ``harness``); ``ProtocolError`` if malformed."""
+    if depth > MAX_DEPTH + 1:
+        raise ProtocolError("value nested too deep")
+    if type(tagged) is not list or not tagged or type(tagged[0]) is not str:
+        raise ProtocolError(f"malformed value {str(tagged)[:80]}")
+    tag, args = tagged[0], tagged[1:]
+    try:
+        if tag == "N" and not args:
+            return None
+        if tag == "b" and len(args) == 1 and type(args[0]) is bool:
+            return args[0]
+        if tag == "i" and len(args) == 1 and type(args[0]) is str and _HEX_INT.fullmatch(args[0]):
+            return int(args[0], 16)
+        if tag == "f" and len(args) == 1 and type(args[0]) is str:
+            return float(args[0])
+        if tag == "c" and len(args) == 2 and all(type(a) is str for a in args):
+            return complex(float(args[0]), float(args[1]))
+        if tag == "s" and len(args) == 1 and type(args[0]) is str:
+            return args[0]
+        if tag == "y" and len(args) == 1 and type(args[0]) is str:
+            return bytes.fromhex(args[0])
+        if tag in ("l", "t", "S", "F") and len(args) == 1 and type(args[0]) is list:
+            items = [decode_value(item, depth + 1) for item in args[0]]
+            return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+        if tag == "d" and len(args) == 1 and type(args[0]) is list:
+            out = {}
+            for pair in args[0]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise ProtocolError("malformed dict item")
+                out[decode_value(pair[0], depth + 1)] = decode_value(pair[1], depth + 1)
+            return out
+        if tag == "u" and len(args) == 2 and all(type(a) is str for a in args):
+            return Unsupported(args[0], args[1])
+    except (ValueError, TypeError) as e:  # bad float text, unhashable key or set item
+        raise ProtocolError(f"malformed value: {e}") from None
+    raise ProtocolError(f"malformed value {str(tagged)[:80]}")
+
+
+def matches(value: Any, expected: Any) -> bool:
+    """Whether an output equals an expected JSON value, under the strict rules of this module."""
+    if expected is None:
+        return value is None
+    te, tv = type(expected), type(value)
+    if te is bool or te is str:
+        return tv is te and value == expected
+    if te is int:
+        return tv is int and value == expected
+    if te is float:
+        return tv is float and math.isclose(value, expected, rel_tol=FLOAT_REL_TOL, abs_tol=FLOAT_ABS_TOL)
+    if te is list:
+        return (
+            (tv is list or tv is tuple)
+            and len(value) == len(expected)
+            and all(matches(v, e) for v, e in zip(value, expected, strict=True))
+        )
+    if te is dict:
+        return (
+            tv is dict
+            and all(type(k) is str for k in value)
+            and value.keys() == expected.keys()
+            and all(matches(value[k], e) for k, e in expected.items())
+        )
+    return False
+
+
+def to_json(value: Any) -> Any:
+    """The JSON value an output is written as in a task file; ``UnsupportedOutput`` if it has none."""
+    t = type(value)
+    if value is None or t is bool or t is int or t is str:
+        return value
+    if t is float:
+        if not math.isfinite(value):
+            raise UnsupportedOutput(f"{value!r} has no JSON form")
+        return value
+    if t is list or t is tuple:
+        return [to_json(v) for v in value]
+    if t is dict:
+        bad = next((k for k in value if type(k) is not str), None)
+        if bad is not None:
+            raise UnsupportedOutput(f"dict key {bad!r} ({type(bad).__name__}) has no JSON form")
+        return {k: to_json(v) for k, v in value.items()}
+    if t is Unsupported:
+        raise UnsupportedOutput(f"output of unsupported type {value.type_name}")
+    raise UnsupportedOutput(f"{t.__name__} output has no JSON form")
+
+
+def show(value: Any) -> str:
+    """The repr of an output for feedback, truncated."""
+    text = repr(value)
+    return text if len(text) <= OUTPUT_REPR_CHARS else text[:OUTPUT_REPR_CHARS] + "..."
+
+
+# -- report and records --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the harness's parent process saw of the child."""
+
+    return_code: int | None
+    signal: int | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    results: str
+    results_truncated: bool
+    timed_out: bool
+    cpu_exceeded: bool
+    output_limit: bool
+    marker: str | None
+
+
+_REPORT_FIELDS: dict[str, tuple[type, ...]] = {
+    "rc": (int, type(None)),
+    "sig": (int, type(None)),
+    "out": (str,),
+    "err": (str,),
+    "out_trunc": (bool,),
+    "err_trunc": (bool,),
+    "res": (str,),
+    "res_trunc": (bool,),
+    "timed_out": (bool,),
+    "cpu_exceeded": (bool,),
+    "output_limit": (bool,),
+}
+
+
+def parse_report(stdout: str, nonce: str) -> Report:
+    """The one report line carrying ``nonce``; lines with another nonce are not the report."""
+    prefix = nonce + " "
+    lines = [line for line in stdout.split("\n") if line.startswith(prefix)]
+    if len(lines) != 1:
+        raise ProtocolError(f"{len(lines)} report lines, expected 1")
+    try:
+        data = json.loads(lines[0][len(prefix) :])
+    except ValueError as e:
+        raise ProtocolError(f"report is not JSON: {e}") from None
+    if type(data) is not dict:
+        raise ProtocolError("report is not an object")
+    if data.get("harness_error") is not None:
+        raise ProtocolError(f"harness error: {data['harness_error']}")
+    for key, types in _REPORT_FIELDS.items():
+        if type(data.get(key)) not in types or key not in data:
+            raise ProtocolError(f"report field {key!r} missing or mistyped")
+    marker = data.get("marker")
+    if marker is not None and type(marker) is not str:
+        raise ProtocolError("report field 'marker' mistyped")
+    return Report(
+        return_code=data["rc"],
+        signal=data["sig"],
+        stdout=data["out"],
+        stderr=data["err"],
+        stdout_truncated=data["out_trunc"],
+        stderr_truncated=data["err_trunc"],
+        results=data["res"],
+        results_truncated=data["res_trunc"],
+        timed_out=data["timed_out"],
+        cpu_exceeded=data["cpu_exceeded"],
+        output_limit=data["output_limit"],
+        marker=marker,
+    )
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one call of the entry point gave: a value (``ok``), an exception, or a timeout."""
+
+    status: Literal["ok", "error", "timeout"]
+    value: Any = None
+    """The decoded return value (an ``Unsupported`` for types the encoding does not carry)."""
+    error: str | None = None
+    """``TypeName: message`` of the exception, or why there is no value."""
+    duration_ms: float | None = None
+    memory: bool = False
+    """The call raised MemoryError (the memory limit)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Records:
+    """The child's results channel, decoded."""
+
+    started: bool = False
+    outputs: list[Output] = field(default_factory=list)
+    load_error: str | None = None
+    memory: bool = False
+    done: bool = False
+
+
+def parse_records(results: str, n: int, *, cut: bool) -> Records:
+    """Decode the results channel strictly: ``<token> start`` first, then ``<token> <payload>`` lines.
+
+    In tests mode (``n`` inputs) records must come one per call, indices 0, 1, ... in order. ``cut``
+    says the child was stopped (deadline, cap): only then may the last line be incomplete.
+    """
+    rec = Records()
+    if not results:
+        return rec
+    lines = results.split("\n")
+    tail = lines.pop()
+    if tail and not cut:
+        raise ProtocolError("incomplete last record")
+    if not lines:
+        return rec
+    first = lines[0]
+    if not first.endswith(" start") or " " in first[: -len(" start")]:
+        raise ProtocolError("results do not start with the start line")
+    prefix = first[: -len("start")]
+    rec.started = True
+    for line in lines[1:]:
+        if not line.startswith(prefix):
+            raise ProtocolError("a results line without the run's token")
+        payload = line[len(prefix) :]
+        if rec.done or rec.load_error is not None:
+            raise ProtocolError("results after the last record")
+        if payload == "mem":
+            rec.memory = True
+        elif payload == "done":
+            rec.done = True
+        else:
+            _parse_record(payload, n, rec)
+    return rec
+
+
+def _parse_record(payload: str, n: int, rec: Records) -> None:
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError) as e:
+        raise ProtocolError(f"record is not JSON: {str(e)[:80]}") from None
+    if type(data) is not dict:
+        raise ProtocolError("record is not an object")
+    if set(data) == {"load_error"} and type(data["load_error"]) is str:
+        if rec.outputs:
+            raise ProtocolError("load error after test records")
+        rec.load_error = data["load_error"]
+        return
+    i, raw_ms, ok = data.get("i"), data.get("ms"), data.get("ok")
+    if type(i) is not int or i != len(rec.outputs):
+        raise ProtocolError(f"record index {i!r}, expected {len(rec.outputs)}")
+    if i >= n:
+        raise ProtocolError(f"record index {i} beyond the {n} inputs")
+    if not isinstance(raw_ms, (int, float)) or isinstance(raw_ms, bool) or type(ok) is not bool:
+        raise ProtocolError("record fields mistyped")
+    ms = float(raw_ms)
+    if ok:
+        if set(data) != {"i", "ms", "ok", "v"}:
+            raise ProtocolError("unexpected record fields")
+        rec.outputs.append(Output("ok", decode_value(data["v"]), None, ms))
+        return
+    kind, error = data.get("kind"), data.get("error")
+    if set(data) != {"i", "ms", "ok", "kind", "error"} or type(error) is not str:
+        raise ProtocolError("unexpected record fields")
+    if kind == "timeout":
+        rec.outputs.append(Output("timeout", None, error, ms))
+    elif kind in ("exception", "memory"):
+        rec.outputs.append(Output("error", None, error, ms, memory=kind == "memory"))
+        rec.memory = rec.memory or kind == "memory"
+    else:
+        raise ProtocolError(f"unknown record kind {kind!r}")
+
+
+# -- putting it together -----------------------------------------------------------------------
+
+
+@dataclass
+class Interpretation:
+    """An execution as the runner returns it: the result (no verdicts yet) and the outputs."""
+
+    result: ExecutionResult
+    outputs: list[Output] = field(default_factory=list)
+    load_error: str | None = None
+    check_passed: bool = False
+
+
+def _note(stderr: str, message: str) -> str:
+    sep = "" if not stderr or stderr.endswith("\n") else "\n"
+    return f"{stderr}{sep}{NOTE}{message}\n"
+
+
+def interpret(raw: ExecutionResult, nonce: str, mode: Mode, n: int = 0, marker: str | None = None) -> Interpretation:
+    """Turn the backend's result of a harness run into the program's ``ExecutionResult``.
+
+    ``raw.stdout`` holds the harness's report; the program's own streams are inside it.
+    """
+    duration_ms = raw.duration_ms
+    try:
+        report = parse_report(raw.stdout, nonce)
+    except ProtocolError as e:
+        if raw.status == "timeout":
+            status: ExecStatus = "timeout"
+            why = "the sandbox ended the run at its time limit before the harness reported"
+        elif raw.status == "memory":
+            status = "memory"
+            why = "the harness itself ran out of memory (is the memory limit too small?)"
+        elif raw.status == "output_limit":
+            status = "error"
+            why = "harness protocol violated: the harness wrote more than its report may hold"
+        elif raw.signal is not None:
+            status = "killed"
+            why = f"the harness was killed by signal {raw.signal} before it reported (did the program kill its parent?)"
+        else:
+            status = "error"
+            why = f"harness protocol violated: {e}"
+        stderr = _note(raw.stderr[-4000:], why)
+        return Interpretation(ExecutionResult(status=status, signal=raw.signal, stderr=stderr, duration_ms=duration_ms))
+    cut = report.timed_out or report.output_limit or report.signal is not None
+    stderr = report.stderr
+    try:
+        records = parse_records(report.results, n, cut=cut or report.results_truncated)
+        if mode != "tests" and (records.outputs or records.load_error is not None):
+            raise ProtocolError("test records outside tests mode")
+        if mode == "tests" and records.done:
+            raise ProtocolError("done line in tests mode")
+    except ProtocolError as e:
+        result = ExecutionResult(
+            status="error",
+            return_code=report.return_code,
+            signal=report.signal,
+            stdout=report.stdout,
+            stderr=_note(stderr, f"harness protocol violated: {e}"),
+            stdout_truncated=report.stdout_truncated,
+            stderr_truncated=report.stderr_truncated,
+            duration_ms=duration_ms,
+        )
+        return Interpretation(result)
+
+    status, why = _status(report, records, mode, n, marker)
+    if why:
+        stderr = _note(stderr, why)
+    result = ExecutionResult(
+        status=status,
+        return_code=report.return_code,
+        signal=report.signal,
+        stdout=report.stdout,
+        stderr=stderr,
+        stdout_truncated=report.stdout_truncated,
+        stderr_truncated=report.stderr_truncated,
+        duration_ms=duration_ms,
+    )
+    check_passed = mode == "check" and marker is not None and report.marker == marker and records.done
+    return Interpretation(result, records.outputs, records.load_error, check_passed)
+
+
+def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | None) -> tuple[ExecStatus, str]:
+    """The program-level status and, for abnormal endings, a note for stderr."""
+    sig = report.signal
+    if report.timed_out or report.cpu_exceeded or sig == SIGXCPU:
+        what = "CPU time" if report.cpu_exceeded or sig == SIGXCPU else "time"
+        return "timeout", f"{what} limit exceeded; the program was stopped"
+    if report.output_limit:
+        return "output_limit", "output limit exceeded; the program was stopped and its output truncated"
+    if records.memory:
+        return "memory", "memory limit exceeded (MemoryError)"
+    if sig is not None:
+        if sig in CRASH_SIGNALS:
+            return "error", f"the program crashed (signal {sig})"
+        return "killed", f"the program was killed by signal {sig}"
+    if mode == "tests":
+        if records.load_error is not None:
+            return "error", ""
+        if len(records.outputs) < n:
+            return "error", (
+                f"the program ended (exit code {report.return_code}) after {len(records.outputs)} of {n} tests"
+            )
+        return ("ok", "") if report.return_code == 0 else ("error", "")
+    if mode == "check":
+        if marker is not None and report.marker == marker and records.done:
+            return "ok", ""
+        if report.return_code == 0:
+            return "error", "the program ended (exit code 0) before the check completed"
+        return "error", ""
+    return ("ok", "") if report.return_code == 0 else ("error", "")

@@ -1,0 +1,64 @@
+"""Backends by name: lazy imports, clear errors, and ``auto``'s fallback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from spade_llm.errors import SandboxUnavailable, UserError
+from spade_llm.sandbox import registry
+from spade_llm.sandbox.base import Sandbox
+from spade_llm.sandbox.registry import BACKENDS, backend_availability, get_sandbox
+from spade_llm.sandbox.subprocess import SubprocessSandbox
+
+
+def test_subprocess_backend_by_name():
+    sandbox = get_sandbox("subprocess")
+    assert isinstance(sandbox, SubprocessSandbox) and sandbox.name == "subprocess" and not sandbox.isolating
+    sandbox.close()
+    sandbox.close()  # safe twice
+
+
+def test_unknown_backend_is_a_user_error():
+    with pytest.raises(UserError, match=r"unknown sandbox backend 'nope'.*subprocess"):
+        get_sandbox("nope")
+
+
+def test_missing_backend_module_is_unavailable(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "future", "spade_llm.sandbox.not_written_yet:Future")
+    with pytest.raises(SandboxUnavailable, match="future sandbox is not available yet"):
+        get_sandbox("future")
+
+
+def test_auto_falls_back_to_subprocess_with_a_warning(monkeypatch, caplog):
+    monkeypatch.setattr(registry, "AUTO_ORDER", ("future",))
+    monkeypatch.setitem(BACKENDS, "future", "spade_llm.sandbox.not_written_yet:Future")
+    with caplog.at_level(logging.WARNING, logger="spade_llm.sandbox"):
+        sandbox = get_sandbox("auto")
+    assert isinstance(sandbox, SubprocessSandbox)
+    assert "NOT a security boundary" in caplog.text and "future: the future sandbox is not available yet" in caplog.text
+
+
+class _Works(Sandbox):
+    name = "works"
+    isolating = True
+
+    def run(self, program, limits):  # pragma: no cover - never called
+        raise AssertionError
+
+
+def test_auto_prefers_a_working_isolating_backend(monkeypatch):
+    monkeypatch.setattr(registry, "AUTO_ORDER", ("works",))
+    monkeypatch.setitem(BACKENDS, "works", f"{__name__}:_Works")
+    assert isinstance(get_sandbox("auto"), _Works)
+
+
+def test_availability_lists_every_backend():
+    status = backend_availability()
+    assert set(status) == set(BACKENDS) and status["subprocess"] is None
+
+
+def test_subprocess_unavailable_without_an_interpreter():
+    with pytest.raises(SandboxUnavailable):
+        SubprocessSandbox(python="/nonexistent/python")
