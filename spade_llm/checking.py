@@ -16,8 +16,13 @@ from .validation import ValidationReport, Validator
 
 
 def limits_from(config: SandboxConfig) -> Limits:
-    return Limits(timeout_s=config.timeout_s, memory_mb=config.memory_mb, max_processes=config.max_processes,
-                  scratch_mb=config.scratch_mb, output_limit_bytes=config.output_limit_bytes)
+    return Limits(
+        timeout_s=config.timeout_s,
+        memory_mb=config.memory_mb,
+        max_processes=config.max_processes,
+        scratch_mb=config.scratch_mb,
+        output_limit_bytes=config.output_limit_bytes,
+    )
 
 
 class CodeChecker:

@@ -43,8 +43,11 @@ def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="spade", description="Self-play data generation for code LLMs: propose tasks, prove them in a "
-                "sandbox, solve them over turns, keep verified (task, trajectory, feedback) data.")
+    p = _Parser(
+        prog="spade",
+        description="Self-play data generation for code LLMs: propose tasks, prove them in a "
+        "sandbox, solve them over turns, keep verified (task, trajectory, feedback) data.",
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -56,8 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser = add_parser  # type: ignore[method-assign]
 
-    run = sub.add_parser("run", help="run the self-play loop", description="Run the self-play loop: propose, "
-                         "validate, solve and adapt, epoch after epoch. Offline on fake/<profile> by default.")
+    run = sub.add_parser(
+        "run",
+        help="run the self-play loop",
+        description="Run the self-play loop: propose, "
+        "validate, solve and adapt, epoch after epoch. Offline on fake/<profile> by default.",
+    )
     run.add_argument("--config", help="YAML config overriding configs/default.yaml")
     run.add_argument("--model", help="model for both roles (litellm string, or fake/<profile>)")
     run.add_argument("--generator-model", help="model that proposes tasks")
@@ -108,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("format", choices=["humaneval"])
     im.add_argument("file", help="HumanEval-format JSONL (.gz ok)")
     im.add_argument("-o", "--output", required=True, help="tasks JSONL to write")
+
+    sf = sub.add_parser("serve-fake", help="an OpenAI-compatible server backed by the fake model")
+    sf.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    sf.add_argument("--port", type=_positive(int), default=8000, help="port to listen on")
+    sf.add_argument("--latency", type=_positive(float, 0.0), default=0.0, help="seconds added to every answer")
+    sf.add_argument("--seed", type=int, default=0, help="seed of the fake model")
 
     pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
     pr.add_argument("action", choices=["list", "show", "check"])
@@ -162,16 +175,28 @@ def _sandbox(name: str) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .session import load_resumed_config, start_run
+    from .session import Session, load_resumed_config
     from .store import RunDir
 
-    overrides = _overrides(args, {
-        "model": "generator.model", "api_base": "generator.api_base", "generator_model": "generator.model",
-        "epochs": "controller.epochs", "tasks_per_epoch": "controller.tasks_per_epoch",
-        "concurrency": "controller.concurrency", "max_turns": "solver.max_turns", "sandbox": "sandbox.backend",
-        "executor": "executor", "prompts": "prompts_dir", "seed": "seed"})
-    solver_overrides = _overrides(args, {"model": "solver.model", "api_base": "solver.api_base",
-                                         "solver_model": "solver.model"})
+    overrides = _overrides(
+        args,
+        {
+            "model": "generator.model",
+            "api_base": "generator.api_base",
+            "generator_model": "generator.model",
+            "epochs": "controller.epochs",
+            "tasks_per_epoch": "controller.tasks_per_epoch",
+            "concurrency": "controller.concurrency",
+            "max_turns": "solver.max_turns",
+            "sandbox": "sandbox.backend",
+            "executor": "executor",
+            "prompts": "prompts_dir",
+            "seed": "seed",
+        },
+    )
+    solver_overrides = _overrides(
+        args, {"model": "solver.model", "api_base": "solver.api_base", "solver_model": "solver.model"}
+    )
     overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
 
     if args.resume:
@@ -181,23 +206,34 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError("--config cannot change a run being resumed; flags like --epochs can")
         run = RunDir.open_existing(args.resume)
         config = load_resumed_config(run, overrides)
+        session = Session(config)
     else:
         config = load_config(args.config, overrides)
-        run = RunDir.create(args.out, config.runs_dir)
+        session = Session(config)  # checks models, templates and sandbox before making the directory
+        try:
+            run = RunDir.create(args.out, config.runs_dir)
+        except BaseException:
+            session.close()
+            raise
     log = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     if not args.quiet:
-        log(f"spade run: {config.generator.model} proposes, {config.solver.model} solves; "
-            f"{config.controller.epochs} epochs x {config.controller.tasks_per_epoch} tasks -> {run.path}")
+        log(
+            f"spade run: {config.generator.model} proposes, {config.solver.model} solves; "
+            f"{config.controller.epochs} epochs x {config.controller.tasks_per_epoch} tasks -> {run.path}"
+        )
     started = time.monotonic()
-    metrics = start_run(config, run, resumed=bool(args.resume), log=log)
+    with session:
+        metrics = session.run(run, resumed=bool(args.resume), log=log)
     if args.quiet:
         print(run.path)
         return 0
     summary = json.loads((run.path / "summary.json").read_text())
     lines = ["", "epoch  difficulty  accepted  pass  first-try  turns  reward"]
     for m in metrics:
-        lines.append(f"{m.epoch:>5}  {m.difficulty:>10.2f}  {m.tasks_accepted:>4}/{m.tasks_proposed:<3}  "
-                     f"{m.pass_rate:>4.0%}  {m.first_try_pass_rate:>9.0%}  {m.mean_turns:>5.2f}  {m.mean_reward:>+6.2f}")
+        lines.append(
+            f"{m.epoch:>5}  {m.difficulty:>10.2f}  {m.tasks_accepted:>4}/{m.tasks_proposed:<3}  "
+            f"{m.pass_rate:>4.0%}  {m.first_try_pass_rate:>9.0%}  {m.mean_turns:>5.2f}  {m.mean_reward:>+6.2f}"
+        )
     lines += [
         "",
         f"{summary['tasks_accepted']} tasks accepted, {summary['tasks_rejected']} rejected "
@@ -227,21 +263,35 @@ def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .session import solve_tasks
+    from .session import Session
     from .store import RunDir
 
     tasks = _read_tasks(args.tasks)
-    config = load_config(args.config, _overrides(args, {
-        "model": "solver.model", "api_base": "solver.api_base", "max_turns": "solver.max_turns",
-        "concurrency": "controller.concurrency", "sandbox": "sandbox.backend", "prompts": "prompts_dir",
-        "seed": "seed"}))
-    if args.out and Path(args.out, "trajectories.jsonl").exists():
-        run = RunDir.open_existing(args.out)
-    else:
-        run = RunDir.create(args.out, config.runs_dir)
-    summary = solve_tasks(config, tasks, run, log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(f"{summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%} "
-          f"(first try {summary['first_try_pass_rate']:.0%}) -> {run.path}")
+    config = load_config(
+        args.config,
+        _overrides(
+            args,
+            {
+                "model": "solver.model",
+                "api_base": "solver.api_base",
+                "max_turns": "solver.max_turns",
+                "concurrency": "controller.concurrency",
+                "sandbox": "sandbox.backend",
+                "prompts": "prompts_dir",
+                "seed": "seed",
+            },
+        ),
+    )
+    with Session(config, need_generator=False) as session:
+        if args.out and Path(args.out, "trajectories.jsonl").exists():
+            run = RunDir.open_existing(args.out)
+        else:
+            run = RunDir.create(args.out, config.runs_dir)
+        summary = session.solve(tasks, run, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(
+        f"{summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%} "
+        f"(first try {summary['first_try_pass_rate']:.0%}) -> {run.path}"
+    )
     return 0
 
 
@@ -292,8 +342,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 reasons[report.reason] = reasons.get(report.reason, 0) + 1
     finally:
         sandbox.close()
-    print(f"verified {len(tasks)} tasks: {valid} valid, {len(tasks) - valid} invalid {reasons or ''}".rstrip(),
-          file=sys.stderr)
+    print(
+        f"verified {len(tasks)} tasks: {valid} valid, {len(tasks) - valid} invalid {reasons or ''}".rstrip(),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -343,19 +395,36 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     checker = CodeChecker(sandbox, SandboxConfig(backend=args.sandbox), args.concurrency)
     per_task: dict[str, list[bool]] = {}
     try:
-        for (task, _code), result in zip(samples, _run_concurrently(lambda s: checker.check_sync(s[1], s[0]),
-                                                                     samples, args.concurrency)):
+        for (task, _code), result in zip(
+            samples,
+            _run_concurrently(lambda s: checker.check_sync(s[1], s[0]), samples, args.concurrency),
+            strict=True,
+        ):
             passed = result.all_passed
             per_task.setdefault(task.task_id, []).append(passed)
-            print(json.dumps({"task_id": task.task_id, "passed": passed, "status": result.status,
-                              "tests_passed": result.tests_passed, "tests_total": result.tests_total}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "task_id": task.task_id,
+                        "passed": passed,
+                        "status": result.status,
+                        "tests_passed": result.tests_passed,
+                        "tests_total": result.tests_total,
+                    }
+                ),
+                flush=True,
+            )
     finally:
         sandbox.close()
     ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
-    scores = {f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
-              for k in ks}
-    print(f"{len(samples)} samples, {len(per_task)} tasks: "
-          + ", ".join(f"{name} {value:.4f}" for name, value in scores.items()), file=sys.stderr)
+    scores = {
+        f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task)) for k in ks
+    }
+    print(
+        f"{len(samples)} samples, {len(per_task)} tasks: "
+        + ", ".join(f"{name} {value:.4f}" for name, value in scores.items()),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -367,6 +436,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks), encoding="utf-8")
     print(f"imported {len(tasks)} tasks -> {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_serve_fake(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    serve(args.host, args.port, args.latency, seed=args.seed)
     return 0
 
 
@@ -396,8 +472,16 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "solve": cmd_solve, "exec": cmd_exec, "verify": cmd_verify, "evaluate": cmd_evaluate, "import": cmd_import,
-            "prompts": cmd_prompts}
+COMMANDS = {
+    "run": cmd_run,
+    "solve": cmd_solve,
+    "exec": cmd_exec,
+    "verify": cmd_verify,
+    "evaluate": cmd_evaluate,
+    "import": cmd_import,
+    "serve-fake": cmd_serve_fake,
+    "prompts": cmd_prompts,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -409,8 +493,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
-        hint = f"; continue with: spade run --resume {args.out or args.resume}" if args.command == "run" and (
-            getattr(args, "out", None) or getattr(args, "resume", None)) else ""
+        hint = (
+            f"; continue with: spade run --resume {args.out or args.resume}"
+            if args.command == "run" and (getattr(args, "out", None) or getattr(args, "resume", None))
+            else ""
+        )
         print(f"spade {args.command}: interrupted{hint}", file=sys.stderr)
         return 130
     except SpadeError as e:
@@ -423,8 +510,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if args.debug:
             raise
-        print(f"spade {args.command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-              file=sys.stderr)
+        print(
+            f"spade {args.command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

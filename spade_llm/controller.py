@@ -81,8 +81,17 @@ def task_epoch(task: Task) -> int:
 class Controller:
     """Wires generator -> validation -> solver -> evaluator -> store, epoch after epoch."""
 
-    def __init__(self, config: RunConfig, run: RunDir, generator: Generator, solver: Solver, checker: CodeChecker,
-                 stats: LLMStats, *, log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        run: RunDir,
+        generator: Generator,
+        solver: Solver,
+        checker: CodeChecker,
+        stats: LLMStats,
+        *,
+        log: Callable[[str], None] = print,
+    ) -> None:
         self.config = config
         self.run = run
         self.generator = generator
@@ -135,13 +144,19 @@ class Controller:
     async def propose_and_validate(self, epoch: int, difficulty: float) -> list[Task]:
         c = self.config.controller
         n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
-        examples = self.state.tasks[-self.config.generator.examples_shown :] if self.config.generator.examples_shown else []
+        examples = (
+            self.state.tasks[-self.config.generator.examples_shown :] if self.config.generator.examples_shown else []
+        )
         contexts = [
             ProposalContext(
-                epoch=epoch, request_index=i,
+                epoch=epoch,
+                request_index=i,
                 n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
-                difficulty=difficulty, capability=self.recent_pass_rate(), examples=examples,
-                avoid_tags=self.saturated_tags(), seed=self.config.seed,
+                difficulty=difficulty,
+                capability=self.recent_pass_rate(),
+                examples=examples,
+                avoid_tags=self.saturated_tags(),
+                seed=self.config.seed,
             )
             for i in range(n_requests)
         ]
@@ -154,23 +169,38 @@ class Controller:
             for cand in proposal.candidates:
                 if cand.task is None:
                     raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
-                    rejected.append(Rejection(epoch=epoch, reason=cand.reason or "invalid_task", detail=cand.detail,
-                                              task=raw))
+                    rejected.append(
+                        Rejection(epoch=epoch, reason=cand.reason or "invalid_task", detail=cand.detail, task=raw)
+                    )
                 else:
                     candidates.append(cand.task)
         reports = await asyncio.gather(*(self.checker.validate(t) for t in candidates))
         accepted: list[Task] = []
-        for task, report in zip(candidates, reports):
+        for task, report in zip(candidates, reports, strict=True):
             if not report.valid or report.task is None:
-                rejected.append(Rejection(epoch=epoch, reason=report.reason or "invalid", detail=report.detail,
-                                          task_id=task.task_id, task=task.dump()))
+                rejected.append(
+                    Rejection(
+                        epoch=epoch,
+                        reason=report.reason or "invalid",
+                        detail=report.detail,
+                        task_id=task.task_id,
+                        task=task.dump(),
+                    )
+                )
                 continue
             fp = task_fingerprint(report.task.reference_code)
             twin = max(((similarity(fp, other), i) for i, other in enumerate(self.fingerprints)), default=(0.0, -1))
             if twin[0] >= self.config.controller.novelty_threshold:
                 existing = (self.state.tasks + accepted)[twin[1]].task_id
-                rejected.append(Rejection(epoch=epoch, reason="duplicate", task_id=task.task_id, task=task.dump(),
-                                          detail=f"{twin[0]:.0%} similar to {existing}"))
+                rejected.append(
+                    Rejection(
+                        epoch=epoch,
+                        reason="duplicate",
+                        task_id=task.task_id,
+                        task=task.dump(),
+                        detail=f"{twin[0]:.0%} similar to {existing}",
+                    )
+                )
                 continue
             self.fingerprints.append(fp)
             accepted.append(report.task)
@@ -217,14 +247,23 @@ class Controller:
         c = self.config.controller
         usage = sum((t.usage for t in trajs), TokenUsage())
         return EpochMetrics(
-            epoch=epoch, difficulty=difficulty, pass_rate=rate, first_try_pass_rate=first_try_pass_rate(trajs),
-            mean_turns=mean_turns(trajs), tasks_proposed=len(tasks) + len(rejected), tasks_accepted=len(tasks),
+            epoch=epoch,
+            difficulty=difficulty,
+            pass_rate=rate,
+            first_try_pass_rate=first_try_pass_rate(trajs),
+            mean_turns=mean_turns(trajs),
+            tasks_proposed=len(tasks) + len(rejected),
+            tasks_accepted=len(tasks),
             rejected_by_reason=count_reasons(r.reason for r in rejected),
             novelty=novelty([task_fingerprint(t.reference_code) for t in tasks], earlier),
-            mean_reward=mean_reward(trajs), episodes=len(trajs), prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens, wall_s=round(wall_s, 3),
-            next_difficulty=next_difficulty(difficulty, [*history, rate] if trajs else history, c.band,
-                                            c.difficulty_step),
+            mean_reward=mean_reward(trajs),
+            episodes=len(trajs),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            wall_s=round(wall_s, 3),
+            next_difficulty=next_difficulty(
+                difficulty, [*history, rate] if trajs else history, c.band, c.difficulty_step
+            ),
         )
 
     def write_summary(self, *, done: bool) -> None:

@@ -50,7 +50,9 @@ def episode_reward(
     return round(c.fail + c.partial_credit * min(max(pass_fraction, 0.0), 1.0), 6)
 
 
-def next_difficulty(current: float, recent_pass_rates: Sequence[float], band: tuple[float, float], step: float) -> float:
+def next_difficulty(
+    current: float, recent_pass_rates: Sequence[float], band: tuple[float, float], step: float
+) -> float:
     """Target difficulty of the next epoch: keep the pass rate inside ``band``.
 
     Above the band tasks are too easy, so difficulty rises; below it, it falls. The step

@@ -178,8 +178,16 @@ def _coerce_test(t: Any) -> dict[str, Any]:
 class LLMGenerator:
     """A generator backed by a chat model and the ``generator/*.j2`` templates."""
 
-    def __init__(self, llm: LLM, prompts: Prompts, *, temperature: float, max_tokens: int, json_mode: bool,
-                 stats: LLMStats | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        prompts: Prompts,
+        *,
+        temperature: float,
+        max_tokens: int,
+        json_mode: bool,
+        stats: LLMStats | None = None,
+    ) -> None:
         self.llm = llm
         self.prompts = prompts
         self.temperature = temperature
@@ -189,16 +197,29 @@ class LLMGenerator:
 
     def messages(self, ctx: ProposalContext) -> list[Message]:
         examples = [
-            {"entry_point": t.entry_point, "difficulty": t.difficulty, "description": t.description,
-             "reference_code": t.reference_code, "tests": [x.dump() for x in t.tests], "tags": t.tags}
+            {
+                "entry_point": t.entry_point,
+                "difficulty": t.difficulty,
+                "description": t.description,
+                "reference_code": t.reference_code,
+                "tests": [x.dump() for x in t.tests],
+                "tags": t.tags,
+            }
             for t in ctx.examples
         ]
         user = self.prompts.render(
-            "generator/propose.j2", n=ctx.n, difficulty=ctx.difficulty, capability=ctx.capability,
-            avoid_tags=ctx.avoid_tags, examples=examples, json_shape=JSON_SHAPE,
+            "generator/propose.j2",
+            n=ctx.n,
+            difficulty=ctx.difficulty,
+            capability=ctx.capability,
+            avoid_tags=ctx.avoid_tags,
+            examples=examples,
+            json_shape=JSON_SHAPE,
         )
-        return [Message(role="system", content=self.prompts.render("generator/system.j2")),
-                Message(role="user", content=user)]
+        return [
+            Message(role="system", content=self.prompts.render("generator/system.j2")),
+            Message(role="user", content=user),
+        ]
 
     async def propose(self, ctx: ProposalContext) -> Proposal:
         proposal = Proposal(request_index=ctx.request_index)
@@ -207,8 +228,12 @@ class LLMGenerator:
         value = None
         for ask in range(2):  # the answer, then at most one repair re-ask
             request = LLMRequest(
-                messages=messages, role="generator", temperature=self.temperature, max_tokens=self.max_tokens,
-                seed=derive_seed(ctx.seed, "generate", ctx.epoch, ctx.request_index, ask), json_mode=self.json_mode,
+                messages=messages,
+                role="generator",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=derive_seed(ctx.seed, "generate", ctx.epoch, ctx.request_index, ask),
+                json_mode=self.json_mode,
                 metadata={**metadata, "ask": ask},
             )
             try:
@@ -229,8 +254,11 @@ class LLMGenerator:
                 messages = [
                     *messages,
                     Message(role="assistant", content=response.text),
-                    Message(role="user", content=f"That answer could not be used: {e.detail}\n"
-                            f"Reply with only the JSON object, in this shape:\n{JSON_SHAPE}"),
+                    Message(
+                        role="user",
+                        content=f"That answer could not be used: {e.detail}\n"
+                        f"Reply with only the JSON object, in this shape:\n{JSON_SHAPE}",
+                    ),
                 ]
         if value is None:
             return proposal
@@ -254,4 +282,3 @@ def _first_error(e: Exception) -> str:
         err = e.errors()[0]
         return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
     return str(e)
-

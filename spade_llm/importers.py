@@ -45,11 +45,20 @@ def import_humaneval(file: str | Path) -> list[Task]:
         missing = [k for k in HUMANEVAL_FIELDS if not isinstance(row.get(k), str)]
         if missing:
             raise UserError(f"{path}:{n}: not a HumanEval problem, missing {', '.join(missing)}")
-        tasks.append(Task(
-            task_id=row["task_id"], description=row["prompt"], entry_point=row["entry_point"],
-            reference_code=row["prompt"] + row["canonical_solution"], tests=[], check_code=row["test"],
-            difficulty=0.5, tags=["humaneval"], source="humaneval", meta={"prompt": row["prompt"]},
-        ))
+        tasks.append(
+            Task(
+                task_id=row["task_id"],
+                description=row["prompt"],
+                entry_point=row["entry_point"],
+                reference_code=row["prompt"] + row["canonical_solution"],
+                tests=[],
+                check_code=row["test"],
+                difficulty=0.5,
+                tags=["humaneval"],
+                source="humaneval",
+                meta={"prompt": row["prompt"]},
+            )
+        )
     if not tasks:
         raise UserError(f"{path}: no problems found")
     return tasks

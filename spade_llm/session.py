@@ -18,12 +18,12 @@ from .checking import CodeChecker
 from .config import RunConfig, config_from_dict
 from .controller import Controller, LimitedLLM
 from .errors import UserError
+from .evaluator import first_try_pass_rate, mean_turns, pass_rate
 from .generator import LLMGenerator
 from .llm.registry import get_llm
 from .llm.stats import LLMStats
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
-from .evaluator import first_try_pass_rate, mean_turns, pass_rate
 from .store import TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
 from .types import EpochMetrics, Task, Trajectory
@@ -64,78 +64,124 @@ def load_resumed_config(run: RunDir, overrides: dict[str, Any]) -> RunConfig:
     return config_from_dict(_deep_merge(data, overrides), str(run.path / "config.yaml"))
 
 
-def _build(config: RunConfig, stats: LLMStats, slots: asyncio.Semaphore, prompts: Prompts, sandbox: Any,
-           sol_llm: Any) -> tuple[CodeChecker, LLMSolver]:
-    checker = CodeChecker(sandbox, config.sandbox, config.controller.concurrency)
-    solver = LLMSolver(LimitedLLM(sol_llm, slots), prompts, checker.check, seed=config.seed,
-                       max_turns=config.solver.max_turns, public_tests=config.solver.public_tests,
-                       temperature=config.solver.temperature, max_tokens=config.solver.max_tokens,
-                       stderr_lines=config.solver.stderr_tail_lines, reward=config.reward)
-    return checker, solver
+class Session:
+    """Everything a run needs, checked before anything is written.
 
+    Building it validates the prompt templates, both model strings and the sandbox backend,
+    so a mistake fails with one clear error before a run directory is created.
+    """
 
-def start_run(config: RunConfig, run: RunDir, *, resumed: bool = False,
-              log: Callable[[str], None] = print) -> list[EpochMetrics]:
-    """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
-    prompts = Prompts(config.prompts_dir)
-    problems = prompts.check_all()  # a broken user template fails now, not mid-run
-    if problems:
-        raise UserError(problems[0])
-    stats = LLMStats()
-    gen_llm = get_llm(config.generator, config.llm, seed=config.seed, stats=stats)
-    sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=stats)
-    sandbox = get_sandbox(config.sandbox.backend)
-    run.write_yaml("config.yaml", scrub_secrets(config.model_dump(mode="json")))
-    run.write_json("manifest.json", manifest(config, prompts, sandbox.name, resumed))
+    def __init__(self, config: RunConfig, *, need_generator: bool = True) -> None:
+        self.config = config
+        self.prompts = Prompts(config.prompts_dir)
+        problems = self.prompts.check_all()  # a broken user template fails now, not mid-run
+        if problems:
+            raise UserError(problems[0])
+        self.stats = LLMStats()
+        self.gen_llm = (
+            get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats) if need_generator else None
+        )
+        self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats)
+        self.sandbox = get_sandbox(config.sandbox.backend)
 
-    async def main() -> list[EpochMetrics]:
-        slots = asyncio.Semaphore(config.controller.concurrency)
-        checker, solver = _build(config, stats, slots, prompts, sandbox, sol_llm)
-        generator = LLMGenerator(LimitedLLM(gen_llm, slots), prompts, temperature=config.generator.temperature,
-                                 max_tokens=config.generator.max_tokens, json_mode=config.generator.json_mode,
-                                 stats=stats)
-        controller = Controller(config, run, generator, solver, checker, stats, log=log)
-        return await controller.run_all()
+    def close(self) -> None:
+        self.sandbox.close()
 
-    try:
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_header(self, run: RunDir, resumed: bool) -> None:
+        run.write_yaml("config.yaml", scrub_secrets(self.config.model_dump(mode="json")))
+        run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name, resumed))
+
+    def _solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
+        c = self.config
+        checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency)
+        solver = LLMSolver(
+            LimitedLLM(self.sol_llm, slots),
+            self.prompts,
+            checker.check,
+            seed=c.seed,
+            max_turns=c.solver.max_turns,
+            public_tests=c.solver.public_tests,
+            temperature=c.solver.temperature,
+            max_tokens=c.solver.max_tokens,
+            stderr_lines=c.solver.stderr_tail_lines,
+            reward=c.reward,
+        )
+        return checker, solver
+
+    def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> list[EpochMetrics]:
+        """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
+        assert self.gen_llm is not None
+        gen_llm = self.gen_llm
+        self._write_header(run, resumed)
+
+        async def main() -> list[EpochMetrics]:
+            c = self.config
+            slots = asyncio.Semaphore(c.controller.concurrency)
+            checker, solver = self._solver(slots)
+            generator = LLMGenerator(
+                LimitedLLM(gen_llm, slots),
+                self.prompts,
+                temperature=c.generator.temperature,
+                max_tokens=c.generator.max_tokens,
+                json_mode=c.generator.json_mode,
+                stats=self.stats,
+            )
+            controller = Controller(c, run, generator, solver, checker, self.stats, log=log)
+            return await controller.run_all()
+
         return asyncio.run(main())
-    finally:
-        sandbox.close()
 
+    def solve(self, tasks: list[Task], run: RunDir, *, log: Callable[[str], None] = print) -> dict[str, Any]:
+        """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run."""
+        self._write_header(run, resumed=False)
+        done = {r["task_id"] for r in run.read(TRAJECTORIES)}
+        if not (run.path / TASKS).exists():
+            run.append(TASKS, [t.dump() for t in tasks])
 
-def solve_tasks(config: RunConfig, tasks: list[Task], run: RunDir, *, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run."""
-    prompts = Prompts(config.prompts_dir)
-    problems = prompts.check_all()
-    if problems:
-        raise UserError(problems[0])
-    stats = LLMStats()
-    sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=stats)
-    sandbox = get_sandbox(config.sandbox.backend)
-    run.write_yaml("config.yaml", scrub_secrets(config.model_dump(mode="json")))
-    run.write_json("manifest.json", manifest(config, prompts, sandbox.name, resumed=False))
-    done = {r["task_id"] for r in run.read(TRAJECTORIES)}
-    if not (run.path / TASKS).exists():
-        run.append(TASKS, [t.dump() for t in tasks])
+        async def main() -> None:
+            _, solver = self._solver(asyncio.Semaphore(self.config.controller.concurrency))
+            slots = asyncio.Semaphore(self.config.controller.concurrency)
 
-    async def main() -> None:
-        slots = asyncio.Semaphore(config.controller.concurrency)
-        _, solver = _build(config, stats, slots, prompts, sandbox, sol_llm)
+            async def one(task: Task) -> None:
+                async with slots:
+                    trajectory = await solver.solve(task, 0)
+                run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
+                log(f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)")
 
-        async def one(task: Task) -> None:
-            trajectory = await solver.solve(task, 0)
-            run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
-            log(f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)")
+            await asyncio.gather(*(one(t) for t in tasks if t.task_id not in done))
 
-        await asyncio.gather(*(one(t) for t in tasks if t.task_id not in done))
-
-    try:
         asyncio.run(main())
-    finally:
-        sandbox.close()
-    trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
-    summary = {"complete": True, "tasks": len(tasks), "trajectories": len(trajs), "pass_rate": pass_rate(trajs),
-               "first_try_pass_rate": first_try_pass_rate(trajs), "mean_turns": mean_turns(trajs),
-               "llm": stats.summary()}
-    run.write_json("summary.json", summary)
-    return summary
+        trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
+        summary = {
+            "complete": True,
+            "tasks": len(tasks),
+            "trajectories": len(trajs),
+            "pass_rate": pass_rate(trajs),
+            "first_try_pass_rate": first_try_pass_rate(trajs),
+            "mean_turns": mean_turns(trajs),
+            "llm": self.stats.summary(),
+        }
+        run.write_json("summary.json", summary)
+        return summary
+
+
+def start_run(
+    config: RunConfig, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print
+) -> list[EpochMetrics]:
+    """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
+    with Session(config) as session:
+        return session.run(run, resumed=resumed, log=log)
+
+
+def solve_tasks(
+    config: RunConfig, tasks: list[Task], run: RunDir, *, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """The solver alone on existing tasks; see ``Session.solve``."""
+    with Session(config, need_generator=False) as session:
+        return session.solve(tasks, run, log=log)

@@ -65,9 +65,20 @@ class Solver(Protocol):
 class LLMSolver:
     """A multi-turn solver backed by a chat model and the ``solver/*.j2`` templates."""
 
-    def __init__(self, llm: LLM, prompts: Prompts, run_tests: RunTests, *, seed: int, max_turns: int,
-                 public_tests: int, temperature: float, max_tokens: int, stderr_lines: int = 15,
-                 reward: RewardConfig | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        prompts: Prompts,
+        run_tests: RunTests,
+        *,
+        seed: int,
+        max_turns: int,
+        public_tests: int,
+        temperature: float,
+        max_tokens: int,
+        stderr_lines: int = 15,
+        reward: RewardConfig | None = None,
+    ) -> None:
         self.llm = llm
         self.prompts = prompts
         self.run_tests = run_tests
@@ -81,8 +92,12 @@ class LLMSolver:
 
     def first_messages(self, task: Task) -> list[Message]:
         shown = [{"input": t.input, "expected": repr(t.expected)} for t in task.public_tests(self.public_tests)]
-        task_view = {"description": task.description, "entry_point": task.entry_point,
-                     "difficulty": task.difficulty, "tags": task.tags}
+        task_view = {
+            "description": task.description,
+            "entry_point": task.entry_point,
+            "difficulty": task.difficulty,
+            "tags": task.tags,
+        }
         return [
             Message(role="system", content=self.prompts.render("solver/system.j2")),
             Message(role="user", content=self.prompts.render("solver/first.j2", task=task_view, public_tests=shown)),
@@ -93,16 +108,23 @@ class LLMSolver:
         public: list[TestResult] = (attempt.result.test_results or [])[:n_public]
         failing = [
             {"input": r.input, "expected": repr(task.tests[r.index].expected), "output": r.output, "error": r.error}
-            for r in public if not r.passed
+            for r in public
+            if not r.passed
         ]
         if not attempt.code.strip():
             tail = "No code found: put the function in a ```python code block."
         else:
             tail = stderr_tail(attempt.result.stderr, self.stderr_lines)
         content = self.prompts.render(
-            "solver/repair.j2", entry_point=task.entry_point, turn=attempt.turn + 1, code=attempt.code,
-            status=attempt.result.status, passed=sum(r.passed for r in public), total=n_public,
-            failing=failing, stderr_tail=tail,
+            "solver/repair.j2",
+            entry_point=task.entry_point,
+            turn=attempt.turn + 1,
+            code=attempt.code,
+            status=attempt.result.status,
+            passed=sum(r.passed for r in public),
+            total=n_public,
+            failing=failing,
+            stderr_tail=tail,
         )
         return Message(role="user", content=content)
 
@@ -114,7 +136,10 @@ class LLMSolver:
         n_public = len(task.public_tests(self.public_tests))
         for turn in range(1, self.max_turns + 1):
             request = LLMRequest(
-                messages=list(messages), role="solver", temperature=self.temperature, max_tokens=self.max_tokens,
+                messages=list(messages),
+                role="solver",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
                 seed=derive_seed(self.seed, "solve", epoch, task.task_id, turn),
                 metadata={"epoch": epoch, "task_id": task.task_id, "turn": turn, "difficulty": task.difficulty},
             )
@@ -132,8 +157,9 @@ class LLMSolver:
                 why = "the answer was cut off" if response.finish_reason == "length" else "no code in the answer"
                 result = ExecutionResult(status="error", stderr=f"{why}\n", tests_passed=0, tests_total=len(task.tests))
             public = (result.test_results or [])[:n_public]
-            attempt = Attempt(turn=turn, code=code, result=result, public_passed=sum(r.passed for r in public),
-                              public_total=n_public)
+            attempt = Attempt(
+                turn=turn, code=code, result=result, public_passed=sum(r.passed for r in public), public_total=n_public
+            )
             attempts.append(attempt)
             if result.all_passed or (public and all(r.passed for r in public)) or turn == self.max_turns:
                 break
@@ -147,9 +173,17 @@ class LLMSolver:
         reward = episode_reward(status, len(attempts), task.difficulty, fraction, self.reward)
         tid = hashlib.sha256(f"{self.seed}:{epoch}:{task.task_id}".encode()).hexdigest()[:12]
         return Trajectory(
-            trajectory_id=f"{task.task_id}-{tid}", task_id=task.task_id, epoch=epoch, messages=messages,
-            attempts=attempts, final_status=status, reward=reward, usage=usage, difficulty=task.difficulty,
-            solver_model=self.llm.model, error=error,
+            trajectory_id=f"{task.task_id}-{tid}",
+            task_id=task.task_id,
+            epoch=epoch,
+            messages=messages,
+            attempts=attempts,
+            final_status=status,
+            reward=reward,
+            usage=usage,
+            difficulty=task.difficulty,
+            solver_model=self.llm.model,
+            error=error,
         )
 
 

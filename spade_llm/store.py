@@ -50,15 +50,13 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd)$", re.I)
 
 
 def scrub_secrets(value: Any) -> Any:
     """Config values with credentials removed: ``user:pass@`` in URLs, keys named like secrets."""
     if isinstance(value, dict):
-        return {
-            k: ("***" if re.search(r"key|token|secret|password", str(k), re.I) and v else scrub_secrets(v))
-            for k, v in value.items()
-        }
+        return {k: ("***" if _SECRET_KEY.search(str(k)) and v else scrub_secrets(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [scrub_secrets(v) for v in value]
     if isinstance(value, str):

@@ -29,8 +29,14 @@ TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = {
         "capability": 0.5,
         "avoid_tags": ["strings"],
         "examples": [
-            {"entry_point": "f", "difficulty": 0.4, "description": "d", "reference_code": "def f(x):\n    return x\n",
-             "tests": [{"input": "(1,)", "expected": 1}], "tags": ["t"]},
+            {
+                "entry_point": "f",
+                "difficulty": 0.4,
+                "description": "d",
+                "reference_code": "def f(x):\n    return x\n",
+                "tests": [{"input": "(1,)", "expected": 1}],
+                "tags": ["t"],
+            },
         ],
         "json_shape": '{"tasks": [...]}',
     },
@@ -96,7 +102,9 @@ class Prompts:
     @cached_property
     def hashes(self) -> dict[str, str]:
         """sha256 of each template in use, for the run manifest."""
-        return {name: hashlib.sha256(self.source_path(name).read_bytes()).hexdigest()[:16] for name in TEMPLATE_VARIABLES}
+        return {
+            name: hashlib.sha256(self.source_path(name).read_bytes()).hexdigest()[:16] for name in TEMPLATE_VARIABLES
+        }
 
     def check_all(self, sample: Mapping[str, Mapping[str, Any]] = TEMPLATE_VARIABLES) -> list[str]:
         """Render every template with sample values; return one problem line per failure."""

@@ -38,8 +38,15 @@ class ValidationReport:
     """The task with every ``expected`` filled from the reference, when it loaded."""
 
     def row(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "valid": self.valid, "reason": self.reason, "status": self.status,
-                "tests_passed": self.tests_passed, "tests_total": self.tests_total, "detail": self.detail}
+        return {
+            "task_id": self.task_id,
+            "valid": self.valid,
+            "reason": self.reason,
+            "status": self.status,
+            "tests_passed": self.tests_passed,
+            "tests_total": self.tests_total,
+            "detail": self.detail,
+        }
 
 
 def defines_name(tree: ast.Module, name: str) -> bool:
@@ -52,10 +59,13 @@ def defines_name(tree: ast.Module, name: str) -> bool:
             for target in targets:
                 if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
                     return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names):
-                return True
-        if isinstance(node, (ast.If, ast.Try, ast.With)) and defines_name(ast.Module(body=_children(node), type_ignores=[]), name):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
+        ):
+            return True
+        if isinstance(node, (ast.If, ast.Try, ast.With)) and defines_name(
+            ast.Module(body=_children(node), type_ignores=[]), name
+        ):
             return True
     return False
 
@@ -91,14 +101,22 @@ class Validator:
         self.test_timeout_s = test_timeout_s
 
     def _run(self, task: Task, hash_seed: int) -> CallsOutcome:
-        return execute_calls(self.sandbox, task.reference_code, task.entry_point, [t.input for t in task.tests],
-                             self.limits, self.test_timeout_s, hash_seed=hash_seed)
+        return execute_calls(
+            self.sandbox,
+            task.reference_code,
+            task.entry_point,
+            [t.input for t in task.tests],
+            self.limits,
+            self.test_timeout_s,
+            hash_seed=hash_seed,
+        )
 
     def validate(self, task: Task) -> ValidationReport:
         total = len(task.tests)
 
-        def report(reason: str | None, detail: str, status: TestStatus = "error", passed: int = 0,
-                   filled: Task | None = None) -> ValidationReport:
+        def report(
+            reason: str | None, detail: str, status: TestStatus = "error", passed: int = 0, filled: Task | None = None
+        ) -> ValidationReport:
             return ValidationReport(task.task_id, reason is None, reason, detail, status, passed, total, filled)
 
         try:
@@ -130,18 +148,33 @@ class Validator:
             return report(*runtime, status=status, passed=passed, filled=filled)
         assert filled is not None
         second = self._run(task, hash_seed=1)
-        for i, (a, b) in enumerate(zip(first.outputs, second.outputs)):
-            if not (a.ok and b.ok and a.value == b.value) or len(second.outputs) != len(first.outputs):
-                return report("nondeterministic", f"test {i} ({task.tests[i].input[:60]}): output changed on a second "
-                              f"run under another hash seed", status=status, passed=passed, filled=filled)
+        for i, (a, b) in enumerate(zip(first.outputs, second.outputs, strict=False)):
+            if not (a.ok and b.ok and a.value == b.value):
+                return report(
+                    "nondeterministic",
+                    f"test {i} ({task.tests[i].input[:60]}): output changed on a second run under another hash seed",
+                    status=status,
+                    passed=passed,
+                    filled=filled,
+                )
         if len(second.outputs) != len(first.outputs):
-            return report("nondeterministic", "the second run did not finish like the first", status=status,
-                          passed=passed, filled=filled)
+            return report(
+                "nondeterministic",
+                "a second run under another hash seed did not finish like the first",
+                status=status,
+                passed=passed,
+                filled=filled,
+            )
         for i, test in enumerate(task.tests):
             if test.has_expected and not matches(first.outputs[i].value, test.expected):
-                return report("expected_mismatch", f"test {i} ({test.input[:60]}): expected {test.expected!r}, the "
-                              f"reference returns {to_json_or_repr(first.outputs[i].value)}", status=status,
-                              passed=passed, filled=filled)
+                return report(
+                    "expected_mismatch",
+                    f"test {i} ({test.input[:60]}): expected {test.expected!r}, the "
+                    f"reference returns {to_json_or_repr(first.outputs[i].value)}",
+                    status=status,
+                    passed=passed,
+                    filled=filled,
+                )
         weak = self._weak_tests(filled)
         if weak:
             return report("weak_tests", weak, status=status, passed=passed, filled=filled)
@@ -153,13 +186,16 @@ class Validator:
         if result.all_passed:
             return ValidationReport(task.task_id, True, None, "", "passed", 1, 1, task)
         if result.status == "timeout":
-            return ValidationReport(task.task_id, False, "timeout", "the reference exceeds the time limit", "timeout",
-                                    0, 1, task)
+            return ValidationReport(
+                task.task_id, False, "timeout", "the reference exceeds the time limit", "timeout", 0, 1, task
+            )
         tail = (result.stderr.strip().splitlines() or [result.status])[-1][:200]
         status: TestStatus = "error" if result.status != "ok" else "failed"
         return ValidationReport(task.task_id, False, "runtime_error", f"check_code fails: {tail}", status, 0, 1, task)
 
-    def _own_verdict(self, task: Task, outcome: CallsOutcome) -> tuple[Task | None, TestStatus, int, tuple[str, str] | None]:
+    def _own_verdict(
+        self, task: Task, outcome: CallsOutcome
+    ) -> tuple[Task | None, TestStatus, int, tuple[str, str] | None]:
         """The reference judged on its own tests; the task with expected values filled; a runtime reason."""
         result = outcome.result
         if outcome.load_error is not None:
@@ -207,7 +243,7 @@ class Validator:
         stand_ins = [*STAND_INS, ("the first argument", None)]
         for name, constant in stand_ins:
             fooled = True
-            for test, call_args in zip(task.tests, args):
+            for test, call_args in zip(task.tests, args, strict=True):
                 value = (call_args[0] if call_args else None) if name == "the first argument" else constant
                 if not matches(value, test.expected):
                     fooled = False

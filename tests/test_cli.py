@@ -34,14 +34,31 @@ def run_a(tmp_path_factory):
 def test_run_writes_spec_run_directory(run_a):
     out, proc = run_a
     assert str(out) in proc.stdout
-    for name in ["config.yaml", "manifest.json", "tasks.jsonl", "rejected.jsonl", "trajectories.jsonl",
-                 "metrics.jsonl", "summary.json"]:
+    for name in [
+        "config.yaml",
+        "manifest.json",
+        "tasks.jsonl",
+        "rejected.jsonl",
+        "trajectories.jsonl",
+        "metrics.jsonl",
+        "summary.json",
+    ]:
         assert (out / name).is_file(), name
     tasks, trajs, metrics = rows(out / "tasks.jsonl"), rows(out / "trajectories.jsonl"), rows(out / "metrics.jsonl")
     assert tasks and trajs
     for t in tasks:
-        assert {"task_id", "kind", "description", "entry_point", "reference_code", "tests", "difficulty", "tags",
-                "source", "meta"} <= t.keys()
+        assert {
+            "task_id",
+            "kind",
+            "description",
+            "entry_point",
+            "reference_code",
+            "tests",
+            "difficulty",
+            "tags",
+            "source",
+            "meta",
+        } <= t.keys()
         assert len(t["tests"]) >= 3 and all("expected" in c for c in t["tests"])
     assert {t["task_id"] for t in trajs} == {t["task_id"] for t in tasks}
     assert len({t["trajectory_id"] for t in trajs}) == len(trajs)
@@ -51,8 +68,18 @@ def test_run_writes_spec_run_directory(run_a):
         for a in t["attempts"]:
             assert {"turn", "code", "result"} <= a.keys() and "status" in a["result"]
     assert [m["epoch"] for m in metrics] == [0, 1, 2]
-    need = {"epoch", "difficulty", "pass_rate", "first_try_pass_rate", "mean_turns", "tasks_proposed",
-            "tasks_accepted", "rejected_by_reason", "novelty", "mean_reward"}
+    need = {
+        "epoch",
+        "difficulty",
+        "pass_rate",
+        "first_try_pass_rate",
+        "mean_turns",
+        "tasks_proposed",
+        "tasks_accepted",
+        "rejected_by_reason",
+        "novelty",
+        "mean_reward",
+    }
     assert all(need <= m.keys() for m in metrics)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and set(summary["llm"]) >= {"requests", "retries", "failures", "by_kind"}
@@ -80,8 +107,10 @@ def test_some_trajectory_repairs_with_the_earlier_error(run_a):
 def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
     out, _ = run_a
     b = tmp_path / "b"
-    assert spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(b),
-                 "--quiet").returncode == 0
+    assert (
+        spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(b), "--quiet").returncode
+        == 0
+    )
     key = lambda p: sorted((t["task_id"], t["reference_code"], json.dumps(t["tests"])) for t in rows(p))  # noqa: E731
     assert key(out / "tasks.jsonl") == key(b / "tasks.jsonl")
     # resume a finished run with more epochs: the first three stay as they were, nothing repeats
@@ -97,8 +126,12 @@ def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
 @pytest.mark.e2e
 def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
     full = tmp_path / "full"
-    assert spade("run", "--epochs", "2", "--seed", "11", "--sandbox", "subprocess", "--out", str(full),
-                 "--quiet").returncode == 0
+    assert (
+        spade(
+            "run", "--epochs", "2", "--seed", "11", "--sandbox", "subprocess", "--out", str(full), "--quiet"
+        ).returncode
+        == 0
+    )
     cut = tmp_path / "cut"
     cut.mkdir()
     for name in ["config.yaml", "manifest.json", "tasks.jsonl", "rejected.jsonl"]:
@@ -132,8 +165,11 @@ def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
     ],
 )
 def test_bad_input_is_one_line_no_traceback(tmp_path, args, message):
-    proc = spade(*args, "--sandbox", "subprocess", cwd=tmp_path) if args[0] in ("exec", "verify", "evaluate") \
+    proc = (
+        spade(*args, "--sandbox", "subprocess", cwd=tmp_path)
+        if args[0] in ("exec", "verify", "evaluate")
         else spade(*args, "--out", str(tmp_path / "o"), cwd=tmp_path)
+    )
     assert proc.returncode != 0
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and "warning" not in ln.lower()]
     assert len(lines) == 1, proc.stderr

@@ -11,8 +11,11 @@ from spade_llm.evaluator import (
 
 def test_pass_pays_more_when_harder_and_faster():
     assert episode_reward("passed", 1, 0.8, 1.0) > episode_reward("passed", 1, 0.2, 1.0)
-    assert episode_reward("passed", 1, 0.5, 1.0) > episode_reward("passed", 2, 0.5, 1.0) > episode_reward(
-        "passed", 3, 0.5, 1.0)
+    assert (
+        episode_reward("passed", 1, 0.5, 1.0)
+        > episode_reward("passed", 2, 0.5, 1.0)
+        > episode_reward("passed", 3, 0.5, 1.0)
+    )
 
 
 def test_any_pass_beats_any_failure():
@@ -50,7 +53,9 @@ def test_renamed_copy_is_similar_and_different_code_is_not():
 
 def test_novelty_zero_for_copies_high_for_new():
     a = task_fingerprint("def add(a, b):\n    return a + b\n")
-    c = task_fingerprint("def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n")
+    c = task_fingerprint(
+        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
+    )
     assert novelty([a], [a]) == 0.0
     assert novelty([c], [a]) > 0.7
     assert novelty([], [a]) == 0.0

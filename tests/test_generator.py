@@ -95,19 +95,30 @@ async def test_generator_gives_up_after_one_repair_and_on_refusal():
 
 async def test_generator_records_invalid_items_and_endpoint_failures():
     bad = {"description": "x"}  # no entry point, no code, no tests
-    gen = LLMGenerator(ScriptedLLM([json.dumps({"tasks": [bad, TASK]})]), Prompts(), temperature=0.9,
-                       max_tokens=100, json_mode=False)
+    gen = LLMGenerator(
+        ScriptedLLM([json.dumps({"tasks": [bad, TASK]})]), Prompts(), temperature=0.9, max_tokens=100, json_mode=False
+    )
     proposal = await gen.propose(ctx())
     assert proposal.candidates[0].reason == "invalid_task" and proposal.candidates[1].task is not None
-    gen = LLMGenerator(ScriptedLLM([LLMCallError("down", kind="server_error")]), Prompts(), temperature=0.9,
-                       max_tokens=100, json_mode=False)
+    gen = LLMGenerator(
+        ScriptedLLM([LLMCallError("down", kind="server_error")]),
+        Prompts(),
+        temperature=0.9,
+        max_tokens=100,
+        json_mode=False,
+    )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "llm_server_error"
 
 
 async def test_truncated_answer_is_reported_as_truncated():
     text = '{"tasks": [{"description": "Return'
-    gen = LLMGenerator(ScriptedLLM([LLMResponse(text=text, finish_reason="length")] * 2), Prompts(),
-                       temperature=0.9, max_tokens=10, json_mode=True)
+    gen = LLMGenerator(
+        ScriptedLLM([LLMResponse(text=text, finish_reason="length")] * 2),
+        Prompts(),
+        temperature=0.9,
+        max_tokens=10,
+        json_mode=True,
+    )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "truncated"

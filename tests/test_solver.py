@@ -16,8 +16,12 @@ TASK = Task(
     description="Return the sum of the list `xs` (0 for an empty list).",
     entry_point="total",
     reference_code="def total(xs):\n    return sum(xs)\n",
-    tests=[TestCase(input="([1, 2, 3],)", expected=6), TestCase(input="([],)", expected=0),
-           TestCase(input="([5],)", expected=5), TestCase(input="([-1, 1, 10],)", expected=10)],
+    tests=[
+        TestCase(input="([1, 2, 3],)", expected=6),
+        TestCase(input="([],)", expected=0),
+        TestCase(input="([5],)", expected=5),
+        TestCase(input="([-1, 1, 10],)", expected=10),
+    ],
     difficulty=0.4,
 )
 CRASHES = "Here is my answer.\n```python\ndef total(xs):\n    return xs[0] + total(xs[1:])\n```\n"
@@ -32,8 +36,16 @@ def checker():
 
 
 def make_solver(llm, checker, prompts=None, max_turns=3):
-    return LLMSolver(llm, prompts or Prompts(), checker.check, seed=1, max_turns=max_turns, public_tests=3,
-                     temperature=0.2, max_tokens=500)
+    return LLMSolver(
+        llm,
+        prompts or Prompts(),
+        checker.check,
+        seed=1,
+        max_turns=max_turns,
+        public_tests=3,
+        temperature=0.2,
+        max_tokens=500,
+    )
 
 
 def test_extract_code_prefers_last_python_block():

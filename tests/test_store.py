@@ -43,6 +43,18 @@ def test_rewrite_without_drops_only_matching(tmp_path):
 
 
 def test_scrub_secrets():
-    data = {"api_base": "http://user:pw@host:8000/v1", "api_key": "sk-x", "nested": [{"token": "t"}], "n": 3}
+    data = {
+        "api_base": "http://user:pw@host:8000/v1",
+        "api_key": "sk-x",
+        "nested": [{"token": "t"}],
+        "n": 3,
+        "max_tokens": 5,
+    }
     out = scrub_secrets(data)
-    assert out == {"api_base": "http://host:8000/v1", "api_key": "***", "nested": [{"token": "***"}], "n": 3}
+    assert out == {
+        "api_base": "http://host:8000/v1",
+        "api_key": "***",
+        "nested": [{"token": "***"}],
+        "n": 3,
+        "max_tokens": 5,
+    }

@@ -37,8 +37,11 @@ GOOD = "def f(x):\n    return x * 2 + 1\n"
         ("def f(x):\n    return 10 // (x - 5)\n", None, "runtime_error"),
         ("import random\ndef f(x):\n    return x + random.random()\n", None, "nondeterministic"),
         ("def f(x):\n    return list({str(i) for i in range(x + 5)})\n", None, "nondeterministic"),
-        (GOOD, [TestCase(input="(1,)", expected=3), TestCase(input="(2,)", expected=6),
-                TestCase(input="(3,)")], "expected_mismatch"),
+        (
+            GOOD,
+            [TestCase(input="(1,)", expected=3), TestCase(input="(2,)", expected=6), TestCase(input="(3,)")],
+            "expected_mismatch",
+        ),
         ("def f(x):\n    return None\n", None, "weak_tests"),
         ("def f(x):\n    return x\n", None, "weak_tests"),
         ("def f(x):\n    return 0 if x < 100 else 1\n", None, "weak_tests"),
@@ -66,7 +69,11 @@ def test_reference_runs_even_when_an_earlier_gate_fails(validator):
 
 def test_reward_hack_reference_gets_no_passes(validator):
     hack = "import os\nos._exit(0)\ndef f(x):\n    return x\n"
-    tests = [TestCase(input="(1,)", expected=3), TestCase(input="(2,)", expected=5), TestCase(input="(5,)", expected=11)]
+    tests = [
+        TestCase(input="(1,)", expected=3),
+        TestCase(input="(2,)", expected=5),
+        TestCase(input="(5,)", expected=11),
+    ]
     report = validator.validate(task(hack, tests))
     assert not report.valid and report.tests_passed == 0 and report.status != "passed"
 
@@ -74,7 +81,13 @@ def test_reward_hack_reference_gets_no_passes(validator):
 def test_defines_name_sees_defs_assignments_imports_and_branches():
     import ast
 
-    for code in ["def f(): pass", "f = lambda: 1", "from math import sqrt as f", "if True:\n    def f(): pass",
-                 "class f: pass", "try:\n    f = 1\nexcept Exception:\n    pass"]:
+    for code in [
+        "def f(): pass",
+        "f = lambda: 1",
+        "from math import sqrt as f",
+        "if True:\n    def f(): pass",
+        "class f: pass",
+        "try:\n    f = 1\nexcept Exception:\n    pass",
+    ]:
         assert defines_name(ast.parse(code), "f"), code
     assert not defines_name(ast.parse("def g():\n    def f(): pass"), "f")

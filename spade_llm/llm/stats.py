@@ -38,5 +38,9 @@ class LLMStats:
 
     def summary(self) -> dict[str, Any]:
         with self._lock:
-            return {"requests": self.requests, "retries": self.retries, "failures": self.failures,
-                    "by_kind": dict(sorted(self.by_kind.items()))}
+            return {
+                "requests": self.requests,
+                "retries": self.retries,
+                "failures": self.failures,
+                "by_kind": dict(sorted(self.by_kind.items())),
+            }
