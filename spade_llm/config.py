@@ -65,6 +65,13 @@ class LLMConfig(_Section):
     """Retries per request on rate limits, 5xx, timeouts and dropped connections."""
     backoff_s: float = Field(default=1.0, ge=0)
     """First backoff delay; it doubles per retry, with jitter, capped at 30 s."""
+    retry_budget_s: float | None = Field(default=600.0, gt=0)
+    """Most seconds one request may take, all attempts and waits included; unset: bounded by max_retries only."""
+    max_retry_after_s: float = Field(default=60.0, ge=0)
+    """Longest wait a server's Retry-After is honoured for (a longer ask waits this long)."""
+    cache_dir: str | None = None
+    """Folder of the on-disk response cache (off when unset): a re-run with the same prompts, parameters
+    and seeds is answered from it at no cost."""
 
 
 class SandboxConfig(_Section):

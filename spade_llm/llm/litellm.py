@@ -1,21 +1,40 @@
-"""Any litellm-supported endpoint (vLLM, llama.cpp, Ollama, LM Studio, OpenAI, ...).
+"""Any litellm-supported endpoint (vLLM, llama.cpp, Ollama, LM Studio, OpenAI, ...), hardened.
+
+Real endpoints throttle, time out, drop connections, answer 5xx or an HTML error page, and
+models answer with prose, broken JSON, nothing, or get cut off. None of that may crash a run:
+
+* every call has an explicit timeout (litellm's default is 6000 s) and goes through
+  :func:`~spade_llm.llm.retry.call_with_retries` (tenacity: exponential backoff with jitter,
+  ``Retry-After`` honoured, bounded by attempts and by a time budget). litellm's own retries and
+  the openai client's are switched off (``num_retries=0``, ``max_retries=0``) so nothing retries
+  out of sight of ``LLMStats``;
+* each exception is sorted into a fault kind (:func:`classify`): ``rate_limit``,
+  ``server_error``, ``timeout``, ``connection`` and ``bad_response`` are retried,
+  ``client_error`` (any other 4xx) is not. A request that fails for good raises
+  ``LLMCallError(kind)``, which the generator and solver record as a failed proposal or episode;
+* a 200 answer without choices is a ``bad_response`` (retried); a missing ``content`` is empty
+  text, ``finish_reason`` (``length`` for truncation) is passed through, and refusals are plain
+  text: judging the answer is the caller's job.
 
 litellm is imported here only, lazily, the first time a real model is built: commands that call
-no model (``exec``, ``verify``, ``evaluate``) never pay for its import.
+no model (``--help``, ``exec``, ``verify``, ``evaluate``) never pay for its import (nor openai's).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
-import random
+import re
+import time
 from typing import Any
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from .base import LLMRequest, LLMResponse
+from .retry import RetryPolicy, call_with_retries
 from .stats import LLMStats
 
 log = logging.getLogger("spade_llm.llm")
@@ -24,6 +43,14 @@ _litellm: Any = None
 
 ALLOW_MODEL_REQUESTS = True
 """Tests set this to False (tests/conftest.py) so no test reaches a real model by accident."""
+
+_GRACE_S = 5.0
+"""Slack on top of the per-attempt timeout before our own ``asyncio.wait_for`` gives up: a guard
+against a transport that ignores the timeout it was given, never the usual way a timeout ends."""
+
+_PLACEHOLDER_KEY = "sk-no-key-required"
+"""Sent to an ``openai/`` model on a custom ``api_base`` when no key is set: local servers
+(llama.cpp, vLLM, Ollama) need none, but the openai client refuses to start without one."""
 
 
 def load_dotenv(path: str = ".env") -> None:
@@ -45,18 +72,24 @@ def load_dotenv(path: str = ".env") -> None:
 
 
 def import_litellm() -> Any:
+    """litellm, imported once and configured to be quiet, offline at import and single-transport."""
     global _litellm
     if _litellm is None:
         load_dotenv()
-        # Without this litellm fetches a price map over the network at import.
+        # Before the first import: otherwise litellm fetches its model price map over the network.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_LOG", "ERROR")
         try:
             import litellm
         except ImportError as e:  # pragma: no cover - litellm is a core dependency
             raise UserError("litellm is not installed: pip install spade_llm") from e
-        litellm.suppress_debug_info = True
-        litellm.drop_params = True  # servers that lack seed/response_format just ignore them
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per exception
+        litellm.set_verbose = False
+        litellm.num_retries = 0  # we retry (counted, budgeted); litellm must not retry underneath
+        # One transport (httpx) in production and in the respx tests: the aiohttp transport
+        # bypasses httpx, so faults tested through respx would not be the faults users hit.
+        litellm.disable_aiohttp_transport = True
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "openai"):
             logging.getLogger(name).setLevel(logging.WARNING)
         _litellm = litellm
     return _litellm
@@ -73,6 +106,10 @@ def check_model_string(model: str, api_base: str | list[str] | None) -> None:
             f"unknown model '{model}': use openai/<name> with --api-base for an OpenAI-compatible server, "
             "fake/<profile> for the offline model, or any litellm provider/model string"
         ) from None
+
+
+class BadResponse(Exception):
+    """A 200 answer we cannot use (no choices): retried as ``bad_response``."""
 
 
 # exception class name (litellm maps every provider's errors onto openai-style classes) -> fault kind
@@ -94,61 +131,152 @@ _KINDS = {
     "ContextWindowExceededError": "client_error",
     "ContentPolicyViolationError": "client_error",
     "UnprocessableEntityError": "client_error",
+    "UnsupportedParamsError": "client_error",
 }
-RETRYABLE = {"rate_limit", "timeout", "connection", "server_error", "bad_response"}
+RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server_error", "bad_response"})
+
+# anywhere in the cause chain: the transport-level reason beats litellm's wrapper class, which
+# reports a refused connection or an unparsable body as a generic InternalServerError (500)
+_TIMEOUT_NAMES = {"Timeout", "APITimeoutError", "TimeoutException", "TimeoutError", "ServerTimeoutError"}
+_CONNECTION_NAMES = {
+    "APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "WriteError", "NetworkError",
+    "ClientConnectionError", "ServerDisconnectedError", "ConnectionError",
+}
+_BAD_BODY = re.compile(r"empty or invalid response|invalid json|jsondecodeerror|expecting value|unterminated string"
+                       r"|extra data|is not valid json|unexpected content type|<html", re.I)
+
+
+def _chain(exc: BaseException, depth: int = 8) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(out) < depth and cur not in out:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {c.__name__ for c in type(exc).__mro__}
 
 
 def classify(exc: BaseException) -> str:
-    """Fault kind of an exception raised by a completion call."""
+    """Fault kind of an exception raised by a completion call (see the module docstring)."""
+    if isinstance(exc, LLMCallError):
+        return exc.kind
+    if isinstance(exc, BadResponse):
+        return "bad_response"
+    chain = _chain(exc)
+    # a 4xx/429 status on the outer exception is the server's word: trust it over its causes
+    status = getattr(exc, "status_code", None)
+    top = _names(exc)
+    if "RateLimitError" in top or status == 429:
+        return "rate_limit"
+    if isinstance(status, int) and 400 <= status < 500 and status != 408 and not top & _TIMEOUT_NAMES:
+        return "client_error"
+    if any(_names(e) & _TIMEOUT_NAMES for e in chain):
+        return "timeout"
+    if any(_names(e) & _CONNECTION_NAMES for e in chain):
+        return "connection"
+    if any(isinstance(e, ValueError) and type(e).__name__ == "JSONDecodeError" for e in chain) or any(
+        _BAD_BODY.search(str(e)) for e in chain
+    ):
+        return "bad_response"
     for cls in type(exc).__mro__:
         if cls.__name__ in _KINDS:
             return _KINDS[cls.__name__]
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status >= 500:
-            return "server_error"
-        if 400 <= status < 500:
-            return "client_error"
-    if isinstance(exc, (TimeoutError,)):
-        return "timeout"
-    if isinstance(exc, (ConnectionError, OSError)):
+    if isinstance(status, int) and status >= 500:
+        return "server_error"
+    if isinstance(exc, OSError):
         return "connection"
+    # anything else (an odd body tripping litellm's parser, say) is treated as a bad answer:
+    # retried a few times, then the request fails and the run goes on
     return "bad_response"
 
 
-def _scrub(text: str) -> str:
-    """Error text without anything that looks like a credential."""
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LITELLM_API_KEY"):
-        secret = os.environ.get(key)
-        if secret:
-            text = text.replace(secret, "***")
-    return text[:300]
+_SECRET_PATTERNS = [
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{6,}"),
+    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
+]
+
+
+def scrub(text: str, limit: int = 300) -> str:
+    """Error text without anything that looks like a credential, cut to ``limit`` characters.
+
+    Replaces the values of credential-like environment variables (``*_KEY``, ``*_TOKEN``,
+    ``*_SECRET``) and key-shaped strings (``sk-...``, ``Bearer ...``, ``api_key=...``).
+    """
+    for name, value in os.environ.items():
+        upper = name.upper()
+        if len(value) >= 8 and upper.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")):
+            text = text.replace(value, "***")
+    text = _SECRET_PATTERNS[0].sub("sk-***", text)
+    text = _SECRET_PATTERNS[1].sub(r"\1***", text)
+    text = _SECRET_PATTERNS[2].sub(r"\1***", text)
+    return text[:limit]
+
+
+_scrub = scrub  # the name older callers used
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    # litellm repeats the class: "litellm.RateLimitError: RateLimitError: OpenAIException - slow down"
+    text = re.sub(r"^litellm\.\w+:\s*\w+:\s*", "", text)
+    return " ".join(text.split())
+
+
+def policy_from_config(llm_config: LLMConfig) -> RetryPolicy:
+    """The retry policy of a run's ``llm`` config section."""
+    budget = getattr(llm_config, "retry_budget_s", None)
+    return RetryPolicy(
+        max_retries=llm_config.max_retries,
+        backoff_s=llm_config.backoff_s,
+        max_backoff_s=30.0,
+        max_retry_after_s=float(getattr(llm_config, "max_retry_after_s", 60.0)),
+        budget_s=float(budget) if budget is not None else None,
+    )
 
 
 class LiteLLM:
-    """Chat completions through ``litellm.acompletion`` with bounded, jittered retries."""
+    """Chat completions through ``litellm.acompletion``: timeouts, counted retries, fault kinds.
 
-    def __init__(self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats) -> None:
+    Several ``api_base`` values spread requests round robin; a retry goes to the next one, so
+    one dead replica costs a retry, not a request.
+    """
+
+    def __init__(self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats,
+                 policy: RetryPolicy | None = None) -> None:
         self.model = role_config.model
         self.role_config = role_config
         self.llm_config = llm_config
         self.stats = stats
+        self.policy = policy or policy_from_config(llm_config)
+        self.timeout_s = float(llm_config.timeout_s)
         bases = role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]
         self._bases = itertools.cycle(bases)
 
-    def _params(self, request: LLMRequest) -> dict[str, Any]:
+    def _params(self, request: LLMRequest, timeout: float) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [m.model_dump() for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
-            "timeout": self.llm_config.timeout_s,
+            "timeout": timeout,
+            "max_retries": 0,  # the openai client's own retries
+            "num_retries": 0,  # litellm's retry wrapper
         }
         base = next(self._bases)
         if base:
             params["api_base"] = base
+            if self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+                params["api_key"] = _PLACEHOLDER_KEY
+        if not self.model.startswith("openai/"):
+            # providers litellm knows to lack seed/response_format: drop them instead of failing.
+            # Not for openai/: there litellm assumes every param is supported anyway, and with
+            # drop_params it re-sends a request answered 422 (out of our sight) and, if that is
+            # answered 422 again, returns None instead of raising.
+            params["drop_params"] = True
         if request.seed is not None:
             params["seed"] = request.seed
         if request.json_mode:
@@ -156,37 +284,65 @@ class LiteLLM:
         return params
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        import asyncio
-
+        """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
         if not ALLOW_MODEL_REQUESTS:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
         litellm = import_litellm()
-        attempts = self.llm_config.max_retries + 1
-        for attempt in range(attempts):
-            self.stats.request()
-            try:
-                response = await litellm.acompletion(**self._params(request))
-                return self._to_response(response)
-            except Exception as exc:
-                kind = classify(exc)
-                if kind not in RETRYABLE or attempt == attempts - 1:
-                    self.stats.failure(kind)
-                    raise LLMCallError(f"{self.model}: {kind}: {_scrub(str(exc))}", kind=kind) from None
-                self.stats.retry(kind)
-                delay = min(30.0, self.llm_config.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
-                log.info("retrying %s after %s (%.1fs)", self.model, kind, delay)
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+        started = time.monotonic()
+        attempts = 0
 
-    def _to_response(self, response: Any) -> LLMResponse:
+        async def attempt() -> LLMResponse:
+            nonlocal attempts
+            attempts += 1
+            timeout = self.policy.attempt_timeout(self.timeout_s, started)
+            params = self._params(request, timeout)
+            response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
+            return self._to_response(response, litellm)
+
+        def on_retry(kind: str, delay: float, exc: BaseException) -> None:
+            self.stats.retry(kind)
+            log.info("retrying %s after %s in %.1fs (attempt %d): %s", self.model, kind, delay, attempts,
+                     scrub(_describe(exc), 160))
+
+        try:
+            return await call_with_retries(
+                attempt, self.policy, classify=classify, retryable=RETRYABLE,
+                on_attempt=self.stats.request, on_retry=on_retry,
+                on_failure=lambda kind, exc: self.stats.failure(kind),
+            )
+        except Exception as exc:
+            kind = classify(exc)
+            tries = f" after {attempts} attempts" if attempts > 1 else ""
+            raise LLMCallError(f"{self.model}: {kind}{tries}: {scrub(_describe(exc))}", kind=kind) from None
+
+    def _to_response(self, response: Any, litellm: Any) -> LLMResponse:
+        if response is None:
+            raise BadResponse("the client returned no response object")
         choices = getattr(response, "choices", None) or []
         if not choices:
-            raise LLMCallError(f"{self.model}: bad_response: no choices in the answer", kind="bad_response")
+            raise BadResponse("no choices in the answer")
         choice = choices[0]
-        text = getattr(choice.message, "content", None) or ""
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+        text = content if isinstance(content, str) else ""
         usage = getattr(response, "usage", None)
         tokens = TokenUsage(
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost=self._cost(response, litellm),
         )
-        return LLMResponse(text=text, usage=tokens, finish_reason=str(choice.finish_reason or "stop"), model=self.model)
+        finish = getattr(choice, "finish_reason", None)
+        return LLMResponse(text=text, usage=tokens, finish_reason=str(finish or "stop"), model=self.model)
+
+    def _cost(self, response: Any, litellm: Any) -> float | None:
+        """USD cost when litellm's (local) price map knows the model, else None: never guessed."""
+        try:
+            cost = litellm.completion_cost(completion_response=response, model=self.model)
+        except Exception:
+            return None
+        try:
+            return float(cost) if cost is not None else None
+        except (TypeError, ValueError):
+            return None

@@ -29,4 +29,9 @@ def get_llm(role_config: RoleConfig, llm_config: LLMConfig, *, seed: int = 0, st
     from .litellm import LiteLLM, check_model_string
 
     check_model_string(model, role_config.api_base)
-    return LiteLLM(role_config, llm_config, stats=stats or LLMStats())
+    llm: LLM = LiteLLM(role_config, llm_config, stats=stats or LLMStats())
+    if llm_config.cache_dir:
+        from .cache import CachedLLM
+
+        llm = CachedLLM(llm, llm_config.cache_dir)
+    return llm

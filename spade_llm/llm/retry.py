@@ -1,0 +1,184 @@
+"""Bounded, jittered retries for model calls, with tenacity.
+
+Why not litellm's ``num_retries`` or the openai client's ``max_retries``: they retry out of our
+sight (nothing counted in ``summary.json``), ignore our time budget, and stack with each other.
+Providers turn those off and wrap each call in :func:`call_with_retries` instead, which
+
+* retries only the fault kinds it is told are transient (rate limits, 5xx, dropped connections,
+  timeouts, unusable bodies), never other 4xx: a bad request or a bad key does not get better;
+* waits an exponential backoff with jitter (half to all of the step, so concurrent clients that
+  failed together do not come back together), and at least what the server asked for in
+  ``Retry-After``;
+* stops after ``max_retries`` retries, or before a wait would cross ``budget_s``;
+* reports every attempt, retry and final failure through callbacks (for ``LLMStats``).
+
+This module imports neither litellm nor openai: it knows exceptions only through ``classify``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard one request tries.
+
+    ``budget_s`` bounds the whole request (attempts and waits together); the per-attempt
+    timeout is the provider's business, but :meth:`attempt_timeout` helps it keep the last
+    attempt inside the budget.
+    """
+
+    max_retries: int = 4
+    """Retries after the first attempt."""
+    backoff_s: float = 1.0
+    """Base of the exponential backoff: the n-th retry waits up to ``backoff_s * 2**(n-1)``."""
+    max_backoff_s: float = 30.0
+    """Cap on one computed backoff."""
+    max_retry_after_s: float = 60.0
+    """Cap on a wait the server asks for; a server asking for an hour should not stall a run."""
+    budget_s: float | None = None
+    """Total seconds one request may take, retries included; None for no bound but ``max_retries``."""
+
+    def backoff(self, retry_number: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry ``retry_number`` (1-based).
+
+        Jitter on the exponential step (half to all of it), and never less than the server's ``Retry-After``
+        (capped): a throttling server says when it will take us again, waiting less wastes
+        the retry.
+        """
+        step = min(self.max_backoff_s, self.backoff_s * 2 ** max(0, retry_number - 1))
+        delay = random.uniform(0.5 * step, step)
+        if retry_after is not None and retry_after > 0:
+            delay = max(delay, min(retry_after, self.max_retry_after_s))
+        return delay
+
+    def attempt_timeout(self, timeout_s: float, started: float) -> float:
+        """The timeout of an attempt starting now: ``timeout_s``, or less when the budget is nearly spent."""
+        if self.budget_s is None:
+            return timeout_s
+        left = self.budget_s - (time.monotonic() - started)
+        return max(min(1.0, timeout_s), min(timeout_s, left))  # a last attempt gets at least a second
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a failed response asked for, from ``retry-after-ms`` or ``Retry-After`` (seconds or a date).
+
+    Looks at the exception's ``response.headers`` (httpx/openai) and ``litellm_response_headers``;
+    None when there is no such header or it does not parse.
+    """
+    for headers in _headers_of(exc):
+        value = _header(headers, "retry-after-ms")
+        if value is not None:
+            try:
+                return max(0.0, float(value) / 1000.0)
+            except ValueError:
+                pass
+        value = _header(headers, "retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            continue
+        if when is not None:
+            return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _headers_of(exc: BaseException) -> list[Any]:
+    found = []
+    response = getattr(exc, "response", None)
+    if response is not None and getattr(response, "headers", None) is not None:
+        found.append(response.headers)
+    extra = getattr(exc, "litellm_response_headers", None)
+    if extra is not None:
+        found.append(extra)
+    headers = getattr(exc, "headers", None)
+    if headers is not None:
+        found.append(headers)
+    return found
+
+
+def _header(headers: Any, name: str) -> str | None:
+    try:
+        value = headers.get(name)
+        if value is None and isinstance(headers, dict):  # a plain dict is case-sensitive
+            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+    except Exception:
+        return None
+    return None if value is None else str(value).strip()
+
+
+async def _sleep(seconds: float) -> None:
+    """The wait between attempts; a module-level function so tests can record waits instead of taking them."""
+    await asyncio.sleep(seconds)
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    classify: Callable[[BaseException], str],
+    retryable: Collection[str],
+    on_attempt: Callable[[], None] | None = None,
+    on_retry: Callable[[str, float, BaseException], None] | None = None,
+    on_failure: Callable[[str, BaseException], None] | None = None,
+) -> T:
+    """Await ``attempt()`` until it returns, retrying transient faults under ``policy``.
+
+    Re-raises the last exception when the fault is not retryable or the budget is spent, after
+    calling ``on_failure(kind, exc)``; ``on_retry(kind, delay, exc)`` runs before each wait and
+    ``on_attempt()`` before each attempt.
+    """
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return policy.backoff(state.attempt_number, retry_after_seconds(exc) if exc else None)
+
+    stop: stop_base = stop_after_attempt(policy.max_retries + 1)
+    if policy.budget_s is not None:
+        stop = stop | stop_before_delay(policy.budget_s)
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        if exc is not None and on_retry is not None:
+            on_retry(classify(exc), state.upcoming_sleep, exc)
+
+    retrying = AsyncRetrying(
+        stop=stop,
+        wait=wait,
+        # CancelledError and KeyboardInterrupt are BaseExceptions: never retried, always re-raised
+        retry=retry_if_exception(lambda e: isinstance(e, Exception) and classify(e) in retryable),
+        before_sleep=before_sleep,
+        sleep=lambda s: _sleep(s),
+        reraise=True,
+    )
+    try:
+        async for trial in retrying:
+            with trial:
+                if on_attempt is not None:
+                    on_attempt()
+                return await attempt()
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        if on_failure is not None and isinstance(exc, Exception):
+            on_failure(classify(exc), exc)
+        raise
+    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
