@@ -98,8 +98,9 @@ class ControllerConfig(_Section):
     """Number of epochs (propose, validate, solve, adapt)."""
     tasks_per_epoch: int = Field(default=8, ge=1)
     """Tasks the generator is asked for in each epoch."""
-    proposals_per_request: int = Field(default=4, ge=1)
-    """Tasks asked for in one generator request."""
+    proposals_per_request: int = Field(default=1, ge=1)
+    """Tasks asked for in one generator request. One per request keeps answers short (less
+    truncation; a broken answer loses one task, not several) and lets every proposal run at once."""
     concurrency: int = Field(default=4, ge=1)
     """Model requests and sandbox executions in flight at once."""
     initial_difficulty: float = Field(default=0.3, ge=0.0, le=1.0)

@@ -100,8 +100,13 @@ class Controller:
         self.stats = stats
         self.log = log
         self.state = RunState.load(run)
+        previous = run.read_json("summary.json")
+        if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
+            stats.carry(previous["llm"])
         self.fingerprints = [task_fingerprint(t.reference_code) for t in self.state.tasks]
         self.usage = sum((t.usage for t in self.state.trajectories), TokenUsage())
+        self.generator_usage: dict[int, TokenUsage] = {}
+        """Tokens of each epoch's proposals (in memory: an epoch resumed after proposing counts none)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -161,6 +166,10 @@ class Controller:
             for i in range(n_requests)
         ]
         proposals = await asyncio.gather(*(self.generator.propose(ctx) for ctx in contexts))
+        self.generator_usage[epoch] = sum(
+            (TokenUsage(prompt_tokens=p.usage_prompt, completion_tokens=p.usage_completion) for p in proposals),
+            TokenUsage(),
+        )
         rejected: list[Rejection] = []
         candidates = []
         for proposal in proposals:  # stable order: by request, then position in the answer
@@ -260,6 +269,8 @@ class Controller:
             episodes=len(trajs),
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
+            generator_prompt_tokens=self.generator_usage.get(epoch, TokenUsage()).prompt_tokens,
+            generator_completion_tokens=self.generator_usage.get(epoch, TokenUsage()).completion_tokens,
             wall_s=round(wall_s, 3),
             next_difficulty=next_difficulty(
                 difficulty, [*history, rate] if trajs else history, c.band, c.difficulty_step
@@ -280,7 +291,13 @@ class Controller:
             "pass_rate": pass_rate(trajs),
             "mean_reward": mean_reward(trajs),
             "difficulty": [m.difficulty for m in self.state.metrics],
-            "usage": self.usage.model_dump(),
+            "usage": {
+                "solver": self.usage.model_dump(),
+                "generator": {
+                    "prompt_tokens": sum(m.generator_prompt_tokens for m in self.state.metrics),
+                    "completion_tokens": sum(m.generator_completion_tokens for m in self.state.metrics),
+                },
+            },
             "llm": self.stats.summary(),
         }
         self.run.write_json("summary.json", summary)

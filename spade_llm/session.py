@@ -94,6 +94,7 @@ class Session:
         self.close()
 
     def _write_header(self, run: RunDir, resumed: bool) -> None:
+        run.touch_journals()  # every SPEC file exists from the start, even if nothing is accepted
         run.write_yaml("config.yaml", scrub_secrets(self.config.model_dump(mode="json")))
         run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name, resumed))
 
@@ -141,7 +142,7 @@ class Session:
         """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run."""
         self._write_header(run, resumed=False)
         done = {r["task_id"] for r in run.read(TRAJECTORIES)}
-        if not (run.path / TASKS).exists():
+        if not run.read(TASKS):
             run.append(TASKS, [t.dump() for t in tasks])
 
         async def main() -> None:

@@ -29,6 +29,10 @@ JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS)
 class Store(Protocol):
     """Where a run's records go. ``append`` is the verb; records are plain JSON-able dicts."""
 
+    def touch_journals(self) -> None:
+        for name in JOURNALS:
+            (self.path / name).touch()
+
     def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None: ...
 
 
@@ -113,6 +117,10 @@ class RunDir:
 
     # -- writing -----------------------------------------------------------------------------
 
+    def touch_journals(self) -> None:
+        for name in JOURNALS:
+            (self.path / name).touch()
+
     def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None:
         """Append records as whole lines in one write, flushed to the OS."""
         text = "".join(_dumps(r) + "\n" for r in records)
@@ -158,6 +166,13 @@ class RunDir:
 
     def read(self, journal: str) -> list[dict[str, Any]]:
         return list(read_jsonl(self.path / journal))
+
+    def read_json(self, name: str) -> Any:
+        """A JSON file of the run, or None when it is missing or damaged (a kill mid-write)."""
+        try:
+            return json.loads((self.path / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
     def read_yaml(self, name: str) -> Any:
         try:

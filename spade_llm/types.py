@@ -173,6 +173,9 @@ class EpochMetrics(BaseModel):
     mean_reward: float
     episodes: int = 0
     prompt_tokens: int = 0
+    """Solver tokens of the epoch's episodes."""
     completion_tokens: int = 0
+    generator_prompt_tokens: int = 0
+    generator_completion_tokens: int = 0
     wall_s: float = 0.0
     next_difficulty: float = 0.5

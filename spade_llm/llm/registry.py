@@ -8,8 +8,21 @@ from __future__ import annotations
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
-from .base import LLM
+from .base import LLM, LLMRequest, LLMResponse
 from .stats import LLMStats
+
+
+class CountingLLM:
+    """Counts each request of an in-process model (the litellm provider counts its own attempts)."""
+
+    def __init__(self, llm: LLM, stats: LLMStats) -> None:
+        self.llm = llm
+        self.model = llm.model
+        self.stats = stats
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.stats.request()
+        return await self.llm.complete(request)
 
 
 def get_llm(role_config: RoleConfig, llm_config: LLMConfig, *, seed: int = 0, stats: LLMStats | None = None) -> LLM:
@@ -25,7 +38,7 @@ def get_llm(role_config: RoleConfig, llm_config: LLMConfig, *, seed: int = 0, st
         from .fake import FakeLLM
 
         profile = model.split("/", 1)[1] if "/" in model else "default"
-        return FakeLLM(profile=profile, seed=seed)
+        return CountingLLM(FakeLLM(profile=profile, seed=seed), stats or LLMStats())
     from .litellm import LiteLLM, check_model_string
 
     check_model_string(model, role_config.api_base)

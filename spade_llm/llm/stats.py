@@ -36,6 +36,14 @@ class LLMStats:
         with self._lock:
             self.by_kind[kind] += 1
 
+    def carry(self, previous: dict[str, Any]) -> None:
+        """Add the counts of an earlier session of the same run (resume keeps the totals)."""
+        with self._lock:
+            self.requests += int(previous.get("requests", 0))
+            self.retries += int(previous.get("retries", 0))
+            self.failures += int(previous.get("failures", 0))
+            self.by_kind.update({str(k): int(v) for k, v in (previous.get("by_kind") or {}).items()})
+
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return {
