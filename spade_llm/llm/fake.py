@@ -1,0 +1,561 @@
+"""The built-in deterministic fake model, ``fake/<profile>``: offline self-play with no API key.
+
+Why it exists: ``spade run`` must work on a fresh machine, and the pipeline's tests need a model
+whose behaviour is known. The fake plays both roles. As the *generator* it writes a JSON object
+``{"tasks": [...]}`` drawn from the task bank (:mod:`spade_llm.llm.fake_bank`) near the requested
+difficulty. As the *solver* it is a learning student: it recognises the task in its prompt,
+answers correctly with a probability that falls with the task's difficulty and rises slowly with
+the epoch, otherwise writes a realistic mistake, and on repair turns fixes it more often when the
+feedback shows what went wrong.
+
+Profiles (``PROFILES``): ``default`` (balanced), ``strong-solver`` (solves nearly everything),
+``weak-solver`` (fails most), ``collapse`` (the generator keeps proposing near-duplicates: one
+family, nearly the same code), ``noisy`` (a fraction of answers are prose-wrapped or fenced JSON,
+truncated or broken JSON, refusals, or tasks with a broken reference).
+
+Determinism: every random choice comes from ``random.Random(stable_hash(...))`` built for that one
+request from the fake's seed and profile, the role, ``request.seed`` and the request's metadata
+(epoch, request index, task id, turn...) or, when there is no metadata, a digest of the messages.
+Nothing is drawn from a generator shared between requests, so concurrency and call order never
+change an answer.
+
+Role recognition: the pipeline sets ``request.role``. When the request is rebuilt from an HTTP
+body (``spade serve-fake``) there is no role, and :func:`infer_role` reads it from the structure of
+the conversation, never from a phrase of the prompt (users edit prompts):
+
+1. JSON mode requested -> ``generator``;
+2. a message that spells out the task schema (both ``reference_code`` and ``entry_point``) ->
+   ``generator`` (a proposal prompt must describe the fields; a solver never sees a reference);
+3. an earlier assistant turn that contains Python code (a ``python`` fence, a bare fence around
+   code, or a ``def`` line; a ```` ```json ```` fence is not code) -> ``solver``;
+4. a user message with a Python ``def name(`` signature or a backticked call such as
+   ``` `name(args)` ``` naming the function to write -> ``solver``;
+5. otherwise ``generator``.
+
+Task identification (solver): from content only. The prompt always carries the task's
+description verbatim and its entry point; :func:`spade_llm.llm.fake_bank.identify` finds the
+bank statement in it (exactly, or failing that by word overlap checked against the examples the
+prompt shows). A task the bank did not write (an imported benchmark problem) gets a generic,
+plausible attempt that defines the entry point and returns ``None``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UserError
+from ..types import Message, TokenUsage
+from . import fake_bank as bank
+from .base import LLMRequest, LLMResponse, Role
+
+__all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one fake profile behaves.
+
+    ``skill`` is the solver's ability at epoch 0 on the bank's 0..1 difficulty scale; it grows by
+    ``skill_growth`` per epoch up to ``skill_cap``. A task of difficulty ``d`` is solved on the
+    first try with probability ``sigmoid(SHARPNESS * (skill - d))``.
+    """
+
+    name: str
+    summary: str
+    skill: float
+    skill_growth: float
+    skill_cap: float
+    collapse: bool = False
+    noisy: bool = False
+
+    def skill_at(self, epoch: int) -> float:
+        return min(self.skill_cap, self.skill + self.skill_growth * max(0, epoch))
+
+
+PROFILES: Mapping[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("default", "balanced: solves easy tasks, fails hard ones, improves slowly", 0.45, 0.03, 0.85),
+        Profile("strong-solver", "solves nearly everything", 1.3, 0.0, 1.3),
+        Profile("weak-solver", "fails most tasks, even after feedback", 0.05, 0.01, 0.2),
+        Profile("collapse", "the generator keeps proposing near-duplicates", 0.45, 0.03, 0.85, collapse=True),
+        Profile(
+            "noisy", "broken or wrapped JSON, broken references and refusals in a fraction of answers", 0.45, 0.03,
+            0.85, noisy=True,
+        ),
+    )
+}
+"""Every fake profile by name, in the order they are listed to users."""
+
+SHARPNESS = 10.0
+"""How steeply the chance of solving falls once a task is harder than the solver's skill."""
+
+_MISTAKE_WEIGHTS = {
+    "off_by_one": 3.0,
+    "edge_case": 3.0,
+    "logic": 2.0,
+    "exception": 2.0,
+    "infinite_loop": 0.4,  # rare: each one costs a full sandbox time limit
+    "syntax_error": 0.6,
+    "wrong_name": 0.4,
+}
+
+_REFUSALS = (
+    "I can't help with that.",
+    "I'm sorry, but I can't help with that request.",
+    "I'm not able to generate that content.",
+)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token), enough for usage accounting."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+def profile_for_model(name: str) -> str:
+    """The profile a model name selects: ``fake/strong-solver`` or ``strong-solver`` pick that
+    profile; anything else (``openai/default``, ``gpt-4o``) gets ``default``. For ``serve-fake``,
+    which answers any model name."""
+    tail = name.rsplit("/", 1)[-1]
+    return tail if tail in PROFILES else "default"
+
+
+# --------------------------------------------------------------------------------------------
+# Role inference
+# --------------------------------------------------------------------------------------------
+
+_CODE_IN_ANSWER = re.compile(r"```(?:python|py)\b|```[ \t]*\n\s*(?:def|import|from|class)\b|^\s*def \w+\s*\(", re.M)
+_DEF_SIGNATURE = re.compile(r"\bdef\s+[A-Za-z_]\w*\s*\(")
+_BACKTICKED_CALL = re.compile(r"`[A-Za-z_]\w*\([^`\n]*\)`")
+
+
+def _role_and_content(message: Message | Mapping[str, Any]) -> tuple[str, str]:
+    if isinstance(message, Message):
+        return message.role, message.content
+    content = message.get("content") or ""
+    if isinstance(content, list):  # OpenAI content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    return str(message.get("role", "")), str(content)
+
+
+def infer_role(messages: Sequence[Message | Mapping[str, Any]], json_mode: bool = False) -> Role:
+    """Which role a chat request plays, read from its structure (see the module docstring).
+
+    Accepts :class:`Message` objects or OpenAI-style dicts, as an HTTP body carries them.
+    """
+    if json_mode:
+        return "generator"
+    pairs = [_role_and_content(m) for m in messages]
+    if any("reference_code" in content and "entry_point" in content for _, content in pairs):
+        return "generator"
+    if any(role == "assistant" and _CODE_IN_ANSWER.search(content) for role, content in pairs):
+        return "solver"
+    if any(
+        role == "user" and (_DEF_SIGNATURE.search(content) or _BACKTICKED_CALL.search(content))
+        for role, content in pairs
+    ):
+        return "solver"
+    return "generator"
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+
+class FakeLLM:
+    """The deterministic offline model behind ``fake/<profile>`` (see the module docstring)."""
+
+    def __init__(self, profile: str = "default", seed: int = 0) -> None:
+        if profile not in PROFILES:
+            raise UserError(f"unknown fake profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+        self.profile = PROFILES[profile]
+        self.seed = seed
+        self.model = f"fake/{profile}"
+
+    def __repr__(self) -> str:
+        return f"FakeLLM(profile={self.profile.name!r}, seed={self.seed})"
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer one request; never raises for a well-formed request, whatever its content."""
+        await asyncio.sleep(0)  # a real model yields; so does the fake, so tests see interleaving
+        role: Role = request.role if request.role in ("generator", "solver") else infer_role(request.messages)
+        if role == "generator":
+            text, finish = self._propose(request)
+        else:
+            text, finish = self._solve(request)
+        prompt_tokens = sum(estimate_tokens(m.content) + 4 for m in request.messages)
+        usage = TokenUsage(prompt_tokens=prompt_tokens, completion_tokens=estimate_tokens(text))
+        return LLMResponse(text=text, usage=usage, finish_reason=finish, model=self.model)
+
+    # -- randomness ---------------------------------------------------------------------------
+
+    def _rng(self, request: LLMRequest, role: str, identity_key: str, *extra: Any) -> random.Random:
+        """A generator private to this request: seeded from who asks and what, never call order."""
+        meta = sorted(
+            (k, v) for k, v in request.metadata.items() if isinstance(v, (str, int, float, bool)) or v is None
+        )
+        parts: list[Any] = [self.seed, self.profile.name, role, request.seed, meta, *extra]
+        if identity_key not in request.metadata and request.seed is None:
+            digest = hashlib.sha256("\x1e".join(f"{m.role}\x1f{m.content}" for m in request.messages).encode())
+            parts.append(digest.hexdigest())
+        return random.Random(bank.stable_hash(*parts))
+
+    # -- generator ----------------------------------------------------------------------------
+
+    def _propose(self, request: LLMRequest) -> tuple[str, str]:
+        meta = request.metadata
+        prompt = "\n".join(m.content for m in request.messages)
+        target = _clamp(_number(meta.get("difficulty"), _difficulty_from_text(prompt), 0.5))
+        n = int(_number(meta.get("n"), _count_from_text(prompt), 4))
+        n = max(1, min(16, n))
+        rng = self._rng(request, "generator", "request_index")
+
+        if self.profile.noisy and rng.random() < 0.07:
+            return rng.choice(_REFUSALS), "stop"
+
+        variants = self._pick_variants(request, rng, target, n)
+        tasks = []
+        for i, variant in enumerate(variants):
+            task_rng = random.Random(bank.stable_hash(rng.random(), i))
+            task = bank.build_task(variant, task_rng, target)
+            data = task.to_json()
+            if self.profile.noisy and task_rng.random() < 0.25:
+                data = _break_task(task, data, task_rng)
+            tasks.append(data)
+        text = json.dumps({"tasks": tasks}, indent=2)
+        if not self.profile.noisy:
+            return text, "stop"
+        return _noisy_wrapping(text, n, rng)
+
+    def _collapse_variant(self) -> bank.Variant:
+        """The one exercise a ``collapse`` generator keeps coming back to (fixed per seed)."""
+        choices = [v for v in bank.VARIANTS if len(v.params) >= 3]
+        return choices[bank.stable_hash(self.seed, "collapse") % len(choices)]
+
+    def _pick_variants(self, request: LLMRequest, rng: random.Random, target: float, n: int) -> list[bank.Variant]:
+        """Variants near the target difficulty, with some spread, avoiding repeats.
+
+        Exercises the prompt already shows (their entry points appear in it, as in a list of
+        accepted tasks) are mostly avoided, as a model told to write different ones would. With a
+        ``request_index``, the requests of one epoch take consecutive slots of one shared ordering,
+        which each request computes on its own from (seed, profile, epoch, target): they complement
+        each other without any shared state.
+        """
+        collapse = self._collapse_variant() if self.profile.collapse else None
+        shown = _shown_variants("\n".join(m.content for m in request.messages))
+        weights = [
+            (math.exp(-(((v.difficulty - target) / 0.12) ** 2)) + 0.01) * (0.1 if v.key in shown else 1.0)
+            for v in bank.VARIANTS
+        ]
+        index = request.metadata.get("request_index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            epoch = request.metadata.get("epoch", 0)
+            plan_rng = random.Random(bank.stable_hash(self.seed, self.profile.name, "plan", epoch, round(target, 4)))
+            keys = [math.log(1.0 - plan_rng.random()) / w for w in weights]  # weighted order without replacement
+            order = [bank.VARIANTS[i] for i in sorted(range(len(keys)), key=lambda i: -keys[i])]
+            near = max(8, sum(w >= 0.05 for w in weights))
+            planned = [order[(index * n + i) % near] for i in range(n)]
+        else:
+            planned = []
+            for _ in range(n):
+                local = [w * (0.05 if v in planned else 1.0) for v, w in zip(bank.VARIANTS, weights, strict=True)]
+                planned.append(rng.choices(bank.VARIANTS, local)[0])
+        if collapse is None:
+            return planned
+        return [collapse if rng.random() < 0.9 else v for v in planned]
+
+    # -- solver -------------------------------------------------------------------------------
+
+    def _solve(self, request: LLMRequest) -> tuple[str, str]:
+        messages = request.messages
+        meta = request.metadata
+        first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
+        task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")
+        ident = bank.identify(task_prompt) or bank.identify("\n\n".join(m.content for m in messages))
+        answers = [m.content for m in messages if m.role == "assistant"]
+        turn = int(_number(meta.get("turn"), None, len(answers) + 1))
+        epoch = int(_number(meta.get("epoch"), None, 0))
+        task_key = ident and f"{ident.variant.key}|{ident.params_index}|{ident.entry_point}"
+        rng = self._rng(request, "solver", "task_id", task_key, turn)
+
+        if self.profile.noisy:
+            r = rng.random()
+            if r < 0.04:
+                return rng.choice(_REFUSALS), "stop"
+            bare = r < 0.08
+        else:
+            bare = False
+
+        if ident is None:
+            code = _generic_attempt(task_prompt or "\n".join(m.content for m in messages))
+            return _answer(rng, code, repair=bool(answers), bare=bare), "stop"
+
+        difficulty = _clamp(_number(meta.get("difficulty"), None, ident.difficulty))
+        p_solve = _sigmoid(SHARPNESS * (self.profile.skill_at(epoch) - difficulty))
+        reference = ident.reference()
+        previous = _extract_code(answers[-1]) if answers else None
+
+        if previous is None:
+            correct = rng.random() < p_solve
+            code = reference if correct else self._mistake(ident, rng, exclude=None) or reference
+            return _answer(rng, code, repair=False, bare=bare), "stop"
+
+        if _same_code(previous, reference):
+            return _answer(rng, reference, repair=True, bare=bare), "stop"
+        previous_kind = _classify(ident, previous)
+        feedback = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        clarity = _feedback_clarity(previous_kind, feedback, ident.entry_point)
+        p_fix = min(0.97, p_solve * (0.35 + 0.55 * clarity) + 0.03)
+        if rng.random() < p_fix:
+            code = reference
+        elif previous_kind is not None and rng.random() < 0.5:
+            code = previous
+        else:
+            code = self._mistake(ident, rng, exclude=previous_kind) or previous
+        return _answer(rng, code, repair=True, bare=bare), "stop"
+
+    def _mistake(self, ident: bank.Identification, rng: random.Random, exclude: str | None) -> str | None:
+        kinds = [k for k in bank.mistake_kinds(ident.variant, ident.params_index) if k != exclude]
+        if not kinds:
+            return None
+        kind = rng.choices(kinds, [_MISTAKE_WEIGHTS[k] for k in kinds])[0]
+        return bank.mistake_code(ident.variant, ident.params_index, ident.entry_point, kind, rng)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers: metadata, answers, feedback
+# --------------------------------------------------------------------------------------------
+
+
+def _number(value: Any, fallback: float | None, default: float) -> float:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return default if fallback is None else fallback
+
+
+def _clamp(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+_NAMED = re.compile(r"\b([A-Za-z]\w*_\w*)|([A-Za-z_]\w*)\s*\(|`([A-Za-z_]\w*)`|^\s*[-*]\s*([A-Za-z_]\w*)\b", re.M)
+
+
+def _shown_variants(text: str) -> set[str]:
+    """Keys of the bank variants whose entry points the text names (e.g. tasks listed as examples).
+
+    A name counts when it reads as code: it has an underscore, is called, is in backticks, or
+    starts a list item; a plain English word such as "rotate" in a sentence does not.
+    """
+    index = bank.entry_point_index()
+    names = {name for match in _NAMED.findall(text) for name in match if name}
+    return {key for name in names for key in index.get(name, ())}
+
+
+def _difficulty_from_text(text: str) -> float | None:
+    """Best effort for requests without metadata (HTTP): a ``difficulty ... 0.45`` in the prompt."""
+    m = re.search(r"difficulty\D{0,24}?(0?\.\d+|[01](?:\.0+)?)\b", text, re.I)
+    return float(m.group(1)) if m else None
+
+
+def _count_from_text(text: str) -> float | None:
+    """Best effort for requests without metadata: ``propose 4 tasks`` and the like."""
+    m = re.search(r"\b(\d{1,2})\s+(?:\w+\s+){0,3}?(?:tasks|problems|exercises)\b", text, re.I)
+    return float(m.group(1)) if m else None
+
+
+_SENTENCES_FIRST = (
+    "Here is my solution.",
+    "This implementation should do it:",
+    "Here's a straightforward approach.",
+    "Below is the function.",
+)
+_SENTENCES_REPAIR = (
+    "Thanks for the feedback; here is a corrected version.",
+    "I see the issue. Updated code below.",
+    "Let me fix that.",
+    "Revised solution:",
+)
+
+
+def _answer(rng: random.Random, code: str, *, repair: bool, bare: bool) -> str:
+    sentence = rng.choice(_SENTENCES_REPAIR if repair else _SENTENCES_FIRST)
+    if bare:
+        return f"{sentence}\n\n{code}"
+    return f"{sentence}\n\n```python\n{code}```"
+
+
+_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
+
+
+def _extract_code(text: str) -> str | None:
+    blocks = _FENCE.findall(text)
+    if blocks:
+        return max(blocks, key=len)
+    return text if re.search(r"^\s*def \w+\s*\(", text, re.M) else None
+
+
+def _same_code(a: str, b: str) -> bool:
+    return a.strip() == b.strip()
+
+
+def _classify(ident: bank.Identification, code: str) -> str | None:
+    """Which of our own mistakes ``code`` is (None: not one we recognise)."""
+    try:
+        compile(code, "<answer>", "exec")
+    except SyntaxError:
+        return "syntax_error"
+    if not re.search(rf"\bdef\s+{re.escape(ident.entry_point)}\s*\(", code):
+        return "wrong_name"
+    for kind in bank.mistake_kinds(ident.variant, ident.params_index):
+        if kind in ("syntax_error", "wrong_name"):
+            continue
+        candidate = bank.mistake_code(ident.variant, ident.params_index, ident.entry_point, kind, random.Random(0))
+        if candidate is not None and _same_code(candidate, code):
+            return kind
+    return None
+
+
+_SYMPTOMS = {
+    "exception": r"\b\w+(?:Error|Exception)\b|Traceback",
+    "syntax_error": r"SyntaxError|invalid syntax|expected ':'|never closed|unmatched",
+    "infinite_loop": r"time ?out|timed out|time limit|TimeoutError|took too long",
+    "wrong_name": r"NameError|not defined|missing|not found|no function|entry point",
+}
+_VALUE_SYMPTOM = r"\b(?:expected|got|returned|output|instead|should (?:be|return))\b"
+_FAILURE_WORDS = r"\b(?:fail\w*|error|wrong|incorrect|mismatch|timeout|timed out|did not pass)\b|\b\d+\s*/\s*\d+\b"
+
+
+def _feedback_clarity(kind: str | None, feedback: str, entry_point: str) -> float:
+    """How clearly the feedback shows the failure: 1.0 names this mistake's symptom, 0.6 shows some
+    failure, 0.0 shows nothing useful (e.g. just "try again")."""
+    symptom = _SYMPTOMS.get(kind or "", _VALUE_SYMPTOM)
+    if kind == "wrong_name":
+        symptom += rf"|\b{re.escape(entry_point)}\b.*\b(?:undefined|absent)\b"
+    if kind in (None, "off_by_one", "edge_case", "logic"):
+        if re.search(_VALUE_SYMPTOM, feedback, re.I) and re.search(r"[\(\[\d'\"]", feedback):
+            return 1.0
+    elif re.search(symptom, feedback, re.I):
+        return 1.0
+    return 0.6 if re.search(_FAILURE_WORDS, feedback, re.I) else 0.0
+
+
+def _parameter_names(params: str) -> str:
+    names = []
+    for part in bank.split_top_level(params):
+        name = part.split("=", 1)[0].split(":", 1)[0].strip()
+        if name == "/" or name == "*" or re.fullmatch(r"\*{0,2}[A-Za-z_]\w*", name):
+            names.append(name)
+    return ", ".join(names) if names else "*args"
+
+
+def _generic_attempt(text: str) -> str:
+    """For a task the bank did not write: define the entry point, return a neutral value."""
+    m = re.search(r"\bdef\s+([A-Za-z_]\w*)\s*\(([^)]*)\)", text)
+    if m:
+        name, params = m.group(1), _parameter_names(m.group(2))
+    else:
+        m = re.search(r"`([A-Za-z_]\w*)\(([^`\n]*)\)`", text)
+        name, params = (m.group(1), _parameter_names(m.group(2))) if m else ("solution", "*args")
+    return f"def {name}({params}):\n    # I could not work out the rule; returning a neutral value.\n    return None\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Noisy profile: broken answers and broken tasks
+# --------------------------------------------------------------------------------------------
+
+
+def _noisy_wrapping(text: str, n: int, rng: random.Random) -> tuple[str, str]:
+    """Dress a JSON answer the way sloppy models do; some dressings a parser cannot undo."""
+    r = rng.random()
+    if r < 0.09:
+        cut = rng.randint(len(text) // 4, len(text) * 3 // 4)
+        return text[:cut], "length"
+    if r < 0.15:
+        commas = [m.start() for m in re.finditer(r'",\n', text)]
+        if commas:
+            at = rng.choice(commas)
+            return text[: at + 1] + text[at + 2 :], "stop"
+        return text[: len(text) // 2], "stop"
+    if r < 0.28:
+        return f"Sure! Here are {n} new tasks:\n\n{text}\n\nLet me know if you would like more.", "stop"
+    if r < 0.41:
+        return f"```json\n{text}\n```", "stop"
+    return text, "stop"
+
+
+def _perturb(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + rng.choice((-1, 1))
+    if isinstance(value, float):
+        return value + 0.5
+    if isinstance(value, str):
+        return value + "x" if value else "x"
+    if isinstance(value, list):
+        return value[:-1] if value else [0]
+    if isinstance(value, dict):
+        return {} if value else {"x": 1}
+    return 0
+
+
+def _break_task(task: bank.BankTask, data: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """Spoil one task the way a careless generator does; the validation gates must catch each."""
+    kinds = ["raises", "wrong_expected", "nondeterministic", "missing_entry_point", "syntax_error"]
+    kind = rng.choice(kinds)
+    ep = task.entry_point
+    if kind == "raises":
+        code = bank.mistake_code(task.variant, task.params_index, ep, "exception", rng)
+        if code is not None:
+            outcomes = bank.run_in_process(code, ep, task.inputs, time_limit_s=1.0)
+            if any(o.status == "error" for o in outcomes):
+                return {**data, "reference_code": code}
+        kind = "syntax_error"
+    if kind == "wrong_expected":
+        candidates = [i for i, out in enumerate(task.outputs) if bank.json_roundtrips(out)]
+        if candidates:
+            i = rng.choice(candidates)
+            tests = [dict(t) for t in data["tests"]]
+            tests[i]["expected"] = _perturb(task.outputs[i], rng)
+            return {**data, "tests": tests}
+        kind = "nondeterministic"
+    if kind == "nondeterministic":
+        return {**data, "reference_code": _nondeterministic(task)}
+    if kind == "missing_entry_point":
+        return {**data, "reference_code": bank.rename_function(task.reference_code, ep, task.variant.entry_points, rng)}
+    return {**data, "reference_code": bank.break_syntax(task.reference_code, ep, rng)}
+
+
+def _nondeterministic(task: bank.BankTask) -> str:
+    """The reference wrapped in a post-processing step whose result changes from run to run."""
+    ep = task.entry_point
+    impl = f"_{ep}_impl"
+    core = re.sub(rf"\b{re.escape(ep)}\b(?=\s*\()", impl, task.reference_code)
+    sample = next((o for o in task.outputs if o is not None), None)
+    if isinstance(sample, list):
+        body = "    result = list(result)\n    random.shuffle(result)  # order should not matter\n    return result\n"
+    elif isinstance(sample, str):
+        body = "    return \"\".join(set(result))  # drop repeated characters\n"
+    else:
+        body = "    if random.random() < 0.5:  # break ties at random\n        return None\n    return result\n"
+    return f"import random\n\n{core}\n\ndef {ep}(*args):\n    result = {impl}(*args)\n{body}"

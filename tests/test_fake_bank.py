@@ -1,0 +1,233 @@
+"""The fake model's task bank: every exercise is correct, testable, deterministic and recognisable.
+
+The references are our own trusted code, so they run in-process here. Mistakes include deliberate
+infinite loops: those calls run under a short interval-timer limit.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+
+from spade_llm.llm import fake_bank as bank
+from spade_llm.llm.fake_bank import VARIANTS, Variant
+
+REQUIRED_FAMILIES = {
+    "strings", "lists", "arithmetic", "recursion", "dynamic_programming", "parsing", "dicts",
+    "sorting_searching", "bits", "matrices", "intervals", "simulation",
+}  # fmt: skip
+
+PARAM_CASES = [pytest.param(v, pi, id=f"{v.key}#{pi}") for v in VARIANTS for pi in range(len(v.params))]
+
+
+def _task(variant: Variant, pi: int, seed: int, target: float = 0.5) -> bank.BankTask:
+    return bank.build_task(variant, random.Random(seed), target, params_index=pi)
+
+
+def _fails_some_test(code: str, task: bank.BankTask, time_limit_s: float = 0.1) -> bool:
+    """True as soon as one test's outcome differs from the reference's (one input at a time, so a
+    deliberate infinite loop costs one time limit, not one per test)."""
+    for args, expected in zip(task.inputs, task.outputs, strict=True):
+        outcome = bank.run_in_process(code, task.entry_point, [args], time_limit_s)[0]
+        if not (outcome.ok and bank.same_value(outcome.value, expected)):
+            return True
+    return False
+
+
+def test_the_bank_covers_the_required_families_with_a_spread_of_difficulty() -> None:
+    assert REQUIRED_FAMILIES <= set(bank.FAMILIES)
+    assert len(bank.FAMILIES) >= 12
+    assert len({v.key for v in VARIANTS}) == len(VARIANTS)
+    difficulties = [v.difficulty_for(pi) for v in VARIANTS for pi in range(len(v.params))]
+    assert min(difficulties) <= 0.1 and max(difficulties) >= 0.8
+    for family, variants in bank.FAMILIES.items():
+        assert len(variants) >= 3, family
+        assert max(v.difficulty for v in variants) - min(v.difficulty for v in variants) >= 0.1, family
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
+def test_variant_templates_are_well_formed(variant: Variant) -> None:
+    assert len(variant.statements) >= 3 and len(variant.entry_points) >= 3
+    assert all("`$sig`" in s for s in variant.statements), "every statement shows the signature"
+    for pi in range(len(variant.params)):
+        for ep in variant.entry_points:
+            code = variant.code_for(pi, ep)
+            assert code is not None
+            compile(code, variant.key, "exec")
+            assert f"def {ep}(" in code
+            for ti in range(len(variant.statements)):
+                text = variant.statement(pi, ep, ti)
+                assert "$" not in text and f"`{variant.signature(ep)}`" in text
+        for kind, edits in variant.bugs.items():
+            assert kind in bank.MISTAKE_KINDS
+            for old, _ in edits:
+                assert old in variant.code, f"{variant.key}: {kind} edit does not apply"
+
+
+@pytest.mark.parametrize(("variant", "pi"), PARAM_CASES)
+def test_reference_is_correct_deterministic_and_fast_on_its_own_tests(variant: Variant, pi: int) -> None:
+    for seed, target in ((1, 0.0), (2, 0.5), (3, 1.0)):
+        task = _task(variant, pi, seed, target)
+        data = task.to_json()
+        assert set(data) == {"description", "entry_point", "reference_code", "tests", "difficulty", "tags"}
+        assert 5 <= len(data["tests"]) <= 8
+        assert data["tags"][0] == variant.family and 0.0 <= data["difficulty"] <= 1.0
+        inputs = []
+        for test in data["tests"]:
+            literal = ast.literal_eval(test["input"])
+            assert isinstance(literal, tuple), test["input"]
+            inputs.append(literal)
+        assert len({t["input"] for t in data["tests"]}) == len(inputs), "no duplicate inputs"
+        started = time.perf_counter()
+        first = bank.run_in_process(data["reference_code"], data["entry_point"], inputs, time_limit_s=2.0)
+        per_test = (time.perf_counter() - started) / len(inputs)
+        second = bank.run_in_process(data["reference_code"], data["entry_point"], inputs, time_limit_s=2.0)
+        assert per_test < 0.1
+        for test, a, b, out in zip(data["tests"], first, second, task.outputs, strict=True):
+            assert a.ok and b.ok, a.error
+            assert bank.same_value(a.value, b.value) and bank.same_value(a.value, out)
+            assert bank.json_roundtrips(out), "verdicts compare JSON values: every output must have an exact JSON form"
+            if "expected" in test:
+                assert bank.same_value(json.loads(json.dumps(test["expected"])), a.value)
+
+
+@pytest.mark.parametrize(("variant", "pi"), PARAM_CASES)
+def test_tests_reject_the_trivial_stand_ins(variant: Variant, pi: int) -> None:
+    for seed in (4, 5):
+        task = _task(variant, pi, seed)
+        for position, name in enumerate(("None", "0", "first argument", "[]", '""', "{}")):
+            survives = all(
+                bank.same_value(bank.stand_ins(args)[position], out)
+                for args, out in zip(task.inputs, task.outputs, strict=True)
+            )
+            assert not survives, f"returning {name} passes every test"
+
+
+def test_same_rng_gives_byte_identical_tasks_and_other_seeds_differ() -> None:
+    variant = bank.find_variant("strings/run_length")
+    a = json.dumps(bank.build_task(variant, random.Random(7), 0.4).to_json())
+    b = json.dumps(bank.build_task(variant, random.Random(7), 0.4).to_json())
+    c = json.dumps(bank.build_task(variant, random.Random(8), 0.4).to_json())
+    assert a == b and a != c
+
+
+def test_tasks_do_not_depend_on_the_hash_seed() -> None:
+    """Task content (and the references' outputs) is the same in processes with other hash seeds."""
+    script = (
+        "import json, random, hashlib\n"
+        "from spade_llm.llm import fake_bank as b\n"
+        "blob = json.dumps([b.build_task(v, random.Random(i), i / 60).to_json() for i, v in enumerate(b.VARIANTS)])\n"
+        "print(hashlib.sha256(blob.encode()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1
+
+
+@pytest.mark.parametrize(("variant", "pi"), PARAM_CASES)
+def test_every_mistake_really_fails_a_test(variant: Variant, pi: int) -> None:
+    kinds = bank.mistake_kinds(variant, pi)
+    assert {"syntax_error", "wrong_name"} <= set(kinds)
+    assert len(kinds) >= 4, f"{variant.key} offers too few kinds of mistakes: {kinds}"
+    for seed in (11, 12):
+        task = _task(variant, pi, seed, target=seed / 20)
+        for kind in kinds:
+            code = bank.mistake_code(variant, pi, task.entry_point, kind, random.Random(seed))
+            assert code is not None and code != task.reference_code
+            if kind != "syntax_error":
+                compile(code, kind, "exec")
+            assert _fails_some_test(code, task), f"{variant.key} {kind} passes every test:\n{code}"
+
+
+def test_generic_loop_rewrites_read_like_real_mistakes() -> None:
+    code = "def total(nums):\n    s = 0\n    for x in nums:\n        s += x\n    return s\n"
+    assert "for x in nums[1:]:" in (bank._generic_off_by_one(code) or "")
+    assert "for i in range(len(nums) + 1):\n        x = nums[i]" in (bank._generic_exception(code) or "")
+    looping = bank._generic_infinite_loop(code) or ""
+    assert "while idx < len(nums):" in looping and "idx += 1" not in looping
+    assert bank.run_in_process(looping, "total", [([1],)], time_limit_s=0.05)[0].status == "timeout"
+    growing = "def f(xs):\n    out = []\n    for x in xs:\n        out.append(x)\n    return out\n"
+    assert bank._generic_infinite_loop(growing) is None, "a loop that allocates would end on memory, not time"
+    ranged = "def f(n):\n    t = 0\n    for i in range(1, n + 1):\n        t += i\n    return t\n"
+    assert "range(1, n)" in (bank._generic_off_by_one(ranged) or "")
+    assert "i = 1\n    while i < n + 1:" in (bank._generic_infinite_loop(ranged) or "")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
+def test_identify_recognises_each_variant_from_its_description(variant: Variant) -> None:
+    for seed in range(4):
+        task = bank.build_task(variant, random.Random(seed), 0.5)
+        prompt = (
+            "You are an expert Python programmer.\n\nTask:\n"
+            f"{task.description}\n\nWrite the function `{task.entry_point}`. Public tests:\n"
+            + "\n".join(t["input"] for t in task.tests()[:3])
+        )
+        found = bank.identify(prompt)
+        assert found is not None and found.exact
+        assert (found.variant.key, found.params_index, found.entry_point) == (
+            variant.key,
+            task.params_index,
+            task.entry_point,
+        )
+
+
+def test_identify_survives_reformatting_and_small_edits() -> None:
+    variant = bank.find_variant("lists/sum_multiples")
+    task = bank.build_task(variant, random.Random(3), 0.2, params_index=2)
+    # whitespace, HTML escaping and JSON-style newlines do not matter
+    mangled = task.description.replace(" ", "  ").replace("\n", "\\n").replace("'", "&#x27;")
+    found = bank.identify(f"Solve this:\n{mangled}")
+    assert found is not None and found.exact and found.params_index == 2
+    # an edited statement is still found, and the shown example pins the parameter
+    edited = task.description.replace("Write", "Please write").replace("Implement", "Please implement")
+    edited = edited.replace("Negative numbers count too", "Negatives count as well")
+    found = bank.identify(edited.replace("Given a list", "For a list"))
+    assert found is not None and found.variant is variant and found.params_index == 2
+
+
+def test_identify_returns_none_for_foreign_tasks() -> None:
+    humaneval = (
+        "from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+        '    """ Check if in given list of numbers, are any two numbers closer to each other than\n'
+        '    given threshold."""\n'
+    )
+    assert bank.identify(humaneval) is None
+    assert bank.identify("Write `count_vowels(s)` that returns the number of consonants.") is None
+    assert bank.identify("") is None
+
+
+def test_run_in_process_reports_errors_and_timeouts_as_outcomes() -> None:
+    code = "def f(x):\n    if x == 0:\n        return 1 // x\n    while x < 0:\n        pass\n    return x\n"
+    ok, err, slow = bank.run_in_process(code, "f", [(2,), (0,), (-1,)], time_limit_s=0.05)
+    assert ok.ok and ok.value == 2
+    assert err.status == "error" and err.error and err.error.startswith("ZeroDivisionError")
+    assert slow.status == "timeout"
+    assert all(o.status == "error" for o in bank.run_in_process("def f(:\n", "f", [(1,), (2,)]))
+    assert (bank.run_in_process("def g():\n    return 1\n", "f", [()])[0].error or "").startswith("KeyError")
+
+
+def test_same_value_is_strict_about_types() -> None:
+    assert not bank.same_value(True, 1) and not bank.same_value(1, 1.0)
+    assert not bank.same_value(float("nan"), float("nan"))
+    assert bank.same_value([1, {"a": (2,)}], [1, {"a": (2,)}])
+    assert not bank.same_value([1, 2], (1, 2))
+
+
+def test_stable_hash_is_fixed_across_processes() -> None:
+    assert bank.stable_hash(0, "default", "generator", {"epoch": 1}) == bank.stable_hash(
+        0, "default", "generator", {"epoch": 1}
+    )
+    assert bank.stable_hash(1, "a") != bank.stable_hash(1, "b")
+    assert bank.stable_hash("x") == 14800493225841368724  # pinned: runs must reproduce across versions
