@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Self-play data generation for code LLMs: propose tasks, prove them in a "
         "sandbox, solve them over turns, keep verified (task, trajectory, feedback) data.",
     )
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
         return _add(name, parents=[common], **kw)
 
-    sub.add_parser = add_parser  # type: ignore[method-assign]
+    sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
 
     run = sub.add_parser(
         "run",
@@ -371,7 +371,7 @@ def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
             row = json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"{p}:{n}: not JSON: {e.msg}") from None
-        task = tasks.get(row.get("task_id")) if isinstance(row, dict) else None
+        task = tasks.get(str(row.get("task_id"))) if isinstance(row, dict) else None
         if task is None:
             raise UserError(f"{p}:{n}: unknown task_id {row.get('task_id') if isinstance(row, dict) else row!r}")
         if isinstance(row.get("code"), str):

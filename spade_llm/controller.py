@@ -69,8 +69,10 @@ class RunState:
             rejected=[Rejection.model_validate(r) for r in run.read(REJECTED)],
         )
         # keep one trajectory per task if a crash ever wrote two
-        seen: set[str] = set()
-        state.trajectories = [t for t in state.trajectories if not (t.task_id in seen or seen.add(t.task_id))]
+        unique: dict[str, Trajectory] = {}
+        for t in state.trajectories:
+            unique.setdefault(t.task_id, t)
+        state.trajectories = list(unique.values())
         return state
 
 

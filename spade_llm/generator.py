@@ -160,7 +160,7 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float) -> Task:
         data["difficulty"] = target
     data["task_id"] = task_id
     data["source"] = "generated"
-    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     data["meta"] = {**meta, "epoch": epoch, "target_difficulty": target}
     return Task.model_validate(data)
 

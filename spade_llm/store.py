@@ -29,10 +29,6 @@ JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS)
 class Store(Protocol):
     """Where a run's records go. ``append`` is the verb; records are plain JSON-able dicts."""
 
-    def touch_journals(self) -> None:
-        for name in JOURNALS:
-            (self.path / name).touch()
-
     def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None: ...
 
 
