@@ -33,9 +33,39 @@ from .evaluator import (
 from .generator import Generator, ProposalContext
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
+from .seeding import derive_seed
 from .solver import Solver
 from .store import METRICS, REJECTED, TASKS, TRAJECTORIES, RunDir
 from .types import EpochMetrics, Rejection, Task, TokenUsage, Trajectory
+
+
+TOPICS = (
+    "strings",
+    "lists",
+    "arithmetic",
+    "recursion",
+    "dynamic programming",
+    "parsing",
+    "dictionaries",
+    "sorting and searching",
+    "bit manipulation",
+    "matrices",
+    "intervals",
+    "simulation",
+    "stacks",
+    "graphs",
+)
+"""Focus topics handed round the concurrent proposal requests of an epoch: requests that cannot
+see each other's answers would otherwise converge on the same few favourite exercises."""
+
+
+def focus_topics(seed: int, epoch: int, n_requests: int, avoid: list[str]) -> list[str]:
+    """One topic per request: a seeded rotation of ``TOPICS``, saturated ones last."""
+    start = derive_seed(seed, "topics", epoch) % len(TOPICS)
+    rotation = [TOPICS[(start + i) % len(TOPICS)] for i in range(len(TOPICS))]
+    saturated = {a.replace("_", " ").lower() for a in avoid}
+    fresh = [t for t in rotation if t not in saturated] or rotation
+    return [fresh[i % len(fresh)] for i in range(n_requests)]
 
 
 class LimitedLLM:
@@ -154,10 +184,13 @@ class Controller:
         examples = (
             self.state.tasks[-self.config.generator.examples_shown :] if self.config.generator.examples_shown else []
         )
+        avoid = self.saturated_tags()
+        topics = focus_topics(self.config.seed, epoch, n_requests, avoid)
         contexts = [
             ProposalContext(
                 epoch=epoch,
                 request_index=i,
+                focus=topics[i],
                 n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
                 difficulty=difficulty,
                 capability=self.recent_pass_rate(),

@@ -126,6 +126,8 @@ class ProposalContext:
     examples: list[Task]
     avoid_tags: list[str]
     seed: int
+    focus: str | None = None
+    """A topic this request should be about (the controller spreads topics over requests)."""
 
 
 class Generator(Protocol):
@@ -214,6 +216,7 @@ class LLMGenerator:
             capability=ctx.capability,
             avoid_tags=ctx.avoid_tags,
             examples=examples,
+            focus=ctx.focus,
             json_shape=JSON_SHAPE,
         )
         return [
@@ -224,7 +227,13 @@ class LLMGenerator:
     async def propose(self, ctx: ProposalContext) -> Proposal:
         proposal = Proposal(request_index=ctx.request_index)
         messages = self.messages(ctx)
-        metadata = {"epoch": ctx.epoch, "difficulty": ctx.difficulty, "n": ctx.n, "request_index": ctx.request_index}
+        metadata = {
+            "epoch": ctx.epoch,
+            "difficulty": ctx.difficulty,
+            "n": ctx.n,
+            "request_index": ctx.request_index,
+            "focus": ctx.focus,
+        }
         value = None
         for ask in range(2):  # the answer, then at most one repair re-ask
             request = LLMRequest(

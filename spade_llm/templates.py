@@ -28,6 +28,7 @@ TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = {
         "difficulty": 0.5,
         "capability": 0.5,
         "avoid_tags": ["strings"],
+        "focus": "graphs",
         "examples": [
             {
                 "entry_point": "f",

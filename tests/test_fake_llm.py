@@ -203,10 +203,16 @@ async def test_requests_of_one_epoch_complement_each_other_and_avoid_shown_tasks
     shown = [bank.find_variant(key).entry_points[0] for key in plain]
     listing = "Tasks already accepted (write different ones):\n" + "\n".join(f"- {ep}" for ep in shown)
     request = gen_request(index=0, difficulty=0.45)
-    request = LLMRequest(messages=[*request.messages, Message(role="user", content=listing)], role="generator",
-                         json_mode=True, seed=request.seed, metadata=request.metadata)
+    request = LLMRequest(
+        messages=[*request.messages, Message(role="user", content=listing)],
+        role="generator",
+        json_mode=True,
+        seed=request.seed,
+        metadata=request.metadata,
+    )
     avoided = _variant_keys(json.loads((await llm.complete(request)).text)["tasks"])
     assert not set(avoided) & set(plain)
+
 
 async def test_http_style_requests_without_metadata_are_still_deterministic() -> None:
     llm = FakeLLM()
@@ -302,8 +308,9 @@ async def first_try_pass_rate(profile: str, tasks: list[dict[str, Any]], epoch: 
     passed = 0
     for i, task in enumerate(tasks):
         answer = await llm.complete(
-            solver_request(task, [Message(role="user", content=solver_prompt(task))], task_id=f"t{i}", turn=1,
-                           epoch=epoch)
+            solver_request(
+                task, [Message(role="user", content=solver_prompt(task))], task_id=f"t{i}", turn=1, epoch=epoch
+            )
         )
         passed += judge(answer.text, task)[0]
     return passed / len(tasks)
@@ -374,10 +381,14 @@ async def test_repair_with_feedback_fixes_more_often_than_without() -> None:
 async def test_repairs_are_deterministic_per_task_and_turn() -> None:
     task = (await propose(FakeLLM(seed=3), difficulty=0.9))[0]
     first = [Message(role="user", content=solver_prompt(task))]
-    conversation = [*first, Message(role="assistant", content="```python\ndef f():\n    pass\n```"),
-                    Message(role="user", content="Test 1 failed.\nNameError: name 'f' is not defined")]
-    answers = {(await FakeLLM(seed=3).complete(solver_request(task, conversation, task_id="a", turn=2))).text
-               for _ in range(3)}
+    conversation = [
+        *first,
+        Message(role="assistant", content="```python\ndef f():\n    pass\n```"),
+        Message(role="user", content="Test 1 failed.\nNameError: name 'f' is not defined"),
+    ]
+    answers = {
+        (await FakeLLM(seed=3).complete(solver_request(task, conversation, task_id="a", turn=2))).text for _ in range(3)
+    }
     assert len(answers) == 1
 
 
@@ -403,8 +414,9 @@ async def test_solver_recognises_a_task_written_by_another_process() -> None:
     llm = FakeLLM("strong-solver", seed=21)
     for i, task in enumerate(tasks):
         prompt = solver_prompt(task).replace("\n\n", "\n")
-        answer = await llm.complete(LLMRequest(messages=[Message(role="user", content=prompt)], role="solver",
-                                               metadata={"task_id": f"p{i}"}))
+        answer = await llm.complete(
+            LLMRequest(messages=[Message(role="user", content=prompt)], role="solver", metadata={"task_id": f"p{i}"})
+        )
         assert judge(answer.text, task)[0], task["description"]
 
 
@@ -429,8 +441,11 @@ def test_infer_role_reads_the_structure_of_the_conversation() -> None:
     assert infer_role([user(schema)]) == "generator"
     assert infer_role([user("Invent some programming exercises.")]) == "generator"
     # a re-ask after a fenced JSON proposal is still the generator
-    reask = [user("Propose tasks."), assistant('```json\n{"tasks": [{"description": "`f(x)` ..."}]}\n```'),
-             user("That answer could not be used. Reply with only the JSON object.")]
+    reask = [
+        user("Propose tasks."),
+        assistant('```json\n{"tasks": [{"description": "`f(x)` ..."}]}\n```'),
+        user("That answer could not be used. Reply with only the JSON object."),
+    ]
     assert infer_role(reask) == "generator"
     assert infer_role([user("Solve it."), assistant("```\ndef f(x):\n    return x\n```"), user("No.")]) == "solver"
     # OpenAI-style dicts, as an HTTP body carries them
@@ -444,3 +459,35 @@ async def test_requests_rebuilt_over_http_reach_the_same_answers() -> None:
     messages = [Message(role="user", content=solver_prompt(task))]
     assert infer_role(messages) == "solver"
     assert infer_role(gen_request().messages, json_mode=True) == "generator"
+
+
+def test_focus_topic_steers_the_family_in_process_and_over_http_text() -> None:
+    import asyncio
+    import json as _json
+
+    from spade_llm.llm.base import LLMRequest
+    from spade_llm.llm.fake import FakeLLM
+    from spade_llm.types import Message
+
+    fake = FakeLLM("default", seed=3)
+    for topic, family in [("graphs", "graphs"), ("bit manipulation", "bits"), ("dictionaries", "dicts")]:
+        by_meta = LLMRequest(
+            messages=[Message(role="user", content="Propose 1 new Python programming task at difficulty 0.50.")],
+            role="generator",
+            json_mode=True,
+            seed=11,
+            metadata={"n": 1, "difficulty": 0.5, "focus": topic},
+        )
+        by_text = LLMRequest(
+            messages=[
+                Message(
+                    role="user", content=f"Propose 1 new task at difficulty 0.50.\nTopic for this request: {topic}."
+                )
+            ],
+            role="generator",
+            json_mode=True,
+            seed=11,
+        )
+        for request in (by_meta, by_text):
+            tasks = _json.loads(asyncio.run(fake.complete(request)).text)["tasks"]
+            assert len(tasks) == 1 and family in tasks[0]["tags"], (topic, tasks[0]["tags"])

@@ -256,8 +256,11 @@ class FakeLLM:
         """
         collapse = self._collapse_variant() if self.profile.collapse else None
         shown = _shown_variants("\n".join(m.content for m in request.messages))
+        focus = _focus_family(request.metadata.get("focus"), "\n".join(m.content for m in request.messages))
         weights = [
-            (math.exp(-(((v.difficulty - target) / 0.12) ** 2)) + 0.01) * (0.1 if v.key in shown else 1.0)
+            (math.exp(-(((v.difficulty - target) / 0.12) ** 2)) + 0.01)
+            * (0.1 if v.key in shown else 1.0)
+            * (1e-4 if focus and v.family != focus else 1.0)
             for v in bank.VARIANTS
         ]
         index = request.metadata.get("request_index")
@@ -371,6 +374,29 @@ def _shown_variants(text: str) -> set[str]:
     return {key for name in names for key in index.get(name, ())}
 
 
+_TOPIC_FAMILIES = {
+    "dictionaries": "dicts",
+    "dicts": "dicts",
+    "sorting and searching": "sorting_searching",
+    "bit manipulation": "bits",
+    "bit tricks": "bits",
+    "dynamic programming": "dynamic_programming",
+}
+
+
+def _focus_family(focus: object, text: str) -> str | None:
+    """The bank family a request's focus topic names: from metadata, else (HTTP) from a
+    ``Topic ...: name`` line of the prompt; None when there is none or it names no family."""
+    if not isinstance(focus, str):
+        m = re.search(r"\btopic\b[^:\n]{0,40}:\s*([a-z][a-z _-]{1,40})", text, re.I)
+        focus = m.group(1) if m else None
+    if not focus:
+        return None
+    name = focus.strip().strip(".").lower()
+    family = _TOPIC_FAMILIES.get(name, name.replace(" ", "_"))
+    return family if family in bank.FAMILIES else None
+
+
 def _difficulty_from_text(text: str) -> float | None:
     """Best effort for requests without metadata (HTTP): a ``difficulty ... 0.45`` in the prompt."""
     m = re.search(r"difficulty\D{0,24}?(0?\.\d+|[01](?:\.0+)?)\b", text, re.I)
@@ -379,7 +405,7 @@ def _difficulty_from_text(text: str) -> float | None:
 
 def _count_from_text(text: str) -> float | None:
     """Best effort for requests without metadata: ``propose 4 tasks`` and the like."""
-    m = re.search(r"\b(\d{1,2})\s+(?:\w+\s+){0,3}?(?:tasks|problems|exercises)\b", text, re.I)
+    m = re.search(r"\b(\d{1,2})\s+(?:\w+\s+){0,3}?(?:tasks?|problems?|exercises?)\b", text, re.I)
     return float(m.group(1)) if m else None
 
 
