@@ -156,8 +156,8 @@ class RunConfig(_Section):
     """Epochs, difficulty band and concurrency."""
     reward: RewardConfig = Field(default_factory=RewardConfig)
     """Shape of the reward."""
-    executor: Literal["local", "ray"] = "local"
-    """Where episodes run: ``local`` (asyncio in this process) or ``ray``."""
+    executor: Literal["local"] = "local"
+    """Where episodes run: ``local`` (asyncio in this process; the only executor so far)."""
     prompts_dir: str | None = None
     """Folder of Jinja templates overriding the packaged ones by file name."""
     runs_dir: str = "runs"
