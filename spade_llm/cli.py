@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sf = sub.add_parser("serve-fake", help="an OpenAI-compatible server backed by the fake model")
     sf.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    sf.add_argument("--port", type=_positive(int), default=8000, help="port to listen on")
+    sf.add_argument("--port", type=_positive(int, 0), default=8000, help="port to listen on (0: any free port)")
     sf.add_argument("--latency", type=_positive(float, 0.0), default=0.0, help="seconds added to every answer")
     sf.add_argument("--seed", type=int, default=0, help="seed of the fake model")
 
