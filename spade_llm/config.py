@@ -69,6 +69,10 @@ class LLMConfig(_Section):
     """Most seconds one request may take, all attempts and waits included; unset: bounded by max_retries only."""
     max_retry_after_s: float = Field(default=60.0, ge=0)
     """Longest wait a server's Retry-After is honoured for (a longer ask waits this long)."""
+    transport: Literal["auto", "litellm", "http"] = "auto"
+    """How ``openai/<name>`` with an ``api_base`` (an OpenAI-compatible server) is reached: ``auto`` and
+    ``http`` use the built-in HTTP client (starts seconds faster: no litellm import), ``litellm`` goes
+    through litellm like every other provider. ``http`` with any other model is an error."""
     cache_dir: str | None = None
     """Folder of the on-disk response cache (off when unset): a re-run with the same prompts, parameters
     and seeds is answered from it at no cost."""

@@ -20,7 +20,7 @@ from .controller import Controller, LimitedLLM
 from .errors import UserError
 from .evaluator import first_try_pass_rate, mean_turns, pass_rate
 from .generator import LLMGenerator
-from .llm.registry import get_llm
+from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
@@ -78,10 +78,13 @@ class Session:
         if problems:
             raise UserError(problems[0])
         self.stats = LLMStats()
+        inflight = config.controller.concurrency
         self.gen_llm = (
-            get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats) if need_generator else None
+            get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
+            if need_generator
+            else None
         )
-        self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats)
+        self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
         self.sandbox = get_sandbox(config.sandbox.backend)
 
     def close(self) -> None:
@@ -134,7 +137,11 @@ class Session:
                 stats=self.stats,
             )
             controller = Controller(c, run, generator, solver, checker, self.stats, log=log)
-            return await controller.run_all()
+            try:
+                return await controller.run_all()
+            finally:
+                for llm in (gen_llm, self.sol_llm):
+                    await aclose_llm(llm)
 
         return asyncio.run(main())
 
@@ -155,7 +162,10 @@ class Session:
                 run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
                 log(f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)")
 
-            await asyncio.gather(*(one(t) for t in tasks if t.task_id not in done))
+            try:
+                await asyncio.gather(*(one(t) for t in tasks if t.task_id not in done))
+            finally:
+                await aclose_llm(self.sol_llm)
 
         asyncio.run(main())
         trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
