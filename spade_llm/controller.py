@@ -30,14 +30,14 @@ from .evaluator import (
     similarity,
     task_fingerprint,
 )
-from .generator import Generator, ProposalContext
+from .generator import Generator, Proposal, ProposalContext
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
 from .seeding import derive_seed
 from .solver import Solver
 from .store import METRICS, REJECTED, TASKS, TRAJECTORIES, RunDir
 from .types import EpochMetrics, Rejection, Task, TokenUsage, Trajectory
-
+from .validation import ValidationReport
 
 TOPICS = (
     "strings",
@@ -137,6 +137,7 @@ class Controller:
             stats.carry(previous["llm"])
         self.fingerprints = [task_fingerprint(t.reference_code) for t in self.state.tasks]
         self.usage = sum((t.usage for t in self.state.trajectories), TokenUsage())
+        self._episodes = asyncio.Semaphore(config.controller.concurrency)
         self.generator_usage: dict[int, TokenUsage] = {}
         """Tokens of each epoch's proposals (in memory: an epoch resumed after proposing counts none)."""
 
@@ -162,23 +163,39 @@ class Controller:
         return self.state.metrics[epoch - 1].next_difficulty
 
     async def run_epoch(self, epoch: int, difficulty: float) -> EpochMetrics:
+        """Propose, validate, de-duplicate and solve one epoch as a stream.
+
+        Each proposal is validated as soon as it arrives and each accepted task is solved as soon
+        as it is accepted, so the model never waits on a whole epoch's sandbox work. Acceptance
+        itself is decided in (request, position) order, whatever the order answers arrive in, so
+        the duplicate gate, and with it the run, does not depend on timing.
+        """
         started = time.monotonic()
-        tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
-        if not tasks:
-            # a kill between writing this epoch's rejections and its tasks: redo the epoch's proposals
-            self.run.rewrite_without(REJECTED, lambda r: r.get("epoch") == epoch)
-            self.state.rejected = [r for r in self.state.rejected if r.epoch != epoch]
-            tasks = await self.propose_and_validate(epoch, difficulty)
+        solving: list[asyncio.Task[None]] = []
         done = {t.task_id for t in self.state.trajectories}
-        todo = [t for t in tasks if t.task_id not in done]
-        await self.solve_all(todo, epoch)
+        for task in self.state.tasks:  # resume: accepted before the kill, not yet solved
+            if task_epoch(task) == epoch and task.task_id not in done:
+                solving.append(asyncio.create_task(self.solve_one(task, epoch)))
+        await self.propose_and_validate(epoch, difficulty, solving)
+        await asyncio.gather(*solving)
+        tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
         row = self.epoch_metrics(epoch, difficulty, tasks, time.monotonic() - started)
         self.run.append(METRICS, [row.model_dump(mode="json")])
         self.state.metrics.append(row)
         self.write_summary(done=False)
         return row
 
-    async def propose_and_validate(self, epoch: int, difficulty: float) -> list[Task]:
+    def decided_requests(self, epoch: int) -> set[int]:
+        """Requests of ``epoch`` with a decision on disk: a resumed epoch does not ask them again."""
+        tasks = {
+            int(t.meta["request_index"])
+            for t in self.state.tasks
+            if task_epoch(t) == epoch and isinstance(t.meta.get("request_index"), int)
+        }
+        rejected = {r.request_index for r in self.state.rejected if r.epoch == epoch and r.request_index is not None}
+        return tasks | rejected
+
+    async def propose_and_validate(self, epoch: int, difficulty: float, solving: list[asyncio.Task[None]]) -> None:
         c = self.config.controller
         n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
         examples = (
@@ -186,6 +203,7 @@ class Controller:
         )
         avoid = self.saturated_tags()
         topics = focus_topics(self.config.seed, epoch, n_requests, avoid)
+        skip = self.decided_requests(epoch)
         contexts = [
             ProposalContext(
                 epoch=epoch,
@@ -195,77 +213,95 @@ class Controller:
                 difficulty=difficulty,
                 capability=self.recent_pass_rate(),
                 examples=examples,
-                avoid_tags=self.saturated_tags(),
+                avoid_tags=avoid,
                 seed=self.config.seed,
             )
             for i in range(n_requests)
+            if i not in skip
         ]
-        proposals = await asyncio.gather(*(self.generator.propose(ctx) for ctx in contexts))
-        self.generator_usage[epoch] = sum(
-            (TokenUsage(prompt_tokens=p.usage_prompt, completion_tokens=p.usage_completion) for p in proposals),
-            TokenUsage(),
-        )
-        rejected: list[Rejection] = []
-        candidates = []
-        for proposal in proposals:  # stable order: by request, then position in the answer
+
+        async def propose(ctx: ProposalContext) -> tuple[Proposal, list[asyncio.Task[ValidationReport] | None]]:
+            proposal = await self.generator.propose(ctx)
+            checks = [
+                asyncio.create_task(self.checker.validate(cand.task)) if cand.task is not None else None
+                for cand in proposal.candidates
+            ]
+            return proposal, checks
+
+        pending = [asyncio.create_task(propose(ctx)) for ctx in contexts]
+        usage = self.generator_usage.setdefault(epoch, TokenUsage())
+        for ctx, future in zip(contexts, pending, strict=True):  # decisions in request order
+            proposal, checks = await future
+            usage = usage + TokenUsage(prompt_tokens=proposal.usage_prompt, completion_tokens=proposal.usage_completion)
+            self.generator_usage[epoch] = usage
             if proposal.failure:
-                rejected.append(Rejection(epoch=epoch, reason=proposal.failure, detail=proposal.detail))
-            for cand in proposal.candidates:
-                if cand.task is None:
+                self.reject(
+                    Rejection(
+                        epoch=epoch, request_index=ctx.request_index, reason=proposal.failure, detail=proposal.detail
+                    )
+                )
+            for cand, check in zip(proposal.candidates, checks, strict=True):
+                if cand.task is None or check is None:
                     raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
-                    rejected.append(
-                        Rejection(epoch=epoch, reason=cand.reason or "invalid_task", detail=cand.detail, task=raw)
+                    self.reject(
+                        Rejection(
+                            epoch=epoch,
+                            request_index=ctx.request_index,
+                            reason=cand.reason or "invalid_task",
+                            detail=cand.detail,
+                            task=raw,
+                        )
                     )
-                else:
-                    candidates.append(cand.task)
-        reports = await asyncio.gather(*(self.checker.validate(t) for t in candidates))
-        accepted: list[Task] = []
-        for task, report in zip(candidates, reports, strict=True):
-            if not report.valid or report.task is None:
-                rejected.append(
-                    Rejection(
-                        epoch=epoch,
-                        reason=report.reason or "invalid",
-                        detail=report.detail,
-                        task_id=task.task_id,
-                        task=task.dump(),
-                    )
+                    continue
+                accepted = self.decide(cand.task, await check, ctx.request_index)
+                if accepted is not None:
+                    solving.append(asyncio.create_task(self.solve_one(accepted, epoch)))
+
+    def decide(self, task: Task, report: ValidationReport, request_index: int) -> Task | None:
+        """Accept a validated candidate unless it failed a gate or nearly copies an accepted task."""
+        epoch = task_epoch(task)
+        if not report.valid or report.task is None:
+            self.reject(
+                Rejection(
+                    epoch=epoch,
+                    request_index=request_index,
+                    reason=report.reason or "invalid",
+                    detail=report.detail,
+                    task_id=task.task_id,
+                    task=task.dump(),
                 )
-                continue
-            fp = task_fingerprint(report.task.reference_code)
-            twin = max(((similarity(fp, other), i) for i, other in enumerate(self.fingerprints)), default=(0.0, -1))
-            if twin[0] >= self.config.controller.novelty_threshold:
-                existing = (self.state.tasks + accepted)[twin[1]].task_id
-                rejected.append(
-                    Rejection(
-                        epoch=epoch,
-                        reason="duplicate",
-                        task_id=task.task_id,
-                        task=task.dump(),
-                        detail=f"{twin[0]:.0%} similar to {existing}",
-                    )
+            )
+            return None
+        fp = task_fingerprint(report.task.reference_code)
+        twin = max(((similarity(fp, other), i) for i, other in enumerate(self.fingerprints)), default=(0.0, -1))
+        if twin[0] >= self.config.controller.novelty_threshold:
+            self.reject(
+                Rejection(
+                    epoch=epoch,
+                    request_index=request_index,
+                    reason="duplicate",
+                    task_id=task.task_id,
+                    task=task.dump(),
+                    detail=f"{twin[0]:.0%} similar to {self.state.tasks[twin[1]].task_id}",
                 )
-                continue
-            self.fingerprints.append(fp)
-            accepted.append(report.task)
-        # rejections first, then tasks: resume treats an epoch with tasks on disk as proposed
-        self.run.append(REJECTED, [r.model_dump(mode="json") for r in rejected])
-        self.run.append(TASKS, [t.dump() for t in accepted])
-        self.state.rejected.extend(rejected)
-        self.state.tasks.extend(accepted)
+            )
+            return None
+        accepted = report.task.model_copy(update={"meta": {**report.task.meta, "request_index": request_index}})
+        self.fingerprints.append(fp)
+        self.state.tasks.append(accepted)
+        self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
         return accepted
 
-    async def solve_all(self, tasks: list[Task], epoch: int) -> None:
-        slots = asyncio.Semaphore(self.config.controller.concurrency)
+    def reject(self, rejection: Rejection) -> None:
+        self.state.rejected.append(rejection)
+        self.run.append(REJECTED, [rejection.model_dump(mode="json")])
 
-        async def one(task: Task) -> None:
-            async with slots:
-                trajectory = await self.solver.solve(task, epoch)
-            self.run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
-            self.state.trajectories.append(trajectory)
-            self.usage = self.usage + trajectory.usage
-
-        await asyncio.gather(*(one(t) for t in tasks))
+    async def solve_one(self, task: Task, epoch: int) -> None:
+        async with self._episodes:
+            trajectory = await self.solver.solve(task, epoch)
+        self.run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
+        self.state.trajectories.append(trajectory)
+        self.usage = self.usage + trajectory.usage
 
     # -- steering ------------------------------------------------------------------------------
 

@@ -143,21 +143,6 @@ class RunDir:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path / name)
 
-    def rewrite_without(self, journal: str, drop: Any) -> int:
-        """Rewrite a journal without the records for which ``drop(record)`` is true (resume rollback)."""
-        path = self.path / journal
-        if not path.exists():
-            return 0
-        kept, dropped = [], 0
-        for record in read_jsonl(path):
-            if drop(record):
-                dropped += 1
-            else:
-                kept.append(record)
-        if dropped:
-            self._replace(journal, "".join(_dumps(r) + "\n" for r in kept))
-        return dropped
-
     # -- reading -----------------------------------------------------------------------------
 
     def read(self, journal: str) -> list[dict[str, Any]]:

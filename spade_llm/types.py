@@ -154,6 +154,8 @@ class Rejection(BaseModel):
     epoch: int
     reason: str
     detail: str = ""
+    request_index: int | None = None
+    """Which generator request of the epoch proposed it (resume skips decided requests)."""
     task_id: str | None = None
     task: dict[str, Any] | None = None
 

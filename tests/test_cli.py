@@ -200,3 +200,39 @@ def test_help_for_every_command():
     for cmd in ["run", "exec", "verify", "evaluate", "import", "prompts"]:
         proc = spade(cmd, "--help")
         assert proc.returncode == 0 and "usage" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path):
+    full = tmp_path / "full"
+    args = ("--epochs", "2", "--seed", "5", "--sandbox", "subprocess", "--quiet")
+    assert spade("run", *args, "--out", str(full)).returncode == 0
+    tasks, rejected = rows(full / "tasks.jsonl"), rows(full / "rejected.jsonl")
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    for name in ["config.yaml", "manifest.json", "metrics.jsonl"]:
+        (cut / name).write_bytes((full / name).read_bytes())
+    (cut / "metrics.jsonl").write_text((full / "metrics.jsonl").read_text().splitlines(keepends=True)[0])
+    # killed during epoch 1's proposals: only decisions of its first three requests reached the disk
+    keep = lambda r, idx: r.get("epoch", r.get("meta", {}).get("epoch")) == 0 or idx < 3  # noqa: E731
+    kept_tasks = [t for t in tasks if keep(t, t["meta"]["request_index"])]
+    kept_rejected = [r for r in rejected if keep(r, r["request_index"])]
+    (cut / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in kept_tasks))
+    (cut / "rejected.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept_rejected))
+    solved = {t["task_id"] for t in kept_tasks}
+    (cut / "trajectories.jsonl").write_text(
+        "".join(
+            line
+            for line in (full / "trajectories.jsonl").read_text().splitlines(keepends=True)
+            if json.loads(line)["task_id"] in solved
+        )
+    )
+    assert len(kept_tasks) < len(tasks)
+    proc = spade("run", "--resume", str(cut), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(t["task_id"] for t in rows(cut / "tasks.jsonl")) == sorted(t["task_id"] for t in tasks)
+    assert sorted(r["task_id"] or "" for r in rows(cut / "rejected.jsonl")) == sorted(
+        r["task_id"] or "" for r in rejected
+    )
+    got = sorted(t["trajectory_id"] for t in rows(cut / "trajectories.jsonl"))
+    assert got == sorted(t["trajectory_id"] for t in rows(full / "trajectories.jsonl"))

@@ -35,13 +35,6 @@ def test_new_run_dirs_do_not_collide(tmp_path):
     assert a.path != b.path and a.path.is_dir() and b.path.is_dir()
 
 
-def test_rewrite_without_drops_only_matching(tmp_path):
-    run = RunDir.create(tmp_path / "r")
-    run.append("rejected.jsonl", [{"epoch": 0}, {"epoch": 1}, {"epoch": 1}])
-    assert run.rewrite_without("rejected.jsonl", lambda r: r["epoch"] == 1) == 2
-    assert run.read("rejected.jsonl") == [{"epoch": 0}]
-
-
 def test_scrub_secrets():
     data = {
         "api_base": "http://user:pw@host:8000/v1",
