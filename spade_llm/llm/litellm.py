@@ -27,14 +27,13 @@ import itertools
 import logging
 import os
 import re
-import time
 from typing import Any
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from .base import LLMRequest, LLMResponse
-from .retry import RetryPolicy, call_with_retries
+from .retry import RetryPolicy, complete_with_retries
 from .stats import LLMStats
 
 log = logging.getLogger("spade_llm.llm")
@@ -133,7 +132,6 @@ _KINDS = {
     "UnprocessableEntityError": "client_error",
     "UnsupportedParamsError": "client_error",
 }
-RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server_error", "bad_response"})
 
 # anywhere in the cause chain: the transport-level reason beats litellm's wrapper class, which
 # reports a refused connection or an unparsable body as a generic InternalServerError (500)
@@ -288,32 +286,16 @@ class LiteLLM:
         if not ALLOW_MODEL_REQUESTS:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
         litellm = import_litellm()
-        started = time.monotonic()
-        attempts = 0
 
-        async def attempt() -> LLMResponse:
-            nonlocal attempts
-            attempts += 1
-            timeout = self.policy.attempt_timeout(self.timeout_s, started)
+        async def attempt(timeout: float) -> LLMResponse:
             params = self._params(request, timeout)
             response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
             return self._to_response(response, litellm)
 
-        def on_retry(kind: str, delay: float, exc: BaseException) -> None:
-            self.stats.retry(kind)
-            log.info("retrying %s after %s in %.1fs (attempt %d): %s", self.model, kind, delay, attempts,
-                     scrub(_describe(exc), 160))
-
-        try:
-            return await call_with_retries(
-                attempt, self.policy, classify=classify, retryable=RETRYABLE,
-                on_attempt=self.stats.request, on_retry=on_retry,
-                on_failure=lambda kind, exc: self.stats.failure(kind),
-            )
-        except Exception as exc:
-            kind = classify(exc)
-            tries = f" after {attempts} attempts" if attempts > 1 else ""
-            raise LLMCallError(f"{self.model}: {kind}{tries}: {scrub(_describe(exc))}", kind=kind) from None
+        return await complete_with_retries(
+            self.model, attempt, self.policy, self.timeout_s, self.stats, classify=classify,
+            describe=lambda exc, limit: scrub(_describe(exc), limit),
+        )
 
     def _to_response(self, response: Any, litellm: Any) -> LLMResponse:
         if response is None:

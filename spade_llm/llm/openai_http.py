@@ -34,7 +34,6 @@ import itertools
 import json
 import logging
 import os
-import time
 from typing import Any
 
 import httpx
@@ -44,8 +43,8 @@ from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from . import litellm as _provider
 from .base import LLMRequest, LLMResponse
-from .litellm import _PLACEHOLDER_KEY, RETRYABLE, BadResponse, load_dotenv, policy_from_config, scrub
-from .retry import RetryPolicy, call_with_retries
+from .litellm import _PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
+from .retry import RetryPolicy, complete_with_retries
 from .stats import LLMStats
 
 log = logging.getLogger("spade_llm.llm")
@@ -262,29 +261,14 @@ class OpenAIHTTP:
         if not _provider.ALLOW_MODEL_REQUESTS:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
         body = self.payload(request)
-        started = time.monotonic()
-        attempts = 0
 
-        async def attempt() -> LLMResponse:
-            nonlocal attempts
-            attempts += 1
-            return await self._attempt(body, self.policy.attempt_timeout(self.timeout_s, started))
+        async def attempt(timeout: float) -> LLMResponse:
+            return await self._attempt(body, timeout)
 
-        def on_retry(kind: str, delay: float, exc: BaseException) -> None:
-            self.stats.retry(kind)
-            log.info("retrying %s after %s in %.1fs (attempt %d): %s", self.model, kind, delay, attempts,
-                     scrub(_describe(exc), 160))
-
-        try:
-            return await call_with_retries(
-                attempt, self.policy, classify=classify, retryable=RETRYABLE,
-                on_attempt=self.stats.request, on_retry=on_retry,
-                on_failure=lambda kind, exc: self.stats.failure(kind),
-            )
-        except Exception as exc:
-            kind = classify(exc)
-            tries = f" after {attempts} attempts" if attempts > 1 else ""
-            raise LLMCallError(f"{self.model}: {kind}{tries}: {scrub(_describe(exc))}", kind=kind) from None
+        return await complete_with_retries(
+            self.model, attempt, self.policy, self.timeout_s, self.stats, classify=classify,
+            describe=lambda exc, limit: scrub(_describe(exc), limit),
+        )
 
     async def aclose(self) -> None:
         """Close the pooled connections. Call it from the loop that made the requests; from another

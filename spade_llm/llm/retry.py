@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -29,6 +30,11 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tenacity.stop import stop_base
 
 T = TypeVar("T")
+
+log = logging.getLogger("spade_llm.llm")
+
+RETRYABLE = frozenset({"rate_limit", "timeout", "connection", "server_error", "bad_response"})
+"""Fault kinds worth another try; ``client_error`` (other 4xx) never is."""
 
 
 @dataclass(frozen=True)
@@ -182,3 +188,47 @@ async def call_with_retries(
             on_failure(classify(exc), exc)
         raise
     raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+
+async def complete_with_retries(
+    model: str,
+    attempt: Callable[[float], Awaitable[Any]],
+    policy: RetryPolicy,
+    timeout_s: float,
+    stats: Any,
+    *,
+    classify: Callable[[BaseException], str],
+    describe: Callable[[BaseException, int], str],
+) -> Any:
+    """One model answer through :func:`call_with_retries`, the way every provider counts it.
+
+    ``attempt(timeout)`` makes one try with the time it may take (cut so the last try fits the
+    budget); ``stats`` (an ``LLMStats``) gets each attempt, retry and final failure;
+    ``describe(exc, limit)`` gives an error's text with credentials scrubbed.
+
+    Raises:
+        LLMCallError: the endpoint failed for good, with the fault kind.
+    """
+    from ..errors import LLMCallError
+
+    started = time.monotonic()
+    attempts = 0
+
+    async def one() -> Any:
+        nonlocal attempts
+        attempts += 1
+        return await attempt(policy.attempt_timeout(timeout_s, started))
+
+    def on_retry(kind: str, delay: float, exc: BaseException) -> None:
+        stats.retry(kind)
+        log.info("retrying %s after %s in %.1fs (attempt %d): %s", model, kind, delay, attempts, describe(exc, 160))
+
+    try:
+        return await call_with_retries(
+            one, policy, classify=classify, retryable=RETRYABLE, on_attempt=stats.request, on_retry=on_retry,
+            on_failure=lambda kind, exc: stats.failure(kind),
+        )
+    except Exception as exc:
+        kind = classify(exc)
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        raise LLMCallError(f"{model}: {kind}{tries}: {describe(exc, 300)}", kind=kind) from None
