@@ -10,8 +10,11 @@ subprocess backend is not a security boundary.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import signal
+import socket
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -203,36 +206,54 @@ def test_no_state_leaks_between_executions(sandbox):
     assert flags == ["False", "False", "False"] and cwd != first.stdout.strip()
 
 
+def _marker() -> str:
+    """A unique ``sleep`` argument: a leftover process is then found on the host by its command line."""
+    return f"{30 + secrets.randbelow(10**6) / 10**7:.7f}"
+
+
+def host_processes_with(arg: str) -> list[int]:
+    """Host pids whose command line has ``arg`` as an argument (whatever pid namespace they are in)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if arg.encode() in argv and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
 def test_background_process_is_gone_after_the_run(sandbox):
-    r = program(sandbox, "import subprocess\nprint(subprocess.Popen(['sleep', '30']).pid)\n")
-    pid = int(r.stdout)
+    marker = _marker()
+    r = program(sandbox, f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'])\nprint('started')\n")
+    assert r.status == "ok" and r.stdout == "started\n", r.stderr
     time.sleep(0.1)
-    assert not alive(pid)
+    assert host_processes_with(marker) == []
 
 
 def test_detached_process_is_gone_after_the_run(sandbox):
     # setsid leaves the run's process group and session. The harness is a child subreaper, so the
     # orphan comes back to it and is killed; escaping *that* (killing the harness first) is
-    # contained only by the isolating backends' pid namespaces (issue 3).
+    # contained only by the isolating backends' pid namespaces (see the hostile tests below).
+    marker = _marker()
     r = program(
         sandbox,
-        """
+        f"""
         import os, time
         if os.fork() == 0:
             os.setsid()
-            pid = os.fork()
-            if pid == 0:
-                time.sleep(30)
-                os._exit(0)
-            print(pid, flush=True)
+            if os.fork() == 0:
+                os.execvp("sleep", ["sleep", "{marker}"])
             os._exit(0)
         time.sleep(0.3)
+        print("parent done")
         """,
     )
     assert r.status == "ok", r.stderr
-    pid = int(r.stdout)
     time.sleep(0.1)
-    assert not alive(pid)
+    assert host_processes_with(marker) == []
 
 
 def test_hash_seed_applies(sandbox):
@@ -569,3 +590,343 @@ def test_raw_run_feeds_stdin_and_files(sandbox):
 def test_raw_run_rejects_file_names_outside_scratch(sandbox):
     with pytest.raises(ValueError):
         sandbox.run(Program(source="pass", files={"../escape.txt": b"x"}), LIMITS)
+
+
+# -- hostile programs (isolating backends only) ------------------------------------------------
+#
+# Each defends a category, not one program: the subprocess backend is not a security boundary,
+# so these run only where the backend says it is one. Programs print ESCAPE:<what> when they
+# managed something they should not have.
+
+HOSTILE = Limits(timeout_s=3.0, memory_mb=256, output_limit_bytes=1 << 16)
+
+
+def isolating(sandbox: Sandbox) -> None:
+    if not sandbox.isolating:
+        pytest.skip(f"{sandbox.name} is not a security boundary")
+
+
+def hostile(sandbox: Sandbox, source: str, limits: Limits = HOSTILE):
+    isolating(sandbox)
+    t0 = time.monotonic()
+    r = program(sandbox, source, limits)
+    assert time.monotonic() - t0 < limits.timeout_s + GRACE_S + 2
+    assert "ESCAPE:" not in r.stdout, r.stdout[-2000:]
+    return r
+
+
+def works_after(sandbox: Sandbox) -> None:
+    """The backend still runs programs normally (a fresh worker, if the last one was killed)."""
+    r = program(sandbox, "print(6 * 7)\n")
+    assert (r.status, r.stdout) == ("ok", "42\n"), r.stderr
+
+
+def own_pidns_guard() -> str:
+    """Source that refuses to go on unless it runs in another pid namespace than this test process."""
+    ours = os.readlink("/proc/self/ns/pid")
+    return f"import os\nif os.readlink('/proc/self/ns/pid') == {ours!r}:\n    raise SystemExit('not isolated')\n"
+
+
+def test_hostile_kill_everything_then_a_daemon_is_contained(sandbox):
+    marker = _marker()
+    r = hostile(
+        sandbox,
+        own_pidns_guard()
+        + f"""
+import signal, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{marker}"])
+    os._exit(0)
+time.sleep(0.2)
+os.kill(-1, signal.SIGKILL)  # everything it may signal: the harness, any worker, itself
+""",
+    )
+    assert r.status in ("killed", "error"), (r.status, r.stderr)
+    time.sleep(0.2)
+    assert host_processes_with(marker) == []
+    works_after(sandbox)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_hostile_kill_ancestors_gets_a_normal_result(sandbox, depth):
+    marker = _marker()
+    r = hostile(
+        sandbox,
+        f"""
+import os, signal, subprocess
+subprocess.Popen(["setsid", "sleep", "{marker}"])
+pid = os.getpid()
+for _ in range({depth}):
+    pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+if pid > 1:
+    os.kill(pid, signal.SIGKILL)
+print("still here")
+""",
+    )
+    assert r.status in ("ok", "killed", "error")
+    time.sleep(0.2)
+    assert host_processes_with(marker) == []
+    works_after(sandbox)
+
+
+def test_hostile_runs_unprivileged_without_capabilities(sandbox):
+    hostile(
+        sandbox,
+        """
+import os
+status = open("/proc/self/status").read()
+caps = {l.split(":")[0]: int(l.split()[1], 16) for l in status.splitlines() if l.startswith("Cap")}
+if os.getuid() == 0 or os.geteuid() == 0 or os.getgid() == 0:
+    print("ESCAPE:root", os.getuid(), os.geteuid())
+if any(caps[k] for k in ("CapEff", "CapPrm", "CapAmb")):
+    print("ESCAPE:capabilities", caps)
+for attempt in (lambda: os.setuid(0), lambda: os.setgid(0), lambda: os.setgroups([0]), lambda: os.seteuid(0)):
+    try:
+        attempt()
+        print("ESCAPE:setuid worked")
+    except (OSError, PermissionError):
+        pass
+try:
+    open("/etc/shadow").read()
+    print("ESCAPE:read /etc/shadow")
+except OSError:
+    pass
+""",
+    )
+
+
+def test_hostile_cannot_remount_mount_or_unshare(sandbox):
+    hostile(
+        sandbox,
+        """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.mount(None, b"/", None, 32 | 1 << 5 | 0, None) == 0:  # MS_REMOUNT (rw)
+    print("ESCAPE:remounted /")
+if libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0:
+    print("ESCAPE:mounted a tmpfs")
+if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER: a namespace where it would be root
+    print("ESCAPE:new user namespace")
+for path in ("/usr/spade_x", "/etc/spade_x", "/spade_x", "/bin/spade_x"):
+    try:
+        open(path, "w").write("x")
+        print("ESCAPE:wrote", path)
+    except OSError:
+        pass
+""",
+    )
+
+
+def test_hostile_writes_outside_scratch_do_not_reach_the_host_or_the_next_run(sandbox, tmp_path):
+    name = f"spade_escape_{secrets.token_hex(6)}"
+    host_paths = [Path("/tmp") / name, Path("/var/tmp") / name, Path("/dev/shm") / name, Path.home() / name]
+    r = hostile(
+        sandbox,
+        f"""
+import os
+for d in ["/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), {str(Path.home())!r}, {str(tmp_path)!r}]:
+    try:
+        with open(os.path.join(d, {name!r}), "w") as f:
+            f.write("escaped")
+        print("wrote", d)
+    except OSError as e:
+        print("denied", d, type(e).__name__)
+""",
+    )
+    assert r.status == "ok", r.stderr
+    leftovers = [p for p in [*host_paths, tmp_path / name] if p.exists()]
+    for p in leftovers:
+        p.unlink()
+    assert leftovers == []
+    look = f"import os\nprint([d for d in ['/tmp', '/dev/shm', '/dev/mqueue'] if os.path.exists(d + '/' + {name!r})])\n"
+    second = hostile(sandbox, look)
+    assert second.stdout == "[]\n"
+
+
+def test_hostile_cannot_read_the_callers_home_project_or_tmp(sandbox, tmp_path):
+    secret = "canary-" + secrets.token_hex(8)
+    (tmp_path / "secret.txt").write_text(secret)
+    project = Path(__file__).resolve().parent.parent
+    prefix = os.path.realpath(sys.base_prefix)
+    # the interpreter's own installation (and the directories leading to it) is bound in; nothing else
+    home_entries = [str(p) for p in sorted(Path.home().iterdir())[:50] if not (prefix + "/").startswith(str(p) + "/")]
+    r = hostile(
+        sandbox,
+        f"""
+import os
+paths = [{str(tmp_path / "secret.txt")!r}, {str(project / "pyproject.toml")!r}, {str(project)!r}]
+for path in [*paths, *{home_entries!r}]:
+    if os.path.exists(path):
+        print("ESCAPE:sees", path)
+""",
+    )
+    assert secret not in r.stdout
+
+
+def test_hostile_cannot_see_the_callers_environment_anywhere(sandbox, monkeypatch):
+    canary = "sk-canary-" + secrets.token_hex(8)
+    monkeypatch.setenv("SPADE_CANARY_SECRET", canary)
+    r = hostile(
+        sandbox,
+        f"""
+import os
+blobs = [repr(dict(os.environ))]
+for pid in os.listdir("/proc"):
+    if pid.isdigit() or pid == "self":
+        for name in ("environ", "cmdline"):
+            try:
+                blobs.append(open(f"/proc/{{pid}}/{{name}}", "rb").read().decode("latin-1"))
+            except OSError:
+                pass
+if {canary!r} in "".join(blobs):
+    print("ESCAPE:caller environment visible")
+print(len(blobs))
+""",
+    )
+    assert canary not in r.stdout + r.stderr
+
+
+def test_hostile_has_no_network_to_the_host(sandbox):
+    isolating(sandbox)
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    tcp.settimeout(0.05)
+    port = tcp.getsockname()[1]
+    unix_name = f"spade-test-{secrets.token_hex(6)}"
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind("\0" + unix_name)
+    unix.listen(8)
+    unix.settimeout(0.05)
+    try:
+        hostile(
+            sandbox,
+            f"""
+import socket
+for family, address in [(socket.AF_INET, ("127.0.0.1", {port})), (socket.AF_UNIX, "\\0{unix_name}"),
+                        (socket.AF_INET, ("1.1.1.1", 53)), (socket.AF_INET, ("10.0.0.1", 80))]:
+    s = socket.socket(family)
+    s.settimeout(1)
+    try:
+        s.connect(address)
+        print("ESCAPE:connected", address)
+    except OSError:
+        pass
+    finally:
+        s.close()
+""",
+        )
+        for listener in (tcp, unix):
+            with pytest.raises(OSError):
+                listener.accept()
+    finally:
+        tcp.close()
+        unix.close()
+
+
+def test_hostile_fork_bomb_and_thread_storm_are_bounded(sandbox):
+    for source in (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        "import threading, time\nfor _ in range(100000):\n"
+        "    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n",
+    ):
+        r = hostile(sandbox, source)
+        assert r.status != "ok"
+        works_after(sandbox)
+
+
+def test_hostile_disk_fill_is_stopped(sandbox):
+    for target in ("big.bin", "/tmp/big.bin", "/dev/shm/big.bin"):
+        r = hostile(
+            sandbox,
+            f"with open({target!r}, 'wb') as f:\n    while True:\n        f.write(b'0' * (1 << 20))\n",
+        )
+        assert r.status not in ("ok", "timeout"), (target, r.status)
+    works_after(sandbox)
+
+
+def test_hostile_memory_bomb_is_reported_as_memory(sandbox):
+    r = hostile(sandbox, "chunks = []\nwhile True:\n    chunks.append(bytearray(64 << 20))\n")
+    assert r.status == "memory"
+    works_after(sandbox)
+
+
+def test_hostile_cannot_trace_its_parents_or_use_the_keyring(sandbox):
+    hostile(
+        sandbox,
+        """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+if libc.ptrace(16, os.getppid(), None, None) == 0:  # PTRACE_ATTACH
+    print("ESCAPE:ptrace attached to the harness")
+ancestors, pid = [], os.getppid()
+while pid > 1:  # the harness and the worker (pid 1 is bwrap's own init, with an empty environment)
+    ancestors.append(pid)
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+for pid in ancestors:
+    for name in ("mem", "environ"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as f:
+                f.read(1)
+            print("ESCAPE:read /proc/%s/%s" % (pid, name))
+        except OSError:
+            pass
+# keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0): the caller's session keyring
+import platform
+nr = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+if nr is not None and libc.syscall(nr, 0, -3, 0) >= 0:
+    print("ESCAPE:keyring reachable")
+""",
+    )
+
+
+def test_hostile_leaks_no_descriptors(sandbox):
+    r = hostile(
+        sandbox,
+        """
+import os, stat
+fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+kinds = {}
+for fd in fds:
+    try:
+        kinds[fd] = stat.S_IFMT(os.fstat(fd).st_mode)
+    except OSError:
+        pass
+if any(stat.S_ISSOCK(k) for k in kinds.values()):
+    print("ESCAPE:socket descriptor", kinds)
+print(len(kinds))
+""",
+    )
+    assert r.status == "ok" and int(r.stdout) <= 4, r.stdout  # stdin, stdout, stderr, the harness's results pipe
+
+
+def test_hostile_state_does_not_leak_between_runs(sandbox):
+    first = hostile(
+        sandbox,
+        """
+import builtins, os, sys, json, typing
+builtins.spade_leak = 1
+json.spade_leak = 1
+typing.spade_leak = 1
+sys.modules["spade_leak"] = sys
+os.environ["SPADE_LEAK"] = "1"
+os.putenv("SPADE_LEAK2", "1")
+import random
+print(random.random())
+""",
+    )
+    second = hostile(
+        sandbox,
+        """
+import builtins, os, sys, json, typing, random
+print([hasattr(builtins, "spade_leak"), hasattr(json, "spade_leak"), hasattr(typing, "spade_leak"),
+       "spade_leak" in sys.modules, "SPADE_LEAK" in os.environ, "SPADE_LEAK2" in os.environ])
+print(random.random())
+""",
+    )
+    flags, rand = second.stdout.splitlines()
+    assert flags == "[False, False, False, False, False, False]"
+    assert rand != first.stdout.strip()  # random is reseeded for every execution

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 import pytest
 
@@ -62,3 +63,38 @@ def test_availability_lists_every_backend():
 def test_subprocess_unavailable_without_an_interpreter():
     with pytest.raises(SandboxUnavailable):
         SubprocessSandbox(python="/nonexistent/python")
+
+
+def test_auto_picks_bwrap_where_it_works(caplog):
+    if backend_availability()["bwrap"] is not None:
+        pytest.skip(f"bwrap unavailable here: {backend_availability()['bwrap']}")
+    with caplog.at_level(logging.WARNING, logger="spade_llm.sandbox"):
+        sandbox = get_sandbox("auto")
+    try:
+        assert sandbox.name == "bwrap" and sandbox.isolating
+        assert "NOT a security boundary" not in caplog.text
+    finally:
+        sandbox.close()
+
+
+def test_every_backend_is_importable_and_says_why_it_is_unavailable():
+    for name, reason in backend_availability().items():
+        assert reason is None or (isinstance(reason, str) and reason), name
+
+
+class _DockerStub(Sandbox):
+    name = "docker"
+    isolating = True
+    images: ClassVar[list[str | None]] = []
+
+    def __init__(self, image: str | None = None) -> None:
+        self.images.append(image)
+
+    def run(self, program, limits):  # pragma: no cover - never called
+        raise AssertionError
+
+
+def test_docker_image_reaches_the_docker_backend(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "docker", f"{__name__}:_DockerStub")
+    get_sandbox("docker", docker_image="registry.local/py:3.11")
+    assert _DockerStub.images == ["registry.local/py:3.11"]

@@ -396,6 +396,24 @@ def test_program_status(fields, status):
     assert seen.result.status == status
 
 
+@pytest.mark.parametrize(
+    ("fields", "status"),
+    [
+        ({"sig": 9, "rc": None}, "memory"),  # the child the OOM killer took
+        ({"sig": 9, "rc": None, "timed_out": True}, "timeout"),  # the deadline's kill, not memory
+        ({"sig": 11, "rc": None}, "error"),  # a crash stays a crash
+        ({"rc": 0}, "ok"),  # a grandchild hit the limit, the program coped
+        ({"rc": 1}, "error"),
+    ],
+)
+def test_backend_memory_event_explains_a_kill_only(fields, status):
+    seen = interpret(raw(report_line(**fields), status="memory"), NONCE, "program")
+    assert seen.result.status == status
+    if status == "memory":
+        assert "memory limit exceeded" in seen.result.stderr
+    assert interpret(raw(report_line(**fields)), NONCE, "program").result.status != "memory"
+
+
 def test_check_mode_needs_the_marker_and_the_done_line():
     good = report_line(res=results("done"), marker="m1")
     assert interpret(raw(good), NONCE, "check", marker="m1").check_passed

@@ -2,9 +2,15 @@
 
 * ``base`` — the ``Sandbox`` contract a backend implements (run one program under ``Limits``).
 * ``registry`` — backends by name (``get_sandbox``), imported lazily; ``auto`` picks one.
+* ``bwrap`` — the default, isolating backend: warm bubblewrap sandboxes (``forkserver`` inside,
+  ``launcher`` to start them as root, ``cgroups`` for limits, ``seccomp`` for a deny-list).
+* ``docker`` — a locked-down container per run, when asked for.
 * ``subprocess`` — the always-available, non-isolating backend.
+* ``common`` — what the backends share (environment, results, the unprivileged uid).
 * ``harness`` — the program that runs inside the sandbox and calls the code under test.
 * ``verdict`` — outside: reads the harness's report, decodes outputs, compares them.
 * ``runner`` — the API the pipeline calls: ``run_program``, ``execute_calls``, ``judge``,
   ``run_tests``, ``run_check``.
+
+See ``docs/sandbox.md``.
 """

@@ -29,6 +29,11 @@ reparented to it, drains what is immediately readable (a grandchild holding a pi
 it) and writes ONE line on its stdout: ``<nonce> <json report>``. Nothing else ever writes to the
 harness's stdout, so a program's own printing cannot be mistaken for results.
 
+The bwrap backend's fork server plays this parent's part from a long-lived supervisor instead
+(same steps, same code: ``new_pipes``, ``_supervise``, ``report_line``), with a child it did not
+fork itself but that was forked before the run existed and got the request first
+(``_apply_setup``, ``_child_main``); see ``forkserver.py``.
+
 Modes
 -----
 ``tests``
@@ -86,6 +91,7 @@ MESSAGE_CHARS = 500
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+MAX_FDS = 1 << 16
 SIGKILL = 9
 SIGXCPU = 24
 
@@ -136,10 +142,10 @@ class _TooDeep(Exception):
 # -- I/O --------------------------------------------------------------------------------------
 
 
-def _read_exact(n: int) -> bytes:
+def _read_exact(n: int, fd: int = 0) -> bytes:
     chunks = []
     while n > 0:
-        chunk = posix.read(0, min(n, 1 << 20))
+        chunk = posix.read(fd, min(n, 1 << 20))
         if not chunk:
             raise EOFError("stdin closed early")
         chunks.append(chunk)
@@ -147,10 +153,10 @@ def _read_exact(n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_message() -> "Any":
-    """One ``%010d\\n``-framed marshal message from fd 0, read exactly (no read-ahead buffer that a
+def read_message(fd: int = 0) -> "Any":
+    """One ``%010d\\n``-framed marshal message from ``fd``, read exactly (no read-ahead buffer that a
     forked child could inherit)."""
-    return marshal.loads(_read_exact(int(_read_exact(11))))
+    return marshal.loads(_read_exact(int(_read_exact(11, fd)), fd))
 
 
 def frame_message(obj: "Any") -> bytes:
@@ -512,15 +518,19 @@ def _shutdown_like_python(code: int) -> None:
 
 def _child_main(req: "dict[str, Any]", token: str, fds: dict[str, int]) -> None:
     """Set up the child's descriptors, run the mode, and end the process (never returns)."""
-    posix.setpgid(0, 0)
+    try:
+        posix.setpgid(0, 0)
+    except OSError:  # a session leader already leads its own group
+        pass
     null = posix.open("/dev/null", posix.O_RDWR)
     posix.dup2(null, 0)
     posix.dup2(fds["out_w"], 1)
     posix.dup2(fds["err_w"], 2)
-    for key in ("out_r", "err_r", "res_r", "out_w", "err_w"):
-        posix.close(fds[key])
-    posix.close(null)
-    child = _Child(req, token, fds["res_w"])
+    res = fds["res_w"]
+    # every other descriptor goes: the capture pipes' other ends, and whatever the parent held
+    posix.closerange(3, res)
+    posix.closerange(res + 1, MAX_FDS)
+    child = _Child(req, token, res)
     try:
         code = child.run()
     except SystemExit as e:
@@ -609,8 +619,32 @@ def _killpg(pgid: int) -> None:
         pass
 
 
-def _supervise(pid: int, req: "dict[str, Any]", fds: dict[str, int], t0: float) -> "dict[str, Any]":
-    """Watch the child until it exits, the deadline passes or a stream overflows; then clean up."""
+def _reap_own_child(pid: int) -> "tuple[int, float]":
+    """Kill the child's group (while the child is unreaped, its pgid cannot be reused), reap the
+    child, then every orphan that came back to us; its wait status and CPU seconds."""
+    _killpg(pid)
+    _, status, usage = posix.wait4(pid, 0)
+    _kill_orphans()
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def _supervise(
+    pid: int,
+    req: "dict[str, Any]",
+    fds: dict[str, int],
+    t0: float,
+    reap: "Any" = None,
+    cpu_limit: "float | None" = None,
+    pidfd: int = -1,
+) -> "dict[str, Any]":
+    """Watch the child until it exits, the deadline passes or a stream overflows; then clean up.
+
+    ``reap`` ends and collects the child and what it left (default: ``_reap_own_child``, for a
+    parent); a fork server's supervisor, which is not the child's parent, passes its own.
+    ``cpu_limit`` is the child's CPU-time limit (default: ours, which the child inherited).
+    ``pidfd``, if given, is the child's (opened while it surely lived: a supervisor that is not the
+    parent could otherwise find it already reaped); it is closed here.
+    """
     import select
 
     deadline = t0 + float(req["timeout_s"])
@@ -623,7 +657,8 @@ def _supervise(pid: int, req: "dict[str, Any]", fds: dict[str, int], t0: float) 
         poller.register(fd, select.POLLIN)
     open_fds = set(caps)
     try:
-        pidfd = posix.pidfd_open(pid)
+        if pidfd < 0:
+            pidfd = posix.pidfd_open(pid)
         poller.register(pidfd, select.POLLIN)
     except (AttributeError, OSError):
         pidfd = -1
@@ -664,10 +699,9 @@ def _supervise(pid: int, req: "dict[str, Any]", fds: dict[str, int], t0: float) 
             exited = True
         if exited:
             break
-    # The child's group first, while the child is unreaped (its pgid cannot be reused meanwhile).
-    _killpg(pid)
-    _, status, usage = posix.wait4(pid, 0)
-    _kill_orphans()
+    if not exited:  # the deadline or a cap: stop it now (it is still unreaped, so this is its group)
+        _killpg(pid)
+    status, cpu_s = (reap or _reap_own_child)(pid)
     # Drain what is already there; a writer that escaped the kill cannot keep us here.
     drain_until = time.monotonic() + 0.2
     while open_fds and time.monotonic() < drain_until:
@@ -677,6 +711,8 @@ def _supervise(pid: int, req: "dict[str, Any]", fds: dict[str, int], t0: float) 
         for fd, _ in ready:
             if fd in open_fds and fd != pidfd:
                 read(fd)
+    if pidfd >= 0:
+        posix.close(pidfd)
     cpu_exceeded = False
     signal = posix.WTERMSIG(status) if posix.WIFSIGNALED(status) else None
     if signal == SIGXCPU:
@@ -684,8 +720,8 @@ def _supervise(pid: int, req: "dict[str, Any]", fds: dict[str, int], t0: float) 
     elif signal == SIGKILL and not timed_out and not over:
         import resource
 
-        soft = resource.getrlimit(resource.RLIMIT_CPU)[0]
-        cpu_exceeded = soft != resource.RLIM_INFINITY and usage.ru_utime + usage.ru_stime >= soft - 0.05
+        soft = resource.getrlimit(resource.RLIMIT_CPU)[0] if cpu_limit is None else cpu_limit
+        cpu_exceeded = soft != resource.RLIM_INFINITY and cpu_s >= soft - 0.05
     out, err, res = fds["out_r"], fds["err_r"], fds["res_r"]
     return {
         "v": PROTOCOL,
@@ -718,11 +754,20 @@ def _to_json(value: "Any") -> str:
     return "{" + ",".join(_esc(k) + ":" + _to_json(v) for k, v in value.items()) + "}"
 
 
-def main() -> None:
-    t0 = time.monotonic()
-    sys.path[:] = [p for p in sys.path if not _is_cwd(p)]  # nothing imported from the scratch dir
-    req = read_message()
-    prctl = _load_prctl()
+_PRCTL: "list[Any]" = []
+"""prctl, loaded ahead by ``__spade_warm__`` when a fork server preloads this module."""
+
+
+def __spade_warm__() -> None:
+    """Called once by a fork server that preloaded this module: do the per-run set-up that does not
+    depend on the run, so every forked run inherits it instead of paying for it."""
+    if not _PRCTL:
+        _PRCTL.append(_load_prctl())
+
+
+def _fork_child(req: "dict[str, Any]") -> "dict[str, Any]":
+    """Become the trusted parent (non-dumpable, subreaper) and fork the child with its pipes."""
+    prctl = _PRCTL[0] if _PRCTL else _load_prctl()
     if prctl is not None:
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -730,10 +775,7 @@ def main() -> None:
     import select  # noqa: F401
 
     token = posix.urandom(12).hex()
-    out_r, out_w = posix.pipe()
-    err_r, err_w = posix.pipe()
-    res_r, res_w = posix.pipe()
-    fds = {"out_r": out_r, "out_w": out_w, "err_r": err_r, "err_w": err_w, "res_r": res_r, "res_w": res_w}
+    fds = new_pipes()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = posix.fork()
@@ -745,6 +787,52 @@ def main() -> None:
         pass
     for key in ("out_w", "err_w", "res_w"):
         posix.close(fds[key])
+    return {"pid": pid, "token": token, "fds": fds}
+
+
+def _apply_setup(setup: "dict[str, Any]") -> None:
+    """Take on a run's process state: directory, rlimits, environment, argv, path (for a child that a
+    fork server started before its run existed, see ``forkserver.py``)."""
+    posix.chdir(setup["cwd"])
+    import resource
+
+    for res, soft, hard in setup["rlimits"]:
+        resource.setrlimit(res, (soft, hard))
+    env_module = sys.modules.get("os")
+    for name, value in setup["env"].items():
+        if env_module is not None:
+            env_module.environ[name] = value
+        else:
+            posix.putenv(name, value)
+    sys.argv[:] = setup["argv"]
+    if "orig_argv" in setup and hasattr(sys, "orig_argv"):
+        sys.orig_argv[:] = setup["orig_argv"]
+    sys.path[:] = setup["path"]
+
+
+def report_line(report: "dict[str, Any]", req: "dict[str, Any]", token: str, secret: "dict[str, Any]") -> bytes:
+    """The one line the backend reads: ``<nonce> <json report>``, with the check-mode marker when earned."""
+    if report.get("harness_error") is None and req["mode"] == "check":
+        lines = report["res"].split("\n")
+        done = lines == [token + " start", token + " done", ""]
+        report["marker"] = secret["marker"] if done and report["rc"] == 0 else None
+    return (secret["nonce"] + " " + _to_json(report) + "\n").encode("ascii")
+
+
+def new_pipes() -> "dict[str, int]":
+    """The child's stdout, stderr and results pipes."""
+    out_r, out_w = posix.pipe()
+    err_r, err_w = posix.pipe()
+    res_r, res_w = posix.pipe()
+    return {"out_r": out_r, "out_w": out_w, "err_r": err_r, "err_w": err_w, "res_r": res_r, "res_w": res_w}
+
+
+def main() -> None:
+    t0 = time.monotonic()
+    sys.path[:] = [p for p in sys.path if not _is_cwd(p)]  # nothing imported from the scratch dir
+    req = read_message()
+    child = _fork_child(req)
+    pid, token, fds = child["pid"], child["token"], child["fds"]
     secret = read_message()
     posix.close(0)
     try:
@@ -752,11 +840,13 @@ def main() -> None:
     except BaseException as e:  # a harness bug: still end the child and say so
         _killpg(pid)
         report = {"v": PROTOCOL, "harness_error": _describe(e)}
-    if report.get("harness_error") is None and req["mode"] == "check":
-        lines = report["res"].split("\n")
-        done = lines == [token + " start", token + " done", ""]
-        report["marker"] = secret["marker"] if done and report["rc"] == 0 else None
-    _write_all(1, (secret["nonce"] + " " + _to_json(report) + "\n").encode("ascii"))
+    _write_all(1, report_line(report, req, token, secret))
+    # EOF now rather than once the kernel has torn this process down: the backend can go on
+    for fd in (1, 2):
+        try:
+            posix.close(fd)
+        except OSError:
+            pass
     _exit(0)  # skip interpreter teardown: the backend is waiting for our exit
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from typing import Any
 
 from ..errors import SandboxUnavailable, UserError
 from .base import Sandbox
@@ -42,13 +43,19 @@ def _load(name: str) -> type[Sandbox]:
     return cls
 
 
-def get_sandbox(name: str) -> Sandbox:
+def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
     """A ready sandbox backend by name: ``auto``, or a key of ``BACKENDS``.
+
+    ``docker_image`` is the docker backend's image (config ``sandbox.docker_image``); None: its default.
 
     Raises:
         UserError: unknown name.
         SandboxUnavailable: the backend cannot run programs on this machine.
     """
+    if name == "docker" and docker_image:
+        cls: Any = _load(name)
+        sandbox: Sandbox = cls(image=docker_image)
+        return sandbox
     if name != "auto":
         return _load(name)()
     reasons = []

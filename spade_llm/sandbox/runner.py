@@ -72,6 +72,10 @@ del _ext, _data, _f, _elsewhere
 exec(_code)
 """
 
+HARNESS_MODULE = "spade_harness"
+"""The name under which a fork-server backend may preload the harness (``harness_program()[1]["harness.bin"]``)
+and play its part itself for a program that is exactly ``harness_program()``, instead of running this stub."""
+
 
 @cache
 def harness_program() -> tuple[str, dict[str, bytes]]:

@@ -2,12 +2,16 @@
 
 What it does give: a fresh scratch directory as working directory, HOME and TMPDIR (removed after
 the run), an environment built from an allowlist (none of the caller's variables, so no API keys),
-rlimits on CPU time, address space, file size, open files and core dumps, a process group and
-session of its own that is killed at the end, a wall-clock backstop and capped output.
-What it does not: the program runs as the caller's user, with the caller's network, filesystem
-and ``/proc``; as root ``RLIMIT_NPROC`` is ignored (fork bombs are not contained), and a process
-that calls ``setsid`` leaves the run's session and can outlive it. Use ``bwrap`` or ``docker``
-for code you do not trust.
+rlimits on CPU time, address space, file size, open files, processes and core dumps, a process
+group and session of its own that is killed at the end, a wall-clock backstop and capped output.
+Run as root, it drops each program to an unprivileged uid of its own (just above
+``common.host_uid``; the scratch directory is handed to it), so the program is not root,
+``RLIMIT_NPROC`` bounds exactly its processes, and runs cannot signal each other; when such a uid
+cannot run this interpreter (say, one under ``/root``), another interpreter of the same minor
+version it can run is used, and failing that the program runs as root, with a warning.
+What it does not: the program runs with the caller's network, filesystem and ``/proc`` (as the
+caller's own user when not root), and a process that calls ``setsid`` leaves the run's session
+and can outlive it. Use ``bwrap`` or ``docker`` for code you do not trust.
 
 Rlimits are set without ``preexec_fn`` (not safe in a threaded parent, and the pipeline calls
 ``run`` from worker threads): through ``prlimit(1)`` when present (about a millisecond), else a
@@ -21,6 +25,7 @@ import errno
 import logging
 import math
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -30,19 +35,18 @@ import tempfile
 import threading
 import time
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import SandboxUnavailable
 from ..types import ExecStatus, ExecutionResult
 from .base import Limits, Program, Sandbox
+from .common import CRASH_SIGNALS, NOFILE, PATH, PROGRAM_FILE, base_env, check_file_names, host_uid, user_tasks
 
 logger = logging.getLogger("spade_llm.sandbox")
 
-PROGRAM_FILE = "program.py"
-PATH = "/usr/local/bin:/usr/bin:/bin"
-NOFILE = 1024
-CRASH_SIGNALS = frozenset({signal.SIGILL, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGSEGV})
 READ_CHUNK = 1 << 16
+UID_RANGE = 1 << 20
+"""Per-run uids are drawn from ``host_uid() + 1 .. + UID_RANGE``."""
 DRAIN_S = 0.1
 """After the program exits, how long leftovers still holding its pipes may keep us reading."""
 
@@ -73,8 +77,9 @@ def _warn_once() -> None:
             return
         _warned = True
     logger.warning(
-        "the subprocess sandbox is not a security boundary: programs run as this user, with its network "
-        "and files; use --sandbox bwrap or docker for untrusted code"
+        "the subprocess sandbox is not a security boundary: programs run with this machine's network and "
+        "files (as this user, or an unprivileged uid when run as root); use --sandbox bwrap or docker for "
+        "untrusted code"
     )
 
 
@@ -102,6 +107,7 @@ class SubprocessSandbox(Sandbox):
         rlimits_via: Literal["auto", "prlimit", "launcher"] = "auto",
         grace_s: float = 2.0,
         warn: bool = True,
+        drop_root: bool = True,
     ) -> None:
         self.python = python or sys.executable
         if not self.python or not os.access(self.python, os.X_OK):
@@ -111,12 +117,56 @@ class SubprocessSandbox(Sandbox):
             raise SandboxUnavailable("prlimit(1) not found on PATH")
         self.prlimit = prlimit
         self.grace_s = grace_s
+        self.uid: int | None = None
+        """As root: the base of the unprivileged uids programs run as (each run gets its own above it)."""
+        self._uid_lock = threading.Lock()
+        self._uids_in_use: set[int] = set()
+        if drop_root and os.geteuid() == 0:
+            self._choose_unprivileged()
         if warn:
             _warn_once()
 
+    def _choose_unprivileged(self) -> None:
+        """As root: run programs as ``host_uid()``, with an interpreter that uid can execute."""
+        uid = host_uid()
+        candidates = [self.python]
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        for folder in ("/usr/local/bin", "/usr/bin"):
+            path = os.path.join(folder, version)
+            if os.access(path, os.X_OK) and os.path.realpath(path) not in map(os.path.realpath, candidates):
+                candidates.append(path)
+        for python in candidates:
+            try:
+                probe = subprocess.run(
+                    [python, "-s", "-S", "-B", "-c", "import posix; print(posix.getuid())"],
+                    user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": PATH},
+                    capture_output=True, timeout=30,
+                )  # fmt: skip
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if probe.returncode == 0 and probe.stdout.strip() == str(uid).encode():
+                self.python, self.uid = python, uid
+                return
+        logger.warning(
+            "subprocess sandbox: uid %d cannot run %s (or another python%d.%d); programs will run as ROOT",
+            uid, self.python, *sys.version_info[:2],
+        )  # fmt: skip
+
     # -- the command line ------------------------------------------------------------------
 
-    def _rlimits(self, limits: Limits) -> list[tuple[str, int, int]]:
+    def _run_uid(self) -> int | None:
+        """The uid for one run: as root, a fresh one per run (next to ``host_uid()``), so that
+        ``RLIMIT_NPROC`` counts this run's processes alone and concurrent runs cannot signal each other."""
+        if self.uid is None:
+            return None
+        with self._uid_lock:
+            while True:
+                uid = self.uid + 1 + secrets.randbelow(UID_RANGE)
+                if uid not in self._uids_in_use:
+                    self._uids_in_use.add(uid)
+                    return uid
+
+    def _rlimits(self, limits: Limits, run_uid: int | None = None) -> list[tuple[str, int, int]]:
         cpu = math.ceil(limits.timeout_s) + 1
         mem = limits.memory_mb << 20
         fsize = limits.scratch_mb << 20
@@ -127,15 +177,17 @@ class SubprocessSandbox(Sandbox):
             ("NOFILE", NOFILE, NOFILE),
             ("CORE", 0, 0),
         ]
-        if os.geteuid() != 0:  # RLIMIT_NPROC counts all the user's tasks, and root ignores it
-            nproc = _user_tasks() + limits.max_processes
+        if run_uid is not None:  # a uid of this run's own: it has no other task
+            out.append(("NPROC", limits.max_processes, limits.max_processes))
+        elif os.geteuid() != 0:  # RLIMIT_NPROC counts all the user's tasks, and root ignores it
+            nproc = user_tasks(os.geteuid()) + limits.max_processes
             out.append(("NPROC", nproc, nproc))
         return out
 
-    def command(self, limits: Limits) -> list[str]:
+    def command(self, limits: Limits, run_uid: int | None = None) -> list[str]:
         """The argv that runs ``program.py`` (in the working directory) under ``limits``."""
         python = [self.python, "-s", "-S", "-B"]  # not -I: it would ignore PYTHONHASHSEED
-        rlimits = self._rlimits(limits)
+        rlimits = self._rlimits(limits, run_uid)
         if self.prlimit:
             flags = [f"--{name.lower()}={soft}:{hard}" for name, soft, hard in rlimits]
             return [self.prlimit, *flags, "--", *python, PROGRAM_FILE]
@@ -144,24 +196,26 @@ class SubprocessSandbox(Sandbox):
     # -- one run ------------------------------------------------------------------------------
 
     def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        check_file_names(program)
+        run_uid = self._run_uid()
         scratch = tempfile.mkdtemp(prefix="spade-")
         try:
-            _write_files(Path(scratch), program)
-            env = {
-                "PATH": PATH,
-                "LANG": "C.UTF-8",
-                "HOME": scratch,
-                "TMPDIR": scratch,
-                "PYTHONHASHSEED": "0",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                **program.env,
-            }
-            return self._run(self.command(limits), scratch, env, program.stdin, limits)
+            _write_files(Path(scratch), program, run_uid)
+            env = {**base_env(scratch), **program.env}
+            return self._run(self.command(limits, run_uid), scratch, env, program.stdin, limits, run_uid)
         finally:
             _remove_tree(scratch)
+            if run_uid is not None:
+                with self._uid_lock:
+                    self._uids_in_use.discard(run_uid)
 
-    def _run(self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes, limits: Limits) -> ExecutionResult:
+    def _run(
+        self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes, limits: Limits, run_uid: int | None = None
+    ) -> ExecutionResult:
         t0 = time.monotonic()
+        drop: dict[str, Any] = {}
+        if run_uid is not None:  # set in the child before exec, by subprocess's C code (no preexec_fn)
+            drop = {"user": run_uid, "group": run_uid, "extra_groups": []}
         try:
             proc = subprocess.Popen(
                 argv,
@@ -172,6 +226,7 @@ class SubprocessSandbox(Sandbox):
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
+                **drop,
             )
         except OSError as e:
             raise SandboxUnavailable(f"cannot start {argv[0]}: {e}") from e
@@ -359,47 +414,34 @@ def _kill_session(sid: int) -> None:
         time.sleep(0.01)
 
 
-_tasks_cache: tuple[float, int] = (0.0, 0)
-
-
-def _user_tasks() -> int:
-    """Tasks (threads included) of this user now: RLIMIT_NPROC counts them all. Cached 2 s."""
-    global _tasks_cache
-    stamp, count = _tasks_cache
-    if time.monotonic() - stamp < 2.0:
-        return count
-    uid, count = os.getuid(), 0
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    if os.stat(f"/proc/{name}").st_uid == uid:
-                        with open(f"/proc/{name}/stat", "rb") as f:
-                            data = f.read()
-                        count += int(data[data.rfind(b")") + 2 :].split()[17])
-    _tasks_cache = (time.monotonic(), count)
-    return count
-
-
-def _write_files(scratch: Path, program: Program) -> None:
+def _write_files(scratch: Path, program: Program, owner: int | None = None) -> None:
+    """The program and its files in the scratch directory, all handed to ``owner`` when given."""
     (scratch / PROGRAM_FILE).write_text(program.source, encoding="utf-8", errors="surrogatepass")
     for name, data in program.files.items():
-        rel = PurePosixPath(name)
-        if rel.is_absolute() or ".." in rel.parts or not rel.parts or str(rel) == PROGRAM_FILE:
-            raise ValueError(f"bad program file name {name!r}")
-        path = scratch.joinpath(*rel.parts)
+        path = scratch.joinpath(*PurePosixPath(name).parts)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    if owner is not None:
+        os.chown(scratch, owner, owner)
+        for root, dirs, files in os.walk(scratch):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), owner, owner, follow_symlinks=False)
 
 
 def _remove_tree(path: str) -> None:
     """Remove the scratch directory, even after the program took permissions away."""
 
+    root = os.path.abspath(path)
+
+    def inside(p: str) -> bool:  # never touch the permissions of anything above the scratch dir (/tmp!)
+        return p == root or p.startswith(root + os.sep)
+
     def fix(func: object, target: str, exc: object) -> None:
         parent = os.path.dirname(target)
         with contextlib.suppress(OSError):
-            os.chmod(parent, 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
+            if inside(parent):
+                os.chmod(parent, 0o700)
+            if inside(target) and os.path.isdir(target) and not os.path.islink(target):
                 os.chmod(target, 0o700)
         with contextlib.suppress(FileNotFoundError):
             if os.path.isdir(target) and not os.path.islink(target):

@@ -42,6 +42,7 @@ CRASH_SIGNALS = frozenset({4, 6, 7, 8, 11})
 """SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV: the program crashed (``error``), it was not killed."""
 
 SIGXCPU = 24
+SIGKILL = 9
 NOTE = "[spade] "
 
 _HEX_INT = re.compile(r"-?0x[0-9a-f]+")
@@ -403,6 +404,9 @@ def interpret(raw: ExecutionResult, nonce: str, mode: Mode, n: int = 0, marker: 
         return Interpretation(result)
 
     status, why = _status(report, records, mode, n, marker)
+    if raw.status == "memory" and status == "killed" and report.signal == SIGKILL:
+        # the backend saw its memory cgroup's OOM killer fire during the run: that was the kill
+        status, why = "memory", "memory limit exceeded; the program was killed"
     if why:
         stderr = _note(stderr, why)
     result = ExecutionResult(

@@ -1,0 +1,995 @@
+"""The ``bwrap`` backend: a pool of warm bubblewrap sandboxes, each forking a fresh process per execution.
+
+Isolation (each worker is one bwrap sandbox):
+
+* user, pid, network, IPC, UTS (and cgroup, where available) namespaces; inside, an unprivileged
+  uid (1000) with no capabilities, no further user namespaces (``--disable-userns``), no new
+  privileges, its own session, and a seccomp deny-list (``seccomp.py``);
+* a read-only root with only what the interpreter needs: ``/usr`` (and the ``/bin``, ``/lib*``
+  links), the interpreter's installation prefix, ``ld.so.cache``, the timezone and generated
+  ``/etc/passwd`` and ``/etc/group``; never ``/``, the user's home or the project's directory;
+* writable only: a size-limited tmpfs ``/tmp`` holding each execution's scratch directory, a small
+  tmpfs ``/dev/shm`` and the IPC namespace's ``/dev/mqueue``, all wiped after every execution;
+* bwrap is started with an empty environment and ``--die-with-parent``; the program's environment
+  is built from an allowlist (``common.base_env``);
+* when spade runs as root, a launcher (``launcher.py``) puts the worker in its cgroups, makes the
+  interpreter reachable if it lives under an unreadable directory, and drops to an unprivileged
+  host uid (``common.host_uid``) before exec'ing bwrap: untrusted code is never host root;
+* a ``pids`` and a ``memory`` cgroup per worker (children of our own cgroups, v1 or v2) bound its
+  processes/threads and memory, and tell afterwards whether the OOM killer fired; without them
+  (not root) rlimits stand in (``RLIMIT_AS`` = the memory limit, ``RLIMIT_NPROC``).
+  Rlimits always apply: CPU time, address space, file size, open files, no core dumps.
+
+Speed: starting an interpreter costs ~8 ms of CPU and a sandbox ~4 ms more, and on a virtual
+machine every fork, exit and copy-on-write fault is dear; so each worker runs ``forkserver.py``: a
+pristine interpreter with the harness and common solutions' modules already imported forks one
+process per execution, ahead of time, and a long-lived supervisor beside it plays the harness's
+trusted parent (see that module: one new process per execution, fresh scratch directory, limits,
+everything killed afterwards, wipe, report). The host sends each job over a ``SOCK_SEQPACKET``
+socket with fresh pipes attached: the program and its files go straight to the sandbox, and the
+host reads stdout and stderr itself, with caps and a wall-clock deadline of its own. When the
+program is the runner's harness stub for the very harness the worker preloaded, the supervisor
+runs that harness's steps itself instead of a stub (``warm``).
+
+Workers are keyed by what is fixed when one starts: memory and process limits, scratch size and
+environment (``PYTHONHASHSEED`` is read at interpreter start, so there is a pool per hash seed).
+A worker is retired (its whole sandbox killed) after ``jobs_per_worker`` executions, after any
+execution that was killed or hit a limit, when something of an execution survived it, or when
+the sandbox could not be wiped clean; a program that kills its worker gets a normal ``killed``
+result and the next execution a fresh worker.
+
+``run`` is thread-safe (one execution per worker at a time; the pool grows to the number of
+concurrent callers). Workers are started from one long-lived thread, because ``--die-with-parent``
+(``PR_SET_PDEATHSIG``) fires when the *thread* that started bwrap exits. ``close()`` kills every
+worker and removes its cgroups; it is also registered to run at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import concurrent.futures
+import contextlib
+import fcntl
+import json
+import logging
+import marshal
+import os
+import queue
+import resource
+import secrets
+import select
+import selectors
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SandboxUnavailable
+from ..types import ExecutionResult
+from . import seccomp
+from .base import Limits, Program, Sandbox
+from .cgroups import Cgroup, CgroupManager
+from .common import (
+    NOFILE,
+    PROGRAM_FILE,
+    THREAD_HEADROOM_BYTES,
+    Ending,
+    base_env,
+    check_file_names,
+    cpu_seconds,
+    frame,
+    host_uid,
+    to_result,
+    user_tasks,
+)
+from .runner import HARNESS_MODULE, harness_program
+
+logger = logging.getLogger("spade_llm.sandbox")
+
+SANDBOX_UID = 1000
+"""The uid (and gid) programs have inside the sandbox."""
+SHM_BYTES = 8 << 20
+WORKER_MEMORY_OVERHEAD = 96 << 20
+"""Memory-cgroup room above the program's limit for the worker interpreter, bwrap and the tmpfs."""
+PIDS_OVERHEAD = 4
+"""Tasks in a worker's pids cgroup besides the program's own: bwrap, its pid 1, the worker, the harness parent."""
+START_TIMEOUT_S = 30.0
+PIPE_DEFAULT = 1 << 16
+PIPE_MAX = 1 << 20
+F_SETPIPE_SZ = 1031
+DRAIN_S = 0.5
+"""After the worker reported, how long its pipes may take to reach EOF (everything of the run is dead)."""
+LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
+FORKSERVER_SOURCE = (Path(__file__).parent / "forkserver.py").read_text()
+PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:spade sandbox:/tmp:/usr/sbin/nologin\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+GROUP = f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
+ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
+
+_live: weakref.WeakSet[BwrapSandbox] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for box in list(_live):
+        with contextlib.suppress(Exception):
+            box.close()
+
+
+@dataclass(frozen=True)
+class _Key:
+    """What a worker is started with (the rest of ``Limits`` applies per execution)."""
+
+    memory_mb: int
+    max_processes: int
+    scratch_mb: int
+    env: tuple[tuple[str, str], ...]
+
+
+class _Spawner:
+    """Starts processes from one long-lived thread (``--die-with-parent`` watches the starting *thread*)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        future: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="spade-bwrap-spawner", daemon=True)
+                self._thread.start()
+            self._queue.put((argv, kwargs, future))
+        return future.result()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            argv, kwargs, future = item
+            try:
+                future.set_result(subprocess.Popen(argv, **kwargs))
+            except BaseException as e:
+                future.set_exception(e)
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                self._queue.put(None)
+                self._thread.join(timeout=5)
+            self._thread = None
+
+
+class _WorkerGone(Exception):
+    """The worker was dead before the job started (nothing ran): retry on a fresh one."""
+
+
+class _Worker:
+    """Host side of one warm sandbox: the bwrap process, the control socket, the cgroup."""
+
+    def __init__(
+        self,
+        key: _Key,
+        proc: subprocess.Popen[bytes],
+        ctrl: socket.socket,
+        init_pidfd: int,
+        cgroup: Cgroup | None,
+        ready: dict[str, Any],
+    ) -> None:
+        self.key = key
+        self.proc = proc
+        self.ctrl = ctrl
+        self.init_pidfd = init_pidfd
+        self.cgroup = cgroup
+        self.ready = ready
+        self.jobs = 0
+        self.counters = (cgroup.oom_kills(), cgroup.pids_limit_hits()) if cgroup is not None else (0, 0)
+        """The cgroup's OOM kills and refused forks so far."""
+        self.dead = False
+        self.pending_done = False
+        """The last run returned without the worker's ``done``: read it before the next job."""
+        self.pending_clean = False
+        """A job finished: the worker's ``clean`` message is still to be read."""
+        self.last_used = time.monotonic()
+
+    @property
+    def pidns(self) -> str:
+        """The worker's pid namespace (``pid:[inode]``), as the worker reported it."""
+        return str(self.ready.get("pidns", ""))
+
+    def host_pids(self) -> list[int]:
+        """Host pids of every process of this sandbox (bwrap included), for diagnostics and tests."""
+        if self.cgroup is not None:
+            return self.cgroup.processes()
+        pids = {self.proc.pid}
+        frontier = [self.proc.pid]
+        while frontier:
+            pid = frontier.pop()
+            with contextlib.suppress(OSError, ValueError):
+                kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+                pids.update(kids)
+                frontier.extend(kids)
+        return sorted(pids)
+
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """End the whole sandbox: its pid 1 (the kernel then kills the namespace), bwrap, the cgroup."""
+        self.dead = True
+        if self.init_pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.init_pidfd, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.close(self.init_pidfd)
+            self.init_pidfd = -1
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError):
+            self.ctrl.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            logger.warning("bwrap worker %d did not exit after SIGKILL", self.proc.pid)
+        if self.proc.stderr is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stderr.close()
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
+
+    # -- one execution -------------------------------------------------------------------------
+
+    def _message(self, op: str) -> dict[str, Any]:
+        """The worker's next message, which must be ``op``.
+
+        Raises:
+            _WorkerGone: it died, or sent something else.
+        """
+        self.ctrl.settimeout(START_TIMEOUT_S)
+        try:
+            data = self.ctrl.recv(1 << 16)
+        except OSError as e:
+            raise _WorkerGone(f"no {op!r} from the worker: {e}") from e
+        finally:
+            self.ctrl.settimeout(None)
+        try:
+            msg = json.loads(data) if data else None
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict) or msg.get("op") != op:
+            raise _WorkerGone(f"the worker did not say {op!r} after its last job")
+        return msg
+
+    def settle(self) -> None:
+        """Before the next job: read what the worker said after the last one (off the last job's critical
+        path) — its report when the last run did not wait for it, then that its sandbox is clean.
+
+        Raises:
+            _WorkerGone: something of the last run survived it, or the sandbox could not be cleaned, or
+                the worker died. No job was sent: the caller retires it and tries another.
+        """
+        if self.pending_done:
+            self.pending_done = False
+            if not _clean_report(self._message("done")):
+                raise _WorkerGone("the last run left something behind")
+        if self.pending_clean:
+            self.pending_clean = False
+            self._message("clean")
+
+    def execute(
+        self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
+    ) -> tuple[ExecutionResult, bool]:
+        """Run one program; the result and whether this worker may run another."""
+        scratch = f"/tmp/spade-{secrets.token_hex(8)}"
+        job = {
+            "op": "run",
+            "scratch": scratch,
+            "argv0": PROGRAM_FILE,
+            "env": {"HOME": scratch, "TMPDIR": scratch},
+            "rlimits": rlimits,
+        }
+        files = dict(program.files)
+        warm = _is_warm_harness(program)
+        if warm:
+            # the runner's harness stub, which would load the very harness the worker preloaded: the
+            # worker's supervisor plays that harness's parent itself (same code; no stub, no files)
+            job["warm"] = HARNESS_MODULE
+            files.pop("harness.py", None)
+            files.pop("harness.bin", None)
+        payload = frame({"source": program.source.encode("utf-8", "surrogatepass"), "files": files}) + program.stdin
+        self.settle()
+        pin_r, pin_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        if len(payload) > PIPE_DEFAULT:
+            # room for the whole payload: one write, instead of a wake-up per 64 KiB both sides
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(pin_w, F_SETPIPE_SZ, min(len(payload), PIPE_MAX))
+        oom0, pids0 = self.counters  # as read after the last job (nothing runs in between)
+        self.jobs += 1
+        self.last_used = time.monotonic()
+        t0 = time.monotonic()
+        try:
+            try:
+                self.ctrl.sendmsg(
+                    [marshal.dumps(job)],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [pin_r, out_w, err_w]))],
+                )
+            except OSError as e:
+                for fd in (pin_w, out_r, err_r):
+                    os.close(fd)
+                raise _WorkerGone(str(e)) from e
+        finally:
+            for fd in (pin_r, out_w, err_w):
+                os.close(fd)
+        io = _Pump(self.ctrl, pin_w, out_r, err_r, payload, limits.output_limit_bytes, early=warm)
+        try:
+            io.run(t0 + limits.timeout_s + grace_s)
+        finally:
+            io.close()
+        duration_ms = (time.monotonic() - t0) * 1000.0
+        reply = io.reply
+        if self.cgroup is not None:
+            self.counters = (self.cgroup.oom_kills(), self.cgroup.pids_limit_hits())
+        oom = self.counters[0] > oom0
+        pids_hit = self.counters[1] > pids0
+        returncode: int | None = None
+        if io.early:
+            # the whole harness report is out and the output closed, which the worker's supervisor
+            # does only once the run was reaped and swept up; its "done" is read before the next job
+            returncode = 0
+            self.pending_done = self.pending_clean = True
+        elif reply is not None:
+            self.pending_clean = True
+            status = reply.get("status")
+            if isinstance(status, int):
+                returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        end = Ending(
+            returncode=returncode,
+            stdout=bytes(io.data["out"]),
+            stderr=bytes(io.data["err"]),
+            stdout_truncated=io.truncated["out"],
+            stderr_truncated=io.truncated["err"],
+            timed_out=io.timed_out,
+            overflow=io.overflow,
+            memory=oom,
+            duration_ms=duration_ms,
+        )
+        reusable = (
+            (io.early or (reply is not None and io.drained and _clean_report(reply)))
+            and not io.timed_out
+            and not io.overflow
+            and not oom
+            and not pids_hit
+        )
+        return to_result(end), reusable
+
+
+def _clean_report(reply: dict[str, Any]) -> bool:
+    """The worker's ``done``: its execution exited (no signal) and nothing of it had to be swept."""
+    status = reply.get("status")
+    return reply.get("clean") is True and reply.get("swept") == 0 and isinstance(status, int) and os.WIFEXITED(status)
+
+
+def _is_warm_harness(program: Program) -> bool:
+    stub, files = harness_program()
+    return program.source == stub and program.files.get("harness.bin") == files["harness.bin"]
+
+
+class _Pump:
+    """Feeds the payload pipe and reads stdout/stderr (capped) and the worker's reply until all are done.
+
+    A plain ``poll`` on raw descriptors: this runs once per execution, on the critical path.
+    """
+
+    def __init__(
+        self, ctrl: socket.socket, pin_w: int, out_r: int, err_r: int, payload: bytes, cap: int, *, early: bool = False
+    ) -> None:
+        self.ctrl = ctrl
+        self.ctrl_fd = ctrl.fileno()
+        self.allow_early = early
+        self.early = False
+        """Finished on the program's output alone (see ``run``)."""
+        self.cap = cap
+        self.poller = select.poll()
+        self.fds = {"in": pin_w, "out": out_r, "err": err_r}
+        self.names = {pin_w: "in", out_r: "out", err_r: "err", self.ctrl_fd: "ctrl"}
+        self.readers = {out_r, err_r}
+        self.data = {"out": bytearray(), "err": bytearray()}
+        self.truncated = {"out": False, "err": False}
+        self.pending = memoryview(payload)
+        self.reply: dict[str, Any] | None = None
+        self.gone = self.overflow = self.timed_out = self.drained = False
+        os.set_blocking(pin_w, False)
+        self.poller.register(pin_w, select.POLLOUT)
+        for fd in (out_r, err_r, self.ctrl_fd):
+            self.poller.register(fd, select.POLLIN)
+
+    def run(self, deadline: float) -> None:
+        """Until the worker reported and stdout/stderr reached EOF, or the deadline, or an overflow.
+
+        With ``early`` (the spade harness), EOF on both streams with stdout ending in a whole line is
+        enough: the harness's report is the last thing it writes, after its run ended, and it writes
+        it once the worker has reaped and swept up after the run. The worker's own report is then
+        read before the next job.
+        """
+        drain_until = 0.0
+        while not self.overflow:
+            now = time.monotonic()
+            if (
+                self.allow_early
+                and self.reply is None
+                and not self.gone
+                and not self.readers
+                and self.data["out"].endswith(b"\n")
+            ):
+                self.early = self.drained = True
+                return
+            finished = self.reply is not None or self.gone
+            if finished:
+                if not self.readers:
+                    self.drained = True
+                    return
+                if not drain_until:
+                    drain_until = now + DRAIN_S
+                if now >= drain_until:
+                    return
+            elif now >= deadline:
+                self.timed_out = True
+                return
+            limit = drain_until if finished else deadline
+            for fd, _ in self.poller.poll(max(0.0, limit - now) * 1000.0 + 1):
+                name = self.names.get(fd)
+                if name == "in":
+                    self._write()
+                elif name == "ctrl":
+                    self._reply()
+                elif name is not None:
+                    self._read(name)
+
+    def _write(self) -> None:
+        fd = self.fds["in"]
+        try:
+            n = os.write(fd, self.pending[: 1 << 16])
+        except BlockingIOError:
+            return
+        except OSError:  # the program closed its stdin or is gone
+            n = len(self.pending)
+        self.pending = self.pending[n:]
+        if not self.pending:
+            self.poller.unregister(fd)
+            del self.names[fd]
+            os.close(fd)
+            self.fds["in"] = -1
+
+    def _reply(self) -> None:
+        try:
+            data = self.ctrl.recv(1 << 16)
+        except OSError:
+            data = b""
+        self.poller.unregister(self.ctrl_fd)
+        del self.names[self.ctrl_fd]
+        if not data:
+            self.gone = True
+            return
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            reply = None
+        if isinstance(reply, dict) and reply.get("op") == "done":
+            self.reply = reply
+        else:
+            self.gone = True
+
+    def _read(self, name: str) -> None:
+        fd = self.fds[name]
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.poller.unregister(fd)
+            del self.names[fd]
+            self.readers.discard(fd)
+            return
+        buf = self.data[name]
+        room = self.cap - len(buf)
+        if len(chunk) > room:
+            buf += chunk[: max(room, 0)]
+            self.truncated[name] = True
+            self.overflow = True
+        else:
+            buf += chunk
+
+    def close(self) -> None:
+        for name, fd in self.fds.items():
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                self.fds[name] = -1
+
+
+# -- where the interpreter lives, and what the sandbox binds -----------------------------------------
+
+
+def _read_rest(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> bytes:
+    """What is left on a failed start's stderr, once the process has ended."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    out = b""
+    if proc.stderr is not None:
+        fd = proc.stderr.fileno()
+        os.set_blocking(fd, False)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, 4096):
+                out += chunk
+    return out[-4000:]
+
+
+def _base_python() -> str:
+    """The real interpreter binary behind ``sys.executable`` (a venv's python is a link to it)."""
+    candidates = [getattr(sys, "_base_executable", ""), sys.executable]
+    for exe in candidates:
+        if exe and os.access(exe, os.X_OK):
+            return os.path.realpath(exe)
+    raise SandboxUnavailable("no Python interpreter found")
+
+
+def _may(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
+    if st.st_uid == uid:
+        return (st.st_mode >> 6) & bits == bits
+    if st.st_gid == gid:
+        return (st.st_mode >> 3) & bits == bits
+    return st.st_mode & bits == bits
+
+
+def _unreachable_top(path: str, uid: int, gid: int) -> str | None:
+    """The topmost ancestor directory of ``path`` that ``uid`` cannot enter, or None."""
+    parts = Path(path).parts
+    current = Path("/")
+    for part in parts[1:]:
+        if not _may(os.stat(current), uid, gid, 1):
+            return str(current)
+        current = current / part
+    return None
+
+
+def _covered(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+class BwrapSandbox(Sandbox):
+    """Runs programs in warm bubblewrap sandboxes (see the module docstring).
+
+    Args:
+        bwrap: the bwrap binary (default: ``bwrap`` on PATH, else ``/usr/bin/bwrap``).
+        jobs_per_worker: executions a worker runs before it is replaced.
+        grace_s: how long past ``limits.timeout_s`` the host waits for a worker before killing it.
+        max_idle: idle workers kept across all keys (beyond it, the least recently used are retired,
+            other keys' first); at least the concurrency callers use, or workers are re-spawned.
+        use_cgroups: False to rely on rlimits only (tests; machines where cgroups misbehave).
+        prewarm: workers to start in the background for the default limits besides the one the probe
+            uses (default: one per core beyond the first, at most three; 0: none, the probe starts its own).
+
+    Raises:
+        SandboxUnavailable: bwrap is missing or a probe sandbox cannot run a program here.
+    """
+
+    name = "bwrap"
+    isolating = True
+
+    def __init__(
+        self,
+        *,
+        bwrap: str | None = None,
+        jobs_per_worker: int = 256,
+        grace_s: float = 2.0,
+        max_idle: int | None = None,
+        use_cgroups: bool = True,
+        prewarm: int | None = None,
+    ) -> None:
+        found = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        if not os.access(found, os.X_OK):
+            raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed ({found} not found)")
+        self.bwrap = os.path.realpath(found)
+        self.python = _base_python()
+        self.jobs_per_worker = max(1, jobs_per_worker)
+        self.grace_s = grace_s
+        self.max_idle = max_idle if max_idle is not None else max(16, 4 * (os.cpu_count() or 2))
+        self.root = os.geteuid() == 0
+        self.uid = host_uid() if self.root else os.getuid()
+        self.gid = self.uid if self.root else os.getgid()
+        self.host_pidns = os.readlink("/proc/self/ns/pid")
+        self.cgroups: CgroupManager | None = None
+        self._cgroup_warned = False
+        if use_cgroups:
+            self.cgroups = CgroupManager()
+            if self.cgroups.available:
+                self.cgroups.sweep_stale()
+            else:
+                logger.debug("bwrap sandbox without cgroups (%s): rlimits only", self.cgroups.reason)
+        self.mounts, self.shadow = self._plan_mounts()
+        self.seccomp = seccomp.program()
+        self._spawner = _Spawner()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        """Notified when a background start of a worker ends."""
+        self._starting: dict[_Key, int] = {}
+        """Workers being started in the background, per key."""
+        self._idle: dict[_Key, list[_Worker]] = {}
+        self._busy: set[_Worker] = set()
+        self._closed = False
+        self._prewarming: list[threading.Thread] = []
+        _live.add(self)
+        # Callers usually run one execution per core at once: start those workers now, side by side in
+        # the background (the probe below takes whichever is ready first) rather than one at a time
+        # on their first runs.
+        extra = min(os.cpu_count() or 1, 4) - 1 if prewarm is None else prewarm
+        count = extra + 1 if extra > 0 else 0
+        key = self._key(Program(source=""), Limits())
+        for _ in range(count):
+            with self._lock:
+                self._starting[key] = self._starting.get(key, 0) + 1
+            thread = threading.Thread(target=self._prewarm, args=(key,), daemon=True)
+            self._prewarming.append(thread)
+            thread.start()
+        try:
+            result = self.run(Program(source="print('ok')"), Limits(timeout_s=10.0))
+        except SandboxUnavailable:
+            self.close()
+            raise
+        if result.status != "ok" or result.stdout != "ok\n":
+            self.close()
+            raise SandboxUnavailable(f"bwrap probe run failed: {result.status}: {result.stderr.strip()[-300:]}")
+
+    def _prewarm(self, key: _Key) -> None:
+        """Start one worker for ``key`` in the background (``_starting`` was counted up for it)."""
+        worker = None
+        try:
+            with self._lock:
+                closed = self._closed
+            if not closed:
+                worker = self._spawn(key)
+        except Exception as e:  # whoever needs a worker spawns (and reports) for itself
+            logger.debug("bwrap prewarm failed: %s", e)
+        finally:
+            with self._ready:
+                self._starting[key] -= 1
+                if worker is not None and not self._closed:
+                    self._idle.setdefault(key, []).append(worker)
+                    worker = None
+                self._ready.notify_all()
+            if worker is not None:
+                worker.kill()
+
+    # -- mounts ----------------------------------------------------------------------------------
+
+    def _plan_mounts(self) -> tuple[list[str], list[list[Any]]]:
+        """bwrap arguments for the read-only binds, and the launcher's plan for unreachable sources."""
+        args: list[str] = []
+        binds: list[str] = []
+        if not os.path.isdir("/usr"):
+            raise SandboxUnavailable("no /usr to bind")
+        args += ["--ro-bind", "/usr", "/usr"]
+        binds.append("/usr")
+        for link in ROOT_LINKS:
+            if os.path.islink(link):
+                args += ["--symlink", os.readlink(link), link]
+            elif os.path.isdir(link):
+                args += ["--ro-bind", link, link]
+                binds.append(link)
+        prefixes = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)}
+        prefixes.add(os.path.dirname(os.path.dirname(self.python)))
+        for prefix in sorted(prefixes, key=len):
+            if prefix == "/" or _covered(prefix, binds) or not os.path.isdir(prefix):
+                continue
+            args += ["--ro-bind", prefix, prefix]
+            binds.append(prefix)
+        for path in ETC_FILES:
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        shadow: dict[str, list[str]] = {}
+        if self.root:
+            for src in binds:
+                top = _unreachable_top(src, self.uid, self.gid)
+                if top is None:
+                    continue
+                if top == "/":
+                    raise SandboxUnavailable(f"{src} is not reachable by the sandbox uid {self.uid}")
+                shadow.setdefault(top, []).append(src)
+            # nested tops: the outer one's tmpfs must also hold the inner sources
+            for top in sorted(shadow, key=len):
+                for other in list(shadow):
+                    if other != top and _covered(other, [top]):
+                        shadow[top].extend(shadow.pop(other))
+            for src in binds:
+                mode = os.stat(src).st_mode
+                bits = 5 if stat.S_ISDIR(mode) else 4
+                if not _may(os.stat(src), self.uid, self.gid, bits):
+                    raise SandboxUnavailable(f"{src} is not readable by the sandbox uid {self.uid}")
+        return args, [[top, sorted(set(srcs))] for top, srcs in sorted(shadow.items())]
+
+    def _bwrap_args(self, key: _Key, *, info_fd: int, ctrl_fd: int, data_fds: dict[str, int]) -> list[str]:
+        args = [
+            self.bwrap,
+            "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--disable-userns",
+            *self.mounts,
+            "--ro-bind-data", str(data_fds["passwd"]), "/etc/passwd",
+            "--ro-bind-data", str(data_fds["group"]), "/etc/group",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--mqueue", "/dev/mqueue",
+            "--remount-ro", "/dev",
+            "--size", str(key.scratch_mb << 20), "--tmpfs", "/tmp",
+            "--remount-ro", "/",
+            "--chdir", "/tmp",
+            "--info-fd", str(info_fd),
+        ]  # fmt: skip
+        if "seccomp" in data_fds:
+            args += ["--seccomp", str(data_fds["seccomp"])]
+        for name, value in key.env:
+            args += ["--setenv", name, value]
+        args += ["--", self.python, "-s", "-S", "-B", "-c", FORKSERVER_SOURCE, str(ctrl_fd), self.host_pidns]
+        return args
+
+    # -- workers ---------------------------------------------------------------------------------
+
+    def _spawn(self, key: _Key) -> _Worker:
+        cgroup = None
+        if self.cgroups is not None and self.cgroups.available and self.root:
+            try:
+                memory = (key.memory_mb << 20) + (key.scratch_mb << 20) + SHM_BYTES + WORKER_MEMORY_OVERHEAD
+                cgroup = self.cgroups.create(memory, key.max_processes + PIDS_OVERHEAD)
+            except OSError as e:
+                if not self._cgroup_warned:
+                    self._cgroup_warned = True
+                    logger.warning("bwrap sandbox: cannot create cgroups (%s); this worker relies on rlimits", e)
+        host_sock, worker_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        data = {"passwd": PASSWD.encode(), "group": GROUP.encode()}
+        if self.seccomp is not None:
+            data["seccomp"] = self.seccomp
+        data_fds: dict[str, int] = {}
+        child_fds = [worker_sock.fileno(), info_w]
+        try:
+            for name, blob in data.items():
+                r, w = os.pipe2(os.O_CLOEXEC)
+                os.write(w, blob)  # small: fits in the pipe buffer
+                os.close(w)
+                data_fds[name] = r
+                child_fds.append(r)
+            argv = self._bwrap_args(key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds)
+            if self.root:
+                config = {
+                    "uid": self.uid,
+                    "gid": self.gid,
+                    "cgroup_procs": cgroup.procs_files if cgroup else [],
+                    "shadow": self.shadow,
+                }
+                argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config), *argv]
+            try:
+                proc = self._spawner.popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env={},
+                    close_fds=True,
+                    pass_fds=child_fds,
+                    start_new_session=True,
+                )
+            except OSError as e:
+                raise SandboxUnavailable(f"cannot start bwrap: {e}") from e
+        except BaseException:
+            host_sock.close()
+            if cgroup is not None:
+                cgroup.remove(wait_s=1)
+            raise
+        finally:
+            worker_sock.close()
+            for fd in [info_w, *data_fds.values()]:
+                os.close(fd)
+        try:
+            init_pidfd, ready = self._handshake(proc, host_sock, info_r)
+        except BaseException:
+            host_sock.close()
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
+            if cgroup is not None:
+                cgroup.remove(wait_s=2)
+            raise
+        finally:
+            os.close(info_r)
+        return _Worker(key, proc, host_sock, init_pidfd, cgroup, ready)
+
+    def _handshake(self, proc: subprocess.Popen[bytes], ctrl: socket.socket, info_r: int) -> tuple[int, dict[str, Any]]:
+        """Send the preload message, then wait for bwrap's info (its pid 1) and the worker's ready message."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        preload = {"op": "preload", "modules": {HARNESS_MODULE: harness_program()[1]["harness.bin"]}}
+        with contextlib.suppress(OSError):  # a worker that died already is reported below, with bwrap's stderr
+            ctrl.send(marshal.dumps(preload))
+        sel = selectors.DefaultSelector()
+        sel.register(info_r, selectors.EVENT_READ, "info")
+        sel.register(ctrl, selectors.EVENT_READ, "ctrl")
+        assert proc.stderr is not None
+        sel.register(proc.stderr, selectors.EVENT_READ, "err")
+        info_buf, err_buf = b"", b""
+        child_pid: int | None = None
+        ready: dict[str, Any] | None = None
+        try:
+            while ready is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxUnavailable(f"bwrap worker did not start in {START_TIMEOUT_S:g} s")
+                for key, _ in sel.select(remaining):
+                    if key.data == "info":
+                        chunk = os.read(info_r, 4096)
+                        if not chunk:
+                            sel.unregister(info_r)
+                        info_buf += chunk
+                        if child_pid is None and b"}" in info_buf:
+                            with contextlib.suppress(ValueError, KeyError, TypeError):
+                                child_pid = int(json.loads(info_buf[: info_buf.index(b"}") + 1])["child-pid"])
+                    elif key.data == "err":
+                        chunk = os.read(proc.stderr.fileno(), 4096)
+                        if not chunk:
+                            sel.unregister(proc.stderr)
+                        err_buf = (err_buf + chunk)[-4000:]
+                    else:
+                        try:
+                            data = ctrl.recv(1 << 16)
+                        except OSError:
+                            data = b""
+                        if not data:
+                            err_buf += _read_rest(proc)
+                            why = err_buf.decode(errors="replace").strip() or f"exit status {proc.returncode}"
+                            raise SandboxUnavailable(f"bwrap worker failed to start: {why[-500:]}")
+                        msg = json.loads(data)
+                        if msg.get("op") != "ready":
+                            raise SandboxUnavailable(f"bwrap worker sent {msg!r} instead of ready")
+                        ready = msg
+        finally:
+            sel.close()
+        if child_pid is None:
+            raise SandboxUnavailable("bwrap did not report its sandbox pid")
+        if ready.get("pidns") == self.host_pidns:
+            raise SandboxUnavailable("bwrap worker is not in a pid namespace of its own")
+        try:
+            pidfd = os.pidfd_open(child_pid)
+        except (AttributeError, OSError):
+            pidfd = -1  # an old kernel: killing bwrap (--die-with-parent) still ends the sandbox
+        return pidfd, ready
+
+    def _acquire(self, key: _Key) -> _Worker:
+        with self._ready:
+            self._closed = False
+            stale: list[_Worker] = []
+            worker = None
+            while worker is None:
+                idle = self._idle.get(key, [])
+                while idle:
+                    candidate = idle.pop()
+                    if candidate.alive():
+                        worker = candidate
+                        break
+                    stale.append(candidate)
+                if worker is not None or not self._starting.get(key):
+                    break
+                self._ready.wait(START_TIMEOUT_S)  # one is being started for this key: cheaper to wait
+            if worker is not None:
+                self._busy.add(worker)
+        for w in stale:
+            w.kill()
+        if worker is not None:
+            return worker
+        worker = self._spawn(key)
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _release(self, worker: _Worker, reusable: bool) -> None:
+        retire: list[_Worker] = []
+        with self._lock:
+            self._busy.discard(worker)
+            if reusable and not self._closed and worker.jobs < self.jobs_per_worker and worker.alive():
+                self._idle.setdefault(worker.key, []).append(worker)
+                # beyond max_idle, retire the least recently used idle workers, other keys' first
+                everyone = sorted(
+                    (w for ws in self._idle.values() for w in ws), key=lambda w: (w.key == worker.key, w.last_used)
+                )
+                for extra in everyone[: max(0, len(everyone) - self.max_idle)]:
+                    self._idle[extra.key].remove(extra)
+                    retire.append(extra)
+            else:
+                retire.append(worker)
+        for w in retire:
+            w.kill()
+
+    def workers(self) -> list[_Worker]:
+        """Every live worker (idle and busy), for diagnostics and tests."""
+        with self._lock:
+            return [*self._busy, *(w for ws in self._idle.values() for w in ws)]
+
+    # -- the Sandbox API -------------------------------------------------------------------------
+
+    def _rlimits(self, limits: Limits, cgroup: bool, worker: _Worker) -> list[tuple[int, int, int]]:
+        cpu = cpu_seconds(limits)
+        fsize = limits.scratch_mb << 20
+        out = [
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_FSIZE, fsize, fsize),
+            (resource.RLIMIT_NOFILE, NOFILE, NOFILE),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+        if cgroup:
+            address = (limits.memory_mb << 20) + THREAD_HEADROOM_BYTES
+        else:
+            # no memory cgroup: the address-space limit is the memory limit, on top of what the
+            # forked interpreter has mapped already
+            address = (limits.memory_mb << 20) + int(worker.ready.get("vm_kb") or 0) * 1024
+            nproc = user_tasks(self.uid) + limits.max_processes
+            out.append((resource.RLIMIT_NPROC, nproc, nproc))
+        out.append((resource.RLIMIT_AS, address, address))
+        return out
+
+    def _key(self, program: Program, limits: Limits) -> _Key:
+        env = {**base_env("/tmp"), **program.env}
+        return _Key(limits.memory_mb, limits.max_processes, limits.scratch_mb, tuple(sorted(env.items())))
+
+    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        check_file_names(program)
+        key = self._key(program, limits)
+        env = dict(key.env)
+        for attempt in range(3):
+            worker = self._acquire(key)
+            reusable = False
+            try:
+                rlimits = self._rlimits(limits, worker.cgroup is not None, worker)
+                result, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
+                return result
+            except _WorkerGone:
+                if attempt == 2:
+                    raise SandboxUnavailable("bwrap workers keep dying before they run anything") from None
+            finally:
+                self._release(worker, reusable)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        for thread in self._prewarming:
+            thread.join(timeout=START_TIMEOUT_S)  # a worker it was starting is killed by it, or below
+        self._prewarming = []
+        with self._lock:
+            workers = [*self._busy, *(w for ws in self._idle.values() for w in ws)]
+            self._idle.clear()
+            self._busy.clear()
+        for w in workers:
+            w.kill()
+        self._spawner.stop()

@@ -1,0 +1,157 @@
+"""Pieces every backend shares: the environment a program gets, file-name checks, the mapping from
+how a process ended to an ``ExecutionResult``, the unprivileged uid used when we are root, and the
+user's task count that ``RLIMIT_NPROC`` is measured against.
+
+Nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import math
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..types import ExecStatus, ExecutionResult
+from .base import Limits, Program
+
+PATH = "/usr/local/bin:/usr/bin:/bin"
+NOFILE = 1024
+PROGRAM_FILE = "program.py"
+CRASH_SIGNALS = frozenset({signal.SIGILL, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGSEGV})
+
+DEFAULT_HOST_UID = 2_147_479_552
+"""Host uid (and gid) untrusted code runs as when spade runs as root: unprivileged, owning no file and in
+no group, so that a process that escaped the sandbox is nobody in particular (not ``nobody``, whose
+processes it could signal). ``SPADE_SANDBOX_UID`` overrides it."""
+
+THREAD_HEADROOM_BYTES = 2 << 30
+"""``RLIMIT_AS`` above the memory limit where a memory cgroup does the real limiting: every thread
+reserves a stack and a malloc arena (~72 MiB of address space), so an address-space limit equal to
+the memory limit starves threaded programs long before they use that memory."""
+
+
+def host_uid() -> int:
+    """The unprivileged host uid/gid for untrusted code when running as root (see ``DEFAULT_HOST_UID``)."""
+    raw = os.environ.get("SPADE_SANDBOX_UID", "")
+    try:
+        uid = int(raw) if raw else DEFAULT_HOST_UID
+    except ValueError:
+        uid = DEFAULT_HOST_UID
+    return uid if uid > 0 else DEFAULT_HOST_UID
+
+
+def base_env(home: str, hash_seed: str = "0") -> dict[str, str]:
+    """The whole environment of a program (nothing of the caller's): ``Program.env`` is laid over it."""
+    return {
+        "PATH": PATH,
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "TMPDIR": home,
+        "PYTHONHASHSEED": hash_seed,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def check_file_names(program: Program) -> None:
+    """Raise ``ValueError`` for a file name that would land outside the scratch directory."""
+    for name in program.files:
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if name.startswith("/") or ".." in parts or not parts or parts == [PROGRAM_FILE] or "\0" in name:
+            raise ValueError(f"bad program file name {name!r}")
+
+
+def frame(obj: Any) -> bytes:
+    """A ``%010d\\n``-length-prefixed marshal message (what the in-sandbox readers expect)."""
+    data = marshal.dumps(obj, 4)
+    return b"%010d\n" % len(data) + data
+
+
+def cpu_seconds(limits: Limits) -> int:
+    """The CPU-time rlimit for a run: the wall limit rounded up plus one second."""
+    return math.ceil(limits.timeout_s) + 1
+
+
+@dataclass
+class Ending:
+    """How an execution ended, as a backend saw it from outside (before any harness report is read)."""
+
+    returncode: int | None
+    """Exit code, or ``-signal``; None when the process's status is unknown (its sandbox died)."""
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    overflow: bool = False
+    memory: bool = False
+    """The sandbox saw the memory limit enforced (a cgroup OOM kill) during the run."""
+    duration_ms: float = 0.0
+
+
+def to_result(end: Ending) -> ExecutionResult:
+    """The backend-level ``ExecutionResult`` of a process ending (``interpret`` reads the harness's part).
+
+    A run that hit the memory cgroup is ``memory`` even when its top process exited normally: the
+    harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
+    was killed for memory.
+    """
+    stdout = end.stdout.decode("utf-8", "replace")
+    stderr = end.stderr.decode("utf-8", "replace")
+    rc = end.returncode
+    sig = -rc if rc is not None and rc < 0 else None
+    if rc is None:
+        sig = signal.SIGKILL
+    status: ExecStatus
+    if end.timed_out or sig == signal.SIGXCPU:
+        status = "timeout"
+    elif end.overflow:
+        status = "output_limit"
+    elif end.memory:
+        status = "memory"
+    elif sig is not None:
+        status = "error" if sig in CRASH_SIGNALS else "killed"
+    elif rc == 0:
+        status = "ok"
+    else:
+        last = (stderr.strip().splitlines() or [""])[-1]
+        status = "memory" if last.startswith("MemoryError") else "error"
+    return ExecutionResult(
+        status=status,
+        return_code=rc if sig is None else None,
+        signal=sig,
+        stdout=stdout,
+        stderr=stderr,
+        stdout_truncated=end.stdout_truncated,
+        stderr_truncated=end.stderr_truncated,
+        duration_ms=end.duration_ms,
+    )
+
+
+_tasks_lock = threading.Lock()
+_tasks_cache: dict[int, tuple[float, int]] = {}
+
+
+def user_tasks(uid: int) -> int:
+    """Tasks (threads included) ``uid`` has now: ``RLIMIT_NPROC`` counts them all. Cached 2 s."""
+    with _tasks_lock:
+        stamp, count = _tasks_cache.get(uid, (0.0, 0))
+        if time.monotonic() - stamp < 2.0:
+            return count
+    count = 0
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    if os.stat(f"/proc/{name}").st_uid == uid:
+                        with open(f"/proc/{name}/stat", "rb") as f:
+                            data = f.read()
+                        count += int(data[data.rfind(b")") + 2 :].split()[17])
+    with _tasks_lock:
+        _tasks_cache[uid] = (time.monotonic(), count)
+    return count

@@ -1,0 +1,788 @@
+# ruff: noqa: SIM105, UP031
+"""The warm worker that runs *inside* a sandbox: one fresh process per execution, forked from a pristine one.
+
+Why: a fresh ``python -S`` costs ~8 ms of CPU and the imports a typical solution makes (``typing``,
+``re``, ``collections``...) several more; a fork of an interpreter that already imported them costs
+far less. So each sandbox (one bwrap namespace set, cgroup and tmpfs) runs this program for many
+executions, one at a time. On virtual machines, where every page-table update and copy-on-write
+fault is costly, the number of processes per execution dominates; here it is one.
+
+Started as ``python -s -S -B -c SOURCE CTRL_FD HOST_PIDNS`` (stdlib only, no file on disk).
+``CTRL_FD`` is a ``SOCK_SEQPACKET`` socket to the host; ``HOST_PIDNS`` is the host's
+``/proc/self/ns/pid`` link text: the worker refuses to start unless it is in a pid namespace of
+its own, the only place where its sweeps (killing every process but a known few) are safe.
+
+Three kinds of process:
+  W  the *worker* (pid 2, under bwrap's pid 1): pristine — it never reads, receives or holds
+     anything of a job, so every process forked from it starts clean. It is a child subreaper.
+     For each job it forks C ahead of time; when C ends it kills C's process group and then every
+     other process of the namespace but itself, pid 1 and S (setsid daemons, orphans, fork bombs),
+     reaps them, tells S, wipes the writable places (``/tmp``, ``/dev/shm``, ``/dev/mqueue``),
+     checks that no System V IPC object is left, and forks the next C. If S dies, or the sandbox
+     cannot be made clean, it kills everything and leaves (the sandbox ends with it).
+  S  the *supervisor*, forked from W once: it talks to the host, and is the trusted parent of the
+     spade harness in all but name. It receives each job, writes the program's files into a fresh
+     scratch directory, reads the harness's request and hands it to C with the run's process
+     state and fresh output pipes, and only then reads the run's secrets (report nonce, check
+     marker); it watches C's pipes (capped) and the deadline, gets C's exit status from W, and
+     writes the harness's report. S holds job data, so it never forks; it is non-dumpable (and
+     seccomp denies ptrace), so C cannot read it.
+  C  the *execution*, forked from W before its job exists and waiting for it on a socket of its
+     own: for the harness it becomes the harness's untrusted child (``harness._child_main``); for
+     any other program it becomes that program (``python program.py`` semantics: ``SystemExit``,
+     tracebacks, ``atexit``, non-daemon threads), its stdin/stdout/stderr the host's pipes.
+
+Protocol with the host (one message per packet; the host sends marshal, the worker answers in JSON):
+  host -> W  ``{"op": "preload", "modules": {name: MAGIC + marshal'd code}}`` first: modules run once
+             before any fork (the spade harness, which S and C use instead of their own copies);
+  S -> host  ``{"op": "ready", ...}`` once, then per job ``{"op": "done", ...}`` (every process of
+             the run is gone) and ``{"op": "clean"}`` (its files too, and the next C is waiting), or
+             EOF when it could not be cleaned;
+  host -> S  ``{"op": "run", "scratch", "argv0", "env", "rlimits", "warm"}`` with three descriptors
+             (``SCM_RIGHTS``): the payload pipe's read end (one framed marshal message with the
+             source and files, then the program's stdin) and the write ends of the stdout and
+             stderr pipes, which the host reads itself with caps and its own deadline. ``warm``
+             names the preloaded harness when the program is exactly the runner's stub for it.
+             EOF: leave.
+
+All of them run with ``oom_score_adj`` 1000: under the memory cgroup's limit the OOM killer takes
+the biggest (the program); if it takes the worker instead, the host reports ``memory`` and starts
+another. None installs signal handlers or imports anything on a job's behalf.
+"""
+
+import gc
+import marshal
+import posix
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+SIGKILL = 9
+SIGINT = 2
+WRITABLE = ("/tmp", "/dev/shm", "/dev/mqueue")
+MAX_FDS = 1 << 16
+SWEEP_S = 2.0
+"""How long leftovers may take to die before the worker reports itself unclean."""
+
+PRELOAD = (
+    # the harness's own imports (tiny C modules)
+    "select",
+    "resource",
+    "_signal",
+    "_ctypes",
+    # what solutions import most; typing brings re, collections, functools, contextlib, enum, operator
+    "typing",
+    "math",
+    "itertools",
+    "heapq",
+    "bisect",
+    "string",
+    "copy",
+    "random",
+)
+"""Imported once per worker. Each costs a fresh interpreter milliseconds, but every module also adds
+resident pages that *every* execution's two forks copy page tables for (~0.1 ms per MB per
+execution), so only the cheap and the common are here."""
+
+_HERE = sys._getframe().f_code.co_filename
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+
+def _load_prctl() -> "Any":
+    """libc's prctl through ``_ctypes`` (what ``ctypes`` builds, without importing it), or None."""
+    try:
+        import _ctypes
+
+        c: Any = _ctypes
+
+        class _CInt(c._SimpleCData):
+            _type_ = "i"
+
+        class _CFunc(c.CFuncPtr):
+            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+            _restype_ = _CInt
+
+        class _Libc:
+            _handle = c.dlopen(None, 0)
+
+        return _CFunc(("prctl", _Libc))
+    except Exception:
+        return None
+
+
+def _dumps(obj: "dict[str, Any]") -> bytes:
+    """A flat dict as JSON (str keys; None, bool, int, float or str values), without importing json."""
+    from _json import encode_basestring_ascii as esc
+
+    parts = []
+    for key, value in obj.items():
+        if value is None or value is True or value is False:
+            text = "null" if value is None else "true" if value else "false"
+        elif type(value) is int or type(value) is float:
+            text = repr(value) if value == value and value not in (float("inf"), float("-inf")) else "null"
+        else:
+            text = esc(str(value))
+        parts.append(esc(key) + ":" + text)
+    return ("{" + ",".join(parts) + "}").encode("ascii")
+
+
+_prctl: "Any" = None
+"""libc's prctl, loaded once by the worker (executions inherit it)."""
+_BASE_PATH: "list[str]" = []
+"""The interpreter's own ``sys.path`` (no script directory)."""
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        chunk = posix.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("payload ended early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd: int) -> "Any":
+    """One ``%010d\\n``-framed marshal message, read exactly: the rest of the pipe is the program's stdin."""
+    return marshal.loads(_read_exact(fd, int(_read_exact(fd, 11))))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[posix.write(fd, view) :]
+
+
+def _pids() -> "list[int]":
+    return [int(n) for n in posix.listdir("/proc") if n.isdigit()]
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = posix.waitpid(-1, posix.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+
+
+# -- the execution process (E) --------------------------------------------------------------------
+
+
+def _write_file(root: str, name: str, data: bytes) -> None:
+    parts = [p for p in name.split("/") if p]
+    if not parts or name.startswith("/") or ".." in parts or "\0" in name:
+        raise ValueError("bad file name %r" % name)
+    path = root
+    for part in parts[:-1]:
+        path = path + "/" + part
+        try:
+            posix.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+    fd = posix.open(path + "/" + parts[-1], posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW, 0o644)
+    try:
+        _write_all(fd, data)
+    finally:
+        posix.close(fd)
+
+
+def _exit_code(e: BaseException) -> int:
+    code = getattr(e, "code", None)
+    if code is None:
+        return 0
+    if type(code) is int:
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def _print_exception(e: BaseException) -> None:
+    """Print ``e`` as an uncaught exception, without this worker's frames."""
+    try:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == _HERE:
+            tb = tb.tb_next
+        e.__traceback__ = tb
+        sys.excepthook(type(e), e, tb)
+    except BaseException:
+        pass
+
+
+def _finish(code: int) -> None:
+    """What an interpreter exit visibly does (threads joined, atexit run, streams flushed), then _exit."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    atexit = sys.modules.get("atexit")
+    if atexit is not None:
+        try:
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    posix._exit(code)
+
+
+def _run_main(source: bytes, path: str) -> None:
+    """Run ``source`` as ``__main__`` the way ``python path`` would, then end the process."""
+    import builtins
+
+    module = type(sys)("__main__")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = builtins
+    module.__dict__["__cached__"] = None
+    sys.modules["__main__"] = module
+    code = 0
+    try:
+        exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+    except SystemExit as e:
+        code = _exit_code(e)
+    except KeyboardInterrupt as e:
+        _print_exception(e)
+        code = 128 + SIGINT
+    except BaseException as e:
+        _print_exception(e)
+        code = 1
+    _finish(code)
+
+
+# -- C: one execution -------------------------------------------------------------------------------
+
+
+def _execution(ch: "Channel") -> None:
+    """C: wait for a job from S, become it, end the process (never returns)."""
+    try:
+        msg, fds = ch.recv()
+        ch.close()
+        if msg is None or len(fds) != 3:
+            posix._exit(0)
+        if msg.get("op") == "harness":
+            harness = sys.modules[msg["module"]]
+            harness._apply_setup(msg["setup"])
+            out_w, err_w, res_w = fds
+            harness._child_main(msg["req"], msg["token"], {"out_w": out_w, "err_w": err_w, "res_w": res_w})
+            posix._exit(1)  # not reached: _child_main ends the process
+        job = msg
+        pin, pout, perr = fds
+        if _prctl is not None:
+            _prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # like any freshly started process
+        payload = _read_frame(pin)
+        scratch = job["scratch"]
+        posix.mkdir(scratch, 0o700)
+        for name, data in payload["files"].items():
+            _write_file(scratch, name, data)
+        argv0 = job["argv0"]
+        _write_file(scratch, argv0, payload["source"])
+        posix.chdir(scratch)
+        for target, fd in ((0, pin), (1, pout), (2, perr)):
+            posix.dup2(fd, target)
+        posix.closerange(3, MAX_FDS)
+        import resource
+
+        for res, soft, hard in job["rlimits"]:
+            resource.setrlimit(res, (soft, hard))
+        import os
+
+        for name, value in job["env"].items():  # the rest was the worker's own environment
+            os.environ[name] = value
+        sys.argv[:] = [argv0]
+        sys.orig_argv[:] = [sys.executable, "-s", "-S", "-B", argv0]
+        sys.path[:] = [scratch, *_BASE_PATH]
+        source = payload["source"]
+        del payload, msg, job
+    except BaseException as e:
+        try:
+            _write_all(2, ("spade worker: could not start the program: %s: %s\n" % (type(e).__name__, e)).encode())
+        except BaseException:
+            pass
+        posix._exit(126)
+    _run_main(source, scratch + "/" + argv0)
+
+
+# -- messages between processes ------------------------------------------------------------------
+
+
+class Channel:
+    """A ``SOCK_SEQPACKET`` socket: one message per packet, descriptors passed along (``SCM_RIGHTS``)."""
+
+    def __init__(self, fd: int) -> None:
+        import _socket
+
+        self.socket = _socket
+        self.sock = _socket.socket(fileno=fd)
+        self.fd = fd
+
+    def send(self, data: bytes, fds: "list[int] | None" = None) -> None:
+        if fds:
+            raw = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+            self.sock.sendmsg([data], [(self.socket.SOL_SOCKET, self.socket.SCM_RIGHTS, raw)])
+        else:
+            self.sock.send(data)
+
+    def recv(self) -> "tuple[dict[str, Any] | None, list[int]]":
+        """The next message (marshal: it comes from the host or from W, which are trusted) and its
+        descriptors; None at EOF."""
+        socket = self.socket
+        while True:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(16 * 4))
+                break
+            except InterruptedError:
+                continue
+            except OSError:
+                return None, []
+        fds: list[int] = []
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                raw = raw[: len(raw) - len(raw) % 4]
+                fds.extend(int.from_bytes(raw[i : i + 4], sys.byteorder) for i in range(0, len(raw), 4))
+        if not data:
+            for fd in fds:
+                posix.close(fd)
+            return None, []
+        try:
+            msg = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            msg = None
+        if type(msg) is not dict:
+            msg = {"op": "?"}
+        return msg, fds
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# -- S: the supervisor ----------------------------------------------------------------------------
+
+
+class Supervisor:
+    def __init__(self, ctrl: Channel, ws: Channel) -> None:
+        self.ctrl = ctrl
+        self.ws = ws
+        self.exited: dict[str, Any] = {}
+
+    def send_host(self, obj: "dict[str, Any]") -> None:
+        self.ctrl.send(_dumps(obj))
+
+    def next_child(self) -> "tuple[int, Channel] | None":
+        """The C that W forked for the next job (after W cleaned up after the last one)."""
+        while True:
+            msg, fds = self.ws.recv()
+            if msg is not None and msg.get("op") == "exited":
+                continue  # a C that died before it got a job: nothing to report
+            if msg is None or msg.get("op") != "child" or len(fds) != 1:
+                for fd in fds:
+                    posix.close(fd)
+                return None
+            return int(msg["pid"]), Channel(fds[0])
+
+    def reap(self, pid: int) -> "tuple[int, float]":
+        """C's wait status and CPU seconds, from W once W has reaped it and swept up after it."""
+        while True:
+            msg, fds = self.ws.recv()
+            for fd in fds:
+                posix.close(fd)
+            if msg is None:
+                raise RuntimeError("the worker went away")
+            if msg.get("op") == "exited" and msg.get("pid") == pid:
+                self.exited = msg
+                return int(msg["status"]), float(msg["cpu_s"])
+
+    def serve(self, ready: "dict[str, Any]") -> None:
+        child = self.next_child()
+        if child is None:
+            return
+        self.send_host(ready)
+        _quiet_stdio()
+        while True:
+            msg, fds = self.ctrl.recv()
+            if msg is None or msg.get("op") != "run" or len(fds) != 3:
+                for fd in fds:
+                    posix.close(fd)
+                return  # EOF, or something we do not speak: leave (W sees it and ends the sandbox)
+            try:
+                reply = self.job(msg, fds, *child)
+            except Exception as e:
+                reply = {"op": "done", "error": "%s: %s" % (type(e).__name__, e), "clean": False, "swept": -1}
+            self.send_host(reply)
+            child = self.next_child()
+            if child is None:
+                return
+            self.send_host({"op": "clean"})
+
+    def job(self, job: "dict[str, Any]", fds: "list[int]", pid: int, ch: Channel) -> "dict[str, Any]":
+        self.exited = {}
+        warm = sys.modules.get(job.get("warm") or "")
+        if warm is None or getattr(warm, "__spade_bin__", None) is None or not hasattr(posix, "pidfd_open"):
+            # any other program: C becomes it, with the host's pipes as its stdio
+            try:
+                ch.send(marshal.dumps(job), fds)
+            except OSError:
+                _kill(pid)  # C is gone or cannot be reached: W still reports it
+            ch.close()
+            for fd in fds:
+                posix.close(fd)
+            status, _ = self.reap(pid)
+        else:
+            status = self.harness(warm, job, fds, pid, ch)
+        done = {"op": "done", "status": status}
+        for key in ("cpu_s", "swept", "clean"):
+            done[key] = self.exited.get(key)
+        return done
+
+    def harness(self, harness: "Any", job: "dict[str, Any]", fds: "list[int]", pid: int, ch: Channel) -> int:
+        """Play the harness's trusted parent for C (see ``harness.main``); returns our own "exit status"."""
+        pin, out_job, err_job = fds
+        t0 = time.monotonic()
+        pidfd = -1
+        opened = [pin, out_job, err_job]  # every descriptor of this job: S is long-lived, none may leak
+        try:
+            pidfd = posix.pidfd_open(pid)  # now, while C surely lives (it waits for us): W reaps it, not us
+            opened.append(pidfd)
+            payload = _read_frame(pin)
+            scratch = job["scratch"]
+            posix.mkdir(scratch, 0o700)
+            for name, data in payload["files"].items():
+                _write_file(scratch, name, data)
+            del payload
+            req = harness.read_message(pin)
+            token = posix.urandom(12).hex()
+            pipes = harness.new_pipes()
+            opened.extend(pipes.values())
+            argv0 = job["argv0"]
+            setup = {
+                "cwd": scratch,
+                "rlimits": job["rlimits"],
+                "env": job["env"],
+                "argv": [argv0],
+                "orig_argv": [sys.executable, "-s", "-S", "-B", argv0],
+                "path": list(_BASE_PATH),
+            }
+            request = {"op": "harness", "module": harness.__name__, "req": req, "setup": setup, "token": token}
+            ch.send(marshal.dumps(request), [pipes["out_w"], pipes["err_w"], pipes["res_w"]])
+            ch.close()
+            for key in ("out_w", "err_w", "res_w"):
+                _close(opened, pipes[key])
+            secret = harness.read_message(pin)  # only now: C has all it will ever get
+            _close(opened, pin)
+            cpu = next((soft for res, soft, _ in job["rlimits"] if res == 0), None)  # RLIMIT_CPU
+            opened.remove(pidfd)  # _supervise closes it
+            report = harness._supervise(pid, req, pipes, t0, reap=self.reap, cpu_limit=cpu, pidfd=pidfd)
+            _write_all(out_job, harness.report_line(report, req, token, secret))
+        except BaseException as e:
+            _kill(pid)
+            ch.close()
+            if not self.exited:
+                self.reap(pid)
+            _write_all(err_job, ("spade worker: %s: %s\n" % (type(e).__name__, e)).encode())
+            return 1 << 8
+        finally:
+            for fd in list(opened):
+                _close(opened, fd)
+        return 0
+
+
+# -- W: the worker -----------------------------------------------------------------------------------
+
+
+class Worker:
+    def __init__(self, ctrl_fd: int, host_pidns: str) -> None:
+        self.ctrl_fd = ctrl_fd
+        self.me = posix.getpid()
+        own = posix.readlink("/proc/self/ns/pid")
+        # The sweeps below kill every process this one may signal in its pid namespace but a known
+        # few: only ever do that in a namespace that is provably not the host's (ours differs from
+        # the one that started us, and a child can only be in the same pid namespace or a descendant).
+        if not own or own == host_pidns or self.me == 1:
+            raise SystemExit("spade worker: not in a pid namespace of its own (%r); refusing to run" % own)
+        self.pidns = own
+
+    def spawn(self) -> "tuple[int, int]":
+        """Fork the next C, waiting for its job on a socket; (its pid, the socket's other end for S)."""
+        import _socket
+
+        c_sock, s_sock = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        c_end, s_end = c_sock.detach(), s_sock.detach()
+        pid = posix.fork()
+        if pid == 0:
+            try:
+                _close_fds_but([c_end])
+                posix.setsid()
+                _execution(Channel(c_end))
+            finally:
+                posix._exit(127)
+        posix.close(c_end)
+        return pid, s_end
+
+    def serve(self, ws: Channel, s_pid: int) -> None:
+        import select
+
+        s_pidfd = posix.pidfd_open(s_pid)
+        while True:
+            try:
+                pid, s_end = self.spawn()
+            except OSError:
+                break
+            try:
+                ws.send(marshal.dumps({"op": "child", "pid": pid}), [s_end])
+            except OSError:
+                break
+            finally:
+                posix.close(s_end)
+            c_pidfd = posix.pidfd_open(pid)
+            poller = select.poll()
+            poller.register(c_pidfd, select.POLLIN)
+            poller.register(s_pidfd, select.POLLIN)
+            events: list[tuple[int, int]] = []
+            while not events:
+                try:
+                    events = poller.poll()
+                except InterruptedError:
+                    pass
+            posix.close(c_pidfd)
+            if (
+                any(fd == s_pidfd for fd, _ in events)
+                and posix.waitid(posix.P_PID, pid, posix.WEXITED | posix.WNOHANG | posix.WNOWAIT) is None
+            ):
+                break  # S left (the host is done, or the run killed it): end everything
+            try:
+                posix.killpg(pid, SIGKILL)  # C's group, while C is unreaped (its pgid is not reused)
+            except OSError:
+                pass
+            _, status, usage = posix.wait4(pid, 0)
+            swept, clean = self.sweep(spare=[s_pid])
+            try:
+                ws.send(marshal.dumps({
+                    "op": "exited", "pid": pid, "status": status, "cpu_s": usage.ru_utime + usage.ru_stime,
+                    "swept": swept, "clean": clean,
+                }))  # fmt: skip
+            except OSError:
+                break
+            if not (clean and self.wipe() and self.ipc_empty()):
+                break  # cannot be made clean: leave before another job can see it (the host retries)
+        self.sweep(spare=[])
+
+    def sweep(self, spare: "list[int]") -> "tuple[int, bool]":
+        """Kill and reap every process of the namespace but pid 1, us and ``spare``; (how many, all gone)."""
+        keep = {1, self.me, *spare}
+        _reap()
+        others = [p for p in _pids() if p not in keep]
+        if not others:
+            return 0, True
+        count = len(others)
+        deadline = time.monotonic() + SWEEP_S
+        while others and time.monotonic() < deadline:
+            for pid in others:
+                try:
+                    posix.kill(pid, SIGKILL)  # safe: __init__ proved this is our own pid namespace
+                except OSError:
+                    pass
+            _reap()
+            others = [p for p in _pids() if p not in keep]
+            if others:
+                time.sleep(0.001)
+                _reap()
+                others = [p for p in _pids() if p not in keep]
+        return count, not others
+
+    def wipe(self) -> bool:
+        """Empty the writable places; False when something could not be removed."""
+        ok = True
+        for top in WRITABLE:
+            try:
+                names = posix.listdir(top)
+            except OSError:
+                continue
+            for name in names:
+                try:
+                    _remove(top + "/" + name)
+                except (OSError, RecursionError):
+                    ok = False
+        return ok
+
+    def ipc_empty(self) -> bool:
+        for kind in ("shm", "sem", "msg"):
+            try:
+                fd = posix.open("/proc/sysvipc/" + kind, posix.O_RDONLY)
+                try:
+                    if posix.read(fd, 1 << 16).count(b"\n") > 1:
+                        return False
+                finally:
+                    posix.close(fd)
+            except OSError:
+                pass
+        return True
+
+
+def _close(opened: "list[int]", fd: int) -> None:
+    """Close ``fd`` and forget it in ``opened``."""
+    if fd in opened:
+        opened.remove(fd)
+    try:
+        posix.close(fd)
+    except OSError:
+        pass
+
+
+def _kill(pid: int) -> None:
+    try:
+        posix.kill(pid, SIGKILL)
+    except OSError:
+        pass
+
+
+def _close_fds_but(keep: "list[int]") -> None:
+    """Close every descriptor from 3 up, except ``keep``."""
+    low = 3
+    for fd in sorted(f for f in keep if f >= 3):
+        posix.closerange(low, fd)
+        low = fd + 1
+    posix.closerange(low, MAX_FDS)
+
+
+def _remove(path: str) -> None:
+    import stat
+
+    st = posix.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        if st.st_mode & 0o700 != 0o700:
+            posix.chmod(path, 0o700)
+        for name in posix.listdir(path):
+            _remove(path + "/" + name)
+        posix.rmdir(path)
+    else:
+        posix.unlink(path)
+
+
+def _quiet_stdio() -> None:
+    null = posix.open("/dev/null", posix.O_RDWR)
+    for fd in (0, 1, 2):
+        posix.dup2(null, fd)
+    posix.close(null)
+
+
+WARM_UP = """\
+def _warm(a, b=1, *rest, **named):
+    total = [x * b for x in a if x] + list(rest)
+    return {str(k): v for k, v in named.items()}, total, f"{a!r}"
+_warm([1, 2], 3, 4, k=5)
+class _Warm:
+    pass
+"""
+"""Compiled and run once before the first fork: the first ``compile()`` in a process costs ~2 ms
+of one-time initialisation, which every execution would otherwise pay again."""
+
+
+def _preload(modules: "dict[str, bytes]") -> None:
+    """Run each host-given module (``name -> MAGIC + marshal'd code``, e.g. the spade harness) once,
+    as ``sys.modules[name]``, keeping its bytes as ``__spade_bin__`` (a job names it in ``warm`` when
+    its program is exactly the runner's stub for it), and call its ``__spade_warm__()`` if any."""
+    ext = sys.modules.get("_frozen_importlib_external")
+    magic = getattr(ext, "MAGIC_NUMBER", None)
+    for name, data in modules.items():
+        if data[:4] != magic:
+            continue
+        module = type(sys)(name)
+        module.__dict__["__builtins__"] = __builtins__
+        module.__dict__["__spade_bin__"] = data
+        exec(marshal.loads(data[4:]), module.__dict__)
+        sys.modules[name] = module
+        warm = module.__dict__.get("__spade_warm__")
+        if callable(warm):
+            warm()
+
+
+def main() -> None:
+    global _BASE_PATH, _prctl
+    ctrl_fd, host_pidns = int(sys.argv[1]), sys.argv[2]
+    _close_fds_but([ctrl_fd])
+    worker = Worker(ctrl_fd, host_pidns)
+    _BASE_PATH = [p for p in sys.path if p]
+    try:  # while still dumpable (the file is ours): every process forked from us inherits it
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    _prctl = prctl = _load_prctl()
+    if prctl is not None:
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    loaded = []
+    for name in PRELOAD:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception:
+            pass
+    ctrl = Channel(ctrl_fd)
+    msg, fds = ctrl.recv()  # the host's preload message comes first
+    for fd in fds:
+        posix.close(fd)
+    if msg is None:
+        return
+    if msg.get("op") == "preload":
+        _preload(msg.get("modules") or {})
+    exec(compile(WARM_UP, "<warm-up>", "exec", dont_inherit=True), {"__name__": "__warm__"})
+    vm_kb = 0
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    vm_kb = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    ready = {
+        "op": "ready",
+        "pid": worker.me,
+        "pidns": worker.pidns,
+        "version": "%d.%d.%d" % sys.version_info[:3],
+        "preloaded": len(loaded),
+        "dumpable_off": prctl is not None,
+        "vm_kb": vm_kb,
+    }
+    import _socket
+
+    w_sock, s_sock = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    w_end, s_end = w_sock.detach(), s_sock.detach()
+    gc.collect()
+    gc.freeze()  # forked processes then do not copy pages just to update GC headers
+    s_pid = posix.fork()
+    if s_pid == 0:
+        try:
+            posix.close(w_end)
+            Supervisor(ctrl, Channel(s_end)).serve(ready)
+        finally:
+            posix._exit(0)
+    posix.close(s_end)
+    ctrl.close()  # only S talks to the host from now on
+    _quiet_stdio()
+    worker.serve(Channel(w_end), s_pid)
+
+
+if __name__ == "__main__":
+    main()
