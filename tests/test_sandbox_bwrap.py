@@ -366,4 +366,5 @@ def test_long_lived_processes_do_not_leak_descriptors(box):
     for _ in range(10):
         for job in programs:
             job()
-    assert descriptors() == before
+    # one descriptor of slack: S may not have taken the next C's socket yet; a leak would add 40
+    assert descriptors() <= before + 1
