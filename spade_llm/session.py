@@ -85,7 +85,7 @@ class Session:
             else None
         )
         self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
-        self.sandbox = get_sandbox(config.sandbox.backend)
+        self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
 
     def close(self) -> None:
         self.sandbox.close()

@@ -231,6 +231,11 @@ class _Worker:
 
     def kill(self) -> None:
         """End the whole sandbox: its pid 1 (the kernel then kills the namespace), bwrap, the cgroup."""
+        self.signal()
+        self.reap()
+
+    def signal(self) -> None:
+        """SIGKILL the sandbox's pid 1 and bwrap (``reap`` waits for them): ``close`` signals all first."""
         self.dead = True
         if self.init_pidfd >= 0:
             with contextlib.suppress(OSError):
@@ -242,6 +247,8 @@ class _Worker:
             self.proc.kill()
         with contextlib.suppress(OSError):
             self.ctrl.close()
+
+    def reap(self) -> None:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -990,6 +997,8 @@ class BwrapSandbox(Sandbox):
             workers = [*self._busy, *(w for ws in self._idle.values() for w in ws)]
             self._idle.clear()
             self._busy.clear()
+        for w in workers:  # all at once, then wait for each: they die in parallel
+            w.signal()
         for w in workers:
-            w.kill()
+            w.reap()
         self._spawner.stop()

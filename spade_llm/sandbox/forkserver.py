@@ -17,16 +17,18 @@ Three kinds of process:
      anything of a job, so every process forked from it starts clean. It is a child subreaper.
      For each job it forks C ahead of time; when C ends it kills C's process group and then every
      other process of the namespace but itself, pid 1 and S (setsid daemons, orphans, fork bombs),
-     reaps them, tells S, wipes the writable places (``/tmp``, ``/dev/shm``, ``/dev/mqueue``),
-     checks that no System V IPC object is left, and forks the next C. If S dies, or the sandbox
-     cannot be made clean, it kills everything and leaves (the sandbox ends with it).
+     reaps them, tells S, and forks the next C. If S dies, or something would not die, it kills
+     everything and leaves (the sandbox ends with it).
   S  the *supervisor*, forked from W once: it talks to the host, and is the trusted parent of the
      spade harness in all but name. It receives each job, writes the program's files into a fresh
      scratch directory, reads the harness's request and hands it to C with the run's process
      state and fresh output pipes, and only then reads the run's secrets (report nonce, check
      marker); it watches C's pipes (capped) and the deadline, gets C's exit status from W, and
-     writes the harness's report. S holds job data, so it never forks; it is non-dumpable (and
-     seccomp denies ptrace), so C cannot read it.
+     writes the harness's report. Then, while W forks the next C, it wipes the writable places
+     (``/tmp``, ``/dev/shm``, ``/dev/mqueue``) and checks that no System V IPC object is left; it
+     says "clean" to the host only after that (and leaves, ending the sandbox, if it cannot). S
+     holds job data, so it never forks; it is non-dumpable (and seccomp denies ptrace), so C
+     cannot read it.
   C  the *execution*, forked from W before its job exists and waiting for it on a socket of its
      own: for the harness it becomes the harness's untrusted child (``harness._child_main``); for
      any other program it becomes that program (``python program.py`` semantics: ``SystemExit``,
@@ -430,6 +432,10 @@ class Supervisor:
             except Exception as e:
                 reply = {"op": "done", "error": "%s: %s" % (type(e).__name__, e), "clean": False, "swept": -1}
             self.send_host(reply)
+            # every process of the run is gone (W swept before it told us); now its files, while W
+            # forks the next C: the host sends no job before "clean", and C gets none before that
+            if not (_wipe() and _ipc_empty()):
+                return  # cannot be made clean: leave (W ends the sandbox; the host retries elsewhere)
             child = self.next_child()
             if child is None:
                 return
@@ -544,7 +550,7 @@ class Worker:
 
         s_pidfd = posix.pidfd_open(s_pid)
         while True:
-            try:
+            try:  # the next C; S wipes the sandbox meanwhile, and hands C a job only once that is done
                 pid, s_end = self.spawn()
             except OSError:
                 break
@@ -583,8 +589,8 @@ class Worker:
                 }))  # fmt: skip
             except OSError:
                 break
-            if not (clean and self.wipe() and self.ipc_empty()):
-                break  # cannot be made clean: leave before another job can see it (the host retries)
+            if not clean:
+                break  # something of the run would not die: end the sandbox (the host retries)
         self.sweep(spare=[])
 
     def sweep(self, spare: "list[int]") -> "tuple[int, bool]":
@@ -610,33 +616,36 @@ class Worker:
                 others = [p for p in _pids() if p not in keep]
         return count, not others
 
-    def wipe(self) -> bool:
-        """Empty the writable places; False when something could not be removed."""
-        ok = True
-        for top in WRITABLE:
-            try:
-                names = posix.listdir(top)
-            except OSError:
-                continue
-            for name in names:
-                try:
-                    _remove(top + "/" + name)
-                except (OSError, RecursionError):
-                    ok = False
-        return ok
 
-    def ipc_empty(self) -> bool:
-        for kind in ("shm", "sem", "msg"):
+def _wipe() -> bool:
+    """Empty the writable places; False when something could not be removed."""
+    ok = True
+    for top in WRITABLE:
+        try:
+            names = posix.listdir(top)
+        except OSError:
+            continue
+        for name in names:
             try:
-                fd = posix.open("/proc/sysvipc/" + kind, posix.O_RDONLY)
-                try:
-                    if posix.read(fd, 1 << 16).count(b"\n") > 1:
-                        return False
-                finally:
-                    posix.close(fd)
-            except OSError:
-                pass
-        return True
+                _remove(top + "/" + name)
+            except (OSError, RecursionError):
+                ok = False
+    return ok
+
+
+def _ipc_empty() -> bool:
+    """No System V IPC object is left (they would outlive their run in this IPC namespace)."""
+    for kind in ("shm", "sem", "msg"):
+        try:
+            fd = posix.open("/proc/sysvipc/" + kind, posix.O_RDONLY)
+            try:
+                if posix.read(fd, 1 << 16).count(b"\n") > 1:
+                    return False
+            finally:
+                posix.close(fd)
+        except OSError:
+            pass
+    return True
 
 
 def _close(opened: "list[int]", fd: int) -> None:
