@@ -10,7 +10,7 @@ import asyncio
 
 from .config import SandboxConfig
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import run_check, run_tests
+from .sandbox.runner import judge_code
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
 
@@ -37,9 +37,7 @@ class CodeChecker:
 
     def check_sync(self, code: str, task: Task) -> ExecutionResult:
         """Judge ``code`` on the task: its tests, or its ``check_code`` for imported benchmarks."""
-        if task.check_code:
-            return run_check(self.sandbox, code, task.check_code, task.entry_point, self.limits)
-        return run_tests(self.sandbox, code, task.entry_point, task.tests, self.limits, self.config.test_timeout_s)
+        return judge_code(self.sandbox, code, task, self.limits, self.config.test_timeout_s)
 
     async def check(self, code: str, task: Task) -> ExecutionResult:
         async with self._slots:

@@ -324,14 +324,14 @@ def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from .checking import limits_from
-    from .config import SandboxConfig
+    # no config import here: these commands start fast (pydantic config models cost ~0.2 s)
+    from .sandbox.base import Limits
+    from .sandbox.runner import DEFAULT_TEST_TIMEOUT_S
     from .validation import Validator
 
     tasks = _read_tasks(args.tasks)
     sandbox = _sandbox(args.sandbox)
-    config = SandboxConfig(backend=args.sandbox)
-    validator = Validator(sandbox, limits_from(config), config.test_timeout_s)
+    validator = Validator(sandbox, Limits(), DEFAULT_TEST_TIMEOUT_S)
     valid = 0
     reasons: dict[str, int] = {}
     try:
@@ -385,19 +385,19 @@ def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .checking import CodeChecker
-    from .config import SandboxConfig
+    from .sandbox.base import Limits
+    from .sandbox.runner import judge_code
 
     tasks = _read_tasks(args.tasks)
     by_id = {t.task_id: t for t in tasks}
     samples = _read_samples(args.samples, by_id) if args.samples else [(t, t.reference_code) for t in tasks]
     sandbox = _sandbox(args.sandbox)
-    checker = CodeChecker(sandbox, SandboxConfig(backend=args.sandbox), args.concurrency)
+    limits = Limits()
     per_task: dict[str, list[bool]] = {}
     try:
         for (task, _code), result in zip(
             samples,
-            _run_concurrently(lambda s: checker.check_sync(s[1], s[0]), samples, args.concurrency),
+            _run_concurrently(lambda s: judge_code(sandbox, s[1], s[0], limits), samples, args.concurrency),
             strict=True,
         ):
             passed = result.all_passed

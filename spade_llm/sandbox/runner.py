@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..types import ExecutionResult, TestCase, TestResult, TestStatus
+from ..types import ExecutionResult, Task, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .harness import frame_message
 from .verdict import Interpretation, Mode, Output, Unsupported, interpret, matches, show
@@ -261,3 +261,15 @@ def run_check(sandbox: Sandbox, program: str, check_code: str, entry_point: str,
         index=0, input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
     )
     return result.model_copy(update={"tests_passed": int(passed), "tests_total": 1, "test_results": [verdict]})
+
+
+DEFAULT_TEST_TIMEOUT_S = 3.0
+"""Per-test budget when no config says otherwise (``sandbox.test_timeout_s``)."""
+
+
+def judge_code(sandbox: Sandbox, code: str, task: Task, limits: Limits,
+               test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S) -> ExecutionResult:
+    """Judge ``code`` on ``task``: its tests, or its ``check_code`` for imported benchmarks."""
+    if task.check_code:
+        return run_check(sandbox, code, task.check_code, task.entry_point, limits)
+    return run_tests(sandbox, code, task.entry_point, task.tests, limits, test_timeout_s)
