@@ -38,9 +38,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import SandboxUnavailable
-from ..types import ExecStatus, ExecutionResult
+from ..types import ExecutionResult
 from .base import Limits, Program, Sandbox
-from .common import CRASH_SIGNALS, NOFILE, PATH, PROGRAM_FILE, base_env, check_file_names, host_uid, user_tasks
+from .common import NOFILE, PATH, PROGRAM_FILE, Ending, base_env, check_file_names, host_uid, to_result, user_tasks
 
 logger = logging.getLogger("spade_llm.sandbox")
 
@@ -338,30 +338,17 @@ class _Pipes:
 
 
 def _result(returncode: int, io: _Pipes, duration_ms: float) -> ExecutionResult:
-    stdout = io.data["out"].decode("utf-8", "replace")
-    stderr = io.data["err"].decode("utf-8", "replace")
-    sig = -returncode if returncode < 0 else None
-    status: ExecStatus
-    if io.timed_out or sig == signal.SIGXCPU:
-        status = "timeout"
-    elif io.overflow:
-        status = "output_limit"
-    elif sig is not None:
-        status = "error" if sig in CRASH_SIGNALS else "killed"
-    elif returncode == 0:
-        status = "ok"
-    else:
-        last = (stderr.strip().splitlines() or [""])[-1]
-        status = "memory" if last.startswith("MemoryError") else "error"
-    return ExecutionResult(
-        status=status,
-        return_code=returncode if sig is None else None,
-        signal=sig,
-        stdout=stdout,
-        stderr=stderr,
-        stdout_truncated=io.truncated["out"],
-        stderr_truncated=io.truncated["err"],
-        duration_ms=duration_ms,
+    return to_result(
+        Ending(
+            returncode=returncode,
+            stdout=bytes(io.data["out"]),
+            stderr=bytes(io.data["err"]),
+            stdout_truncated=io.truncated["out"],
+            stderr_truncated=io.truncated["err"],
+            timed_out=io.timed_out,
+            overflow=io.overflow,
+            duration_ms=duration_ms,
+        )
     )
 
 
