@@ -71,9 +71,14 @@ class ServerStats:
     started: float = field(default_factory=time.time)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "completions": self.completions, "inflight": self.inflight,
-                "max_inflight": self.max_inflight, "errors": self.errors,
-                "uptime_s": round(time.time() - self.started, 3)}
+        return {
+            "requests": self.requests,
+            "completions": self.completions,
+            "inflight": self.inflight,
+            "max_inflight": self.max_inflight,
+            "errors": self.errors,
+            "uptime_s": round(time.time() - self.started, 3),
+        }
 
 
 # -- mapping between the OpenAI wire format and LLMRequest/LLMResponse ------------------------
@@ -154,28 +159,42 @@ def completion_body(model: str, response: LLMResponse, completion_id: str, creat
         "created": created,
         "model": model,
         "system_fingerprint": "spade-fake",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": response.text},
-            "logprobs": None,
-            "finish_reason": response.finish_reason or "stop",
-        }],
-        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                  "total_tokens": usage.prompt_tokens + usage.completion_tokens},
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": response.text},
+                "logprobs": None,
+                "finish_reason": response.finish_reason or "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        },
     }
 
 
-def stream_chunks(model: str, response: LLMResponse, completion_id: str, created: int,
-                  include_usage: bool) -> list[dict[str, Any]]:
+def stream_chunks(
+    model: str, response: LLMResponse, completion_id: str, created: int, include_usage: bool
+) -> list[dict[str, Any]]:
     """``chat.completion.chunk`` objects for a streamed answer: role, content, finish (and usage)."""
-    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
-            "system_fingerprint": "spade-fake"}
+    base = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "system_fingerprint": "spade-fake",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
 
-    chunks = [chunk({"role": "assistant", "content": ""}, None), chunk({"content": response.text}, None),
-              chunk({}, response.finish_reason or "stop")]
+    chunks = [
+        chunk({"role": "assistant", "content": ""}, None),
+        chunk({"content": response.text}, None),
+        chunk({}, response.finish_reason or "stop"),
+    ]
     if include_usage:
         usage = completion_body(model, response, completion_id, created)["usage"]
         chunks.append({**base, "choices": [], "usage": usage})
@@ -188,8 +207,9 @@ def stream_chunks(model: str, response: LLMResponse, completion_id: str, created
 class FakeServer:
     """The fake model behind HTTP/1.1 on asyncio streams. ``start()``, then ``url``; ``close()`` to stop."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 8000, latency: float = 0.0, seed: int = 0,
-                 backend: Any = None) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 8000, latency: float = 0.0, seed: int = 0, backend: Any = None
+    ) -> None:
         """``backend`` is a module-like object with ``FakeLLM``, ``PROFILES`` and ``infer_role``:
         ``spade_llm.llm.fake`` unless a test puts a stand-in there."""
         if backend is None:
@@ -221,8 +241,9 @@ class FakeServer:
     async def start(self) -> None:
         # a deep backlog: a run opens a burst of connections at once (the default of 100 is
         # fine; the stdlib HTTP servers' 5 is what stalls bursts)
-        self._server = await asyncio.start_server(self._on_connection, self.host, self.port, backlog=512,
-                                                  limit=MAX_HEADER_BYTES)
+        self._server = await asyncio.start_server(
+            self._on_connection, self.host, self.port, backlog=512, limit=MAX_HEADER_BYTES
+        )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
 
@@ -316,8 +337,9 @@ class FakeServer:
                 raise HTTPError(400, "malformed header line")
             headers[name.strip().lower()] = value.strip()
 
-    async def _read_body(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         headers: dict[str, str]) -> bytes:
+    async def _read_body(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
+    ) -> bytes:
         if headers.get("expect", "").lower() == "100-continue":  # curl does this for larger bodies
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await writer.drain()
@@ -350,8 +372,7 @@ class FakeServer:
             raise HTTPError(413, "request body too large")
         return await reader.readexactly(length) if length else b""
 
-    async def _route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter,
-                     keep_alive: bool) -> bool:
+    async def _route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
         if path.startswith("/v1/"):
             path = path[3:]
         if path == "/chat/completions":
@@ -365,9 +386,10 @@ class FakeServer:
             data = [{"id": n, "object": "model", "created": 0, "owned_by": "spade-fake"} for n in names]
             await self._send_json(writer, 200, {"object": "list", "data": data}, keep_alive)
         elif path.startswith("/models/"):
-            name = path[len("/models/"):]
-            await self._send_json(writer, 200, {"id": name, "object": "model", "created": 0,
-                                                "owned_by": "spade-fake"}, keep_alive)
+            name = path[len("/models/") :]
+            await self._send_json(
+                writer, 200, {"id": name, "object": "model", "created": 0, "owned_by": "spade-fake"}, keep_alive
+            )
         elif path == "/health":
             await self._send_json(writer, 200, {"status": "ok"}, keep_alive)
         elif path == "/stats":
@@ -419,14 +441,19 @@ class FakeServer:
     @staticmethod
     def _head(status: int, headers: list[tuple[str, str]], keep_alive: bool) -> bytes:
         reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Unknown"
-        lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers),
-                 f"Connection: {'keep-alive' if keep_alive else 'close'}", "Server: spade-serve-fake"]
+        lines = [
+            f"HTTP/1.1 {status} {reason}",
+            *(f"{k}: {v}" for k, v in headers),
+            f"Connection: {'keep-alive' if keep_alive else 'close'}",
+            "Server: spade-serve-fake",
+        ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def _send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any, keep_alive: bool) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        head = self._head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
-                          keep_alive)
+        head = self._head(
+            status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))], keep_alive
+        )
         writer.write(head + data)
         await writer.drain()
 
@@ -436,8 +463,11 @@ class FakeServer:
             await self._send_json(writer, error.status, payload, keep_alive)
 
     async def _send_stream(self, writer: asyncio.StreamWriter, chunks: list[dict[str, Any]], keep_alive: bool) -> None:
-        head = self._head(200, [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                                ("Transfer-Encoding", "chunked")], keep_alive)
+        head = self._head(
+            200,
+            [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")],
+            keep_alive,
+        )
         events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
         out = [head] + [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events] + [b"0\r\n\r\n"]
         writer.write(b"".join(out))
@@ -446,8 +476,12 @@ class FakeServer:
 
 async def _serve_until_stopped(server: FakeServer) -> None:
     await server.start()
-    print(f"spade serve-fake: listening on {server.url} (latency {server.latency:g}s, seed {server.seed}); "
-          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    print(
+        f"spade serve-fake: listening on {server.url} (latency {server.latency:g}s, seed {server.seed}); "
+        "Ctrl-C to stop",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

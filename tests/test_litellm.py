@@ -31,7 +31,10 @@ URL = f"{BASE}/chat/completions"
 
 def ok(content: str | None = "hello", finish: str = "stop", model: str = "m", **extra: Any) -> httpx.Response:
     body = {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         **extra,
@@ -64,8 +67,9 @@ def make(model: str = "openai/m", api_base: str | list[str] = BASE, **llm: Any) 
 
 
 def request(**kw: Any) -> LLMRequest:
-    return LLMRequest(messages=[Message(role="system", content="be brief"), Message(role="user", content="hi")],
-                      role="solver", **kw)
+    return LLMRequest(
+        messages=[Message(role="system", content="be brief"), Message(role="user", content="hi")], role="solver", **kw
+    )
 
 
 async def test_rate_limit_then_success_honours_retry_after(waits: list[float]) -> None:
@@ -118,8 +122,9 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int) -> Non
 
 async def test_html_error_page_is_retried(waits: list[float]) -> None:
     llm, stats = make()
-    page = httpx.Response(502, text="<html><body><h1>502 Bad Gateway</h1></body></html>",
-                          headers={"content-type": "text/html"})
+    page = httpx.Response(
+        502, text="<html><body><h1>502 Bad Gateway</h1></body></html>", headers={"content-type": "text/html"}
+    )
     with respx.mock() as mock:
         mock.post(URL).mock(side_effect=[page, ok("back")])
         response = await llm.complete(request())
@@ -149,8 +154,17 @@ async def test_malformed_bodies_for_good_raise_bad_response(waits: list[float]) 
 
 async def test_no_choices_is_retried(waits: list[float]) -> None:
     llm, stats = make()
-    empty = httpx.Response(200, json={"id": "x", "object": "chat.completion", "created": 1, "model": "m",
-                                      "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0}})
+    empty = httpx.Response(
+        200,
+        json={
+            "id": "x",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 0},
+        },
+    )
     with respx.mock() as mock:
         route = mock.post(URL).mock(side_effect=[empty, ok("there")])
         response = await llm.complete(request())
@@ -220,9 +234,13 @@ async def test_hung_endpoint_is_cut_by_the_request_timeout(waits: list[float], m
 async def test_connection_errors_are_retried(waits: list[float]) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[httpx.ConnectError("refused"),
-                                         httpx.RemoteProtocolError("Server disconnected without a response"),
-                                         ok("up")])
+        mock.post(URL).mock(
+            side_effect=[
+                httpx.ConnectError("refused"),
+                httpx.RemoteProtocolError("Server disconnected without a response"),
+                ok("up"),
+            ]
+        )
         response = await llm.complete(request())
     assert response.text == "up"
     assert stats.summary()["by_kind"] == {"connection": 2}
@@ -232,8 +250,9 @@ async def test_request_body_and_usage(waits: list[float]) -> None:
     llm, _ = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=ok("x"))
-        response = await llm.complete(request(seed=42, json_mode=True, temperature=0.3, max_tokens=99,
-                                              metadata={"task_id": "t1"}))
+        response = await llm.complete(
+            request(seed=42, json_mode=True, temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
+        )
     sent = json.loads(route.calls[0].request.content)
     assert sent["seed"] == 42 and sent["max_tokens"] == 99 and sent["temperature"] == 0.3
     assert sent["response_format"] == {"type": "json_object"}
@@ -303,8 +322,9 @@ def test_classify_plain_exceptions() -> None:
 
 def test_scrub_hides_key_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_0123456789abcdef")
-    text = scrub('key sk-abcdefghij1234 "api_key": "hunter2hunter2" Authorization: Bearer abc.def.ghi '
-                 "tok_0123456789abcdef")
+    text = scrub(
+        'key sk-abcdefghij1234 "api_key": "hunter2hunter2" Authorization: Bearer abc.def.ghi tok_0123456789abcdef'
+    )
     assert "sk-abcdefghij1234" not in text and "hunter2" not in text and "abc.def.ghi" not in text
     assert "tok_0123456789abcdef" not in text
 
@@ -342,8 +362,9 @@ async def test_cancellation_is_not_retried() -> None:
         raise asyncio.CancelledError
 
     with pytest.raises(asyncio.CancelledError):
-        await retry_mod.call_with_retries(attempt, RetryPolicy(max_retries=3, backoff_s=0), classify=lambda e: "x",
-                                          retryable={"x"})
+        await retry_mod.call_with_retries(
+            attempt, RetryPolicy(max_retries=3, backoff_s=0), classify=lambda e: "x", retryable={"x"}
+        )
     assert calls == 1
 
 

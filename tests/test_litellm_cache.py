@@ -37,8 +37,12 @@ class Counting:
             await asyncio.sleep(self.delay)
         if self.calls <= self.fail:
             raise LLMCallError("boom", kind="server_error")
-        return LLMResponse(text=f"{self.text}-{self.calls}" if self.text else "", finish_reason="stop",
-                           usage=TokenUsage(prompt_tokens=5, completion_tokens=2, cost=0.5), model=self.model)
+        return LLMResponse(
+            text=f"{self.text}-{self.calls}" if self.text else "",
+            finish_reason="stop",
+            usage=TokenUsage(prompt_tokens=5, completion_tokens=2, cost=0.5),
+            model=self.model,
+        )
 
 
 def req(content: str = "hi", **kw: object) -> LLMRequest:
@@ -62,9 +66,13 @@ async def test_second_identical_request_is_served_from_disk(tmp_path: Path) -> N
 def test_key_covers_what_decides_the_answer_and_nothing_else() -> None:
     base = req(seed=1, temperature=0.5, max_tokens=100)
     key = cache_key("openai/m", base)
-    for changed in [dataclasses.replace(base, seed=2), dataclasses.replace(base, temperature=0.6),
-                    dataclasses.replace(base, max_tokens=101), dataclasses.replace(base, json_mode=True),
-                    dataclasses.replace(base, messages=[Message(role="user", content="hi!")])]:
+    for changed in [
+        dataclasses.replace(base, seed=2),
+        dataclasses.replace(base, temperature=0.6),
+        dataclasses.replace(base, max_tokens=101),
+        dataclasses.replace(base, json_mode=True),
+        dataclasses.replace(base, messages=[Message(role="user", content="hi!")]),
+    ]:
         assert cache_key("openai/m", changed) != key
     assert cache_key("openai/other", base) != key
     assert cache_key("openai/m", dataclasses.replace(base, metadata={"turn": 3}, role="generator")) == key
@@ -124,16 +132,24 @@ async def test_unwritable_cache_does_not_fail_the_request(tmp_path: Path, monkey
 async def test_a_rerun_through_litellm_sends_no_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
-    body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "from the wire"},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "from the wire"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+    }
     stats = LLMStats()
     with respx.mock() as mock:
         route = mock.post("http://127.0.0.1:9/v1/chat/completions").mock(return_value=httpx.Response(200, json=body))
         for _ in range(2):  # two "runs"
-            llm = CachedLLM(LiteLLM(RoleConfig(model="openai/m", api_base="http://127.0.0.1:9/v1"), LLMConfig(),
-                                    stats=stats), tmp_path)
+            llm = CachedLLM(
+                LiteLLM(RoleConfig(model="openai/m", api_base="http://127.0.0.1:9/v1"), LLMConfig(), stats=stats),
+                tmp_path,
+            )
             assert (await llm.complete(req(seed=7))).text == "from the wire"
     assert route.call_count == 1
     assert stats.summary()["requests"] == 1

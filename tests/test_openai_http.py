@@ -43,7 +43,10 @@ KEY = "sk-test-key-1234567890"
 
 def ok(content: Any = "hello", finish: str | None = "stop", model: str = "m", **extra: Any) -> httpx.Response:
     body = {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         **extra,
@@ -70,17 +73,18 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return recorded
 
 
-def make(model: str = "openai/m", api_base: str | list[str] = BASE, max_connections: int = 64,
-         **llm: Any) -> tuple[OpenAIHTTP, LLMStats]:
+def make(
+    model: str = "openai/m", api_base: str | list[str] = BASE, max_connections: int = 64, **llm: Any
+) -> tuple[OpenAIHTTP, LLMStats]:
     stats = LLMStats()
     config = LLMConfig(**{"max_retries": 3, "backoff_s": 0.01, "timeout_s": 5.0, **llm})
-    return OpenAIHTTP(RoleConfig(model=model, api_base=api_base), config, stats,
-                      max_connections=max_connections), stats
+    return OpenAIHTTP(RoleConfig(model=model, api_base=api_base), config, stats, max_connections=max_connections), stats
 
 
 def request(**kw: Any) -> LLMRequest:
-    return LLMRequest(messages=[Message(role="system", content="be brief"), Message(role="user", content="hi")],
-                      role="solver", **kw)
+    return LLMRequest(
+        messages=[Message(role="system", content="be brief"), Message(role="user", content="hi")], role="solver", **kw
+    )
 
 
 # -- the wire format ---------------------------------------------------------------------------
@@ -90,25 +94,34 @@ async def test_request_body_auth_and_usage(waits: list[float]) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=ok("x"))
-        response = await llm.complete(request(seed=42, json_mode=True, temperature=0.3, max_tokens=99,
-                                              metadata={"task_id": "t1"}))
+        response = await llm.complete(
+            request(seed=42, json_mode=True, temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
+        )
     sent_request = route.calls[0].request
     sent = json.loads(sent_request.content)
     assert sent == {
         "model": "m",  # the part after openai/
         "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
-        "temperature": 0.3, "max_tokens": 99, "seed": 42, "response_format": {"type": "json_object"},
+        "temperature": 0.3,
+        "max_tokens": 99,
+        "seed": 42,
+        "response_format": {"type": "json_object"},
     }
     assert "t1" not in sent_request.content.decode()  # role and metadata never leave us
     assert sent_request.headers["authorization"] == f"Bearer {KEY}"
     assert sent_request.headers["content-type"] == "application/json"
-    assert response == LLMResponse(text="x", usage=TokenUsage(prompt_tokens=11, completion_tokens=7, cost=None),
-                                   finish_reason="stop", model="openai/m")
+    assert response == LLMResponse(
+        text="x",
+        usage=TokenUsage(prompt_tokens=11, completion_tokens=7, cost=None),
+        finish_reason="stop",
+        model="openai/m",
+    )
     assert stats.summary() == {"requests": 1, "retries": 0, "failures": 0, "by_kind": {}}
 
 
 async def test_optional_fields_left_out_and_local_server_gets_a_placeholder_key(
-        waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     llm, _ = make(model="openai/org/model-7b", api_base=BASE + "/")
     with respx.mock() as mock:
@@ -124,8 +137,13 @@ async def test_missing_content_refusal_and_content_parts_are_text(waits: list[fl
     llm, stats = make()
     parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "image_url"}]
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[ok(None, finish=None), ok("I'm sorry, I can't help with that."),
-                                         ok(parts, finish="content_filter")])
+        mock.post(URL).mock(
+            side_effect=[
+                ok(None, finish=None),
+                ok("I'm sorry, I can't help with that."),
+                ok(parts, finish="content_filter"),
+            ]
+        )
         empty = await llm.complete(request())
         refusal = await llm.complete(request())
         joined = await llm.complete(request())
@@ -188,8 +206,9 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float]) -> 
     """A 502 from a proxy in front of the model: the status is the server's word (server_error, as the
     litellm provider counts it), the HTML is quoted shortly in the log, and the retry gets through."""
     llm, stats = make(max_retries=1)
-    page = httpx.Response(502, text="<html><body><h1>502 Bad Gateway</h1></body></html>",
-                          headers={"content-type": "text/html"})
+    page = httpx.Response(
+        502, text="<html><body><h1>502 Bad Gateway</h1></body></html>", headers={"content-type": "text/html"}
+    )
     with respx.mock() as mock:
         mock.post(URL).mock(side_effect=[page, ok("back"), page, page])
         assert (await llm.complete(request())).text == "back"
@@ -199,20 +218,35 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float]) -> 
     assert stats.summary() == {"requests": 4, "retries": 2, "failures": 1, "by_kind": {"server_error": 3}}
 
 
-@pytest.mark.parametrize("answer", [
-    httpx.Response(200, text='{"id": "x", "choices": [{"mess'),  # half a body
-    httpx.Response(200, text="<html><body>oops</body></html>", headers={"content-type": "text/html"}),
-    httpx.Response(200, text="not json at all"),
-    httpx.Response(200, text=""),
-    httpx.Response(200, json=[1, 2]),
-    httpx.Response(200, json={"id": "x", "choices": []}),
-    httpx.Response(200, json={"id": "x"}),
-    httpx.Response(200, json={"error": {"message": "upstream overloaded"}}),
-    httpx.Response(200, json={"choices": ["text"]}),
-    httpx.Response(200, json={"choices": [{"finish_reason": "stop"}]}),
-    httpx.Response(200, json={"choices": [{"message": {"content": 42}}]}),
-], ids=["half", "html", "prose", "empty", "list", "no-choices", "choices-missing", "error-object", "choice-str",
-        "no-message", "content-int"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(200, text='{"id": "x", "choices": [{"mess'),  # half a body
+        httpx.Response(200, text="<html><body>oops</body></html>", headers={"content-type": "text/html"}),
+        httpx.Response(200, text="not json at all"),
+        httpx.Response(200, text=""),
+        httpx.Response(200, json=[1, 2]),
+        httpx.Response(200, json={"id": "x", "choices": []}),
+        httpx.Response(200, json={"id": "x"}),
+        httpx.Response(200, json={"error": {"message": "upstream overloaded"}}),
+        httpx.Response(200, json={"choices": ["text"]}),
+        httpx.Response(200, json={"choices": [{"finish_reason": "stop"}]}),
+        httpx.Response(200, json={"choices": [{"message": {"content": 42}}]}),
+    ],
+    ids=[
+        "half",
+        "html",
+        "prose",
+        "empty",
+        "list",
+        "no-choices",
+        "choices-missing",
+        "error-object",
+        "choice-str",
+        "no-message",
+        "content-int",
+    ],
+)
 async def test_unusable_bodies_are_retried_bad_responses(waits: list[float], answer: httpx.Response) -> None:
     llm, stats = make()
     with respx.mock() as mock:
@@ -232,8 +266,14 @@ async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float]) -
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"bad_response": 2}}
 
 
-@pytest.mark.parametrize("fault", [httpx.ReadTimeout("read timed out"), httpx.ConnectTimeout("connect timed out"),
-                                   httpx.PoolTimeout("no free connection")])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        httpx.ReadTimeout("read timed out"),
+        httpx.ConnectTimeout("connect timed out"),
+        httpx.PoolTimeout("no free connection"),
+    ],
+)
 async def test_transport_timeouts_are_retried_then_fail_as_timeout(waits: list[float], fault: Exception) -> None:
     llm, stats = make(max_retries=2)
     with respx.mock() as mock:
@@ -279,11 +319,15 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(waits: list[float], monkeyp
 async def test_dropped_and_refused_connections_are_retried(waits: list[float]) -> None:
     llm, stats = make(max_retries=4)
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[httpx.ConnectError("refused"),
-                                         httpx.RemoteProtocolError("Server disconnected without sending a response."),
-                                         httpx.ReadError("connection reset by peer"),
-                                         ConnectionResetError("reset"),
-                                         ok("up")])
+        mock.post(URL).mock(
+            side_effect=[
+                httpx.ConnectError("refused"),
+                httpx.RemoteProtocolError("Server disconnected without sending a response."),
+                httpx.ReadError("connection reset by peer"),
+                ConnectionResetError("reset"),
+                ok("up"),
+            ]
+        )
         response = await llm.complete(request())
     assert response.text == "up"
     assert stats.summary() == {"requests": 5, "retries": 4, "failures": 0, "by_kind": {"connection": 4}}
@@ -313,26 +357,35 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int) -> Non
     assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"client_error": 1}}
 
 
-async def test_api_key_never_in_error_messages(waits: list[float], monkeypatch: pytest.MonkeyPatch,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+async def test_api_key_never_in_error_messages(
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     secret = "sk-live-abcdefghijklmnop123456"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     llm, _ = make(max_retries=1)
     echo = f"Incorrect API key provided: {secret}. Bearer {secret}"
     caplog.set_level("INFO", logger="spade_llm.llm")
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[err(401, echo),  # client error, raised at once
-                                         err(500, echo), err(500, echo),  # server error, logged on retry then raised
-                                         httpx.Response(200, text=f"<html>{echo}</html>"),  # unusable body
-                                         httpx.Response(200, text=f"<html>{echo}</html>")])
+        mock.post(URL).mock(
+            side_effect=[
+                err(401, echo),  # client error, raised at once
+                err(500, echo),
+                err(500, echo),  # server error, logged on retry then raised
+                httpx.Response(200, text=f"<html>{echo}</html>"),  # unusable body
+                httpx.Response(200, text=f"<html>{echo}</html>"),
+            ]
+        )
         messages = []
         for _ in range(3):
             with pytest.raises(LLMCallError) as info:
                 await llm.complete(request())
             assert info.value.__cause__ is None and info.value.__suppress_context__
             messages.append(str(info.value))
-    assert [m.split(": ")[1] for m in messages] == ["client_error", "server_error after 2 attempts",
-                                                    "bad_response after 2 attempts"]
+    assert [m.split(": ")[1] for m in messages] == [
+        "client_error",
+        "server_error after 2 attempts",
+        "bad_response after 2 attempts",
+    ]
     assert all("Incorrect API key" in m for m in messages)  # the server's words survive, the key does not
     for text in [*messages, caplog.text]:
         assert secret not in text and "abcdefghijklmnop" not in text
@@ -506,8 +559,11 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(waits: lis
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         llm, stats = make(api_base=f"http://127.0.0.1:{port}/v1", max_retries=4, timeout_s=3.0)
         try:
             for _ in range(100):
@@ -529,12 +585,24 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(waits: lis
             proc.terminate()
             _, stderr = proc.communicate(timeout=10)
     injected = json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])
-    assert set(injected["faults"]) == {"429", "500", "502", "badjson", "refusal", "truncated", "slow", "drop",
-                                       "nochoices"}
+    assert set(injected["faults"]) == {
+        "429",
+        "500",
+        "502",
+        "badjson",
+        "refusal",
+        "truncated",
+        "slow",
+        "drop",
+        "nochoices",
+    }
     summary = stats.summary()
-    assert summary == {"requests": 27, "retries": 7, "failures": 0,
-                       "by_kind": {"bad_response": 2, "connection": 1, "rate_limit": 1, "server_error": 2,
-                                   "timeout": 1}}, summary
+    assert summary == {
+        "requests": 27,
+        "retries": 7,
+        "failures": 0,
+        "by_kind": {"bad_response": 2, "connection": 1, "rate_limit": 1, "server_error": 2, "timeout": 1},
+    }, summary
     assert summary["requests"] == injected["requests"]  # every attempt reached the proxy once: nothing hidden
     assert any(w >= 1.0 for w in waits)  # the proxy's Retry-After: 1 was honoured
     assert "I'm sorry, I can't help with that." in texts  # a refusal is text for the caller to judge

@@ -51,8 +51,11 @@ class StubLLM:
         if last == "explode":
             raise RuntimeError("stand-in failure")
         finish = "length" if last == "cut" else "stop"
-        return LLMResponse(text=f"{self.profile}|{request.role}|{last}", finish_reason=finish,
-                           usage=TokenUsage(prompt_tokens=len(last), completion_tokens=3))
+        return LLMResponse(
+            text=f"{self.profile}|{request.role}|{last}",
+            finish_reason=finish,
+            usage=TokenUsage(prompt_tokens=len(last), completion_tokens=3),
+        )
 
 
 STUB = SimpleNamespace(
@@ -91,8 +94,9 @@ def chat(messages: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str
     return {"model": "default", "messages": messages or [{"role": "user", "content": "hi"}], **extra}
 
 
-def post(conn: http.client.HTTPConnection, path: str, body: Any, headers: dict[str, str] | None = None
-         ) -> tuple[int, dict[str, Any]]:
+def post(
+    conn: http.client.HTTPConnection, path: str, body: Any, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     conn.request("POST", path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
     response = conn.getresponse()
@@ -117,8 +121,10 @@ def test_models_and_a_completion_in_openai_shape() -> None:
     assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
 
 
-@pytest.mark.parametrize(("model", "profile"), [("noisy", "noisy"), ("fake/strong-solver", "strong-solver"),
-                                                ("gpt-4o", "default"), ("", "default")])
+@pytest.mark.parametrize(
+    ("model", "profile"),
+    [("noisy", "noisy"), ("fake/strong-solver", "strong-solver"), ("gpt-4o", "default"), ("", "default")],
+)
 def test_model_name_selects_the_profile(model: str, profile: str) -> None:
     with running() as server:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
@@ -128,13 +134,24 @@ def test_model_name_selects_the_profile(model: str, profile: str) -> None:
 
 def test_body_maps_onto_llm_request() -> None:
     StubLLM.seen.clear()
-    messages = [{"role": "developer", "content": "sys"},
-                {"role": "user", "content": [{"type": "text", "text": "part one, "}, {"type": "text", "text": "two"}]}]
+    messages = [
+        {"role": "developer", "content": "sys"},
+        {"role": "user", "content": [{"type": "text", "text": "part one, "}, {"type": "text", "text": "two"}]},
+    ]
     with running() as server:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        _, body = post(conn, "/chat/completions", chat(messages, temperature=0.1, max_tokens=77, seed=9,
-                                                       response_format={"type": "json_object"},
-                                                       metadata={"task_id": "t"}))
+        _, body = post(
+            conn,
+            "/chat/completions",
+            chat(
+                messages,
+                temperature=0.1,
+                max_tokens=77,
+                seed=9,
+                response_format={"type": "json_object"},
+                metadata={"task_id": "t"},
+            ),
+        )
     _, request = StubLLM.seen[-1]
     assert request.messages == [Message(role="system", content="sys"), Message(role="user", content="part one, two")]
     assert (request.temperature, request.max_tokens, request.seed, request.json_mode) == (0.1, 77, 9, True)
@@ -187,10 +204,16 @@ def test_keep_alive_reuses_one_connection() -> None:
 def test_chunked_body_expect_continue_and_connection_close() -> None:
     body = json.dumps(chat([{"role": "user", "content": "chunky"}])).encode()
     half = len(body) // 2
-    raw = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-           b"Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
-           + f"{half:x}\r\n".encode() + body[:half] + b"\r\n"
-           + f"{len(body) - half:x}\r\n".encode() + body[half:] + b"\r\n0\r\n\r\n")
+    raw = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+        + f"{half:x}\r\n".encode()
+        + body[:half]
+        + b"\r\n"
+        + f"{len(body) - half:x}\r\n".encode()
+        + body[half:]
+        + b"\r\n0\r\n\r\n"
+    )
     with running() as server, socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(raw)
         data = b""
@@ -203,8 +226,9 @@ def test_chunked_body_expect_continue_and_connection_close() -> None:
 def test_streaming_answer() -> None:
     with running() as server:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        conn.request("POST", "/v1/chat/completions",
-                     body=json.dumps(chat(stream=True, stream_options={"include_usage": True})))
+        conn.request(
+            "POST", "/v1/chat/completions", body=json.dumps(chat(stream=True, stream_options={"include_usage": True}))
+        )
         response = conn.getresponse()
         assert response.getheader("Content-Type") == "text/event-stream"
         events = [line[6:] for line in response.read().decode().split("\n") if line.startswith("data: ")]
@@ -217,8 +241,9 @@ def test_streaming_answer() -> None:
 
 async def test_sixteen_concurrent_requests_overlap() -> None:
     with running(latency=0.5) as server:
-        async with httpx.AsyncClient(base_url=server.url, timeout=10,
-                                     limits=httpx.Limits(max_connections=32)) as client:
+        async with httpx.AsyncClient(
+            base_url=server.url, timeout=10, limits=httpx.Limits(max_connections=32)
+        ) as client:
             started = time.monotonic()
             responses = await asyncio.gather(*(client.post("/chat/completions", json=chat()) for _ in range(16)))
             wall = time.monotonic() - started
@@ -246,10 +271,12 @@ async def test_through_litellm_concurrently(allow_local: None) -> None:
         first = await llm.complete(LLMRequest(messages=[Message(role="user", content="warm")], role="solver"))
         assert first.text == "default|solver|warm" and first.usage.completion_tokens == 3
         started = time.monotonic()
-        answers = await asyncio.gather(*(
-            llm.complete(LLMRequest(messages=[Message(role="user", content=str(i))], role="solver", seed=i))
-            for i in range(16)
-        ))
+        answers = await asyncio.gather(
+            *(
+                llm.complete(LLMRequest(messages=[Message(role="user", content=str(i))], role="solver", seed=i))
+                for i in range(16)
+            )
+        )
         wall = time.monotonic() - started
     assert [a.text.split("|")[2] for a in answers] == [str(i) for i in range(16)]
     assert wall < 2.0, wall
@@ -276,8 +303,11 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(allow_loca
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             for _ in range(100):
                 try:
@@ -287,8 +317,9 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(allow_loca
                     time.sleep(0.1)
             stats = LLMStats()
             config = LLMConfig(max_retries=4, backoff_s=0.05, timeout_s=2.0)
-            llm = LiteLLM(RoleConfig(model="openai/default", api_base=f"http://127.0.0.1:{port}/v1"), config,
-                          stats=stats)
+            llm = LiteLLM(
+                RoleConfig(model="openai/default", api_base=f"http://127.0.0.1:{port}/v1"), config, stats=stats
+            )
             texts, finishes = [], []
             for i in range(22):  # 22 answers + 7 retries = 29 proxy requests: the whole fault cycle
                 try:
@@ -301,8 +332,17 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(allow_loca
             proc.terminate()
             _, err = proc.communicate(timeout=10)
     injected = json.loads([line for line in err.splitlines() if line.startswith("{")][-1])
-    assert set(injected["faults"]) == {"429", "500", "502", "badjson", "refusal", "truncated", "slow", "drop",
-                                       "nochoices"}
+    assert set(injected["faults"]) == {
+        "429",
+        "500",
+        "502",
+        "badjson",
+        "refusal",
+        "truncated",
+        "slow",
+        "drop",
+        "nochoices",
+    }
     summary = stats.summary()
     assert summary["failures"] == 0, summary
     assert {"rate_limit", "server_error", "bad_response", "timeout", "connection"} <= set(summary["by_kind"]), summary
@@ -343,10 +383,13 @@ async def test_real_fake_model_through_litellm(allow_local: None) -> None:
     with running(backend=fake, seed=3) as server:
         llm, stats = litellm_for(server, model="openai/strong-solver")
         direct = fake.FakeLLM(profile="strong-solver", seed=3)
-        messages = [Message(role="system", content="You write Python."),
-                    Message(role="user", content="Write a function `add(a, b)` that returns a + b.")]
-        request = LLMRequest(messages=messages, role=fake.infer_role(messages, False), seed=11, temperature=0.2,
-                             max_tokens=512)
+        messages = [
+            Message(role="system", content="You write Python."),
+            Message(role="user", content="Write a function `add(a, b)` that returns a + b."),
+        ]
+        request = LLMRequest(
+            messages=messages, role=fake.infer_role(messages, False), seed=11, temperature=0.2, max_tokens=512
+        )
         over_http = await llm.complete(request)
         in_process = await direct.complete(request)
     assert over_http.text == in_process.text  # same profile, seed and request: the same answer

@@ -110,8 +110,12 @@ class CachedLLM:
             usage = TokenUsage.model_validate(data["usage"])
             if usage.cost is not None:
                 usage = usage.model_copy(update={"cost": 0.0})  # tokens describe the answer; this time it was free
-            return LLMResponse(text=str(data["text"]), usage=usage, finish_reason=str(data["finish_reason"]),
-                               model=str(data.get("model", self.model)))
+            return LLMResponse(
+                text=str(data["text"]),
+                usage=usage,
+                finish_reason=str(data["finish_reason"]),
+                model=str(data.get("model", self.model)),
+            )
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -122,7 +126,9 @@ class CachedLLM:
     def _store(self, key: str, response: LLMResponse) -> None:
         path = self.path_for(key)
         entry: dict[str, Any] = {
-            "text": response.text, "finish_reason": response.finish_reason, "model": response.model,
+            "text": response.text,
+            "finish_reason": response.finish_reason,
+            "model": response.model,
             "usage": response.usage.model_dump(),
         }
         try:

@@ -137,11 +137,21 @@ _KINDS = {
 # reports a refused connection or an unparsable body as a generic InternalServerError (500)
 _TIMEOUT_NAMES = {"Timeout", "APITimeoutError", "TimeoutException", "TimeoutError", "ServerTimeoutError"}
 _CONNECTION_NAMES = {
-    "APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError", "WriteError", "NetworkError",
-    "ClientConnectionError", "ServerDisconnectedError", "ConnectionError",
+    "APIConnectionError",
+    "ConnectError",
+    "RemoteProtocolError",
+    "ReadError",
+    "WriteError",
+    "NetworkError",
+    "ClientConnectionError",
+    "ServerDisconnectedError",
+    "ConnectionError",
 }
-_BAD_BODY = re.compile(r"empty or invalid response|invalid json|jsondecodeerror|expecting value|unterminated string"
-                       r"|extra data|is not valid json|unexpected content type|<html", re.I)
+_BAD_BODY = re.compile(
+    r"empty or invalid response|invalid json|jsondecodeerror|expecting value|unterminated string"
+    r"|extra data|is not valid json|unexpected content type|<html",
+    re.I,
+)
 
 
 def _chain(exc: BaseException, depth: int = 8) -> list[BaseException]:
@@ -243,8 +253,9 @@ class LiteLLM:
     one dead replica costs a retry, not a request.
     """
 
-    def __init__(self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats,
-                 policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats, policy: RetryPolicy | None = None
+    ) -> None:
         self.model = role_config.model
         self.role_config = role_config
         self.llm_config = llm_config
@@ -293,7 +304,12 @@ class LiteLLM:
             return self._to_response(response, litellm)
 
         return await complete_with_retries(
-            self.model, attempt, self.policy, self.timeout_s, self.stats, classify=classify,
+            self.model,
+            attempt,
+            self.policy,
+            self.timeout_s,
+            self.stats,
+            classify=classify,
             describe=lambda exc, limit: scrub(_describe(exc), limit),
         )
 

@@ -170,8 +170,11 @@ def parse_completion(response: httpx.Response, model: str) -> LLMResponse:
         raise BadResponse(f"message content is a {type(content).__name__}, not text")
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    tokens = TokenUsage(prompt_tokens=_int(usage.get("prompt_tokens")),
-                        completion_tokens=_int(usage.get("completion_tokens")), cost=None)
+    tokens = TokenUsage(
+        prompt_tokens=_int(usage.get("prompt_tokens")),
+        completion_tokens=_int(usage.get("completion_tokens")),
+        cost=None,
+    )
     finish = choice.get("finish_reason")
     return LLMResponse(text=text, usage=tokens, finish_reason=str(finish or "stop"), model=model)
 
@@ -198,8 +201,15 @@ class OpenAIHTTP:
     (a second ``asyncio.run``) gets a fresh client. :meth:`aclose` closes the pool.
     """
 
-    def __init__(self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats,
-                 policy: RetryPolicy | None = None, *, max_connections: int = 64) -> None:
+    def __init__(
+        self,
+        role_config: RoleConfig,
+        llm_config: LLMConfig,
+        stats: LLMStats,
+        policy: RetryPolicy | None = None,
+        *,
+        max_connections: int = 64,
+    ) -> None:
         self.model = role_config.model
         self.role_config = role_config
         self.llm_config = llm_config
@@ -221,9 +231,11 @@ class OpenAIHTTP:
             # client (the old one's loop is gone, so it cannot be closed from here; its sockets go with it)
             load_dotenv()  # OPENAI_API_KEY from .env, as the litellm provider reads it
             self._client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections,
-                                    keepalive_expiry=KEEPALIVE_EXPIRY_S),
+                limits=httpx.Limits(
+                    max_connections=self.max_connections,
+                    max_keepalive_connections=self.max_connections,
+                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                ),
                 timeout=httpx.Timeout(self.timeout_s),
                 follow_redirects=False,  # a redirect means a wrong api_base: a client_error, said at once
                 headers={"User-Agent": "spade_llm"},
@@ -251,7 +263,8 @@ class OpenAIHTTP:
         key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
         headers = {"Authorization": f"Bearer {key}"}
         response = await asyncio.wait_for(
-            client.post(url, json=body, headers=headers, timeout=httpx.Timeout(timeout)), timeout + _GRACE_S)
+            client.post(url, json=body, headers=headers, timeout=httpx.Timeout(timeout)), timeout + _GRACE_S
+        )
         if not 200 <= response.status_code < 300:
             raise StatusError(response.status_code, _error_message(response), response.headers)
         return parse_completion(response, self.model)
@@ -266,7 +279,12 @@ class OpenAIHTTP:
             return await self._attempt(body, timeout)
 
         return await complete_with_retries(
-            self.model, attempt, self.policy, self.timeout_s, self.stats, classify=classify,
+            self.model,
+            attempt,
+            self.policy,
+            self.timeout_s,
+            self.stats,
+            classify=classify,
             describe=lambda exc, limit: scrub(_describe(exc), limit),
         )
 

@@ -26,8 +26,14 @@ class CountingLLM:
         return await self.llm.complete(request)
 
 
-def get_llm(role_config: RoleConfig, llm_config: LLMConfig, *, seed: int = 0, stats: LLMStats | None = None,
-            concurrency: int = 0) -> LLM:
+def get_llm(
+    role_config: RoleConfig,
+    llm_config: LLMConfig,
+    *,
+    seed: int = 0,
+    stats: LLMStats | None = None,
+    concurrency: int = 0,
+) -> LLM:
     """Build the model for one role.
 
     ``concurrency`` (the run's requests in flight) sizes the HTTP transport's connection pool

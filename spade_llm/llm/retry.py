@@ -225,7 +225,12 @@ async def complete_with_retries(
 
     try:
         return await call_with_retries(
-            one, policy, classify=classify, retryable=RETRYABLE, on_attempt=stats.request, on_retry=on_retry,
+            one,
+            policy,
+            classify=classify,
+            retryable=RETRYABLE,
+            on_attempt=stats.request,
+            on_retry=on_retry,
             on_failure=lambda kind, exc: stats.failure(kind),
         )
     except Exception as exc:
