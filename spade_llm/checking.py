@@ -7,10 +7,11 @@ loop stays free for model requests.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from .config import SandboxConfig
+from .judge import judge
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import judge_code
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
 
@@ -35,13 +36,13 @@ class CodeChecker:
         self.validator = Validator(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    def check_sync(self, code: str, task: Task) -> ExecutionResult:
-        """Judge ``code`` on the task: its tests, or its ``check_code`` for imported benchmarks."""
-        return judge_code(self.sandbox, code, task, self.limits, self.config.test_timeout_s)
+    def check_sync(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+        """Judge ``code`` on the task's tests (``tests``: a subset by index), or its ``check_code``."""
+        return judge(self.sandbox, task, code, self.limits, self.config.test_timeout_s, tests=tests)
 
-    async def check(self, code: str, task: Task) -> ExecutionResult:
+    async def check(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         async with self._slots:
-            return await asyncio.to_thread(self.check_sync, code, task)
+            return await asyncio.to_thread(self.check_sync, task, code, tests)
 
     async def validate(self, task: Task) -> ValidationReport:
         async with self._slots:

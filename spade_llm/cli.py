@@ -74,12 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tasks-per-epoch", type=_positive(int), help="tasks asked for per epoch")
     run.add_argument("--concurrency", type=_positive(int), help="model requests and executions in flight")
     run.add_argument("--max-turns", type=_positive(int), help="solver attempts per task")
+    run.add_argument("--samples-per-task", type=_positive(int), help="independent solver episodes per task (K)")
+    run.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
     run.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
     run.add_argument("--executor", choices=["local"], help="where episodes run (local asyncio)")
     run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
     run.add_argument("--seed", type=int, help="root seed: same seed, same run")
     run.add_argument("--out", help="run directory (created; must be empty)")
-    run.add_argument("--resume", metavar="DIR", help="continue a killed or finished run in DIR")
+    run.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue a killed or finished run in DIR (only --epochs, meaning the total, --concurrency and "
+        "--api-base may change)",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the run directory")
 
     ex = sub.add_parser("exec", help="run one program in the sandbox, print its ExecutionResult as JSON")
@@ -90,20 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     ve = sub.add_parser("verify", help="validate tasks: one JSON line per task, a summary on stderr")
     ve.add_argument("tasks", help="tasks JSONL file")
-    ve.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    ve.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="backend (default: auto)")
     ve.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
+    ve.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
+    ve.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
 
     ev = sub.add_parser("evaluate", help="judge solutions (the references by default) against the tasks' tests")
     ev.add_argument("tasks", help="tasks JSONL file")
     ev.add_argument("--samples", help='JSONL of {"task_id", "completion"} or {"task_id", "code"}')
-    ev.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    ev.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="backend (default: auto)")
     ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
+    ev.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
+    ev.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
 
     so = sub.add_parser("solve", help="the solver alone on existing tasks (e.g. an imported benchmark)")
     so.add_argument("tasks", help="tasks JSONL file")
     so.add_argument("--model", required=True, help="solver model (litellm string, or fake/<profile>)")
     so.add_argument("--api-base", help="endpoint of an OpenAI-compatible server")
     so.add_argument("--max-turns", type=_positive(int), help="attempts per task")
+    so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
     so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
     so.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
     so.add_argument("--config", help="YAML config overriding configs/default.yaml")
@@ -173,30 +185,32 @@ def _sandbox(name: str) -> Any:
 # -- commands --------------------------------------------------------------------------------
 
 
+RUN_FLAGS = {
+    "model": "generator.model",
+    "api_base": "generator.api_base",
+    "generator_model": "generator.model",
+    "epochs": "controller.epochs",
+    "tasks_per_epoch": "controller.tasks_per_epoch",
+    "concurrency": "controller.concurrency",
+    "max_turns": "solver.max_turns",
+    "samples_per_task": "solver.samples_per_task",
+    "goal": "curriculum.goal",
+    "sandbox": "sandbox.backend",
+    "executor": "executor",
+    "prompts": "prompts_dir",
+    "seed": "seed",
+}
+"""``spade run`` flag -> the config key it sets (``--model`` and ``--api-base`` set the solver's too)."""
+RUN_SOLVER_FLAGS = {"model": "solver.model", "api_base": "solver.api_base", "solver_model": "solver.model"}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
     from .session import Session, load_resumed_config
     from .store import RunDir
 
-    overrides = _overrides(
-        args,
-        {
-            "model": "generator.model",
-            "api_base": "generator.api_base",
-            "generator_model": "generator.model",
-            "epochs": "controller.epochs",
-            "tasks_per_epoch": "controller.tasks_per_epoch",
-            "concurrency": "controller.concurrency",
-            "max_turns": "solver.max_turns",
-            "sandbox": "sandbox.backend",
-            "executor": "executor",
-            "prompts": "prompts_dir",
-            "seed": "seed",
-        },
-    )
-    solver_overrides = _overrides(
-        args, {"model": "solver.model", "api_base": "solver.api_base", "solver_model": "solver.model"}
-    )
+    overrides = _overrides(args, RUN_FLAGS)
+    solver_overrides = _overrides(args, RUN_SOLVER_FLAGS)
     overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
 
     if args.resume:
@@ -205,6 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.config:
             raise UserError("--config cannot change a run being resumed; flags like --epochs can")
         run = RunDir.open_existing(args.resume)
+        stored = run.read_yaml("config.yaml")
+        stored = stored if isinstance(stored, dict) else {}
+        _check_resume_flags(args, stored, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()])
         config = load_resumed_config(run, overrides)
         session = Session(config)
     else:
@@ -228,22 +245,56 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(run.path)
         return 0
     summary = json.loads((run.path / "summary.json").read_text())
-    lines = ["", "epoch  difficulty  accepted  pass  first-try  turns  reward"]
+    lines = ["", "epoch  difficulty  accepted  episodes  pass  first-try  turns  reward"]
     for m in metrics:
         lines.append(
-            f"{m.epoch:>5}  {m.difficulty:>10.2f}  {m.tasks_accepted:>4}/{m.tasks_proposed:<3}  "
-            f"{m.pass_rate:>4.0%}  {m.first_try_pass_rate:>9.0%}  {m.mean_turns:>5.2f}  {m.mean_reward:>+6.2f}"
+            f"{m.epoch:>5}  {m.difficulty:>10.2f}  {m.tasks_accepted:>4}/{m.tasks_proposed:<3}  {m.episodes:>8}  "
+            f"{_fmt(m.pass_rate, '4.0%')}  {_fmt(m.first_try_pass_rate, '9.0%')}  {_fmt(m.mean_turns, '5.2f')}  "
+            f"{_fmt(m.mean_reward, '+6.2f')}"
         )
     lines += [
         "",
         f"{summary['tasks_accepted']} tasks accepted, {summary['tasks_rejected']} rejected "
-        f"{summary['rejected_by_reason']}, {summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%}"
-        f" ({time.monotonic() - started:.1f}s)",
+        f"{summary['rejected_by_reason']}, {summary['trajectories']} trajectories, pass rate "
+        f"{_fmt(summary['pass_rate'], '.0%')} ({time.monotonic() - started:.1f}s)",
         f"run directory: {run.path}",
-        "  tasks.jsonl  trajectories.jsonl  metrics.jsonl  rejected.jsonl  summary.json  manifest.json  config.yaml",
+        "  tasks.jsonl  trajectories.jsonl  task_stats.jsonl  metrics.jsonl  rejected.jsonl  summary.json"
+        "  manifest.json  config.yaml",
     ]
     print("\n".join(lines))
     return 0
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    """A number for a table; 'n/a' (right-aligned to the spec's width) when nothing was measured."""
+    if value is None:
+        width = int("".join(ch for ch in spec.split(".")[0] if ch.isdigit()) or 0)
+        return "n/a".rjust(width)
+    return format(value, spec)
+
+
+RESUMABLE = {"epochs", "concurrency", "api_base"}
+"""Flags a resume may change: how long and how fast the run goes, and where the model is, never what it is."""
+
+
+def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
+    """A one-line error for a flag that would change what a resumed run is (its seed, models, size...).
+
+    A flag that repeats the stored value is accepted (scripts that resume with their original flags).
+    """
+    for dest, path in pairs:
+        value = getattr(args, dest, None)
+        if value is None or dest in RESUMABLE:
+            continue
+        node: Any = stored
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node != value:
+            flag = "--" + dest.replace("_", "-")
+            raise UserError(
+                f"{flag} cannot change a run being resumed (it was started with {node!r}); "
+                "only --epochs (the total), --concurrency and --api-base can"
+            )
 
 
 def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any]:
@@ -275,6 +326,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 "model": "solver.model",
                 "api_base": "solver.api_base",
                 "max_turns": "solver.max_turns",
+                "samples_per_task": "solver.samples_per_task",
                 "concurrency": "controller.concurrency",
                 "sandbox": "sandbox.backend",
                 "prompts": "prompts_dir",
@@ -283,14 +335,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
         ),
     )
     with Session(config, need_generator=False) as session:
-        if args.out and Path(args.out, "trajectories.jsonl").exists():
-            run = RunDir.open_existing(args.out)
-        else:
-            run = RunDir.create(args.out, config.runs_dir)
-        summary = session.solve(tasks, run, log=lambda m: print(m, file=sys.stderr, flush=True))
+        resumed = bool(args.out) and Path(args.out, "trajectories.jsonl").exists()
+        run = RunDir.open_existing(args.out) if resumed else RunDir.create(args.out, config.runs_dir)
+        summary = session.solve(tasks, run, resumed=resumed, log=lambda m: print(m, file=sys.stderr, flush=True))
     print(
-        f"{summary['trajectories']} trajectories, pass rate {summary['pass_rate']:.0%} "
-        f"(first try {summary['first_try_pass_rate']:.0%}) -> {run.path}"
+        f"{summary['trajectories']} trajectories, pass rate {_fmt(summary['pass_rate'], '.0%')} "
+        f"(first try {_fmt(summary['first_try_pass_rate'], '.0%')}) -> {run.path}"
     )
     return 0
 
@@ -324,14 +374,16 @@ def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    # no config import here: these commands start fast (pydantic config models cost ~0.2 s)
-    from .sandbox.base import Limits
-    from .sandbox.runner import DEFAULT_TEST_TIMEOUT_S
+    # the config models are imported only with --config: these commands start fast (~0.2 s saved)
+    from .judge import load_settings
     from .validation import Validator
 
+    settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks)
-    sandbox = _sandbox(args.sandbox)
-    validator = Validator(sandbox, Limits(), DEFAULT_TEST_TIMEOUT_S)
+    if not tasks:
+        raise UserError(f"{args.tasks}: no tasks in the file, nothing to verify")
+    sandbox = _sandbox(settings.backend)
+    validator = Validator(sandbox, settings.limits, settings.test_timeout_s)
     valid = 0
     reasons: dict[str, int] = {}
     try:
@@ -385,29 +437,33 @@ def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .sandbox.base import Limits
-    from .sandbox.runner import judge_code
+    from .judge import Judge, final_status, load_settings
 
+    settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks)
+    if not tasks:
+        raise UserError(f"{args.tasks}: no tasks in the file, nothing to judge")
     by_id = {t.task_id: t for t in tasks}
     samples = _read_samples(args.samples, by_id) if args.samples else [(t, t.reference_code) for t in tasks]
-    sandbox = _sandbox(args.sandbox)
-    limits = Limits()
+    if not samples:
+        raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
+    sandbox = _sandbox(settings.backend)
+    judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
     per_task: dict[str, list[bool]] = {}
     try:
         for (task, _code), result in zip(
-            samples,
-            _run_concurrently(lambda s: judge_code(sandbox, s[1], s[0], limits), samples, args.concurrency),
-            strict=True,
+            samples, _run_concurrently(lambda s: judge(s[0], s[1]), samples, args.concurrency), strict=True
         ):
-            passed = result.all_passed
+            status = final_status(result)
+            passed = status == "passed"
             per_task.setdefault(task.task_id, []).append(passed)
             print(
                 json.dumps(
                     {
                         "task_id": task.task_id,
                         "passed": passed,
-                        "status": result.status,
+                        "status": status,
+                        "exec_status": result.status,
                         "tests_passed": result.tests_passed,
                         "tests_total": result.tests_total,
                     }

@@ -56,6 +56,13 @@ class SolverConfig(RoleConfig):
     """How many of a task's tests the solver sees and gets feedback on; the rest stay hidden."""
     stderr_tail_lines: int = Field(default=15, ge=1)
     """How many trailing lines of stderr a repair prompt quotes."""
+    samples_per_task: int = Field(default=1, ge=1)
+    """Independent episodes per accepted task (K): each has its own seed, so samples differ; the
+    per-task pass rate over them feeds ``task_stats.jsonl`` (learnability, GRPO groups, DPO pairs)."""
+    task_budget_s: float | None = Field(default=None, gt=0)
+    """Most seconds the solver may spend on one task, all turns and samples together (model time
+    included); a sample that starts past it ends at once, recorded with the ``budget_exhausted``
+    flag. Unset: no limit beyond each execution's and request's own."""
 
 
 class LLMConfig(_Section):
@@ -113,8 +120,11 @@ class ControllerConfig(_Section):
     """Pass-rate band to stay in: above it tasks get harder, below it easier."""
     difficulty_step: float = Field(default=0.1, gt=0.0, le=1.0)
     """How far the target difficulty moves per epoch when the pass rate leaves the band."""
-    history_epochs: int = Field(default=2, ge=1)
-    """How many recent epochs' pass rates steer the difficulty."""
+    min_episodes: int = Field(default=4, ge=1)
+    """An epoch with fewer episodes than this is too small to measure: the difficulty stays."""
+    epoch_budget_s: float | None = Field(default=None, gt=0)
+    """Most seconds one epoch may take; when it runs out, the epoch asks for no more tasks and
+    starts no new episode, finishes what runs, and records a warning. Unset: no limit."""
     novelty_threshold: float = Field(default=0.9, gt=0.0, le=1.0)
     """A task whose code is at least this similar to an accepted one is rejected as a duplicate."""
 
@@ -124,6 +134,34 @@ class ControllerConfig(_Section):
         if not 0.0 <= lo < hi <= 1.0:
             raise ValueError(f"band must satisfy 0 <= low < high <= 1, got {list(self.band)}")
         return self
+
+
+class CurriculumConfig(_Section):
+    """What the generator is asked for, epoch after epoch."""
+
+    goal: str | None = None
+    """The capability the tasks should train, in words (e.g. "dynamic programming on strings"); every
+    proposal prompt carries it."""
+    topics: list[str] | None = None
+    """Focus topics handed round an epoch's requests; unset: the built-in list (strings, lists, ...)."""
+    kinds: list[Literal["induction"]] = Field(default_factory=lambda: ["induction"])  # type: ignore[arg-type]
+    """Task kinds to propose, handed round an epoch's requests (``induction``: write the function)."""
+
+    @model_validator(mode="after")
+    def _topics_not_empty(self) -> CurriculumConfig:
+        if self.topics is not None and not [t for t in self.topics if t.strip()]:
+            raise ValueError("topics must name at least one topic (or be left unset)")
+        if not self.kinds:
+            raise ValueError("kinds must name at least one task kind")
+        return self
+
+
+class HooksConfig(_Section):
+    """Code run at points of the loop, as ``module:function`` entries."""
+
+    on_epoch_end: list[str] = Field(default_factory=list)
+    """Called after each epoch's metrics are written, with one ``EpochEnd`` argument (run directory,
+    epoch, metrics row, config): exports, reports, a trainer step. A hook that raises stops the run."""
 
 
 class RewardConfig(_Section):
@@ -158,8 +196,12 @@ class RunConfig(_Section):
     """Where and under which limits programs run."""
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     """Epochs, difficulty band and concurrency."""
+    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    """Goal, topics and task kinds the generator is asked for."""
     reward: RewardConfig = Field(default_factory=RewardConfig)
     """Shape of the reward."""
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    """Code run at points of the loop (``on_epoch_end``)."""
     executor: Literal["local"] = "local"
     """Where episodes run: ``local`` (asyncio in this process; the only executor so far)."""
     prompts_dir: str | None = None

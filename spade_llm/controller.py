@@ -1,71 +1,48 @@
-"""Stage 5: the evolution loop. Each epoch proposes, validates, de-duplicates, solves and adapts.
+"""Stage 5: the evolution loop. Epoch after epoch: plan -> propose -> validate -> de-duplicate ->
+episodes -> records -> metrics -> hooks.
 
-The target difficulty follows the solver: when recent pass rates leave the band it moves, so
-tasks stay at the edge of what the solver can do. Everything an epoch produces is appended to
-the run directory as soon as it exists; a killed run resumes where it stopped without
-duplicating or losing records (accepted tasks are written per epoch in one batch, trajectories
-one by one).
+Every record is appended to the run directory as soon as it exists, and every record is a
+function of the seed and of earlier records only (never of timing): the epoch's plan is computed
+from earlier epochs and written first, each generator answer is kept in ``proposals.jsonl`` before
+its candidates are judged, candidates are decided in (request, position) order, and episodes are
+keyed by (task, sample). A run killed anywhere and resumed therefore writes exactly the records
+the uninterrupted run writes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .checking import CodeChecker
 from .config import RunConfig
+from .curriculum import Curriculum, EpochPlan, History
 from .evaluator import (
     count_reasons,
     first_try_pass_rate,
+    learnability,
     mean_reward,
     mean_turns,
-    next_difficulty,
     novelty,
     pass_rate,
     similarity,
     task_fingerprint,
 )
+from .executors import Executor, WorkItem
 from .generator import Generator, Proposal, ProposalContext
+from .hooks import EpochEnd, EpochHook, call_epoch_hooks
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
-from .seeding import derive_seed
-from .solver import Solver
-from .store import METRICS, REJECTED, TASKS, TRAJECTORIES, RunDir
-from .types import EpochMetrics, Rejection, Task, TokenUsage, Trajectory
+from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir
+from .types import EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory
 from .validation import ValidationReport
 
-TOPICS = (
-    "strings",
-    "lists",
-    "arithmetic",
-    "recursion",
-    "dynamic programming",
-    "parsing",
-    "dictionaries",
-    "sorting and searching",
-    "bit manipulation",
-    "matrices",
-    "intervals",
-    "simulation",
-    "stacks",
-    "graphs",
-)
-"""Focus topics handed round the concurrent proposal requests of an epoch: requests that cannot
-see each other's answers would otherwise converge on the same few favourite exercises."""
-
-
-def focus_topics(seed: int, epoch: int, n_requests: int, avoid: list[str]) -> list[str]:
-    """One topic per request: a seeded rotation of ``TOPICS``, saturated ones last."""
-    start = derive_seed(seed, "topics", epoch) % len(TOPICS)
-    rotation = [TOPICS[(start + i) % len(TOPICS)] for i in range(len(TOPICS))]
-    saturated = {a.replace("_", " ").lower() for a in avoid}
-    fresh = [t for t in rotation if t not in saturated] or rotation
-    return [fresh[i % len(fresh)] for i in range(n_requests)]
+REQUEST_FAILED = -1
+"""Position of a rejection that stands for a whole failed request (no candidate came out of it)."""
 
 
 class LimitedLLM:
@@ -81,183 +58,253 @@ class LimitedLLM:
             return await self.llm.complete(request)
 
 
+def task_epoch(task: Task) -> int:
+    return int(task.meta.get("epoch", -1))
+
+
+def _decision_key(request_index: int | None, position: int | None) -> tuple[int, int]:
+    return (request_index if request_index is not None else -1, position if position is not None else REQUEST_FAILED)
+
+
 @dataclass
 class RunState:
-    """What the run directory already holds (empty for a new run)."""
+    """What the run directory holds (empty for a new run)."""
 
     tasks: list[Task] = field(default_factory=list)
     trajectories: list[Trajectory] = field(default_factory=list)
     metrics: list[EpochMetrics] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    task_stats: list[TaskStats] = field(default_factory=list)
+    plans: dict[int, EpochPlan] = field(default_factory=dict)
+    proposals: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    """(epoch, request index) -> the ``proposals.jsonl`` row."""
 
     @classmethod
     def load(cls, run: RunDir) -> RunState:
         state = cls(
             tasks=[Task.model_validate(r) for r in run.read(TASKS)],
-            trajectories=[Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)],
             metrics=[EpochMetrics.model_validate(r) for r in run.read(METRICS)],
             rejected=[Rejection.model_validate(r) for r in run.read(REJECTED)],
+            task_stats=[TaskStats.model_validate(r) for r in run.read(TASK_STATS)],
         )
-        # keep one trajectory per task if a crash ever wrote two
-        unique: dict[str, Trajectory] = {}
-        for t in state.trajectories:
-            unique.setdefault(t.task_id, t)
+        unique: dict[tuple[str, int], Trajectory] = {}
+        for row in run.read(TRAJECTORIES):
+            t = Trajectory.model_validate(row)
+            unique.setdefault((t.task_id, t.sample_index), t)  # one per episode if a crash ever wrote two
         state.trajectories = list(unique.values())
+        for row in run.read(PLANS):
+            plan = EpochPlan.model_validate(row)
+            state.plans.setdefault(plan.epoch, plan)
+        for row in run.read(PROPOSALS):
+            state.proposals.setdefault((int(row["epoch"]), int(row["request_index"])), row)
         return state
 
 
-def task_epoch(task: Task) -> int:
-    return int(task.meta.get("epoch", -1))
-
-
 class Controller:
-    """Wires generator -> validation -> solver -> evaluator -> store, epoch after epoch."""
+    """Wires curriculum -> generator -> validation -> executor -> evaluator -> store, epoch after epoch."""
 
     def __init__(
         self,
         config: RunConfig,
         run: RunDir,
         generator: Generator,
-        solver: Solver,
+        executor: Executor,
         checker: CodeChecker,
         stats: LLMStats,
         *,
+        curriculum: Curriculum | None = None,
+        hooks: list[tuple[str, EpochHook]] | None = None,
         log: Callable[[str], None] = print,
     ) -> None:
         self.config = config
         self.run = run
         self.generator = generator
-        self.solver = solver
+        self.executor = executor
         self.checker = checker
         self.stats = stats
+        self.curriculum = curriculum or Curriculum(config)
+        self.hooks = hooks or []
         self.log = log
         self.state = RunState.load(run)
         previous = run.read_json("summary.json")
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
         self.fingerprints = [task_fingerprint(t.reference_code) for t in self.state.tasks]
-        self.usage = sum((t.usage for t in self.state.trajectories), TokenUsage())
-        self._episodes = asyncio.Semaphore(config.controller.concurrency)
-        self.generator_usage: dict[int, TokenUsage] = {}
-        """Tokens of each epoch's proposals (in memory: an epoch resumed after proposing counts none)."""
+        self._episode_slots = asyncio.Semaphore(config.controller.concurrency)
+        self._task_clock: dict[str, float] = {}
+        self._warnings: dict[int, list[str]] = defaultdict(list)
+        """Warnings of the running epoch that only timing can cause (budgets)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
     async def run_all(self) -> list[EpochMetrics]:
-        c = self.config.controller
-        start = len(self.state.metrics)
-        for epoch in range(start, c.epochs):
-            row = await self.run_epoch(epoch, self.difficulty_for(epoch))
-            self.log(
-                f"epoch {epoch}: difficulty {row.difficulty:.2f}  accepted {row.tasks_accepted}/{row.tasks_proposed}"
-                f"  pass {row.pass_rate:.0%} (first try {row.first_try_pass_rate:.0%})  turns {row.mean_turns:.2f}"
-                f"  reward {row.mean_reward:+.2f}  novelty {row.novelty:.2f}"
-            )
+        for epoch in range(len(self.state.metrics), self.config.controller.epochs):
+            row = await self.run_epoch(epoch)
+            self.log(describe_epoch(row))
         self.write_summary(done=True)
         return self.state.metrics
 
-    def difficulty_for(self, epoch: int) -> float:
-        c = self.config.controller
-        if epoch == 0 or not self.state.metrics:
-            return c.initial_difficulty
-        return self.state.metrics[epoch - 1].next_difficulty
+    def history(self, epoch: int) -> History:
+        """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
+        earlier = [t for t in self.state.tasks if task_epoch(t) < epoch]
+        earlier.sort(key=lambda t: (task_epoch(t), *_decision_key(t.meta.get("request_index"), t.meta.get("position"))))
+        return History(tasks=earlier, metrics=[m for m in self.state.metrics if m.epoch < epoch])
 
-    async def run_epoch(self, epoch: int, difficulty: float) -> EpochMetrics:
+    def plan_for(self, epoch: int) -> EpochPlan:
+        plan = self.state.plans.get(epoch)
+        if plan is None:
+            plan = self.curriculum.plan(epoch, self.history(epoch))
+            self.run.append(PLANS, [plan.model_dump(mode="json")])  # before the first request
+            self.state.plans[epoch] = plan
+        return plan
+
+    async def run_epoch(self, epoch: int) -> EpochMetrics:
         """Propose, validate, de-duplicate and solve one epoch as a stream.
 
-        Each proposal is validated as soon as it arrives and each accepted task is solved as soon
-        as it is accepted, so the model never waits on a whole epoch's sandbox work. Acceptance
-        itself is decided in (request, position) order, whatever the order answers arrive in, so
-        the duplicate gate, and with it the run, does not depend on timing.
+        Each proposal is validated as soon as it arrives and each accepted task's samples start as
+        soon as it is accepted; acceptance itself is decided in (request, position) order, whatever
+        the order answers arrive in, so the duplicate gate, and with it the run, does not depend on
+        timing.
         """
         started = time.monotonic()
-        solving: list[asyncio.Task[None]] = []
-        done = {t.task_id for t in self.state.trajectories}
-        for task in self.state.tasks:  # resume: accepted before the kill, not yet solved
-            if task_epoch(task) == epoch and task.task_id not in done:
-                solving.append(asyncio.create_task(self.solve_one(task, epoch)))
-        await self.propose_and_validate(epoch, difficulty, solving)
-        await asyncio.gather(*solving)
-        tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
-        row = self.epoch_metrics(epoch, difficulty, tasks, time.monotonic() - started)
+        budget = self.config.controller.epoch_budget_s
+        deadline = time.time() + budget if budget is not None else None
+        plan = self.plan_for(epoch)
+        episodes: list[asyncio.Task[None]] = []
+        for task in self.state.tasks:  # resume: accepted before the kill, samples still to run
+            if task_epoch(task) == epoch:
+                episodes.extend(self.start_samples(task, epoch, deadline))
+        await self.propose_and_decide(epoch, plan, deadline, episodes)
+        await asyncio.gather(*episodes)
+        for task in self.state.tasks:  # a kill between an episode and its stats row leaves it to write
+            if task_epoch(task) == epoch:
+                self.maybe_write_stats(task, force=True)
+        row = self.epoch_metrics(epoch, plan, time.monotonic() - started)
         self.run.append(METRICS, [row.model_dump(mode="json")])
         self.state.metrics.append(row)
         self.write_summary(done=False)
+        call_epoch_hooks(self.hooks, EpochEnd(self.run.path, epoch, row, self.config))
         return row
 
-    def decided_requests(self, epoch: int) -> set[int]:
-        """Requests of ``epoch`` with a decision on disk: a resumed epoch does not ask them again."""
-        tasks = {
-            int(t.meta["request_index"])
-            for t in self.state.tasks
-            if task_epoch(t) == epoch and isinstance(t.meta.get("request_index"), int)
-        }
-        rejected = {r.request_index for r in self.state.rejected if r.epoch == epoch and r.request_index is not None}
-        return tasks | rejected
+    # -- proposals and decisions -----------------------------------------------------------------
 
-    async def propose_and_validate(self, epoch: int, difficulty: float, solving: list[asyncio.Task[None]]) -> None:
-        c = self.config.controller
-        n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
-        examples = (
-            self.state.tasks[-self.config.generator.examples_shown :] if self.config.generator.examples_shown else []
-        )
-        avoid = self.saturated_tags()
-        topics = focus_topics(self.config.seed, epoch, n_requests, avoid)
-        skip = self.decided_requests(epoch)
-        contexts = [
-            ProposalContext(
-                epoch=epoch,
-                request_index=i,
-                focus=topics[i],
-                n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
-                difficulty=difficulty,
-                capability=self.recent_pass_rate(),
-                examples=examples,
-                avoid_tags=avoid,
-                seed=self.config.seed,
-            )
-            for i in range(n_requests)
-            if i not in skip
-        ]
+    def decided(self, epoch: int) -> set[tuple[int, int]]:
+        """(request, position) pairs of ``epoch`` with a decision on disk."""
+        keys = {
+            _decision_key(t.meta.get("request_index"), t.meta.get("position"))
+            for t in self.state.tasks
+            if task_epoch(t) == epoch
+        }
+        keys |= {_decision_key(r.request_index, r.position) for r in self.state.rejected if r.epoch == epoch}
+        return keys
+
+    async def propose_and_decide(
+        self, epoch: int, plan: EpochPlan, deadline: float | None, episodes: list[asyncio.Task[None]]
+    ) -> None:
+        by_id = {t.task_id: t for t in self.state.tasks}
+        examples = [by_id[i] for i in plan.example_ids if i in by_id]
+        decided = self.decided(epoch)
+
+        async def answer(ctx: ProposalContext) -> Proposal:
+            kept = self.state.proposals.get((epoch, ctx.request_index))
+            if kept is not None:  # answered before a kill: judged again, not asked again
+                return Proposal.from_record(kept)
+            proposal = await self.generator.propose(ctx)
+            row = proposal.record(epoch, ctx.n)
+            self.run.append(PROPOSALS, [row])  # before any of its candidates is decided
+            self.state.proposals[(epoch, ctx.request_index)] = row
+            return proposal
 
         async def propose(ctx: ProposalContext) -> tuple[Proposal, list[asyncio.Task[ValidationReport] | None]]:
-            proposal = await self.generator.propose(ctx)
+            proposal = await answer(ctx)
             checks = [
-                asyncio.create_task(self.checker.validate(cand.task)) if cand.task is not None else None
-                for cand in proposal.candidates
+                asyncio.create_task(self.checker.validate(c.task))
+                if c.task is not None and _decision_key(ctx.request_index, c.position[1]) not in decided
+                else None
+                for c in proposal.candidates
             ]
             return proposal, checks
 
+        contexts = [
+            ProposalContext(
+                epoch=epoch,
+                request_index=r.request_index,
+                n=r.n,
+                difficulty=plan.target_difficulty,
+                capability=plan.capability,
+                examples=examples,
+                avoid_tags=plan.avoid_tags,
+                seed=r.seed,
+                focus=r.focus,
+                goal=plan.goal,
+                kind=r.kind,
+                run_seed=self.config.seed,
+            )
+            for r in plan.requests
+        ]
         pending = [asyncio.create_task(propose(ctx)) for ctx in contexts]
-        usage = self.generator_usage.setdefault(epoch, TokenUsage())
-        for ctx, future in zip(contexts, pending, strict=True):  # decisions in request order
-            proposal, checks = await future
-            usage = usage + TokenUsage(prompt_tokens=proposal.usage_prompt, completion_tokens=proposal.usage_completion)
-            self.generator_usage[epoch] = usage
-            if proposal.failure:
-                self.reject(
-                    Rejection(
-                        epoch=epoch, request_index=ctx.request_index, reason=proposal.failure, detail=proposal.detail
+        try:
+            for ctx, future in zip(contexts, pending, strict=True):  # decisions in request order
+                outcome = await self._until(deadline, future)
+                if outcome is None:
+                    self._warnings[epoch].append(
+                        f"epoch budget of {self.config.controller.epoch_budget_s:g} s ran out: requests "
+                        f"{ctx.request_index}..{len(contexts) - 1} not decided"
                     )
-                )
-            for cand, check in zip(proposal.candidates, checks, strict=True):
-                if cand.task is None or check is None:
-                    raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
+                    return
+                proposal, checks = outcome
+                if proposal.failure and _decision_key(ctx.request_index, None) not in decided:
                     self.reject(
                         Rejection(
                             epoch=epoch,
                             request_index=ctx.request_index,
-                            reason=cand.reason or "invalid_task",
-                            detail=cand.detail,
-                            task=raw,
+                            reason=proposal.failure,
+                            detail=proposal.detail,
+                            answer=proposal.text or None,
                         )
                     )
-                    continue
-                accepted = self.decide(cand.task, await check, ctx.request_index)
-                if accepted is not None:
-                    solving.append(asyncio.create_task(self.solve_one(accepted, epoch)))
+                for cand, check in zip(proposal.candidates, checks, strict=True):
+                    position = cand.position[1]
+                    if _decision_key(ctx.request_index, position) in decided:
+                        continue
+                    if cand.task is None or check is None:
+                        raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
+                        self.reject(
+                            Rejection(
+                                epoch=epoch,
+                                request_index=ctx.request_index,
+                                position=position,
+                                reason=cand.reason or "invalid_task",
+                                detail=cand.detail,
+                                task=raw,
+                            )
+                        )
+                        continue
+                    report = await self._until(deadline, check)
+                    if report is None:
+                        self._warnings[epoch].append(
+                            f"epoch budget of {self.config.controller.epoch_budget_s:g} s ran out during validation"
+                        )
+                        return
+                    accepted = self.decide(cand.task, report, ctx.request_index, position)
+                    if accepted is not None:
+                        episodes.extend(self.start_samples(accepted, epoch, deadline))
+        finally:
+            for future in pending:
+                future.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
-    def decide(self, task: Task, report: ValidationReport, request_index: int) -> Task | None:
+    @staticmethod
+    async def _until(deadline: float | None, future: asyncio.Future[Any]) -> Any:
+        """The future's result, or None when ``deadline`` (wall clock) passes first."""
+        if deadline is None:
+            return await future
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=max(0.0, deadline - time.time()))
+        except asyncio.TimeoutError:
+            return None
+
+    def decide(self, task: Task, report: ValidationReport, request_index: int, position: int) -> Task | None:
         """Accept a validated candidate unless it failed a gate or nearly copies an accepted task."""
         epoch = task_epoch(task)
         if not report.valid or report.task is None:
@@ -265,6 +312,7 @@ class Controller:
                 Rejection(
                     epoch=epoch,
                     request_index=request_index,
+                    position=position,
                     reason=report.reason or "invalid",
                     detail=report.detail,
                     task_id=task.task_id,
@@ -279,6 +327,7 @@ class Controller:
                 Rejection(
                     epoch=epoch,
                     request_index=request_index,
+                    position=position,
                     reason="duplicate",
                     task_id=task.task_id,
                     task=task.dump(),
@@ -286,7 +335,9 @@ class Controller:
                 )
             )
             return None
-        accepted = report.task.model_copy(update={"meta": {**report.task.meta, "request_index": request_index}})
+        accepted = report.task.model_copy(
+            update={"meta": {**report.task.meta, "request_index": request_index, "position": position}}
+        )
         self.fingerprints.append(fp)
         self.state.tasks.append(accepted)
         self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
@@ -296,61 +347,107 @@ class Controller:
         self.state.rejected.append(rejection)
         self.run.append(REJECTED, [rejection.model_dump(mode="json")])
 
-    async def solve_one(self, task: Task, epoch: int) -> None:
-        async with self._episodes:
-            trajectory = await self.solver.solve(task, epoch)
+    # -- episodes ----------------------------------------------------------------------------------
+
+    def start_samples(self, task: Task, epoch: int, deadline: float | None) -> list[asyncio.Task[None]]:
+        """One episode per sample of ``task`` that has no trajectory yet."""
+        done = {t.sample_index for t in self.state.trajectories if t.task_id == task.task_id}
+        return [
+            asyncio.create_task(self.run_episode(task, epoch, k, deadline))
+            for k in range(self.config.solver.samples_per_task)
+            if k not in done
+        ]
+
+    async def run_episode(self, task: Task, epoch: int, sample_index: int, epoch_deadline: float | None) -> None:
+        async with self._episode_slots:
+            now = time.time()
+            if epoch_deadline is not None and now >= epoch_deadline:
+                self._warnings[epoch].append(f"epoch budget ran out: {task.task_id} sample {sample_index} not run")
+                return
+            budget = self.config.solver.task_budget_s
+            task_deadline = self._task_clock.setdefault(task.task_id, now) + budget if budget is not None else None
+            deadlines = [d for d in (epoch_deadline, task_deadline) if d is not None]
+            item = WorkItem(task, epoch, sample_index, min(deadlines) if deadlines else None)
+            trajectory = await self.executor.run(item)
         self.run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
         self.state.trajectories.append(trajectory)
-        self.usage = self.usage + trajectory.usage
+        self.maybe_write_stats(task)
 
-    # -- steering ------------------------------------------------------------------------------
+    def maybe_write_stats(self, task: Task, *, force: bool = False) -> None:
+        """Append the task's ``task_stats`` row once all its samples are judged (``force``: once the
+        epoch is over, with the samples it has, if a budget left some unrun)."""
+        if any(s.task_id == task.task_id for s in self.state.task_stats):
+            return
+        trajs = [t for t in self.state.trajectories if t.task_id == task.task_id]
+        if not trajs or (len(trajs) < self.config.solver.samples_per_task and not force):
+            return
+        passed = sum(t.final_status == "passed" for t in trajs)
+        stats = TaskStats(
+            task_id=task.task_id,
+            epoch=task_epoch(task),
+            kind=task.kind,
+            samples=len(trajs),
+            passed=passed,
+            pass_rate=round(passed / len(trajs), 6),
+            learnability=learnability(passed, len(trajs)),
+            mean_turns=round(sum(len(t.attempts) for t in trajs) / len(trajs), 4),
+        )
+        self.state.task_stats.append(stats)
+        self.run.append(TASK_STATS, [stats.model_dump(mode="json")])
 
-    def recent_pass_rate(self) -> float:
-        rates = [m.pass_rate for m in self.state.metrics[-self.config.controller.history_epochs :]]
-        return sum(rates) / len(rates) if rates else 0.5
+    # -- metrics -------------------------------------------------------------------------------------
 
-    def saturated_tags(self, share: float = 0.3) -> list[str]:
-        """Tags on more than ``share`` of accepted tasks: the generator is asked to go elsewhere."""
-        if len(self.state.tasks) < 6:
-            return []
-        counts = Counter(tag for t in self.state.tasks for tag in set(t.tags))
-        return sorted(tag for tag, n in counts.items() if n / len(self.state.tasks) > share)
-
-    def epoch_metrics(self, epoch: int, difficulty: float, tasks: list[Task], wall_s: float) -> EpochMetrics:
+    def epoch_metrics(self, epoch: int, plan: EpochPlan, wall_s: float) -> EpochMetrics:
+        tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
         ids = {t.task_id for t in tasks}
         trajs = [t for t in self.state.trajectories if t.task_id in ids]
         rejected = [r for r in self.state.rejected if r.epoch == epoch]
+        proposals = [row for (e, _), row in sorted(self.state.proposals.items()) if e == epoch]
         earlier = [task_fingerprint(t.reference_code) for t in self.state.tasks if task_epoch(t) < epoch]
-        rate = pass_rate(trajs)
-        history = [m.pass_rate for m in self.state.metrics[-(self.config.controller.history_epochs - 1) :]]
-        history = history if self.config.controller.history_epochs > 1 else []
-        c = self.config.controller
+        stats = [s for s in self.state.task_stats if s.task_id in ids]
+        generator = sum(
+            (TokenUsage(prompt_tokens=p["prompt_tokens"], completion_tokens=p["completion_tokens"]) for p in proposals),
+            TokenUsage(),
+        )
         usage = sum((t.usage for t in trajs), TokenUsage())
-        return EpochMetrics(
+        c = self.config.controller
+        warnings = list(self._warnings.pop(epoch, []))
+        if not trajs:
+            warnings.append("no episode ran: pass rate unmeasured, difficulty kept")
+        elif len(trajs) < c.min_episodes:
+            warnings.append(f"only {len(trajs)} episodes (< min_episodes {c.min_episodes}): difficulty kept")
+        suspects = sum("hardcoded_suspect" in t.flags for t in trajs)
+        if suspects:
+            warnings.append(f"{suspects} episodes passed the public tests but failed hidden ones (hardcoded_suspect)")
+        ordered = sorted(tasks, key=lambda t: _decision_key(t.meta.get("request_index"), t.meta.get("position")))
+        row = EpochMetrics(
             epoch=epoch,
-            difficulty=difficulty,
-            pass_rate=rate,
+            difficulty=plan.target_difficulty,
+            pass_rate=pass_rate(trajs),
             first_try_pass_rate=first_try_pass_rate(trajs),
             mean_turns=mean_turns(trajs),
-            tasks_proposed=len(tasks) + len(rejected),
+            tasks_proposed=sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals),
             tasks_accepted=len(tasks),
             rejected_by_reason=count_reasons(r.reason for r in rejected),
-            novelty=novelty([task_fingerprint(t.reference_code) for t in tasks], earlier),
+            novelty=novelty([task_fingerprint(t.reference_code) for t in ordered], earlier),
             mean_reward=mean_reward(trajs),
             episodes=len(trajs),
+            mean_learnability=round(sum(s.learnability for s in stats) / len(stats), 4) if stats else None,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
-            generator_prompt_tokens=self.generator_usage.get(epoch, TokenUsage()).prompt_tokens,
-            generator_completion_tokens=self.generator_usage.get(epoch, TokenUsage()).completion_tokens,
+            generator_prompt_tokens=generator.prompt_tokens,
+            generator_completion_tokens=generator.completion_tokens,
             wall_s=round(wall_s, 3),
-            next_difficulty=next_difficulty(
-                difficulty, [*history, rate] if trajs else history, c.band, c.difficulty_step
-            ),
+            warnings=warnings,
         )
+        return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row)})
 
     def write_summary(self, *, done: bool) -> None:
         trajs = self.state.trajectories
         statuses = Counter(t.final_status for t in trajs)
+        solver_usage = sum((t.usage for t in trajs), TokenUsage())
+        rows = list(self.state.proposals.values())
+        costs = [r["cost"] for r in rows if r.get("cost") is not None]
         summary: dict[str, Any] = {
             "complete": done,
             "epochs": len(self.state.metrics),
@@ -358,17 +455,36 @@ class Controller:
             "tasks_rejected": len(self.state.rejected),
             "rejected_by_reason": count_reasons(r.reason for r in self.state.rejected),
             "trajectories": len(trajs),
+            "samples_per_task": self.config.solver.samples_per_task,
             "final_status": dict(sorted(statuses.items())),
             "pass_rate": pass_rate(trajs),
             "mean_reward": mean_reward(trajs),
             "difficulty": [m.difficulty for m in self.state.metrics],
             "usage": {
-                "solver": self.usage.model_dump(),
+                "solver": solver_usage.model_dump(),
                 "generator": {
-                    "prompt_tokens": sum(m.generator_prompt_tokens for m in self.state.metrics),
-                    "completion_tokens": sum(m.generator_completion_tokens for m in self.state.metrics),
+                    "prompt_tokens": sum(int(r["prompt_tokens"]) for r in rows),
+                    "completion_tokens": sum(int(r["completion_tokens"]) for r in rows),
+                    "cost": sum(costs) if costs else None,
                 },
             },
             "llm": self.stats.summary(),
         }
         self.run.write_json("summary.json", summary)
+
+
+def _percent(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:>4.0%}"
+
+
+def describe_epoch(row: EpochMetrics) -> str:
+    """One log line per epoch."""
+    turns = "n/a" if row.mean_turns is None else f"{row.mean_turns:.2f}"
+    reward = "n/a" if row.mean_reward is None else f"{row.mean_reward:+.2f}"
+    line = (
+        f"epoch {row.epoch}: difficulty {row.difficulty:.2f}  accepted {row.tasks_accepted}/{row.tasks_proposed}"
+        f"  pass {_percent(row.pass_rate).strip()} (first try {_percent(row.first_try_pass_rate).strip()})"
+        f" on {row.episodes} episodes  turns {turns}  reward {reward}  novelty {row.novelty:.2f}"
+        f"  -> next {row.next_difficulty:.2f}"
+    )
+    return line + "".join(f"\n  warning: {w}" for w in row.warnings)

@@ -5,7 +5,8 @@ Exceptions are for the framework's own trouble, and tell apart whose fault it is
 
     SpadeError                 base of everything spade_llm raises on purpose
     ├── UserError              bad config, flag, file or template: the user can fix it
-    │   └── TemplateError      a prompt template is missing or does not render
+    │   ├── TemplateError      a prompt template is missing or does not render
+    │   └── HookError          a user's on_epoch_end hook raised (hooks.py)
     ├── ModelError             the model misbehaved: unparsable or invalid answer, refusal
     │   └── LLMCallError       the endpoint failed for good (after retries)
     └── SandboxUnavailable     the sandbox backend cannot run anything on this machine

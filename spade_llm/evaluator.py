@@ -51,31 +51,68 @@ def episode_reward(
 
 
 def next_difficulty(
-    current: float, recent_pass_rates: Sequence[float], band: tuple[float, float], step: float
+    current: float,
+    pass_rate: float | None,
+    episodes: int,
+    band: tuple[float, float],
+    step: float,
+    min_episodes: int = 4,
 ) -> float:
-    """Target difficulty of the next epoch: keep the pass rate inside ``band``.
+    """Target difficulty of the next epoch, steered by the last epoch's measured pass rate.
 
-    Above the band tasks are too easy, so difficulty rises; below it, it falls. The step
-    shrinks when the pass rate is near the band's edge so the target settles instead of oscillating.
+    It moves only when that pass rate is outside ``band`` (inclusive), and only when it rests on at
+    least ``min_episodes`` episodes: an in-band epoch or one too small to measure leaves it where it
+    is, so the target settles instead of drifting on noise. The move shrinks near the band's edge.
 
-    >>> next_difficulty(0.3, [0.9], (0.3, 0.7), 0.1)
+    >>> next_difficulty(0.3, 0.9, 8, (0.3, 0.7), 0.1)
     0.4
-    >>> next_difficulty(0.3, [0.5], (0.3, 0.7), 0.1)
+    >>> next_difficulty(0.3, 0.5, 8, (0.3, 0.7), 0.1)
     0.3
-    >>> next_difficulty(0.05, [0.0], (0.3, 0.7), 0.1)
+    >>> next_difficulty(0.3, 0.0, 2, (0.3, 0.7), 0.1)
+    0.3
+    >>> next_difficulty(0.05, 0.0, 8, (0.3, 0.7), 0.1)
     0.0
     """
-    if not recent_pass_rates:
+    if pass_rate is None or episodes < min_episodes:
         return current
-    rate = sum(recent_pass_rates) / len(recent_pass_rates)
     lo, hi = band
-    if rate > hi:
-        move = step * min(1.0, 0.5 + (rate - hi) / max(1e-9, 1 - hi))
-    elif rate < lo:
-        move = -step * min(1.0, 0.5 + (lo - rate) / max(1e-9, lo))
+    if pass_rate > hi:
+        move = step * min(1.0, 0.5 + (pass_rate - hi) / max(1e-9, 1 - hi))
+    elif pass_rate < lo:
+        move = -step * min(1.0, 0.5 + (lo - pass_rate) / max(1e-9, lo))
     else:
-        move = 0.0
+        return current  # in band: exactly where it was
     return round(min(1.0, max(0.0, current + move)), 4)
+
+
+def learnability(passed: int, samples: int) -> float:
+    """Absolute Zero's learnability of a task: ``1 - p`` when ``0 < p < 1``, else 0 (always solved or
+    never solved teaches nothing).
+
+    >>> learnability(1, 4)
+    0.75
+    >>> learnability(4, 4), learnability(0, 4)
+    (0.0, 0.0)
+    """
+    if samples <= 0 or passed <= 0 or passed >= samples:
+        return 0.0
+    return round(1.0 - passed / samples, 6)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k estimator (Chen et al., 2021): n samples, c of them correct.
+
+    >>> pass_at_k(4, 1, 1)
+    0.25
+    >>> pass_at_k(4, 0, 2), pass_at_k(4, 3, 2)
+    (0.0, 1.0)
+    """
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
 
 
 _STRING_OR_NUMBER = {tokenize.STRING, tokenize.NUMBER}
@@ -137,27 +174,28 @@ def novelty(new: Sequence[frozenset[tuple[str, ...]]], earlier: Sequence[frozens
     return round(sum(scores) / len(scores), 4)
 
 
-def pass_rate(trajectories: Iterable[Trajectory]) -> float:
+def pass_rate(trajectories: Iterable[Trajectory]) -> float | None:
+    """Share of episodes that passed; None when there is none (nothing was measured)."""
     trs = list(trajectories)
-    return round(sum(t.final_status == "passed" for t in trs) / len(trs), 4) if trs else 0.0
+    return round(sum(t.final_status == "passed" for t in trs) / len(trs), 4) if trs else None
 
 
-def first_try_pass_rate(trajectories: Iterable[Trajectory]) -> float:
+def first_try_pass_rate(trajectories: Iterable[Trajectory]) -> float | None:
     trs = list(trajectories)
     if not trs:
-        return 0.0
+        return None
     first = sum(1 for t in trs if t.attempts and t.attempts[0].result.all_passed)
     return round(first / len(trs), 4)
 
 
-def mean_turns(trajectories: Iterable[Trajectory]) -> float:
+def mean_turns(trajectories: Iterable[Trajectory]) -> float | None:
     trs = list(trajectories)
-    return round(sum(len(t.attempts) for t in trs) / len(trs), 4) if trs else 0.0
+    return round(sum(len(t.attempts) for t in trs) / len(trs), 4) if trs else None
 
 
-def mean_reward(trajectories: Iterable[Trajectory]) -> float:
+def mean_reward(trajectories: Iterable[Trajectory]) -> float | None:
     trs = list(trajectories)
-    return round(sum(t.reward for t in trs) / len(trs), 4) if trs else 0.0
+    return round(sum(t.reward for t in trs) / len(trs), 4) if trs else None
 
 
 def count_reasons(reasons: Iterable[str]) -> dict[str, int]:

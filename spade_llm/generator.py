@@ -112,6 +112,59 @@ class Proposal:
     detail: str = ""
     usage_prompt: int = 0
     usage_completion: int = 0
+    usage_cost: float | None = None
+    text: str = ""
+    """The model's last answer, as it came (kept so a rejection can be understood)."""
+    finish_reason: str | None = None
+
+    def record(self, epoch: int, n: int) -> dict[str, Any]:
+        """This proposal as a ``proposals.jsonl`` row (``from_record`` reads it back)."""
+        return {
+            "epoch": epoch,
+            "request_index": self.request_index,
+            "n": n,
+            "failure": self.failure,
+            "detail": self.detail,
+            "candidates": [
+                {
+                    "position": c.position[1],
+                    "task": c.task.dump() if c.task is not None else None,
+                    "raw": c.raw if c.task is None else None,
+                    "reason": c.reason,
+                    "detail": c.detail,
+                }
+                for c in self.candidates
+            ],
+            "prompt_tokens": self.usage_prompt,
+            "completion_tokens": self.usage_completion,
+            "cost": self.usage_cost,
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+        }
+
+    @classmethod
+    def from_record(cls, row: dict[str, Any]) -> Proposal:
+        index = int(row["request_index"])
+        return cls(
+            request_index=index,
+            candidates=[
+                Candidate(
+                    (index, int(c["position"])),
+                    task=Task.model_validate(c["task"]) if c.get("task") is not None else None,
+                    raw=c.get("task") if c.get("task") is not None else c.get("raw"),
+                    reason=c.get("reason"),
+                    detail=c.get("detail") or "",
+                )
+                for c in row.get("candidates") or []
+            ],
+            failure=row.get("failure"),
+            detail=row.get("detail") or "",
+            usage_prompt=int(row.get("prompt_tokens") or 0),
+            usage_completion=int(row.get("completion_tokens") or 0),
+            usage_cost=row.get("cost"),
+            text=row.get("text") or "",
+            finish_reason=row.get("finish_reason"),
+        )
 
 
 @dataclass(frozen=True)
@@ -122,12 +175,19 @@ class ProposalContext:
     request_index: int
     n: int
     difficulty: float
-    capability: float
+    capability: float | None
+    """The solver's last measured pass rate, or None before anything was measured."""
     examples: list[Task]
     avoid_tags: list[str]
     seed: int
+    """This request's own seed (the epoch plan derives it from the run's seed, the epoch and the index)."""
     focus: str | None = None
     """A topic this request should be about (the controller spreads topics over requests)."""
+    goal: str | None = None
+    """The capability the tasks should train (``curriculum.goal``)."""
+    kind: str = "induction"
+    run_seed: int = 0
+    """The run's seed: task ids derive from it, so they do not depend on how request seeds are made."""
 
 
 class Generator(Protocol):
@@ -217,6 +277,7 @@ class LLMGenerator:
             avoid_tags=ctx.avoid_tags,
             examples=examples,
             focus=ctx.focus,
+            goal=ctx.goal,
             json_shape=JSON_SHAPE,
         )
         return [
@@ -233,6 +294,7 @@ class LLMGenerator:
             "n": ctx.n,
             "request_index": ctx.request_index,
             "focus": ctx.focus,
+            "kind": ctx.kind,
         }
         value = None
         for ask in range(2):  # the answer, then at most one repair re-ask
@@ -241,7 +303,7 @@ class LLMGenerator:
                 role="generator",
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
-                seed=derive_seed(ctx.seed, "generate", ctx.epoch, ctx.request_index, ask),
+                seed=derive_seed(ctx.seed, "ask", ask),
                 json_mode=self.json_mode,
                 metadata={**metadata, "ask": ask},
             )
@@ -252,8 +314,13 @@ class LLMGenerator:
                 return proposal
             proposal.usage_prompt += response.usage.prompt_tokens
             proposal.usage_completion += response.usage.completion_tokens
+            if response.usage.cost is not None:
+                proposal.usage_cost = (proposal.usage_cost or 0.0) + response.usage.cost
+            proposal.text, proposal.finish_reason = response.text, response.finish_reason
             try:
                 value = _task_items(extract_json(response.text, response.finish_reason))
+                if not value:
+                    raise BadAnswer("no_tasks", "the answer held no task")
                 break
             except BadAnswer as e:
                 self.stats.fault(e.reason)
@@ -272,10 +339,10 @@ class LLMGenerator:
         if value is None:
             return proposal
         proposal.failure, proposal.detail = None, ""
-        for i, item in enumerate(value):
+        for i, item in enumerate(value[: ctx.n]):  # a request yields at most the n it asked for
             position = (ctx.request_index, i)
             item_dict = item if isinstance(item, dict) else {}
-            task_id = make_task_id(ctx.seed, ctx.epoch, position, item_dict)
+            task_id = make_task_id(ctx.run_seed, ctx.epoch, position, item_dict)
             try:
                 task = parse_task(item, task_id=task_id, epoch=ctx.epoch, target=ctx.difficulty)
             except (ValidationError, ValueError) as e:

@@ -18,15 +18,17 @@ from .checking import CodeChecker
 from .config import RunConfig, config_from_dict
 from .controller import Controller, LimitedLLM
 from .errors import UserError
-from .evaluator import first_try_pass_rate, mean_turns, pass_rate
+from .evaluator import first_try_pass_rate, learnability, mean_turns, pass_rate
+from .executors import LocalExecutor
 from .generator import LLMGenerator
+from .hooks import load_hooks
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
-from .store import TASKS, TRAJECTORIES, RunDir, scrub_secrets
+from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
-from .types import EpochMetrics, Task, Trajectory
+from .types import EpochMetrics, Task, TaskStats, Trajectory
 
 
 def _version(dist: str) -> str | None:
@@ -36,7 +38,11 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str, resumed: bool) -> dict[str, Any]:
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str) -> dict[str, Any]:
     return {
         "spade_llm": _version("spade_llm"),
         "python": platform.python_version(),
@@ -45,12 +51,16 @@ def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str, resumed: bo
         "pydantic": _version("pydantic"),
         "models": {"generator": config.generator.model, "solver": config.solver.model},
         "seed": config.seed,
+        "goal": config.curriculum.goal,
+        "topics": config.curriculum.topics,
+        "kinds": config.curriculum.kinds,
+        "samples_per_task": config.solver.samples_per_task,
         "sandbox": sandbox_name,
         "templates": prompts.hashes,
         "prompts_dir": config.prompts_dir,
         "argv": [scrub_secrets(a) for a in sys.argv[1:]],
-        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "resumed": resumed,
+        "started_at": _now(),
+        "resumes": [],
     }
 
 
@@ -85,6 +95,7 @@ class Session:
             else None
         )
         self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
+        self.hooks = load_hooks(config.hooks.on_epoch_end)  # a typo fails before a run directory exists
         self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
 
     def close(self) -> None:
@@ -99,9 +110,26 @@ class Session:
     def _write_header(self, run: RunDir, resumed: bool) -> None:
         run.touch_journals()  # every SPEC file exists from the start, even if nothing is accepted
         run.write_yaml("config.yaml", scrub_secrets(self.config.model_dump(mode="json")))
-        run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name, resumed))
+        previous = run.read_json("manifest.json") if resumed else None
+        if isinstance(previous, dict):  # the original start stays; each resume is appended
+            kept = previous.get("resumes")
+            resumes: list[Any] = kept if isinstance(kept, list) else []
+            resumes.append(
+                {
+                    "at": _now(),
+                    "spade_llm": _version("spade_llm"),
+                    "argv": [scrub_secrets(a) for a in sys.argv[1:]],
+                    "sandbox": self.sandbox.name,
+                    "epochs": self.config.controller.epochs,
+                }
+            )
+            run.write_json("manifest.json", {**previous, "resumes": resumes})
+        else:
+            run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name))
 
     def _solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
+        """The checker and solver of this session (a remote executor's worker builds the same from
+        the same ``RunConfig``)."""
         c = self.config
         checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency)
         solver = LLMSolver(
@@ -136,7 +164,8 @@ class Session:
                 json_mode=c.generator.json_mode,
                 stats=self.stats,
             )
-            controller = Controller(c, run, generator, solver, checker, self.stats, log=log)
+            executor = LocalExecutor(solver)
+            controller = Controller(c, run, generator, executor, checker, self.stats, hooks=self.hooks, log=log)
             try:
                 return await controller.run_all()
             finally:
@@ -145,25 +174,61 @@ class Session:
 
         return asyncio.run(main())
 
-    def solve(self, tasks: list[Task], run: RunDir, *, log: Callable[[str], None] = print) -> dict[str, Any]:
-        """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run."""
-        self._write_header(run, resumed=False)
-        done = {r["task_id"] for r in run.read(TRAJECTORIES)}
+    def solve(
+        self, tasks: list[Task], run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print
+    ) -> dict[str, Any]:
+        """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run.
+
+        Each task gets ``solver.samples_per_task`` episodes; ``task_stats.jsonl`` summarises them.
+        """
+        self._write_header(run, resumed=resumed)
+        k = self.config.solver.samples_per_task
+        done = {(r["task_id"], int(r.get("sample_index", 0))) for r in run.read(TRAJECTORIES)}
         if not run.read(TASKS):
             run.append(TASKS, [t.dump() for t in tasks])
+        by_task: dict[str, list[Trajectory]] = {}
+        for r in run.read(TRAJECTORIES):
+            by_task.setdefault(r["task_id"], []).append(Trajectory.model_validate(r))
+        stats_written = {r["task_id"] for r in run.read(TASK_STATS)}
+
+        def write_stats(task: Task) -> None:
+            trajs = by_task.get(task.task_id, [])
+            if task.task_id in stats_written or len(trajs) < k:
+                return
+            passed = sum(t.final_status == "passed" for t in trajs)
+            row = TaskStats(
+                task_id=task.task_id,
+                epoch=0,
+                kind=task.kind,
+                samples=len(trajs),
+                passed=passed,
+                pass_rate=round(passed / len(trajs), 6),
+                learnability=learnability(passed, len(trajs)),
+                mean_turns=round(sum(len(t.attempts) for t in trajs) / len(trajs), 4),
+            )
+            run.append(TASK_STATS, [row.model_dump(mode="json")])
+            stats_written.add(task.task_id)
 
         async def main() -> None:
             _, solver = self._solver(asyncio.Semaphore(self.config.controller.concurrency))
             slots = asyncio.Semaphore(self.config.controller.concurrency)
 
-            async def one(task: Task) -> None:
+            async def one(task: Task, sample: int) -> None:
                 async with slots:
-                    trajectory = await solver.solve(task, 0)
+                    trajectory = await solver.solve(task, 0, sample)
                 run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
-                log(f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)")
+                by_task.setdefault(task.task_id, []).append(trajectory)
+                write_stats(task)
+                log(
+                    f"{task.task_id}#{sample}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
+                    if k > 1
+                    else f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
+                )
 
             try:
-                await asyncio.gather(*(one(t) for t in tasks if t.task_id not in done))
+                for task in tasks:
+                    write_stats(task)  # a kill between the last sample and its stats row
+                await asyncio.gather(*(one(t, s) for t in tasks for s in range(k) if (t.task_id, s) not in done))
             finally:
                 await aclose_llm(self.sol_llm)
 
@@ -173,6 +238,7 @@ class Session:
             "complete": True,
             "tasks": len(tasks),
             "trajectories": len(trajs),
+            "samples_per_task": k,
             "pass_rate": pass_rate(trajs),
             "first_try_pass_rate": first_try_pass_rate(trajs),
             "mean_turns": mean_turns(trajs),

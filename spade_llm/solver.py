@@ -1,54 +1,47 @@
 """Stage 3: the solver model attempts a task over several turns, reading its own failures.
 
-Each turn's code runs against all of the task's tests in one sandbox execution; the repair
-prompt shows only the public tests' failures and the tail of stderr, so hidden tests stay
-hidden. The episode stops at the first attempt that passes every public test.
+Each turn's code first runs against the task's *public* tests alone; only that execution's
+failing cases, stdout/stderr tail and traceback may reach the next prompt. The *hidden* tests run
+in a separate execution, when the public ones pass or on the last turn, and their output never
+enters a prompt: it only decides the verdict and the reward. A task keeps at least
+``MIN_HIDDEN_TESTS`` hidden tests (fewer are shown when it has few tests), so a solution that
+prints or raises with its arguments cannot hand the hidden inputs to the model.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import re
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from .config import RewardConfig
 from .errors import LLMCallError
 from .evaluator import episode_reward
+from .judge import final_status
+from .kinds import get_kind
+from .kinds.induction import extract_code
 from .llm.base import LLM, LLMRequest
 from .seeding import derive_seed
 from .templates import Prompts
-from .types import Attempt, ExecutionResult, FinalStatus, Message, Task, TestResult, TokenUsage, Trajectory
+from .types import Attempt, ExecutionResult, Message, Task, TestResult, TokenUsage, Trajectory
 
-_CODE_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+__all__ = ["MIN_HIDDEN_TESTS", "JudgeTests", "LLMSolver", "Solver", "extract_code", "split_tests"]
 
-RunTests = Callable[[str, Task], Awaitable[ExecutionResult]]
-"""Runs code against all of a task's tests in the sandbox (injected by the controller)."""
+MIN_HIDDEN_TESTS = 2
 
-
-def extract_code(text: str) -> str:
-    """The code in a model's answer: the last python-tagged fenced block, else the last fenced
-    block, else the whole answer when it looks like code, else ''."""
-    blocks = [(lang.lower(), body) for lang, body in _CODE_BLOCK.findall(text)]
-    python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
-    if python:
-        return python[-1].strip("\n") + "\n"
-    if blocks:
-        return blocks[-1][1].strip("\n") + "\n"
-    if re.search(r"^\s*(def|class|import|from)\s", text, re.M):
-        return text.strip("\n") + "\n"
-    return ""
+JudgeTests = Callable[[Task, str, "Sequence[int] | None"], Awaitable[ExecutionResult]]
+"""Judges code on a task's tests (indices into ``task.tests``; None: all, or its ``check_code``)."""
 
 
-def _final_status(result: ExecutionResult) -> FinalStatus:
-    if result.all_passed:
-        return "passed"
-    if result.status == "timeout" or any(r.status == "timeout" for r in result.test_results or []):
-        return "timeout"
-    if result.status == "error" and not result.test_results:
-        return "error"
-    return "failed"
+def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:
+    """Indices of the public and the hidden tests: at most ``public_tests`` shown, at least one,
+    and at least ``MIN_HIDDEN_TESTS`` kept hidden whenever the task has enough tests for both."""
+    total = len(task.tests)
+    if total == 0:
+        return [], []
+    shown = max(1, min(public_tests, total - MIN_HIDDEN_TESTS))
+    return list(range(shown)), list(range(shown, total))
 
 
 def stderr_tail(stderr: str, lines: int) -> str:
@@ -56,20 +49,62 @@ def stderr_tail(stderr: str, lines: int) -> str:
     return "\n".join(kept[-lines:])
 
 
+def reward_difficulty(task: Task) -> float:
+    """The difficulty a reward is paid at: the target the task was asked for (a generator's own
+    label is a claim, and a generator that calls everything 1.0 must not inflate rewards), else the
+    task's stated difficulty (imported benchmarks, user tasks)."""
+    target = task.meta.get("target_difficulty")
+    if isinstance(target, (int, float)) and not isinstance(target, bool) and 0.0 <= target <= 1.0:
+        return float(target)
+    return task.difficulty
+
+
+def _not_run(indices: Sequence[int], task: Task, why: str) -> list[TestResult]:
+    return [TestResult(index=i, input=task.tests[i].input, status="error", error=why) for i in indices]
+
+
+def merge_results(
+    task: Task, public: ExecutionResult, hidden: ExecutionResult | None, hidden_idx: list[int]
+) -> ExecutionResult:
+    """One verdict over all tests from the public and hidden executions (streams: the public one's)."""
+    if not hidden_idx:
+        return public
+    if hidden is None:
+        hidden_results = _not_run(hidden_idx, task, "not run: the public tests failed")
+        hidden_passed, status, ms = 0, public.status, public.duration_ms
+    else:
+        hidden_results = list(hidden.test_results or [])
+        hidden_passed = hidden.tests_passed or 0
+        status = public.status if public.status != "ok" else hidden.status
+        ms = public.duration_ms + hidden.duration_ms
+    results = [*(public.test_results or []), *hidden_results]
+    return public.model_copy(
+        update={
+            "status": status,
+            "duration_ms": round(ms, 3),
+            "tests_passed": (public.tests_passed or 0) + hidden_passed,
+            "tests_total": len(task.tests),
+            "test_results": results,
+        }
+    )
+
+
 class Solver(Protocol):
     """Attempts one task; ``solve`` never raises for model or program failures."""
 
-    async def solve(self, task: Task, epoch: int) -> Trajectory: ...
+    async def solve(
+        self, task: Task, epoch: int, sample_index: int = 0, deadline: float | None = None
+    ) -> Trajectory: ...
 
 
 class LLMSolver:
-    """A multi-turn solver backed by a chat model and the ``solver/*.j2`` templates."""
+    """A multi-turn solver backed by a chat model and its task kind's templates."""
 
     def __init__(
         self,
         llm: LLM,
         prompts: Prompts,
-        run_tests: RunTests,
+        judge_tests: JudgeTests,
         *,
         seed: int,
         max_turns: int,
@@ -81,7 +116,7 @@ class LLMSolver:
     ) -> None:
         self.llm = llm
         self.prompts = prompts
-        self.run_tests = run_tests
+        self.judge_tests = judge_tests
         self.seed = seed
         self.max_turns = max_turns
         self.public_tests = public_tests
@@ -91,21 +126,23 @@ class LLMSolver:
         self.reward = reward or RewardConfig()
 
     def first_messages(self, task: Task) -> list[Message]:
-        shown = [{"input": t.input, "expected": repr(t.expected)} for t in task.public_tests(self.public_tests)]
+        public_idx, _ = split_tests(task, self.public_tests)
+        shown = [{"input": task.tests[i].input, "expected": repr(task.tests[i].expected)} for i in public_idx]
         task_view = {
             "description": task.description,
             "entry_point": task.entry_point,
             "difficulty": task.difficulty,
             "tags": task.tags,
         }
+        kind = get_kind(task.kind)
         return [
             Message(role="system", content=self.prompts.render("solver/system.j2")),
-            Message(role="user", content=self.prompts.render("solver/first.j2", task=task_view, public_tests=shown)),
+            Message(role="user", content=self.prompts.render(kind.first_template, task=task_view, public_tests=shown)),
         ]
 
-    def repair_message(self, task: Task, attempt: Attempt) -> Message:
-        n_public = len(task.public_tests(self.public_tests))
-        public: list[TestResult] = (attempt.result.test_results or [])[:n_public]
+    def repair_message(self, task: Task, attempt: Attempt, public_result: ExecutionResult) -> Message:
+        """The next prompt, built from the public execution alone."""
+        public: list[TestResult] = [r for r in public_result.test_results or [] if not task.check_code]
         failing = [
             {"input": r.input, "expected": repr(task.tests[r.index].expected), "output": r.output, "error": r.error}
             for r in public
@@ -113,35 +150,75 @@ class LLMSolver:
         ]
         if not attempt.code.strip():
             tail = "No code found: put the function in a ```python code block."
+        elif task.check_code:
+            # the benchmark's asserts are its hidden tests: their traceback would quote them
+            tail = public_result.load_error or ""
         else:
-            tail = stderr_tail(attempt.result.stderr, self.stderr_lines)
+            tail = stderr_tail(public_result.stderr, self.stderr_lines)
         content = self.prompts.render(
-            "solver/repair.j2",
+            get_kind(task.kind).repair_template,
             entry_point=task.entry_point,
             turn=attempt.turn + 1,
             code=attempt.code,
-            status=attempt.result.status,
-            passed=sum(r.passed for r in public),
-            total=n_public,
+            status=public_result.status,
+            passed=sum(r.passed for r in public) if not task.check_code else 0,
+            total=len(public) if not task.check_code else 0,
             failing=failing,
             stderr_tail=tail,
         )
         return Message(role="user", content=content)
 
-    async def solve(self, task: Task, epoch: int) -> Trajectory:
+    async def _judge_turn(
+        self, task: Task, code: str, public_idx: list[int], hidden_idx: list[int], last: bool
+    ) -> tuple[ExecutionResult, ExecutionResult]:
+        """(the public execution, the verdict over all tests) for one attempt's code."""
+        if task.check_code:  # an imported benchmark: its check script is one hidden test
+            result = await self.judge_tests(task, code, None)
+            return result, result
+        public = await self.judge_tests(task, code, public_idx)
+        public_ok = bool(public.test_results) and all(r.passed for r in public.test_results or [])
+        hidden: ExecutionResult | None = None
+        timed_out = public.status == "timeout" or any(r.status == "timeout" for r in public.test_results or [])
+        # on the last turn the hidden tests still run for partial credit, unless the code hangs anyway
+        if hidden_idx and (public_ok or (last and not timed_out)):
+            if public.load_error is not None:  # the code never loads: no second execution needed
+                hidden = ExecutionResult(
+                    status=public.status,
+                    tests_passed=0,
+                    tests_total=len(hidden_idx),
+                    test_results=_not_run(hidden_idx, task, public.load_error),
+                    load_error=public.load_error,
+                )
+            else:
+                hidden = await self.judge_tests(task, code, hidden_idx)
+        return public, merge_results(task, public, hidden, hidden_idx)
+
+    async def solve(self, task: Task, epoch: int, sample_index: int = 0, deadline: float | None = None) -> Trajectory:
+        kind = get_kind(task.kind)
         messages = self.first_messages(task)
         attempts: list[Attempt] = []
         usage = TokenUsage()
         error: str | None = None
-        n_public = len(task.public_tests(self.public_tests))
+        flags: list[str] = []
+        public_idx, hidden_idx = split_tests(task, self.public_tests)
         for turn in range(1, self.max_turns + 1):
+            if deadline is not None and time.time() >= deadline:
+                flags.append("budget_exhausted")
+                error = error or "the task's time budget ran out"
+                break
             request = LLMRequest(
                 messages=list(messages),
                 role="solver",
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
-                seed=derive_seed(self.seed, "solve", epoch, task.task_id, turn),
-                metadata={"epoch": epoch, "task_id": task.task_id, "turn": turn, "difficulty": task.difficulty},
+                seed=derive_seed(self.seed, "solve", epoch, task.task_id, sample_index, turn),
+                metadata={
+                    "epoch": epoch,
+                    "task_id": task.task_id,
+                    "sample_index": sample_index,
+                    "turn": turn,
+                    "difficulty": task.difficulty,
+                },
             )
             try:
                 response = await self.llm.complete(request)
@@ -150,48 +227,73 @@ class LLMSolver:
                 break
             usage = usage + response.usage
             messages.append(Message(role="assistant", content=response.text))
-            code = extract_code(response.text)
+            code = kind.parse_answer(response.text)
+            last = turn == self.max_turns
             if code:
-                result = await self.run_tests(code, task)
+                public, result = await self._judge_turn(task, code, public_idx, hidden_idx, last)
             else:
                 why = "the answer was cut off" if response.finish_reason == "length" else "no code in the answer"
-                result = ExecutionResult(status="error", stderr=f"{why}\n", tests_passed=0, tests_total=len(task.tests))
-            public = (result.test_results or [])[:n_public]
+                public = result = ExecutionResult(
+                    status="error",
+                    stderr=f"{why}\n",
+                    tests_passed=0,
+                    tests_total=max(1, len(task.tests)),
+                    load_error=why,
+                )
+            public_results = [r for r in public.test_results or [] if r.index in set(public_idx)]
             attempt = Attempt(
-                turn=turn, code=code, result=result, public_passed=sum(r.passed for r in public), public_total=n_public
+                turn=turn,
+                code=code,
+                result=result,
+                public_passed=sum(r.passed for r in public_results),
+                public_total=len(public_idx),
+                hidden_passed=(
+                    sum(r.passed for r in result.test_results or [] if r.index >= len(public_idx))
+                    if result is not public and hidden_idx and code
+                    else None
+                ),
+                hidden_total=len(hidden_idx),
+                raw=response.text,
+                finish_reason=response.finish_reason,
+                message_index=len(messages) - 1,
             )
             attempts.append(attempt)
-            if result.all_passed or (public and all(r.passed for r in public)) or turn == self.max_turns:
+            public_ok = bool(code) and (
+                result.all_passed if task.check_code else bool(public_results) and all(r.passed for r in public_results)
+            )
+            if result.all_passed or public_ok or last:
                 break
-            messages.append(self.repair_message(task, attempt))
+            messages.append(self.repair_message(task, attempt, public))
         if attempts:
-            last = attempts[-1].result
-            status = _final_status(last)
-            fraction = (last.tests_passed or 0) / max(1, last.tests_total or len(task.tests))
+            last_attempt = attempts[-1]
+            status = final_status(last_attempt.result)
+            total = last_attempt.result.tests_total or len(task.tests) or 1
+            fraction = (last_attempt.result.tests_passed or 0) / total
+            if (
+                status != "passed"
+                and last_attempt.public_total
+                and last_attempt.public_passed == last_attempt.public_total
+                and last_attempt.hidden_passed is not None
+            ):
+                flags.append("hardcoded_suspect")
         else:
             status, fraction = "error", 0.0
-        reward = episode_reward(status, len(attempts), task.difficulty, fraction, self.reward)
-        tid = hashlib.sha256(f"{self.seed}:{epoch}:{task.task_id}".encode()).hexdigest()[:12]
+        difficulty = reward_difficulty(task)
+        reward = episode_reward(status, len(attempts), difficulty, fraction, self.reward)
+        tid = hashlib.sha256(f"{self.seed}:{epoch}:{task.task_id}:{sample_index}".encode()).hexdigest()[:10]
         return Trajectory(
-            trajectory_id=f"{task.task_id}-{tid}",
+            trajectory_id=f"{task.task_id}-{sample_index}-{tid}",
             task_id=task.task_id,
             epoch=epoch,
+            sample_index=sample_index,
+            kind=task.kind,
             messages=messages,
             attempts=attempts,
             final_status=status,
             reward=reward,
             usage=usage,
-            difficulty=task.difficulty,
+            difficulty=difficulty,
             solver_model=self.llm.model,
+            flags=flags,
             error=error,
         )
-
-
-async def gather_limited(limit: int, coros: list[Awaitable[object]]) -> list[object]:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(c: Awaitable[object]) -> object:
-        async with sem:
-            return await c
-
-    return await asyncio.gather(*(one(c) for c in coros))

@@ -23,7 +23,13 @@ TASKS = "tasks.jsonl"
 REJECTED = "rejected.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
 METRICS = "metrics.jsonl"
-JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS)
+TASK_STATS = "task_stats.jsonl"
+PLANS = "plans.jsonl"
+"""One ``EpochPlan`` per epoch, written before the epoch's first request."""
+PROPOSALS = "proposals.jsonl"
+"""One row per generator request: its candidates as parsed, its failure, its token usage. A resumed
+epoch rebuilds answered requests from here instead of asking the model again."""
+JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS, TASK_STATS, PLANS, PROPOSALS)
 
 
 class Store(Protocol):

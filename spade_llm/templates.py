@@ -29,6 +29,7 @@ TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = {
         "capability": 0.5,
         "avoid_tags": ["strings"],
         "focus": "graphs",
+        "goal": "dynamic programming on strings",
         "examples": [
             {
                 "entry_point": "f",

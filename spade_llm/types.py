@@ -96,6 +96,8 @@ class ExecutionResult(BaseModel):
     tests_passed: int | None = None
     tests_total: int | None = None
     test_results: list[TestResult] | None = None
+    load_error: str | None = None
+    """Why the code never reached a test: it does not compile, raises on import, or lacks the entry point."""
 
     @property
     def all_passed(self) -> bool:
@@ -122,13 +124,27 @@ class Message(BaseModel):
 
 
 class Attempt(BaseModel):
-    """One solver turn: the code it wrote and how that code did on all tests."""
+    """One solver turn: the model's answer, the code in it, and how that code did.
+
+    ``result`` holds every test's verdict: the public ones from the execution whose output fed the
+    next prompt, the hidden ones from a separate execution whose output never reaches a prompt
+    (run only when the public tests passed or it was the last turn; otherwise they count as not
+    passed). Its streams are the public execution's.
+    """
 
     turn: int
     code: str
     result: ExecutionResult
     public_passed: int = 0
     public_total: int = 0
+    hidden_passed: int | None = None
+    """Hidden tests passed, or None when they were not run (the public tests already failed)."""
+    hidden_total: int = 0
+    raw: str = ""
+    """The model's whole answer, as it came."""
+    finish_reason: str | None = None
+    message_index: int | None = None
+    """Index in the trajectory's ``messages`` of the answer this attempt came from."""
 
 
 class Trajectory(BaseModel):
@@ -137,13 +153,21 @@ class Trajectory(BaseModel):
     trajectory_id: str
     task_id: str
     epoch: int
+    sample_index: int = 0
+    """Which of the task's ``samples_per_task`` independent episodes this is (0..K-1)."""
+    kind: TaskKind = "induction"
     messages: list[Message]
     attempts: list[Attempt]
     final_status: FinalStatus
     reward: float
     usage: TokenUsage = Field(default_factory=TokenUsage)
     difficulty: float = 0.5
+    """The difficulty the reward was computed at: the epoch's target for generated tasks (never the
+    generator's own claim), the task's stated difficulty for imported ones."""
     solver_model: str = ""
+    flags: list[str] = Field(default_factory=list)
+    """Warnings about the episode: ``hardcoded_suspect`` (passed the public tests, failed hidden ones),
+    ``budget_exhausted`` (the task's time budget ran out before the turns did)."""
     error: str | None = None
     """Why the episode ended without a judged attempt (e.g. the endpoint failed for good)."""
 
@@ -156,8 +180,12 @@ class Rejection(BaseModel):
     detail: str = ""
     request_index: int | None = None
     """Which generator request of the epoch proposed it (resume skips decided requests)."""
+    position: int | None = None
+    """Index of the candidate in that request's answer; None when the whole request failed."""
     task_id: str | None = None
     task: dict[str, Any] | None = None
+    answer: str | None = None
+    """The model's raw answer, when the whole answer was unusable (bad JSON, refusal, truncation)."""
 
 
 class EpochMetrics(BaseModel):
@@ -165,15 +193,19 @@ class EpochMetrics(BaseModel):
 
     epoch: int
     difficulty: float
-    pass_rate: float
-    first_try_pass_rate: float
-    mean_turns: float
+    """The epoch's target difficulty (from its plan)."""
+    pass_rate: float | None
+    """Share of the epoch's episodes that passed; None when there was no episode."""
+    first_try_pass_rate: float | None
+    mean_turns: float | None
     tasks_proposed: int
     tasks_accepted: int
     rejected_by_reason: dict[str, int]
     novelty: float
-    mean_reward: float
+    mean_reward: float | None
     episodes: int = 0
+    mean_learnability: float | None = None
+    """Mean over the epoch's tasks of ``1 - p`` when ``0 < p < 1`` (else 0), p the task's pass rate."""
     prompt_tokens: int = 0
     """Solver tokens of the epoch's episodes."""
     completion_tokens: int = 0
@@ -181,3 +213,19 @@ class EpochMetrics(BaseModel):
     generator_completion_tokens: int = 0
     wall_s: float = 0.0
     next_difficulty: float = 0.5
+    """The target the next epoch plans with."""
+    warnings: list[str] = Field(default_factory=list)
+
+
+class TaskStats(BaseModel):
+    """One row of ``task_stats.jsonl``: a task once all its samples are judged."""
+
+    task_id: str
+    epoch: int
+    kind: TaskKind = "induction"
+    samples: int
+    passed: int
+    pass_rate: float
+    learnability: float
+    """Absolute Zero's ``1 - p`` when ``0 < p < 1``, else 0: how much the solver can still learn here."""
+    mean_turns: float

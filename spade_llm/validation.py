@@ -4,22 +4,26 @@ Gates, in SPEC order; the first that fails is the task's ``reason``:
 ``syntax_error``, ``missing_entry_point``, ``bad_input``, ``too_few_tests``, ``timeout``,
 ``runtime_error``, ``nondeterministic``, ``expected_mismatch``, ``weak_tests``.
 The reference runs on every test whenever its code loads, whatever the reason, so ``verify``
-always reports its own verdict. Near-duplicates are a run-level gate (the controller's).
+always reports its own verdict (``judge.final_status``, as for any attempt). Near-duplicates are a
+run-level gate (the controller's). The reference runs and is compared through ``judge``, like
+every other piece of code judged.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import pyast
+from .judge import Judge, final_status, parse_input, verdicts
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import CallsOutcome, execute_calls, judge, run_check
-from .sandbox.verdict import UnsupportedOutput, matches, to_json
+from .sandbox.runner import CallsOutcome
+from .sandbox.verdict import Unsupported, UnsupportedOutput, matches, to_json
 from .types import Task, TestCase, TestStatus
 
 MIN_TESTS = 3
-MAX_INPUT_CHARS = 100_000
 STAND_INS: list[tuple[str, Any]] = [("None", None), ("0", 0), ("[]", []), ("''", ""), ("{}", {})]
 
 
@@ -79,19 +83,6 @@ def _children(node: ast.AST) -> list[ast.stmt]:
     return out
 
 
-def parse_input(text: str) -> tuple[Any, ...]:
-    """The positional arguments of a test, or ValueError when the input is not a literal tuple."""
-    if len(text) > MAX_INPUT_CHARS:
-        raise ValueError(f"input longer than {MAX_INPUT_CHARS} characters")
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        raise ValueError(f"not a Python literal: {text[:60]!r} ({type(e).__name__})") from None
-    if not isinstance(value, tuple):
-        raise ValueError(f"not a tuple of arguments: {text[:60]!r} (write a 1-tuple as '(x,)')")
-    return value
-
-
 class Validator:
     """Runs the gates for one task at a time; blocking (call it from a worker thread)."""
 
@@ -99,17 +90,11 @@ class Validator:
         self.sandbox = sandbox
         self.limits = limits
         self.test_timeout_s = test_timeout_s
+        # every test is tried, however many time out: ``verify`` reports the reference on all of them
+        self.judge = Judge(sandbox, limits, test_timeout_s, max_timeouts=None)
 
     def _run(self, task: Task, hash_seed: int) -> CallsOutcome:
-        return execute_calls(
-            self.sandbox,
-            task.reference_code,
-            task.entry_point,
-            [t.input for t in task.tests],
-            self.limits,
-            self.test_timeout_s,
-            hash_seed=hash_seed,
-        )
+        return self.judge.outputs(task, task.reference_code, hash_seed=hash_seed)
 
     def validate(self, task: Task) -> ValidationReport:
         total = len(task.tests)
@@ -120,8 +105,8 @@ class Validator:
             return ValidationReport(task.task_id, reason is None, reason, detail, status, passed, total, filled)
 
         try:
-            tree = ast.parse(task.reference_code)
-            compile(tree, "<reference>", "exec")
+            tree = pyast.parse(task.reference_code)
+            pyast.compile_tree(tree, "<reference>")
         except (SyntaxError, ValueError) as e:
             return report("syntax_error", f"reference does not compile: {e}")
         if task.check_code and not task.tests:
@@ -131,10 +116,9 @@ class Validator:
             static_reason = ("missing_entry_point", f"reference does not define {task.entry_point!r}")
         else:
             for i, test in enumerate(task.tests):
-                try:
-                    parse_input(test.input)
-                except ValueError as e:
-                    static_reason = ("bad_input", f"test {i}: {e}")
+                parsed = parse_input(test.input)
+                if isinstance(parsed, str):
+                    static_reason = ("bad_input", f"test {i}: {parsed}")
                     break
             else:
                 if total < MIN_TESTS:
@@ -149,7 +133,7 @@ class Validator:
         assert filled is not None
         second = self._run(task, hash_seed=1)
         for i, (a, b) in enumerate(zip(first.outputs, second.outputs, strict=False)):
-            if not (a.ok and b.ok and a.value == b.value):
+            if not (a.ok and b.ok and same_value(a.value, b.value)):
                 return report(
                     "nondeterministic",
                     f"test {i} ({task.tests[i].input[:60]}): output changed on a second run under another hash seed",
@@ -182,15 +166,15 @@ class Validator:
 
     def _validate_check_mode(self, task: Task) -> ValidationReport:
         """Imported benchmarks: the reference must get through the benchmark's own asserts."""
-        result = run_check(self.sandbox, task.reference_code, task.check_code or "", task.entry_point, self.limits)
-        if result.all_passed:
-            return ValidationReport(task.task_id, True, None, "", "passed", 1, 1, task)
-        if result.status == "timeout":
+        result = self.judge(task, task.reference_code)
+        status = final_status(result)
+        if status == "passed":
+            return ValidationReport(task.task_id, True, None, "", status, 1, 1, task)
+        if status == "timeout":
             return ValidationReport(
-                task.task_id, False, "timeout", "the reference exceeds the time limit", "timeout", 0, 1, task
+                task.task_id, False, "timeout", "the reference exceeds the time limit", status, 0, 1, task
             )
         tail = (result.stderr.strip().splitlines() or [result.status])[-1][:200]
-        status: TestStatus = "error" if result.status != "ok" else "failed"
         return ValidationReport(task.task_id, False, "runtime_error", f"check_code fails: {tail}", status, 0, 1, task)
 
     def _own_verdict(
@@ -209,6 +193,9 @@ class Validator:
         filled_tests: list[TestCase] = []
         for i, test in enumerate(task.tests):
             out = outcome.outputs[i] if i < len(outcome.outputs) else None
+            if out is not None and not out.ok and reason is None:
+                # whether or not the author gave an expected value: a reference that raises is broken
+                reason = ("runtime_error", f"test {i} ({test.input[:60]}): the reference raised {out.error}")
             if test.has_expected:
                 filled_tests.append(test)
             elif out is not None and out.ok:
@@ -219,38 +206,46 @@ class Validator:
                     reason = reason or ("runtime_error", f"test {i}: the reference's output has no JSON form: {e}")
             else:
                 filled_tests.append(TestCase(input=test.input))
-                if out is not None and reason is None:
-                    reason = ("runtime_error", f"test {i} ({test.input[:60]}): the reference raised {out.error}")
         if reason is None and len(outcome.outputs) < len(task.tests):
             reason = ("runtime_error", f"the reference stopped after {len(outcome.outputs)} of {len(task.tests)} tests")
         filled = task.model_copy(update={"tests": filled_tests})
-        verdict = judge(outcome, filled_tests)
-        passed = verdict.tests_passed or 0
-        if result.status == "timeout" or any(r.status == "timeout" for r in verdict.test_results or []):
-            status: TestStatus = "timeout"
-        elif result.status != "ok" or any(r.status == "error" for r in verdict.test_results or []):
-            status = "error"
-        elif passed == len(task.tests):
-            status = "passed"
-        else:
-            status = "failed"
-        return filled, status, passed, reason
+        verdict = verdicts(outcome, filled_tests)
+        return filled, final_status(verdict), verdict.tests_passed or 0, reason
 
     @staticmethod
     def _weak_tests(task: Task) -> str:
         """Why the tests are too weak, or '' when every trivial stand-in fails some test."""
-        args = [parse_input(t.input) for t in task.tests]
+        args = [parse_input(t.input) for t in task.tests]  # all tuples: the bad_input gate came first
         stand_ins = [*STAND_INS, ("the first argument", None)]
         for name, constant in stand_ins:
             fooled = True
             for test, call_args in zip(task.tests, args, strict=True):
-                value = (call_args[0] if call_args else None) if name == "the first argument" else constant
+                first = call_args[0] if isinstance(call_args, tuple) and call_args else None
+                value = first if name == "the first argument" else constant
                 if not matches(value, test.expected):
                     fooled = False
                     break
             if fooled:
                 return f"the tests do not reject a function returning {name}"
         return ""
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two runs' outputs are the same value: exact types (``1`` is not ``True`` or ``1.0``),
+    NaN the same as NaN, unsupported values by their type only (their repr may show an address)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if type(a) is complex:
+        return same_value(a.real, b.real) and same_value(a.imag, b.imag)
+    if type(a) is list or type(a) is tuple:
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if type(a) is Unsupported:
+        return bool(a.type_name == b.type_name)
+    return bool(a == b)
 
 
 def to_json_or_repr(value: Any) -> str:

@@ -52,7 +52,9 @@ def test_extract_json_failures_have_reasons(text, finish, reason):
 
 
 def ctx(**kw):
-    base = dict(epoch=0, request_index=0, n=2, difficulty=0.4, capability=0.5, examples=[], avoid_tags=[], seed=3)
+    base = dict(
+        epoch=0, request_index=0, n=2, difficulty=0.4, capability=0.5, examples=[], avoid_tags=[], seed=11, run_seed=3
+    )
     base.update(kw)
     return ProposalContext(**base)
 

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from spade_llm.judge import final_status, judge
 from spade_llm.sandbox.base import Limits, Program, Sandbox
 from spade_llm.sandbox.registry import BACKENDS, backend_availability, get_sandbox
 from spade_llm.sandbox.runner import execute_calls, run_check, run_program, run_tests
 from spade_llm.sandbox.subprocess import SubprocessSandbox
-from spade_llm.types import TestCase
+from spade_llm.types import Task, TestCase
 
 GRACE_S = 3.0
 """Backstop grace plus start-up slack a timed-out run may take beyond its limit."""
@@ -378,6 +379,21 @@ def test_a_test_that_never_returns_times_the_run_out(sandbox):
     assert [t.status for t in r.test_results] == ["passed", "passed", "timeout"]
 
 
+def test_two_timeouts_stop_an_execution(sandbox):
+    """Code that loops on every input stops after two timed-out tests, not after the wall limit."""
+    tests = [TestCase(input=f"({i},)", expected=i) for i in range(6)]
+    looping = Task(task_id="loops", description="d", entry_point="f", reference_code="", tests=tests)
+    t0 = time.monotonic()
+    r = judge(sandbox, looping, "def f(x):\n    while True:\n        pass\n", Limits(timeout_s=8.0), 0.5)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 2.0, elapsed  # 2 x 0.5 s and the start, well under 6 x 0.5 s
+    assert r.status == "ok" and r.tests_passed == 0 and r.tests_total == 6
+    assert [t.status for t in r.test_results] == ["timeout"] * 6
+    assert [t.error for t in r.test_results[:2]] == ["timed out after 0.5 s"] * 2
+    assert [t.error for t in r.test_results[2:]] == ["not run: earlier tests timed out"] * 4
+    assert final_status(r) == "timeout"
+
+
 def test_memory_error_in_a_test(sandbox):
     code = "def add(a, b):\n    if a == 1:\n        x = bytearray(1 << 40)\n    return a + b\n"
     r = judged(sandbox, code)
@@ -569,6 +585,20 @@ def test_check_mode_failure_shows_the_assert(sandbox):
     r = run_check(sandbox, "def add(a, b):\n    return a - b\n", CHECK, "add", LIMITS)
     assert r.test_results[0].status == "failed"
     assert 'File "check.py", line 5, in check' in r.stderr and "AssertionError" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("completion", "fragment"),
+    [
+        ("def add(a, b)\n    return a + b\n", "SyntaxError"),
+        ("raise RuntimeError('at import')\n", "RuntimeError: at import"),
+        ("import sys\nsys.exit(0)\n", "SystemExit"),
+    ],
+)
+def test_check_mode_program_that_does_not_load_is_an_error(sandbox, completion, fragment):
+    r = run_check(sandbox, completion, CHECK, "add", LIMITS)
+    assert r.status == "error" and r.tests_passed == 0 and fragment in (r.load_error or "")
+    assert r.test_results[0].status == "error" and fragment in (r.test_results[0].error or "")
 
 
 def test_check_code_without_a_check_function_is_an_assert_script(sandbox):

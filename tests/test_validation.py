@@ -91,3 +91,84 @@ def test_defines_name_sees_defs_assignments_imports_and_branches():
     ]:
         assert defines_name(ast.parse(code), "f"), code
     assert not defines_name(ast.parse("def g():\n    def f(): pass"), "f")
+
+
+def given(*pairs):
+    return [TestCase(input=i, expected=e) for i, e in pairs]
+
+
+RAISES_AT_5 = "def f(x):\n    return 10 // (x - 5)\n"
+RAISES_THEN_LOOPS = (
+    "def f(x):\n    if x == 5:\n        raise ValueError(x)\n    while x == 7:\n        pass\n    return x\n"
+)
+RAISES_AND_RANDOM = "import random\ndef f(x):\n    return 10 // (x - 5) + random.random()\n"
+LOOPS_FOREVER = "def f(x):\n    while True:\n        pass\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "tests", "reason"),
+    [
+        # each task also fails every later gate it can reach: only the order decides its reason
+        ("def g(x)\n    return x\n", [TestCase(input="1")], "syntax_error"),
+        ("def g(x):\n    while True:\n        pass\n", [TestCase(input="1")], "missing_entry_point"),
+        (LOOPS_FOREVER, [TestCase(input="1"), TestCase(input="(2,)")], "bad_input"),
+        (LOOPS_FOREVER, [TestCase(input="(1,)"), TestCase(input="(2,)")], "too_few_tests"),
+        (RAISES_THEN_LOOPS, given(("(5,)", 1), ("(7,)", 7), ("(1,)", 1)), "timeout"),
+        (RAISES_THEN_LOOPS, None, "timeout"),
+        (RAISES_AT_5, given(("(1,)", -3), ("(5,)", 0), ("(7,)", 5)), "runtime_error"),
+        (RAISES_AT_5, None, "runtime_error"),
+        (RAISES_AND_RANDOM, given(("(1,)", -3), ("(5,)", 0), ("(7,)", 5)), "runtime_error"),
+        (RAISES_AND_RANDOM, None, "runtime_error"),
+        (
+            "import random\ndef f(x):\n    return x + random.random()\n",
+            given(("(1,)", 9), ("(2,)", 9), ("(3,)", 9)),
+            "nondeterministic",
+        ),
+        ("def f(x):\n    return None\n", given(("(1,)", 1), ("(2,)", None), ("(3,)", None)), "expected_mismatch"),
+        (
+            "def f(x):\n    return float('nan')\n",
+            given(("(1,)", 1.0), ("(2,)", 2.0), ("(3,)", 3.0)),
+            "expected_mismatch",
+        ),
+        ("def f(x):\n    return None\n", given(("(1,)", None), ("(2,)", None), ("(3,)", None)), "weak_tests"),
+    ],
+)
+def test_each_reason_wins_over_the_later_ones(validator, code, tests, reason):
+    report = validator.validate(task(code, tests))
+    assert report.reason == reason, report.detail
+
+
+def test_reference_raising_where_expected_is_given_is_a_runtime_error(validator):
+    report = validator.validate(task(RAISES_AT_5, given(("(1,)", -3), ("(5,)", 0), ("(7,)", 5))))
+    assert report.reason == "runtime_error" and "ZeroDivisionError" in report.detail and "test 1" in report.detail
+    assert report.status == "failed" and report.tests_passed == 2 and report.tests_total == 3
+
+
+def test_status_is_the_judges_final_status(validator):
+    assert validator.validate(task("def f(x):\n    return x +\n")).status == "error"
+    assert validator.validate(task("raise RuntimeError('import')\ndef f(x):\n    return x\n")).status == "error"
+    assert validator.validate(task(RAISES_THEN_LOOPS)).status == "timeout"
+    wrong = validator.validate(task(GOOD, given(("(1,)", 4), ("(2,)", 5), ("(3,)", 7))))
+    assert wrong.reason == "expected_mismatch" and wrong.status == "failed" and wrong.tests_passed == 2
+
+
+def test_reference_runs_on_every_test_however_many_time_out(validator):
+    code = "def f(x):\n    while x < 3:\n        pass\n    return x * 2 + 1\n"
+    tests = given(("(0,)", 1), ("(1,)", 3), ("(2,)", 5), ("(3,)", 7), ("(4,)", 9))
+    report = validator.validate(task(code, tests))
+    assert report.reason == "timeout" and report.status == "timeout" and report.tests_passed == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("(" + "1," * 60_000 + ")", "longer than"),
+        ("(" + "[" * 150 + "]" * 150 + ",)", "nested deeper"),
+        ("[1]", "not a tuple"),
+        ("(x,)", "not a Python literal"),
+    ],
+)
+def test_bad_inputs_say_why(validator, text, fragment):
+    tests = [TestCase(input=text), TestCase(input="(2,)"), TestCase(input="(3,)")]
+    report = validator.validate(task(GOOD, tests))
+    assert report.reason == "bad_input" and fragment in report.detail

@@ -475,3 +475,59 @@ def test_judge_missing_outputs():
 def test_judge_unsupported_output_fails_with_reason():
     result = judge(outcome([Output("ok", Unsupported("Weird", "7"))]), [TestCase(input="(1,)", expected=7)])
     assert result.test_results[0].status == "failed" and "unsupported output type Weird" in result.test_results[0].error
+
+
+# -- stopping after max_timeouts -------------------------------------------------------------
+
+
+def timeout_rec(i, ms=500.0):
+    return {"i": i, "ms": ms, "ok": False, "kind": "timeout", "error": "timed out after 0.5 s"}
+
+
+def test_records_stop_after_max_timeouts():
+    text = results(rec(0, 3), timeout_rec(1), timeout_rec(2))
+    got = parse_records(text, 6, cut=False, max_timeouts=2)
+    assert got.stopped and got.timeouts == 2 and len(got.outputs) == 3
+    assert not parse_records(text, 6, cut=False).stopped  # no limit asked for: nothing stops
+
+
+def test_a_record_after_the_stop_is_a_protocol_error():
+    text = results(timeout_rec(0), timeout_rec(1), rec(2, 3))
+    with pytest.raises(ProtocolError):
+        parse_records(text, 6, cut=False, max_timeouts=2)
+    assert len(parse_records(text, 6, cut=False, max_timeouts=3).outputs) == 3
+
+
+def test_interpret_a_stopped_run_is_ok_with_a_note():
+    stdout = report_line(res=results(timeout_rec(0), timeout_rec(1)))
+    seen = interpret(raw(stdout), NONCE, "tests", 6, max_timeouts=2)
+    assert seen.stopped and seen.result.status == "ok" and len(seen.outputs) == 2
+    assert "[spade] 2 tests timed out; the remaining 4 were not run" in seen.result.stderr
+    # the same records without the stop asked for: the program ended early
+    unasked = interpret(raw(stdout), NONCE, "tests", 6)
+    assert not unasked.stopped and unasked.result.status == "error"
+    # fewer timeouts than the limit and records missing: still the program ending early
+    early = interpret(raw(report_line(res=results(timeout_rec(0)))), NONCE, "tests", 6, max_timeouts=2)
+    assert not early.stopped and early.result.status == "error"
+    # the stop on the last input leaves nothing unrun
+    last = interpret(raw(report_line(res=results(rec(0, 1), timeout_rec(1)))), NONCE, "tests", 2, max_timeouts=1)
+    assert not last.stopped and last.result.status == "ok" and "[spade]" not in last.result.stderr
+
+
+def test_judge_tests_not_run_after_the_stop_are_timeouts():
+    tests = [TestCase(input=f"({i},)", expected=i) for i in range(4)]
+    outputs = [Output("ok", 0), Output("timeout", error="timed out after 1 s"), Output("timeout", error="timed out")]
+    result = judge(CallsOutcome(ExecutionResult(status="ok"), outputs, None, stopped=True), tests)
+    assert [(r.status, r.error) for r in result.test_results][2:] == [
+        ("timeout", "timed out"),
+        ("timeout", "not run: earlier tests timed out"),
+    ]
+    assert result.test_results[0].status == "passed" and result.tests_passed == 1
+
+
+def test_load_error_record_is_allowed_in_check_mode_only():
+    stdout = report_line(res=results({"load_error": "SyntaxError: bad"}), rc=1)
+    seen = interpret(raw(stdout), NONCE, "check", marker="m1")
+    assert seen.load_error == "SyntaxError: bad" and not seen.check_passed and seen.result.status == "error"
+    seen = interpret(raw(stdout), NONCE, "program")
+    assert seen.result.status == "error" and "protocol violated" in seen.result.stderr

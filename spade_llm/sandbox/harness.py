@@ -40,14 +40,17 @@ Modes
     The child execs the code as module ``solution``, looks up the entry point and calls it on
     each input under a per-test ``SIGALRM`` budget (a program that swallows the alarm is still
     marked as timed out, and one that never returns is ended by the parent's deadline).
-    ``BaseException`` is caught, so ``SystemExit`` and ``KeyboardInterrupt`` are failures. The
+    ``BaseException`` is caught, so ``SystemExit`` and ``KeyboardInterrupt`` are failures. After
+    ``max_timeouts`` calls timed out (when the request sets it) the child calls no more and ends
+    normally: code that loops on every input would otherwise spend the whole wall limit. The
     return value is written in a strict type-tagged encoding (below); it is compared with the
     expected value *outside* the sandbox, where expected values stay. Exit codes, printed text
     and ``__eq__`` never matter. Code that targets this harness in-process (walks frames to the
     results pipe and its token) can write records of its choosing, but it would still have to
     know the right outputs, which is solving the task.
 ``check`` (imported benchmarks such as HumanEval; weaker)
-    The child execs the program and then the benchmark's ``check_code`` in one namespace (with
+    The child execs the program (an exception there is a load error, as in ``tests`` mode) and
+    then the benchmark's ``check_code`` in one namespace (with
     the builtins restored to what they were before the program ran) and calls
     ``check(entry_point)`` when ``check_code`` defines ``check``. Only if that returns normally
     does the child write its done line and exit 0; the parent then reports the secret marker,
@@ -384,6 +387,9 @@ class _Child:
         budget = float(req["test_timeout_s"])
         limit = int(req["value_limit"])
         inputs = req["inputs"]
+        stop_after = req.get("max_timeouts")
+        stop_after = _int(stop_after) if stop_after is not None else -1
+        timeouts = 0
         try:
             _load(req["file"], module)
             fn = module.__dict__.get(name)
@@ -432,9 +438,12 @@ class _Child:
             ms = (perf() - t0) * 1000.0
             if fired[0]:
                 body = '"ok":false,"kind":"timeout","error":' + esc(f"timed out after {budget:g} s")
+                timeouts += 1
             elif body is None:
                 body = '"ok":false,"kind":"exception","error":"no result"'
             send('{"i":%d,"ms":%.3f,%s}' % (i, ms, body))
+            if timeouts == stop_after:
+                break
         return 0
 
     def check(self) -> int:
@@ -444,6 +453,11 @@ class _Child:
         saved = _dict(builtins.__dict__)
         try:
             _load(req["file"], module)
+        except MemoryError:
+            return self.failed_load(MemoryError(), True)
+        except BaseException as e:  # the program never got to the asserts: a load error, as in tests mode
+            return self.failed_load(e, False)
+        try:
             before = module.__dict__.get("check")
             # builtins the program patched (abs, len, isinstance...) must not fool the asserts
             builtins.__dict__.clear()

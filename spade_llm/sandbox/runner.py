@@ -9,7 +9,6 @@ compares them outside.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import marshal
 import secrets
@@ -18,9 +17,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..types import ExecutionResult, Task, TestCase, TestResult, TestStatus
+from .. import pyast
+from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
-from .harness import frame_message
+from .harness import MAX_DEPTH, frame_message
 from .verdict import Interpretation, Mode, Output, Unsupported, interpret, matches, show
 
 SOLUTION_FILE = "solution.py"
@@ -29,7 +29,7 @@ MAIN_FILE = "main.py"
 RESULTS_FACTOR = 8
 """The results channel may carry this many times ``output_limit_bytes`` (all tests' outputs)."""
 
-__all__ = ["CallsOutcome", "Output", "execute_calls", "judge", "run_check", "run_program", "run_tests"]
+__all__ = ["CallsOutcome", "Output", "execute_calls", "judge", "parse_input", "run_check", "run_program", "run_tests"]
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,16 @@ class CallsOutcome:
     """One execution of the entry point on a list of inputs, before any comparison.
 
     ``outputs`` has one entry per call that finished, in input order: all of them when the run
-    completed, a prefix when it was cut short (see ``result.status``), none when the code did not
-    load (``load_error``) or the harness protocol was violated.
+    completed, a prefix when it was cut short (see ``result.status``) or stopped after
+    ``max_timeouts`` timed-out calls (``stopped``), none when the code did not load
+    (``load_error``) or the harness protocol was violated.
     """
 
     result: ExecutionResult
     outputs: list[Output] = field(default_factory=list)
     load_error: str | None = None
+    stopped: bool = False
+    """The harness stopped calling the entry point after ``max_timeouts`` calls timed out."""
 
 
 HARNESS_STUB = """\
@@ -89,19 +92,44 @@ def harness_program() -> tuple[str, dict[str, bytes]]:
     return HARNESS_STUB, {"harness.py": source, "harness.bin": importlib.util.MAGIC_NUMBER + marshal.dumps(code)}
 
 
+MAX_INPUT_CHARS = 100_000
+"""Longest test input (the text of its argument tuple)."""
+MAX_INPUT_DEPTH = MAX_DEPTH + 1
+"""Deepest nesting of containers in a test input: the argument tuple, then as deep as an output may go."""
+
+
 def parse_input(text: str) -> tuple[Any, ...] | str:
-    """The arguments of one test input, or a message saying why it is not a literal tuple."""
+    """The arguments of one test input, or a message saying why it is not a literal tuple.
+
+    The one parser of test inputs: validation's ``bad_input`` gate and the runner (which sends the
+    parsed arguments into the sandbox, where a bad one becomes that test's error) both use it.
+    """
+    if len(text) > MAX_INPUT_CHARS:
+        return f"input longer than {MAX_INPUT_CHARS} characters ({len(text)})"
     try:
-        value = ast.literal_eval(text)
+        value = pyast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        return f"not a Python literal ({type(e).__name__})"
+        return f"not a Python literal: {text[:60]!r} ({type(e).__name__})"
     if type(value) is not tuple:
-        return f"not a tuple of arguments ({type(value).__name__})"
-    try:
-        marshal.dumps(value)
-    except ValueError:
-        return "too deeply nested"
+        return f"not a tuple of arguments: {text[:60]!r} ({type(value).__name__}; write a 1-tuple as '(x,)')"
+    if _depth(value) > MAX_INPUT_DEPTH:
+        return f"nested deeper than {MAX_INPUT_DEPTH} levels"
     return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply containers nest in a literal (iterative: no recursion limit to hit)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, depth)
+            stack.extend((x, depth + 1) for pair in item.items() for x in pair)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            deepest = max(deepest, depth)
+            stack.extend((x, depth + 1) for x in item)
+    return deepest
 
 
 def _execute(
@@ -114,6 +142,7 @@ def _execute(
     n: int = 0,
     hash_seed: int = 0,
     marker: str | None = None,
+    max_timeouts: int | None = None,
 ) -> Interpretation:
     nonce = secrets.token_hex(16)
     request = {
@@ -134,7 +163,7 @@ def _execute(
         env={"PYTHONHASHSEED": str(hash_seed)},
     )
     raw = sandbox.run(program, replace(limits, output_limit_bytes=_report_cap(limits)))
-    return interpret(raw, nonce, mode, n, marker)
+    return interpret(raw, nonce, mode, n, marker, max_timeouts)
 
 
 def _report_cap(limits: Limits) -> int:
@@ -155,28 +184,44 @@ def execute_calls(
     limits: Limits,
     test_timeout_s: float,
     hash_seed: int = 0,
+    max_timeouts: int | None = None,
 ) -> CallsOutcome:
     """Call ``entry_point`` of ``code`` on each input (a literal tuple of arguments) in one execution.
 
     An input that is not a literal tuple gives that call an error output; the others still run.
     ``hash_seed`` is the program's PYTHONHASHSEED (validation runs twice to catch nondeterminism).
+    ``max_timeouts``: after this many calls timed out the harness calls no more (code that loops on
+    every input would otherwise spend the whole wall limit); None: every input is tried.
     """
+    if max_timeouts is not None and max_timeouts < 1:
+        raise ValueError(f"max_timeouts must be at least 1 or None, got {max_timeouts}")
     args = [parse_input(text) for text in inputs]
     request = {
         "file": SOLUTION_FILE,
         "entry_point": entry_point,
         "inputs": args,
         "test_timeout_s": float(test_timeout_s),
+        "max_timeouts": max_timeouts,
     }
-    seen = _execute(sandbox, "tests", {SOLUTION_FILE: code}, request, limits, n=len(inputs), hash_seed=hash_seed)
-    return CallsOutcome(seen.result, seen.outputs, seen.load_error)
+    seen = _execute(
+        sandbox,
+        "tests",
+        {SOLUTION_FILE: code},
+        request,
+        limits,
+        n=len(inputs),
+        hash_seed=hash_seed,
+        max_timeouts=max_timeouts,
+    )
+    return CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped)
 
 
 def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
     """``outcome.result`` with the verdict of each test filled in (pure; nothing runs).
 
     A test passes only when its call returned a value that ``matches`` its ``expected``; a test
-    with no ``expected`` has nothing to compare with and is an ``error``.
+    with no ``expected`` has nothing to compare with and is an ``error``. Tests the harness did
+    not get to after ``max_timeouts`` timeouts are ``timeout`` (not run).
     """
     result = outcome.result
     verdicts: list[TestResult] = []
@@ -186,8 +231,11 @@ def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
         output = error = None
         ms = None
         if out is None:
-            status = "timeout" if result.status == "timeout" else "error"
-            error = outcome.load_error or _not_run(result)
+            if outcome.stopped and outcome.load_error is None:
+                status, error = "timeout", NOT_RUN_AFTER_TIMEOUTS
+            else:
+                status = "timeout" if result.status == "timeout" else "error"
+                error = outcome.load_error or _not_run(result)
         else:
             ms = out.duration_ms
             if out.status != "ok":
@@ -210,7 +258,17 @@ def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
             TestResult(index=i, input=test.input, status=status, output=output, error=error, duration_ms=ms)
         )
     passed = sum(v.status == "passed" for v in verdicts)
-    return result.model_copy(update={"tests_passed": passed, "tests_total": len(tests), "test_results": verdicts})
+    return result.model_copy(
+        update={
+            "tests_passed": passed,
+            "tests_total": len(tests),
+            "test_results": verdicts,
+            "load_error": outcome.load_error,
+        }
+    )
+
+
+NOT_RUN_AFTER_TIMEOUTS = "not run: earlier tests timed out"
 
 
 def _not_run(result: ExecutionResult) -> str:
@@ -229,9 +287,11 @@ def run_tests(
     limits: Limits,
     test_timeout_s: float,
     hash_seed: int = 0,
+    max_timeouts: int | None = None,
 ) -> ExecutionResult:
-    """``execute_calls`` on the tests' inputs, then ``judge``: the solver's and evaluator's verdict."""
-    outcome = execute_calls(sandbox, code, entry_point, [t.input for t in tests], limits, test_timeout_s, hash_seed)
+    """``execute_calls`` on the tests' inputs, then ``judge`` (``spade_llm.judge`` is the pipeline's entry)."""
+    inputs = [t.input for t in tests]
+    outcome = execute_calls(sandbox, code, entry_point, inputs, limits, test_timeout_s, hash_seed, max_timeouts)
     return judge(outcome, tests)
 
 
@@ -239,7 +299,8 @@ def run_check(sandbox: Sandbox, program: str, check_code: str, entry_point: str,
     """Run ``program`` then a benchmark's ``check_code`` (HumanEval style: ``check(entry_point)``).
 
     One test: it passes only if the harness's completion marker, a secret the program never
-    sees, comes back after the asserts (see ``harness`` for why this mode is weaker).
+    sees, comes back after the asserts (see ``harness`` for why this mode is weaker). A program
+    that raises before the asserts run is an ``error`` with its ``load_error``.
     """
     marker = secrets.token_hex(16)
     files = {SOLUTION_FILE: program, CHECK_FILE: check_code}
@@ -250,26 +311,21 @@ def run_check(sandbox: Sandbox, program: str, check_code: str, entry_point: str,
     status: TestStatus
     if passed:
         status = "passed"
+    elif seen.load_error is not None:
+        status = "error"
     elif result.status == "timeout":
         status = "timeout"
     elif result.return_code == 1 and result.signal is None:
         status = "failed"  # an assert (or another exception) stopped the check
     else:
         status = "error"  # exited early, crashed, killed, out of memory or output
-    error = None if passed else (result.stderr.strip().splitlines() or [result.status])[-1][:500]
+    error = None if passed else seen.load_error or (result.stderr.strip().splitlines() or [result.status])[-1][:500]
     verdict = TestResult(
         index=0, input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
     )
-    return result.model_copy(update={"tests_passed": int(passed), "tests_total": 1, "test_results": [verdict]})
+    update = {"tests_passed": int(passed), "tests_total": 1, "test_results": [verdict], "load_error": seen.load_error}
+    return result.model_copy(update=update)
 
 
 DEFAULT_TEST_TIMEOUT_S = 3.0
 """Per-test budget when no config says otherwise (``sandbox.test_timeout_s``)."""
-
-
-def judge_code(sandbox: Sandbox, code: str, task: Task, limits: Limits,
-               test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S) -> ExecutionResult:
-    """Judge ``code`` on ``task``: its tests, or its ``check_code`` for imported benchmarks."""
-    if task.check_code:
-        return run_check(sandbox, code, task.check_code, task.entry_point, limits)
-    return run_tests(sandbox, code, task.entry_point, task.tests, limits, test_timeout_s)

@@ -2,8 +2,11 @@
 
 Nothing here runs untrusted code; everything the sandbox sent is data, parsed strictly. A report
 that breaks the protocol (no report line or several with the run's nonce, a malformed record,
-records duplicated, missing in the middle or out of order) makes the whole execution an ``error``
-with ``[spade] harness protocol violated`` on stderr, so no test of it can pass.
+records duplicated, missing in the middle or out of order, a record after the harness should have
+stopped) makes the whole execution an ``error`` with ``[spade] harness protocol violated`` on
+stderr, so no test of it can pass. In tests mode a run that completes has one record per input,
+except one the harness stopped after ``max_timeouts`` timed-out calls (``Records.stopped``): its
+records end with that timeout, and the inputs after it were not run.
 
 Comparison rules (``matches``), between a decoded output and an ``expected`` JSON value:
 
@@ -264,13 +267,18 @@ class Records:
     load_error: str | None = None
     memory: bool = False
     done: bool = False
+    timeouts: int = 0
+    """Test records of kind ``timeout``."""
+    stopped: bool = False
+    """``max_timeouts`` calls timed out: the harness calls no more (no record may follow)."""
 
 
-def parse_records(results: str, n: int, *, cut: bool) -> Records:
+def parse_records(results: str, n: int, *, cut: bool, max_timeouts: int | None = None) -> Records:
     """Decode the results channel strictly: ``<token> start`` first, then ``<token> <payload>`` lines.
 
-    In tests mode (``n`` inputs) records must come one per call, indices 0, 1, ... in order. ``cut``
-    says the child was stopped (deadline, cap): only then may the last line be incomplete.
+    In tests mode (``n`` inputs) records must come one per call, indices 0, 1, ... in order, and
+    none after the ``max_timeouts``-th timeout. ``cut`` says the child was stopped (deadline, cap):
+    only then may the last line be incomplete.
     """
     rec = Records()
     if not results:
@@ -290,7 +298,7 @@ def parse_records(results: str, n: int, *, cut: bool) -> Records:
         if not line.startswith(prefix):
             raise ProtocolError("a results line without the run's token")
         payload = line[len(prefix) :]
-        if rec.done or rec.load_error is not None:
+        if rec.done or rec.load_error is not None or rec.stopped:
             raise ProtocolError("results after the last record")
         if payload == "mem":
             rec.memory = True
@@ -298,6 +306,8 @@ def parse_records(results: str, n: int, *, cut: bool) -> Records:
             rec.done = True
         else:
             _parse_record(payload, n, rec)
+            if max_timeouts is not None and rec.timeouts >= max_timeouts:
+                rec.stopped = True
     return rec
 
 
@@ -331,6 +341,7 @@ def _parse_record(payload: str, n: int, rec: Records) -> None:
         raise ProtocolError("unexpected record fields")
     if kind == "timeout":
         rec.outputs.append(Output("timeout", None, error, ms))
+        rec.timeouts += 1
     elif kind in ("exception", "memory"):
         rec.outputs.append(Output("error", None, error, ms, memory=kind == "memory"))
         rec.memory = rec.memory or kind == "memory"
@@ -349,6 +360,8 @@ class Interpretation:
     outputs: list[Output] = field(default_factory=list)
     load_error: str | None = None
     check_passed: bool = False
+    stopped: bool = False
+    """Tests mode: the harness stopped after ``max_timeouts`` timed-out calls (see ``Records``)."""
 
 
 def _note(stderr: str, message: str) -> str:
@@ -356,10 +369,18 @@ def _note(stderr: str, message: str) -> str:
     return f"{stderr}{sep}{NOTE}{message}\n"
 
 
-def interpret(raw: ExecutionResult, nonce: str, mode: Mode, n: int = 0, marker: str | None = None) -> Interpretation:
+def interpret(
+    raw: ExecutionResult,
+    nonce: str,
+    mode: Mode,
+    n: int = 0,
+    marker: str | None = None,
+    max_timeouts: int | None = None,
+) -> Interpretation:
     """Turn the backend's result of a harness run into the program's ``ExecutionResult``.
 
-    ``raw.stdout`` holds the harness's report; the program's own streams are inside it.
+    ``raw.stdout`` holds the harness's report; the program's own streams are inside it. ``n`` and
+    ``max_timeouts`` are what the tests-mode request asked for (inputs, timeouts before stopping).
     """
     duration_ms = raw.duration_ms
     try:
@@ -385,9 +406,11 @@ def interpret(raw: ExecutionResult, nonce: str, mode: Mode, n: int = 0, marker: 
     cut = report.timed_out or report.output_limit or report.signal is not None
     stderr = report.stderr
     try:
-        records = parse_records(report.results, n, cut=cut or report.results_truncated)
-        if mode != "tests" and (records.outputs or records.load_error is not None):
+        records = parse_records(report.results, n, cut=cut or report.results_truncated, max_timeouts=max_timeouts)
+        if mode != "tests" and records.outputs:
             raise ProtocolError("test records outside tests mode")
+        if mode == "program" and records.load_error is not None:
+            raise ProtocolError("load error record in program mode")
         if mode == "tests" and records.done:
             raise ProtocolError("done line in tests mode")
     except ProtocolError as e:
@@ -420,7 +443,8 @@ def interpret(raw: ExecutionResult, nonce: str, mode: Mode, n: int = 0, marker: 
         duration_ms=duration_ms,
     )
     check_passed = mode == "check" and marker is not None and report.marker == marker and records.done
-    return Interpretation(result, records.outputs, records.load_error, check_passed)
+    stopped = mode == "tests" and records.stopped and len(records.outputs) < n
+    return Interpretation(result, records.outputs, records.load_error, check_passed, stopped)
 
 
 def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | None) -> tuple[ExecStatus, str]:
@@ -440,6 +464,8 @@ def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | 
     if mode == "tests":
         if records.load_error is not None:
             return "error", ""
+        if records.stopped and len(records.outputs) < n and report.return_code == 0:
+            return "ok", f"{records.timeouts} tests timed out; the remaining {n - len(records.outputs)} were not run"
         if len(records.outputs) < n:
             return "error", (
                 f"the program ended (exit code {report.return_code}) after {len(records.outputs)} of {n} tests"

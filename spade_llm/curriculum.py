@@ -1,0 +1,140 @@
+"""Each epoch's plan, computed from a frozen snapshot of *earlier* epochs only.
+
+The plan (target difficulty, the requests with their topics, kinds and seeds, the examples shown,
+the tags to avoid) is written to ``plans.jsonl`` before the epoch's first request, and a resumed
+epoch reads it back. Nothing of the epoch being run can feed its own plan, so a run killed
+anywhere and resumed asks the generator exactly what the uninterrupted run asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from .config import RunConfig
+from .evaluator import next_difficulty
+from .seeding import derive_seed
+from .types import EpochMetrics, Task
+
+TOPICS = (
+    "strings",
+    "lists",
+    "arithmetic",
+    "recursion",
+    "dynamic programming",
+    "parsing",
+    "dictionaries",
+    "sorting and searching",
+    "bit manipulation",
+    "matrices",
+    "intervals",
+    "simulation",
+    "stacks",
+    "graphs",
+)
+"""Built-in focus topics handed round the concurrent proposal requests of an epoch: requests that
+cannot see each other's answers would otherwise converge on the same few favourite exercises."""
+
+
+class RequestPlan(BaseModel):
+    """One generator request of an epoch."""
+
+    request_index: int
+    n: int
+    """Tasks asked for."""
+    focus: str | None
+    kind: str
+    seed: int
+
+
+class EpochPlan(BaseModel):
+    """What an epoch asks for, fixed before its first request (a row of ``plans.jsonl``)."""
+
+    epoch: int
+    target_difficulty: float
+    capability: float | None
+    """The solver's last measured pass rate (None before any)."""
+    goal: str | None
+    avoid_tags: list[str]
+    example_ids: list[str]
+    """Accepted tasks of earlier epochs the proposal prompts show, by id."""
+    requests: list[RequestPlan]
+
+
+@dataclass(frozen=True)
+class History:
+    """What the run holds from the epochs before the one being planned."""
+
+    tasks: Sequence[Task]
+    """Accepted tasks of earlier epochs, in the order they were accepted."""
+    metrics: Sequence[EpochMetrics]
+    """Metrics rows of earlier epochs, in epoch order."""
+
+
+def focus_topics(seed: int, epoch: int, n_requests: int, avoid: Sequence[str], topics: Sequence[str]) -> list[str]:
+    """One topic per request: a seeded rotation of ``topics``, saturated ones last."""
+    start = derive_seed(seed, "topics", epoch) % len(topics)
+    rotation = [topics[(start + i) % len(topics)] for i in range(len(topics))]
+    saturated = {a.replace("_", " ").lower() for a in avoid}
+    fresh = [t for t in rotation if t.lower() not in saturated] or rotation
+    return [fresh[i % len(fresh)] for i in range(n_requests)]
+
+
+def saturated_tags(tasks: Sequence[Task], share: float = 0.3) -> list[str]:
+    """Tags on more than ``share`` of the tasks: the generator is asked to go elsewhere."""
+    if len(tasks) < 6:
+        return []
+    counts = Counter(tag for t in tasks for tag in set(t.tags))
+    return sorted(tag for tag, n in counts.items() if n / len(tasks) > share)
+
+
+class Curriculum:
+    """Plans epochs and steers the target difficulty from measured pass rates."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+
+    def target_for(self, epoch: int, history: History) -> float:
+        c = self.config.controller
+        if epoch == 0 or not history.metrics:
+            return c.initial_difficulty
+        return history.metrics[-1].next_difficulty
+
+    def next_target(self, row: EpochMetrics) -> float:
+        """Where the target goes after ``row``: it moves only when the epoch's pass rate, measured on
+        enough episodes, left the band; never after an in-band epoch."""
+        c = self.config.controller
+        return next_difficulty(row.difficulty, row.pass_rate, row.episodes, c.band, c.difficulty_step, c.min_episodes)
+
+    def plan(self, epoch: int, history: History) -> EpochPlan:
+        c = self.config.controller
+        cur = self.config.curriculum
+        n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
+        avoid = saturated_tags(history.tasks)
+        topics = focus_topics(self.config.seed, epoch, n_requests, avoid, cur.topics or TOPICS)
+        shown = self.config.generator.examples_shown
+        examples = list(history.tasks[-shown:]) if shown else []
+        measured = [m for m in history.metrics if m.pass_rate is not None]
+        requests = [
+            RequestPlan(
+                request_index=i,
+                n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
+                focus=topics[i],
+                kind=cur.kinds[i % len(cur.kinds)],
+                seed=derive_seed(self.config.seed, "generate", epoch, i),
+            )
+            for i in range(n_requests)
+        ]
+        return EpochPlan(
+            epoch=epoch,
+            target_difficulty=self.target_for(epoch, history),
+            capability=measured[-1].pass_rate if measured else None,
+            goal=cur.goal,
+            avoid_tags=avoid,
+            example_ids=[t.task_id for t in examples],
+            requests=requests,
+        )

@@ -1,0 +1,161 @@
+"""The one judge: how well does ``code`` do on ``task``? Used by validation, the solver, ``evaluate``,
+``verify`` and (later) the reward functions, so a verdict means the same thing everywhere.
+
+``judge`` runs the code on the chosen tests in one sandbox execution and compares its outputs
+with the expected values outside the sandbox; ``final_status`` turns that execution into an
+attempt's verdict. Validation, which needs the raw outputs (to fill in expected values and to
+compare two runs), takes them from ``Judge.outputs`` and compares with ``verdicts``: the same
+execution and the same comparison.
+
+Blocking: the pipeline calls it from worker threads (``checking.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .sandbox.base import Limits, Sandbox
+from .sandbox.runner import DEFAULT_TEST_TIMEOUT_S, CallsOutcome, execute_calls, parse_input, run_check
+from .sandbox.runner import judge as verdicts
+from .types import ExecutionResult, FinalStatus, Task
+
+__all__ = [
+    "DEFAULT_TEST_TIMEOUT_S",
+    "MAX_TEST_TIMEOUTS",
+    "Judge",
+    "JudgeSettings",
+    "final_status",
+    "judge",
+    "load_settings",
+    "parse_input",
+    "verdicts",
+]
+
+MAX_TEST_TIMEOUTS = 2
+"""An execution stops calling the entry point after this many tests timed out: code that loops on
+every input would otherwise spend the whole wall limit, one test budget at a time."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Judges code against tasks in one sandbox under fixed limits.
+
+    ``max_timeouts``: tests that may time out before an execution stops calling the entry point
+    (None: every test is tried, as validation does for a reference).
+    """
+
+    sandbox: Sandbox
+    limits: Limits
+    test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
+    max_timeouts: int | None = MAX_TEST_TIMEOUTS
+
+    def __call__(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+        return judge(
+            self.sandbox, task, code, self.limits, self.test_timeout_s, tests=tests, max_timeouts=self.max_timeouts
+        )
+
+    def outputs(self, task: Task, code: str, *, hash_seed: int = 0) -> CallsOutcome:
+        """What ``code``'s entry point returned on each of the task's test inputs, before comparison
+        (``verdicts(outcome, tests)`` compares); ``hash_seed`` is the run's PYTHONHASHSEED."""
+        return execute_calls(
+            self.sandbox,
+            code,
+            task.entry_point,
+            [t.input for t in task.tests],
+            self.limits,
+            self.test_timeout_s,
+            hash_seed=hash_seed,
+            max_timeouts=self.max_timeouts,
+        )
+
+
+def judge(
+    sandbox: Sandbox,
+    task: Task,
+    code: str,
+    limits: Limits,
+    test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S,
+    *,
+    tests: Sequence[int] | None = None,
+    max_timeouts: int | None = MAX_TEST_TIMEOUTS,
+) -> ExecutionResult:
+    """Run ``code`` on the task's tests (``tests``: indices into ``task.tests``, default all) in one
+    execution and compare outside the sandbox; ``check_code`` tasks run their assert script instead.
+
+    Each ``TestResult.index`` is the test's index in ``task.tests``, whatever subset ran. After
+    ``max_timeouts`` tests timed out the rest are not run and come back as ``timeout`` ("not run:
+    earlier tests timed out"); None tries every test.
+    """
+    if task.check_code:
+        return run_check(sandbox, code, task.check_code, task.entry_point, limits)
+    chosen = list(range(len(task.tests))) if tests is None else list(tests)
+    cases = [task.tests[i] for i in chosen]
+    outcome = execute_calls(
+        sandbox, code, task.entry_point, [t.input for t in cases], limits, test_timeout_s, max_timeouts=max_timeouts
+    )
+    result = verdicts(outcome, cases)
+    if result.test_results is not None:
+        result.test_results = [r.model_copy(update={"index": chosen[r.index]}) for r in result.test_results]
+    return result
+
+
+def final_status(result: ExecutionResult) -> FinalStatus:
+    """An attempt's verdict: ``passed`` (every test), ``error`` (the code never got to run a test:
+    syntax error, import-time exception, missing entry point, no code, or the execution ended before
+    any test gave a result), ``timeout`` (some test, or the execution, ran out of time), else
+    ``failed`` (wrong answers, or raised on some inputs)."""
+    if result.all_passed:
+        return "passed"
+    if result.load_error is not None:
+        return "error"
+    tests = result.test_results or []
+    if result.status == "timeout" or any(r.status == "timeout" for r in tests):
+        return "timeout"
+    # a test with an output got to run; a "failed" one without (check mode: an assert) did too
+    ran = any(r.output is not None or r.status == "failed" for r in tests)
+    if result.status != "ok" and not ran:
+        return "error"
+    return "failed"
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Limits and backend for ``verify``/``evaluate``: SPEC defaults, or a run config's ``sandbox:``."""
+
+    limits: Limits
+    test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
+    backend: str = "auto"
+    docker_image: str | None = None
+
+
+def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
+    """The ``sandbox:`` section of the run config at ``config_path`` (SPEC defaults when None), with
+    ``overrides`` (``timeout_s``, ``backend``...; None values ignored) on top.
+
+    The config models are imported only when a file is given: ``verify`` and ``evaluate`` start fast.
+
+    Raises:
+        UserError: the file is missing, not YAML, or holds an invalid value.
+    """
+    settings = JudgeSettings(Limits())
+    if config_path is not None:
+        from .config import load_config
+
+        sandbox = load_config(config_path).sandbox
+        settings = JudgeSettings(
+            Limits(
+                timeout_s=sandbox.timeout_s,
+                memory_mb=sandbox.memory_mb,
+                max_processes=sandbox.max_processes,
+                scratch_mb=sandbox.scratch_mb,
+                output_limit_bytes=sandbox.output_limit_bytes,
+            ),
+            sandbox.test_timeout_s,
+            sandbox.backend,
+            sandbox.docker_image,
+        )
+    given = {k: v for k, v in overrides.items() if v is not None}
+    limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}
+    return replace(settings, limits=replace(settings.limits, **limits), **given)

@@ -1,0 +1,47 @@
+"""Task kinds by name: what the solver is shown, how its answer is read, how it is judged.
+
+Only ``induction`` (write the function from its description and examples) exists so far;
+``deduction`` and ``abduction`` will be added as entries here, each in its own module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """One kind of task: the pieces the pipeline looks up by ``task.kind``."""
+
+    name: str
+    first_template: str
+    """Template of the solver's first prompt."""
+    repair_template: str
+    """Template of a repair prompt after a failed attempt."""
+    parse_answer: Callable[[str], str]
+    """The model's answer text -> the code to judge ('' when there is none)."""
+    summary: str = ""
+
+
+def _induction() -> TaskKind:
+    from .induction import KIND
+
+    return KIND
+
+
+_REGISTRY: dict[str, Callable[[], TaskKind]] = {"induction": _induction}
+
+
+def get_kind(name: str) -> TaskKind:
+    """The kind called ``name``; a UserError naming the known kinds otherwise."""
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise UserError(f"unknown task kind {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def kind_names() -> list[str]:
+    return sorted(_REGISTRY)
