@@ -401,16 +401,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k estimator (Chen et al., 2021)."""
-    if n - c < k:
-        return 1.0
-    prod = 1.0
-    for i in range(n - c + 1, n + 1):
-        prod *= 1.0 - k / i
-    return 1.0 - prod
-
-
 def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
     p = Path(path)
     if not p.is_file():
@@ -437,6 +427,7 @@ def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from . import evaluator
     from .judge import Judge, final_status, load_settings
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
@@ -474,7 +465,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         sandbox.close()
     ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
     scores = {
-        f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task)) for k in ks
+        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task)) for k in ks
     }
     print(
         f"{len(samples)} samples, {len(per_task)} tasks: "

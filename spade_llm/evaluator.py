@@ -12,9 +12,12 @@ import re
 import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from .config import RewardConfig
 from .types import FinalStatus, Trajectory
+
+if TYPE_CHECKING:  # the config models cost ~0.2 s to import; evaluate and verify do without them
+    from .config import RewardConfig
 
 
 def episode_reward(
@@ -38,7 +41,11 @@ def episode_reward(
     >>> episode_reward("timeout", 1, 0.9, 0.0)
     -0.5
     """
-    c = config or RewardConfig()
+    if config is None:
+        from .config import RewardConfig
+
+        config = RewardConfig()
+    c = config
     if final_status == "passed":
         reward = c.pass_base + c.difficulty_bonus * difficulty - c.turn_penalty * max(0, turns - 1)
         # a pass always beats any failure, however many turns it took

@@ -318,9 +318,10 @@ class LLMGenerator:
                 proposal.usage_cost = (proposal.usage_cost or 0.0) + response.usage.cost
             proposal.text, proposal.finish_reason = response.text, response.finish_reason
             try:
-                value = _task_items(extract_json(response.text, response.finish_reason))
-                if not value:
+                items = _task_items(extract_json(response.text, response.finish_reason))
+                if not items:
                     raise BadAnswer("no_tasks", "the answer held no task")
+                value = items
                 break
             except BadAnswer as e:
                 self.stats.fault(e.reason)

@@ -236,3 +236,68 @@ def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path
     )
     got = sorted(t["trajectory_id"] for t in rows(cut / "trajectories.jsonl"))
     assert got == sorted(t["trajectory_id"] for t in rows(full / "trajectories.jsonl"))
+
+
+@pytest.mark.e2e
+def test_samples_per_task_gives_k_trajectories_and_agreeing_task_stats(tmp_path):
+    out = tmp_path / "k4"
+    proc = spade(
+        "run", "--epochs", "2", "--tasks-per-epoch", "4", "--samples-per-task", "4", "--seed", "3",
+        "--goal", "string manipulation", "--sandbox", "subprocess", "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    tasks, trajs, stats = rows(out / "tasks.jsonl"), rows(out / "trajectories.jsonl"), rows(out / "task_stats.jsonl")
+    assert tasks and len(trajs) == 4 * len(tasks) and len(stats) == len(tasks)
+    for task in tasks:
+        mine = [t for t in trajs if t["task_id"] == task["task_id"]]
+        assert sorted(t["sample_index"] for t in mine) == [0, 1, 2, 3]
+        assert len({t["trajectory_id"] for t in mine}) == 4
+        (row,) = [s for s in stats if s["task_id"] == task["task_id"]]
+        passed = sum(t["final_status"] == "passed" for t in mine)
+        assert (row["samples"], row["passed"], row["epoch"], row["kind"]) == (
+            4,
+            passed,
+            task["meta"]["epoch"],
+            "induction",
+        )
+        assert row["learnability"] == pytest.approx(1 - passed / 4 if 0 < passed < 4 else 0.0)
+    # samples are independent episodes: across the run, some task's samples do not all end alike
+    assert any(len({t["final_status"] for t in trajs if t["task_id"] == task["task_id"]}) > 1 for task in tasks)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["goal"] == "string manipulation" and manifest["samples_per_task"] == 4
+    plans = rows(out / "plans.jsonl")
+    assert [p["goal"] for p in plans] == ["string manipulation"] * 2
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--seed", "9"], "--seed cannot change a run being resumed"),
+        (["--tasks-per-epoch", "3"], "--tasks-per-epoch cannot change"),
+        (["--model", "fake/strong-solver"], "--model cannot change"),
+        (["--samples-per-task", "2"], "--samples-per-task cannot change"),
+    ],
+)
+def test_resume_refuses_flags_that_change_what_the_run_is(run_a, tmp_path, flags, message):
+    out, _ = run_a
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    proc = spade("run", "--resume", str(out), *flags)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # nothing touched
+
+
+@pytest.mark.e2e
+def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
+    out = tmp_path / "r"
+    assert (
+        spade("run", "--epochs", "1", "--seed", "4", "--sandbox", "subprocess", "--out", str(out), "--quiet").returncode
+        == 0
+    )
+    started = json.loads((out / "manifest.json").read_text())["started_at"]
+    proc = spade("run", "--resume", str(out), "--epochs", "2", "--seed", "4", "--concurrency", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["started_at"] == started and len(manifest["resumes"]) == 1
+    assert manifest["resumes"][0]["epochs"] == 2
+    assert [m["epoch"] for m in rows(out / "metrics.jsonl")] == [0, 1]

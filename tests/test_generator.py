@@ -124,3 +124,32 @@ async def test_truncated_answer_is_reported_as_truncated():
     )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "truncated"
+
+
+async def test_an_answer_holds_at_most_n_tasks_and_an_empty_one_is_a_failure():
+    three = json.dumps({"tasks": [TASK, {**TASK, "entry_point": "plus"}, {**TASK, "entry_point": "more"}]})
+    gen = LLMGenerator(ScriptedLLM([three]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    proposal = await gen.propose(ctx(n=1))
+    assert [c.task.entry_point for c in proposal.candidates if c.task] == ["add"]
+    empty = json.dumps({"tasks": []})
+    gen = LLMGenerator(ScriptedLLM([empty, empty]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    proposal = await gen.propose(ctx())
+    assert proposal.failure == "no_tasks" and not proposal.candidates and proposal.text == empty
+
+
+async def test_a_proposal_survives_its_journal_row():
+    from spade_llm.generator import Proposal
+
+    gen = LLMGenerator(
+        ScriptedLLM([json.dumps({"tasks": [TASK, {"bad": 1}]})]),
+        Prompts(),
+        temperature=0.9,
+        max_tokens=100,
+        json_mode=True,
+    )
+    proposal = await gen.propose(ctx())
+    back = Proposal.from_record(json.loads(json.dumps(proposal.record(0, 2))))
+    assert [c.task.dump() if c.task else c.reason for c in back.candidates] == [
+        c.task.dump() if c.task else c.reason for c in proposal.candidates
+    ]
+    assert (back.usage_prompt, back.text, back.failure) == (proposal.usage_prompt, proposal.text, proposal.failure)

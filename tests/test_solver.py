@@ -3,7 +3,7 @@
 import pytest
 
 from spade_llm.checking import CodeChecker
-from spade_llm.config import SandboxConfig
+from spade_llm.config import RewardConfig, SandboxConfig
 from spade_llm.errors import LLMCallError
 from spade_llm.llm.testing import ScriptedLLM
 from spade_llm.sandbox.registry import get_sandbox
@@ -97,3 +97,43 @@ async def test_user_template_changes_what_the_model_receives(tmp_path, checker):
     assert llm.calls[0].messages[1].content.startswith("CUSTOM PROMPT for total: Return the sum")
     assert llm.calls[1].messages[3].content.startswith("TRY AGAIN total; stderr:")
     assert "IndexError" in llm.calls[1].messages[3].content
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "```python\ndef total(xs)\n    return sum(xs)\n```",  # SyntaxError
+        "```python\nimport no_such_module_xyz\ndef total(xs):\n    return sum(xs)\n```",  # import-time exception
+        "```python\ndef summe(xs):\n    return sum(xs)\n```",  # the entry point is missing
+    ],
+)
+async def test_code_that_never_loads_ends_in_error(checker, answer):
+    traj = await make_solver(ScriptedLLM([answer]), checker, max_turns=1).solve(TASK, epoch=0)
+    assert traj.final_status == "error" and traj.attempts[0].result.load_error
+    assert traj.reward == RewardConfig().error
+
+
+async def test_reward_uses_the_target_difficulty_not_the_claim(checker):
+    claimed = TASK.model_copy(update={"difficulty": 1.0, "meta": {"target_difficulty": 0.2}})
+    traj = await make_solver(ScriptedLLM([RIGHT]), checker).solve(claimed, epoch=0)
+    honest = await make_solver(ScriptedLLM([RIGHT]), checker).solve(
+        TASK.model_copy(update={"difficulty": 0.2}), epoch=0
+    )
+    assert traj.difficulty == 0.2 and traj.reward == honest.reward
+
+
+async def test_samples_differ_in_seed_and_id(checker):
+    llm = ScriptedLLM([RIGHT, RIGHT])
+    solver = make_solver(llm, checker)
+    a, b = await solver.solve(TASK, 0, 0), await solver.solve(TASK, 0, 1)
+    assert (a.sample_index, b.sample_index) == (0, 1) and a.trajectory_id != b.trajectory_id
+    assert llm.calls[0].seed != llm.calls[1].seed and llm.calls[1].metadata["sample_index"] == 1
+    assert a.attempts[0].raw == RIGHT and a.attempts[0].message_index == 2 and a.attempts[0].finish_reason == "stop"
+
+
+async def test_an_exhausted_task_budget_stops_before_the_next_turn(checker):
+    import time
+
+    llm = ScriptedLLM([CRASHES, RIGHT])
+    traj = await make_solver(llm, checker).solve(TASK, 0, 0, deadline=time.time() - 1)
+    assert not traj.attempts and "budget_exhausted" in traj.flags and traj.final_status == "error"
