@@ -465,7 +465,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         sandbox.close()
     ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
     scores = {
-        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task)) for k in ks
+        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
+        for k in ks
     }
     print(
         f"{len(samples)} samples, {len(per_task)} tasks: "

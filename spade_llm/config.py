@@ -210,11 +210,11 @@ class RunConfig(_Section):
     """Parent folder of new run directories when ``--out`` is not given."""
 
 
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
+            merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -258,10 +258,10 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         p = Path(path)
         if not p.is_file():
             raise UserError(f"config file not found: {p}")
-        data = _deep_merge(data, _read_yaml(p.read_text(), str(p)))
+        data = deep_merge(data, _read_yaml(p.read_text(), str(p)))
         origin = str(p)
     if overrides:
-        data = _deep_merge(data, overrides)
+        data = deep_merge(data, overrides)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:

@@ -15,7 +15,7 @@ from importlib import metadata
 from typing import Any
 
 from .checking import CodeChecker
-from .config import RunConfig, config_from_dict
+from .config import RunConfig, config_from_dict, deep_merge
 from .controller import Controller, LimitedLLM
 from .errors import UserError
 from .evaluator import first_try_pass_rate, learnability, mean_turns, pass_rate
@@ -69,9 +69,7 @@ def load_resumed_config(run: RunDir, overrides: dict[str, Any]) -> RunConfig:
     data = run.read_yaml("config.yaml")
     if not isinstance(data, dict):
         raise UserError(f"{run.path / 'config.yaml'} is not a config mapping")
-    from .config import _deep_merge
-
-    return config_from_dict(_deep_merge(data, overrides), str(run.path / "config.yaml"))
+    return config_from_dict(deep_merge(data, overrides), str(run.path / "config.yaml"))
 
 
 class Session:

@@ -47,7 +47,7 @@ _GRACE_S = 5.0
 """Slack on top of the per-attempt timeout before our own ``asyncio.wait_for`` gives up: a guard
 against a transport that ignores the timeout it was given, never the usual way a timeout ends."""
 
-_PLACEHOLDER_KEY = "sk-no-key-required"
+PLACEHOLDER_KEY = "sk-no-key-required"
 """Sent to an ``openai/`` model on a custom ``api_base`` when no key is set: local servers
 (llama.cpp, vLLM, Ollama) need none, but the openai client refuses to start without one."""
 
@@ -279,7 +279,7 @@ class LiteLLM:
         if base:
             params["api_base"] = base
             if self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-                params["api_key"] = _PLACEHOLDER_KEY
+                params["api_key"] = PLACEHOLDER_KEY
         if not self.model.startswith("openai/"):
             # providers litellm knows to lack seed/response_format: drop them instead of failing.
             # Not for openai/: there litellm assumes every param is supported anyway, and with

@@ -43,7 +43,7 @@ from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from . import litellm as _provider
 from .base import LLMRequest, LLMResponse
-from .litellm import _PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
+from .litellm import PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
 from .retry import RetryPolicy, complete_with_retries
 from .stats import LLMStats
 
@@ -260,7 +260,7 @@ class OpenAIHTTP:
     async def _attempt(self, body: dict[str, Any], timeout: float) -> LLMResponse:
         client = self._client_for_loop()
         url = f"{next(self._next_base)}/chat/completions"
-        key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         headers = {"Authorization": f"Bearer {key}"}
         response = await asyncio.wait_for(
             client.post(url, json=body, headers=headers, timeout=httpx.Timeout(timeout)), timeout + _GRACE_S

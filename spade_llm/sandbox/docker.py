@@ -28,7 +28,7 @@ from ..errors import SandboxUnavailable
 from ..types import ExecutionResult
 from .base import Limits, Program, Sandbox
 from .common import NOFILE, PROGRAM_FILE, Ending, base_env, check_file_names, cpu_seconds, frame, to_result
-from .subprocess import _Pipes
+from .subprocess import Pipes
 
 USER = "65534:65534"
 SHM_MB = 8
@@ -171,7 +171,7 @@ class DockerSandbox(Sandbox):
             )
         except OSError as e:
             raise SandboxUnavailable(f"cannot start docker: {e}") from e
-        io = _Pipes(proc, payload, limits.output_limit_bytes)
+        io = Pipes(proc, payload, limits.output_limit_bytes)
         try:
             io.pump(t0 + limits.timeout_s + self.grace_s)
             if io.timed_out or io.overflow:

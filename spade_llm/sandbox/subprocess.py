@@ -230,7 +230,7 @@ class SubprocessSandbox(Sandbox):
             )
         except OSError as e:
             raise SandboxUnavailable(f"cannot start {argv[0]}: {e}") from e
-        io = _Pipes(proc, stdin, limits.output_limit_bytes)
+        io = Pipes(proc, stdin, limits.output_limit_bytes)
         try:
             io.pump(t0 + limits.timeout_s + self.grace_s)
         finally:
@@ -244,7 +244,7 @@ class SubprocessSandbox(Sandbox):
         return _result(proc.returncode, io, (time.monotonic() - t0) * 1000.0)
 
 
-class _Pipes:
+class Pipes:
     """Feeds stdin and reads stdout/stderr with caps until the process exits or the deadline."""
 
     def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, cap: int) -> None:
@@ -337,7 +337,7 @@ class _Pipes:
                     stream.close()
 
 
-def _result(returncode: int, io: _Pipes, duration_ms: float) -> ExecutionResult:
+def _result(returncode: int, io: Pipes, duration_ms: float) -> ExecutionResult:
     return to_result(
         Ending(
             returncode=returncode,
