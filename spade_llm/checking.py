@@ -10,7 +10,8 @@ import asyncio
 from collections.abc import Sequence
 
 from .config import SandboxConfig
-from .judge import judge
+from .judge import Judge
+from .kinds import get_kind
 from .sandbox.base import Limits, Sandbox
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
@@ -34,11 +35,12 @@ class CodeChecker:
         self.config = config
         self.limits = limits_from(config)
         self.validator = Validator(sandbox, self.limits, config.test_timeout_s)
+        self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
     def check_sync(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         """Judge ``code`` on the task's tests (``tests``: a subset by index), or its ``check_code``."""
-        return judge(self.sandbox, task, code, self.limits, self.config.test_timeout_s, tests=tests)
+        return get_kind(task.kind).judge(self.judge, task, code, tests)
 
     async def check(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         async with self._slots:
@@ -46,4 +48,4 @@ class CodeChecker:
 
     async def validate(self, task: Task) -> ValidationReport:
         async with self._slots:
-            return await asyncio.to_thread(self.validator.validate, task)
+            return await asyncio.to_thread(get_kind(task.kind).gates, self.validator, task)

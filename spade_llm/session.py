@@ -125,9 +125,10 @@ class Session:
         else:
             run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name))
 
-    def _solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
-        """The checker and solver of this session (a remote executor's worker builds the same from
-        the same ``RunConfig``)."""
+    def build_solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
+        """The checker and solver of this session. A remote executor's worker builds the same from the
+        same ``RunConfig`` (``Session(config, need_generator=False).build_solver(...)``), so where an
+        episode runs cannot change its record."""
         c = self.config
         checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency)
         solver = LLMSolver(
@@ -153,7 +154,7 @@ class Session:
         async def main() -> list[EpochMetrics]:
             c = self.config
             slots = asyncio.Semaphore(c.controller.concurrency)
-            checker, solver = self._solver(slots)
+            checker, solver = self.build_solver(slots)
             generator = LLMGenerator(
                 LimitedLLM(gen_llm, slots),
                 self.prompts,
@@ -208,7 +209,7 @@ class Session:
             stats_written.add(task.task_id)
 
         async def main() -> None:
-            _, solver = self._solver(asyncio.Semaphore(self.config.controller.concurrency))
+            _, solver = self.build_solver(asyncio.Semaphore(self.config.controller.concurrency))
             slots = asyncio.Semaphore(self.config.controller.concurrency)
 
             async def one(task: Task, sample: int) -> None:

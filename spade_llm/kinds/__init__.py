@@ -6,10 +6,16 @@ Only ``induction`` (write the function from its description and examples) exists
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..judge import Judge
+    from ..types import ExecutionResult, Task
+    from ..validation import ValidationReport, Validator
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,10 @@ class TaskKind:
     """Template of a repair prompt after a failed attempt."""
     parse_answer: Callable[[str], str]
     """The model's answer text -> the code to judge ('' when there is none)."""
+    gates: Callable[[Validator, Task], ValidationReport]
+    """Proves a proposed task of this kind sound (SPEC's gates, in order)."""
+    judge: Callable[[Judge, Task, str, Sequence[int] | None], ExecutionResult]
+    """Judges an answer's code on the task's tests (a subset by index, or all)."""
     summary: str = ""
 
 

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import TaskKind
+
+if TYPE_CHECKING:
+    from ..judge import Judge
+    from ..types import ExecutionResult, Task
+    from ..validation import ValidationReport, Validator
 
 _CODE_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
@@ -23,10 +30,20 @@ def extract_code(text: str) -> str:
     return ""
 
 
+def gates(validator: Validator, task: Task) -> ValidationReport:
+    return validator.validate(task)
+
+
+def judge(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+    return judge(task, code, tests)
+
+
 KIND = TaskKind(
     name="induction",
     first_template="solver/first.j2",
     repair_template="solver/repair.j2",
     parse_answer=extract_code,
+    gates=gates,
+    judge=judge,
     summary="write the function from its description and example tests",
 )
