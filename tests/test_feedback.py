@@ -14,7 +14,6 @@ import httpx
 import pytest
 import respx
 
-import spade_llm.llm.litellm as provider
 from spade_llm.config import load_config
 from spade_llm.session import Session
 from spade_llm.solver import MIN_HIDDEN_TESTS, split_tests
@@ -57,9 +56,8 @@ def _answer(content: str) -> httpx.Response:
 
 
 @pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch):
+def endpoint(allow_model_requests):
     """The scripted endpoint: ``script`` is the solver's answers by turn; ``bodies`` what it received."""
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
     state = SimpleNamespace(bodies=[], script=LEAKY)
 
     def reply(request: httpx.Request) -> httpx.Response:

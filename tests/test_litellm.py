@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -29,35 +30,7 @@ BASE = "http://127.0.0.1:9/v1"
 URL = f"{BASE}/chat/completions"
 
 
-def ok(content: str | None = "hello", finish: str = "stop", model: str = "m", **extra: Any) -> httpx.Response:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        **extra,
-    }
-    return httpx.Response(200, json=body)
-
-
-def err(status: int, message: str = "nope", headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"message": message, "type": "x", "code": None}}, headers=headers)
-
-
-@pytest.fixture
-def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Allow model requests (to mocked transports only) and record backoff waits instead of sleeping."""
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-1234567890")
-    recorded: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        recorded.append(seconds)
-
-    monkeypatch.setattr(retry_mod, "_sleep", fake_sleep)
-    return recorded
+Reply = Callable[..., httpx.Response]  # the conftest builders openai_response / openai_error
 
 
 def make(model: str = "openai/m", api_base: str | list[str] = BASE, **llm: Any) -> tuple[LiteLLM, LLMStats]:
@@ -72,10 +45,14 @@ def request(**kw: Any) -> LLMRequest:
     )
 
 
-async def test_rate_limit_then_success_honours_retry_after(waits: list[float]) -> None:
+async def test_rate_limit_then_success_honours_retry_after(
+    waits: list[float], openai_response: Reply, openai_error: Reply
+) -> None:
     llm, stats = make()
     with respx.mock(assert_all_called=True) as mock:
-        route = mock.post(URL).mock(side_effect=[err(429, "slow down", {"Retry-After": "2"}), ok("fine")])
+        route = mock.post(URL).mock(
+            side_effect=[openai_error(429, "slow down", {"Retry-After": "2"}), openai_response("fine")]
+        )
         response = await llm.complete(request())
     assert response.text == "fine"
     assert route.call_count == 2
@@ -83,10 +60,10 @@ async def test_rate_limit_then_success_honours_retry_after(waits: list[float]) -
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
 
 
-async def test_server_errors_until_the_budget_ends(waits: list[float]) -> None:
+async def test_server_errors_until_the_budget_ends(waits: list[float], openai_error: Reply) -> None:
     llm, stats = make(max_retries=3)
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(500, "boom"))
+        route = mock.post(URL).mock(return_value=openai_error(500, "boom"))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "server_error"
@@ -96,11 +73,11 @@ async def test_server_errors_until_the_budget_ends(waits: list[float]) -> None:
     assert len(waits) == 3 and waits[0] < waits[2]  # exponential
 
 
-async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[float]) -> None:
+async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[float], openai_error: Reply) -> None:
     llm, stats = make(max_retries=10)
     llm.policy = RetryPolicy(max_retries=10, backoff_s=0.01, budget_s=10.0, max_retry_after_s=120.0)
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(429, "later", {"Retry-After": "60"}))
+        route = mock.post(URL).mock(return_value=openai_error(429, "later", {"Retry-After": "60"}))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "rate_limit"
@@ -109,10 +86,10 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-async def test_no_retry_on_client_errors(waits: list[float], status: int) -> None:
+async def test_no_retry_on_client_errors(waits: list[float], status: int, openai_error: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(status, "bad request"))
+        route = mock.post(URL).mock(return_value=openai_error(status, "bad request"))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "client_error"
@@ -120,23 +97,23 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int) -> Non
     assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"client_error": 1}}
 
 
-async def test_html_error_page_is_retried(waits: list[float]) -> None:
+async def test_html_error_page_is_retried(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     page = httpx.Response(
         502, text="<html><body><h1>502 Bad Gateway</h1></body></html>", headers={"content-type": "text/html"}
     )
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[page, ok("back")])
+        mock.post(URL).mock(side_effect=[page, openai_response("back")])
         response = await llm.complete(request())
     assert response.text == "back"
     assert stats.summary()["by_kind"] == {"server_error": 1}
 
 
 @pytest.mark.parametrize("body", ['{"id": "x", "obj', "<html><body>oops</body></html>", "not json at all"])
-async def test_malformed_body_is_a_retried_bad_response(waits: list[float], body: str) -> None:
+async def test_malformed_body_is_a_retried_bad_response(waits: list[float], body: str, openai_response: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[httpx.Response(200, text=body), ok("good")])
+        mock.post(URL).mock(side_effect=[httpx.Response(200, text=body), openai_response("good")])
         response = await llm.complete(request())
     assert response.text == "good"
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"bad_response": 1}}
@@ -152,7 +129,7 @@ async def test_malformed_bodies_for_good_raise_bad_response(waits: list[float]) 
     assert stats.summary()["failures"] == 1
 
 
-async def test_no_choices_is_retried(waits: list[float]) -> None:
+async def test_no_choices_is_retried(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     empty = httpx.Response(
         200,
@@ -166,26 +143,26 @@ async def test_no_choices_is_retried(waits: list[float]) -> None:
         },
     )
     with respx.mock() as mock:
-        route = mock.post(URL).mock(side_effect=[empty, ok("there")])
+        route = mock.post(URL).mock(side_effect=[empty, openai_response("there")])
         response = await llm.complete(request())
     assert response.text == "there" and route.call_count == 2
     assert stats.summary()["by_kind"] == {"bad_response": 1}
 
 
-async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float]) -> None:
+async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok('{"tasks": [{"desc', finish="length"))
+        route = mock.post(URL).mock(return_value=openai_response('{"tasks": [{"desc', finish="length"))
         response = await llm.complete(request())
     assert response.finish_reason == "length"
     assert response.text == '{"tasks": [{"desc'
     assert route.call_count == 1 and stats.summary()["retries"] == 0  # the caller judges, not us
 
 
-async def test_missing_content_and_refusal_are_text(waits: list[float]) -> None:
+async def test_missing_content_and_refusal_are_text(waits: list[float], openai_response: Reply) -> None:
     llm, _ = make()
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[ok(None), ok("I'm sorry, I can't help with that.")])
+        mock.post(URL).mock(side_effect=[openai_response(None), openai_response("I'm sorry, I can't help with that.")])
         empty = await llm.complete(request())
         refusal = await llm.complete(request())
     assert empty.text == "" and empty.finish_reason == "stop"
@@ -203,7 +180,9 @@ async def test_transport_timeout_is_retried_then_fails_as_timeout(waits: list[fl
     assert stats.summary() == {"requests": 3, "retries": 2, "failures": 1, "by_kind": {"timeout": 3}}
 
 
-async def test_hung_endpoint_is_cut_by_the_request_timeout(waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_hung_endpoint_is_cut_by_the_request_timeout(
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
+) -> None:
     """A transport that never answers (and ignores litellm's timeout) still ends: our own guard fires."""
     monkeypatch.setattr(provider, "_GRACE_S", 0.0)
     llm, stats = make(max_retries=1)
@@ -215,11 +194,11 @@ async def test_hung_endpoint_is_cut_by_the_request_timeout(waits: list[float], m
         nonlocal hung
         hung += 1
         await asyncio.sleep(30)
-        return ok()
+        return openai_response()
 
     loop = asyncio.get_running_loop()
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[ok("warm"), hang, hang])
+        mock.post(URL).mock(side_effect=[openai_response("warm"), hang, hang])
         assert (await llm.complete(request())).text == "warm"  # litellm's first call sets up clients
         llm.timeout_s = 0.5
         started = loop.time()
@@ -231,14 +210,14 @@ async def test_hung_endpoint_is_cut_by_the_request_timeout(waits: list[float], m
     assert stats.summary()["by_kind"] == {"timeout": 2}
 
 
-async def test_connection_errors_are_retried(waits: list[float]) -> None:
+async def test_connection_errors_are_retried(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
                 httpx.ConnectError("refused"),
                 httpx.RemoteProtocolError("Server disconnected without a response"),
-                ok("up"),
+                openai_response("up"),
             ]
         )
         response = await llm.complete(request())
@@ -246,10 +225,10 @@ async def test_connection_errors_are_retried(waits: list[float]) -> None:
     assert stats.summary()["by_kind"] == {"connection": 2}
 
 
-async def test_request_body_and_usage(waits: list[float]) -> None:
+async def test_request_body_and_usage(waits: list[float], openai_response: Reply) -> None:
     llm, _ = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok("x"))
+        route = mock.post(URL).mock(return_value=openai_response("x"))
         response = await llm.complete(
             request(seed=42, json_mode=True, temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
         )
@@ -265,43 +244,49 @@ async def test_request_body_and_usage(waits: list[float]) -> None:
     assert "drop_params" not in params  # litellm re-sends 422s with drop_params, out of our sight
 
 
-async def test_cost_when_litellm_knows_the_model(waits: list[float]) -> None:
+async def test_cost_when_litellm_knows_the_model(waits: list[float], openai_response: Reply) -> None:
     llm, _ = make(model="openai/gpt-4o-mini")
     with respx.mock() as mock:
-        mock.post(URL).mock(return_value=ok("x", model="gpt-4o-mini"))
+        mock.post(URL).mock(return_value=openai_response("x", model="gpt-4o-mini"))
         response = await llm.complete(request())
     assert response.usage.cost is not None and response.usage.cost > 0
 
 
-async def test_round_robin_over_api_bases_and_failover_on_retry(waits: list[float]) -> None:
+async def test_round_robin_over_api_bases_and_failover_on_retry(
+    waits: list[float], openai_response: Reply, openai_error: Reply
+) -> None:
     other = "http://127.0.0.2:9/v1"
     llm, _ = make(api_base=[BASE, other])
     with respx.mock() as mock:
-        first = mock.post(URL).mock(side_effect=[err(503, "down"), ok("a2")])
-        second = mock.post(f"{other}/chat/completions").mock(return_value=ok("b"))
+        first = mock.post(URL).mock(side_effect=[openai_error(503, "down"), openai_response("a2")])
+        second = mock.post(f"{other}/chat/completions").mock(return_value=openai_response("b"))
         r1 = await llm.complete(request())  # BASE fails -> retry goes to the other base
         r2 = await llm.complete(request())  # BASE again
     assert (r1.text, r2.text) == ("b", "a2")
     assert first.call_count == 2 and second.call_count == 1
 
 
-async def test_api_key_never_in_error_messages(waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_api_key_never_in_error_messages(
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_error: Reply
+) -> None:
     secret = "sk-live-abcdefghijklmnop123456"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     llm, _ = make()
     with respx.mock() as mock:
-        mock.post(URL).mock(return_value=err(401, f"Incorrect API key provided: {secret}. Bearer {secret}"))
+        mock.post(URL).mock(return_value=openai_error(401, f"Incorrect API key provided: {secret}. Bearer {secret}"))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert secret not in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-async def test_local_server_without_key_gets_a_placeholder(waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_local_server_without_key_gets_a_placeholder(
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     llm, _ = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok("x"))
+        route = mock.post(URL).mock(return_value=openai_response("x"))
         await llm.complete(request())
     assert route.calls[0].request.headers["authorization"] == "Bearer sk-no-key-required"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 import respx
 
-import spade_llm.llm.litellm as provider
 from spade_llm.config import LLMConfig, RoleConfig
 from spade_llm.errors import LLMCallError
 from spade_llm.llm.base import LLM, LLMRequest, LLMResponse
@@ -129,22 +129,12 @@ async def test_unwritable_cache_does_not_fail_the_request(tmp_path: Path, monkey
     assert (await cached.complete(req())).text == "answer-1"
 
 
-async def test_a_rerun_through_litellm_sends_no_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache")
-    body = {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "m",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "from the wire"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
-    }
+async def test_a_rerun_through_litellm_sends_no_request(
+    tmp_path: Path, allow_model_requests: str, openai_response: Callable[..., httpx.Response]
+) -> None:
     stats = LLMStats()
     with respx.mock() as mock:
-        route = mock.post("http://127.0.0.1:9/v1/chat/completions").mock(return_value=httpx.Response(200, json=body))
+        route = mock.post("http://127.0.0.1:9/v1/chat/completions").mock(return_value=openai_response("from the wire"))
         for _ in range(2):  # two "runs"
             llm = CachedLLM(
                 LiteLLM(RoleConfig(model="openai/m", api_base="http://127.0.0.1:9/v1"), LLMConfig(), stats=stats),

@@ -2,7 +2,8 @@
 
 The respx tests talk to http://127.0.0.1:9 (a closed port): if respx stopped seeing the
 transport's traffic, calls would fail to connect and the call counts would be wrong. The last
-tests use a FakeServer of their own on 127.0.0.1 and the shared fault proxy in front of it.
+tests start a FakeServer of their own on 127.0.0.1 (conftest's ``fake_server``) and the shared fault
+proxy in front of it (``fault_proxy``).
 """
 
 from __future__ import annotations
@@ -10,13 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,9 +20,7 @@ import httpx
 import pytest
 import respx
 
-import spade_llm.llm.litellm as provider
 import spade_llm.llm.openai_http as http_mod
-import spade_llm.llm.retry as retry_mod
 from spade_llm.config import LLMConfig, RoleConfig
 from spade_llm.errors import LLMCallError, UserError
 from spade_llm.llm.base import LLMRequest, LLMResponse
@@ -38,39 +32,10 @@ from spade_llm.types import Message, TokenUsage
 
 BASE = "http://127.0.0.1:9/v1"
 URL = f"{BASE}/chat/completions"
-KEY = "sk-test-key-1234567890"
 
 
-def ok(content: Any = "hello", finish: str | None = "stop", model: str = "m", **extra: Any) -> httpx.Response:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        **extra,
-    }
-    return httpx.Response(200, json=body)
-
-
-def err(status: int, message: str = "nope", headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"message": message, "type": "x", "code": None}}, headers=headers)
-
-
-@pytest.fixture
-def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Allow model requests (to mocked transports and our own 127.0.0.1 servers only) and record
-    backoff waits instead of sleeping them."""
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    recorded: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        recorded.append(seconds)
-
-    monkeypatch.setattr(retry_mod, "_sleep", fake_sleep)
-    return recorded
+Reply = Callable[..., httpx.Response]  # the conftest builders openai_response / openai_error
+StartServer = Callable[..., FakeServer]  # the conftest fixture fake_server
 
 
 def make(
@@ -90,10 +55,12 @@ def request(**kw: Any) -> LLMRequest:
 # -- the wire format ---------------------------------------------------------------------------
 
 
-async def test_request_body_auth_and_usage(waits: list[float]) -> None:
+async def test_request_body_auth_and_usage(
+    waits: list[float], allow_model_requests: str, openai_response: Reply
+) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok("x"))
+        route = mock.post(URL).mock(return_value=openai_response("x"))
         response = await llm.complete(
             request(seed=42, json_mode=True, temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
         )
@@ -108,7 +75,7 @@ async def test_request_body_auth_and_usage(waits: list[float]) -> None:
         "response_format": {"type": "json_object"},
     }
     assert "t1" not in sent_request.content.decode()  # role and metadata never leave us
-    assert sent_request.headers["authorization"] == f"Bearer {KEY}"
+    assert sent_request.headers["authorization"] == f"Bearer {allow_model_requests}"
     assert sent_request.headers["content-type"] == "application/json"
     assert response == LLMResponse(
         text="x",
@@ -120,12 +87,12 @@ async def test_request_body_auth_and_usage(waits: list[float]) -> None:
 
 
 async def test_optional_fields_left_out_and_local_server_gets_a_placeholder_key(
-    waits: list[float], monkeypatch: pytest.MonkeyPatch
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     llm, _ = make(model="openai/org/model-7b", api_base=BASE + "/")
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok("x"))
+        route = mock.post(URL).mock(return_value=openai_response("x"))
         await llm.complete(request())
     sent = json.loads(route.calls[0].request.content)
     assert sent["model"] == "org/model-7b"
@@ -133,15 +100,15 @@ async def test_optional_fields_left_out_and_local_server_gets_a_placeholder_key(
     assert route.calls[0].request.headers["authorization"] == "Bearer sk-no-key-required"
 
 
-async def test_missing_content_refusal_and_content_parts_are_text(waits: list[float]) -> None:
+async def test_missing_content_refusal_and_content_parts_are_text(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "image_url"}]
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
-                ok(None, finish=None),
-                ok("I'm sorry, I can't help with that."),
-                ok(parts, finish="content_filter"),
+                openai_response(None, finish=None),
+                openai_response("I'm sorry, I can't help with that."),
+                openai_response(parts, finish="content_filter"),
             ]
         )
         empty = await llm.complete(request())
@@ -153,10 +120,10 @@ async def test_missing_content_refusal_and_content_parts_are_text(waits: list[fl
     assert stats.summary()["retries"] == 0
 
 
-async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float]) -> None:
+async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=ok('{"tasks": [{"desc', finish="length"))
+        route = mock.post(URL).mock(return_value=openai_response('{"tasks": [{"desc', finish="length"))
         response = await llm.complete(request())
     assert (response.text, response.finish_reason) == ('{"tasks": [{"desc', "length")
     assert route.call_count == 1 and stats.summary()["retries"] == 0  # the caller judges, not us
@@ -166,10 +133,12 @@ async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float]
 
 
 @pytest.mark.parametrize("headers", [{"Retry-After": "2"}, {"retry-after-ms": "2000"}])
-async def test_rate_limit_then_success_honours_retry_after(waits: list[float], headers: dict[str, str]) -> None:
+async def test_rate_limit_then_success_honours_retry_after(
+    waits: list[float], headers: dict[str, str], openai_response: Reply, openai_error: Reply
+) -> None:
     llm, stats = make()
     with respx.mock(assert_all_called=True) as mock:
-        route = mock.post(URL).mock(side_effect=[err(429, "slow down", headers), ok("fine")])
+        route = mock.post(URL).mock(side_effect=[openai_error(429, "slow down", headers), openai_response("fine")])
         response = await llm.complete(request())
     assert response.text == "fine"
     assert route.call_count == 2
@@ -177,10 +146,10 @@ async def test_rate_limit_then_success_honours_retry_after(waits: list[float], h
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
 
 
-async def test_server_errors_until_the_budget_ends(waits: list[float]) -> None:
+async def test_server_errors_until_the_budget_ends(waits: list[float], openai_error: Reply) -> None:
     llm, stats = make(max_retries=3)
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(500, "boom"))
+        route = mock.post(URL).mock(return_value=openai_error(500, "boom"))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "server_error"
@@ -190,11 +159,11 @@ async def test_server_errors_until_the_budget_ends(waits: list[float]) -> None:
     assert len(waits) == 3 and waits[0] < waits[2]  # exponential
 
 
-async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[float]) -> None:
+async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[float], openai_error: Reply) -> None:
     llm, stats = make(max_retries=10)
     llm.policy = RetryPolicy(max_retries=10, backoff_s=0.01, budget_s=10.0, max_retry_after_s=120.0)
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(429, "later", {"Retry-After": "60"}))
+        route = mock.post(URL).mock(return_value=openai_error(429, "later", {"Retry-After": "60"}))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "rate_limit"
@@ -202,7 +171,7 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
     assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"rate_limit": 1}}
 
 
-async def test_html_error_page_is_a_retried_server_error(waits: list[float]) -> None:
+async def test_html_error_page_is_a_retried_server_error(waits: list[float], openai_response: Reply) -> None:
     """A 502 from a proxy in front of the model: the status is the server's word (server_error, as the
     litellm provider counts it), the HTML is quoted shortly in the log, and the retry gets through."""
     llm, stats = make(max_retries=1)
@@ -210,7 +179,7 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float]) -> 
         502, text="<html><body><h1>502 Bad Gateway</h1></body></html>", headers={"content-type": "text/html"}
     )
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[page, ok("back"), page, page])
+        mock.post(URL).mock(side_effect=[page, openai_response("back"), page, page])
         assert (await llm.complete(request())).text == "back"
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
@@ -247,10 +216,12 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float]) -> 
         "content-int",
     ],
 )
-async def test_unusable_bodies_are_retried_bad_responses(waits: list[float], answer: httpx.Response) -> None:
+async def test_unusable_bodies_are_retried_bad_responses(
+    waits: list[float], answer: httpx.Response, openai_response: Reply
+) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(side_effect=[answer, ok("good")])
+        route = mock.post(URL).mock(side_effect=[answer, openai_response("good")])
         response = await llm.complete(request())
     assert response.text == "good" and route.call_count == 2
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"bad_response": 1}}
@@ -285,15 +256,17 @@ async def test_transport_timeouts_are_retried_then_fail_as_timeout(waits: list[f
     assert stats.summary() == {"requests": 3, "retries": 2, "failures": 1, "by_kind": {"timeout": 3}}
 
 
-async def test_server_408_is_a_timeout(waits: list[float]) -> None:
+async def test_server_408_is_a_timeout(waits: list[float], openai_response: Reply, openai_error: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        mock.post(URL).mock(side_effect=[err(408, "request timeout"), ok("later")])
+        mock.post(URL).mock(side_effect=[openai_error(408, "request timeout"), openai_response("later")])
         assert (await llm.complete(request())).text == "later"
     assert stats.summary()["by_kind"] == {"timeout": 1}
 
 
-async def test_hung_endpoint_is_cut_by_our_own_guard(waits: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_hung_endpoint_is_cut_by_our_own_guard(
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
+) -> None:
     """A transport that never answers (mocked, so httpx's timeouts never fire) still ends."""
     monkeypatch.setattr(http_mod, "_GRACE_S", 0.0)
     llm, stats = make(max_retries=1, timeout_s=0.3)
@@ -303,7 +276,7 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(waits: list[float], monkeyp
         nonlocal hung
         hung += 1
         await asyncio.sleep(30)
-        return ok()
+        return openai_response()
 
     loop = asyncio.get_running_loop()
     with respx.mock(assert_all_called=False) as mock:  # respx records a call only once it is answered
@@ -316,7 +289,7 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(waits: list[float], monkeyp
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"timeout": 2}}
 
 
-async def test_dropped_and_refused_connections_are_retried(waits: list[float]) -> None:
+async def test_dropped_and_refused_connections_are_retried(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make(max_retries=4)
     with respx.mock() as mock:
         mock.post(URL).mock(
@@ -325,7 +298,7 @@ async def test_dropped_and_refused_connections_are_retried(waits: list[float]) -
                 httpx.RemoteProtocolError("Server disconnected without sending a response."),
                 httpx.ReadError("connection reset by peer"),
                 ConnectionResetError("reset"),
-                ok("up"),
+                openai_response("up"),
             ]
         )
         response = await llm.complete(request())
@@ -344,10 +317,12 @@ async def test_connection_failures_for_good_name_the_cause(waits: list[float]) -
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422, 301])
-async def test_no_retry_on_client_errors(waits: list[float], status: int) -> None:
+async def test_no_retry_on_client_errors(waits: list[float], status: int, openai_error: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
-        route = mock.post(URL).mock(return_value=err(status, "bad request", {"Location": "https://elsewhere/v1"}))
+        route = mock.post(URL).mock(
+            return_value=openai_error(status, "bad request", {"Location": "https://elsewhere/v1"})
+        )
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "client_error"
@@ -358,7 +333,7 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int) -> Non
 
 
 async def test_api_key_never_in_error_messages(
-    waits: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, openai_error: Reply
 ) -> None:
     secret = "sk-live-abcdefghijklmnop123456"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -368,9 +343,9 @@ async def test_api_key_never_in_error_messages(
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
-                err(401, echo),  # client error, raised at once
-                err(500, echo),
-                err(500, echo),  # server error, logged on retry then raised
+                openai_error(401, echo),  # client error, raised at once
+                openai_error(500, echo),
+                openai_error(500, echo),  # server error, logged on retry then raised
                 httpx.Response(200, text=f"<html>{echo}</html>"),  # unusable body
                 httpx.Response(200, text=f"<html>{echo}</html>"),
             ]
@@ -391,12 +366,16 @@ async def test_api_key_never_in_error_messages(
         assert secret not in text and "abcdefghijklmnop" not in text
 
 
-async def test_round_robin_over_api_bases_and_failover_on_retry(waits: list[float]) -> None:
+async def test_round_robin_over_api_bases_and_failover_on_retry(
+    waits: list[float], openai_response: Reply, openai_error: Reply
+) -> None:
     other = "http://127.0.0.2:9/v1"
     llm, _ = make(api_base=[BASE, other])
     with respx.mock() as mock:
-        first = mock.post(URL).mock(side_effect=[err(503, "down"), ok("a2"), ok("a3")])
-        second = mock.post(f"{other}/chat/completions").mock(side_effect=[ok("b"), ok("b2")])
+        first = mock.post(URL).mock(
+            side_effect=[openai_error(503, "down"), openai_response("a2"), openai_response("a3")]
+        )
+        second = mock.post(f"{other}/chat/completions").mock(side_effect=[openai_response("b"), openai_response("b2")])
         r1 = await llm.complete(request())  # BASE fails -> the retry goes to the other base
         r2 = await llm.complete(request())  # BASE again
         r3 = await llm.complete(request())  # other
@@ -433,9 +412,8 @@ def test_classify() -> None:
     assert classify(ValueError("odd")) == "bad_response"
 
 
-def test_a_new_event_loop_gets_a_new_client(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_event_loop_gets_a_new_client(allow_model_requests: str, openai_response: Reply) -> None:
     """A client's pool belongs to one loop: two ``asyncio.run`` calls (a run, then a resume) both work."""
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
     llm, stats = make()
 
     async def once() -> tuple[str, int]:
@@ -443,7 +421,7 @@ def test_a_new_event_loop_gets_a_new_client(monkeypatch: pytest.MonkeyPatch) -> 
         return text, id(llm._client)
 
     with respx.mock() as mock:
-        mock.post(URL).mock(return_value=ok("x"))
+        mock.post(URL).mock(return_value=openai_response("x"))
         first = asyncio.run(once())
         second = asyncio.run(once())
         assert asyncio.run(llm.aclose()) is None  # from a third loop: dropped, no error
@@ -468,47 +446,24 @@ class EchoLLM:
 ECHO = SimpleNamespace(FakeLLM=EchoLLM, PROFILES={"default": None}, infer_role=lambda messages, json_mode: "solver")
 
 
-@contextmanager
-def running(latency: float = 0.0) -> Iterator[FakeServer]:
-    """A FakeServer on a free 127.0.0.1 port, its event loop in a thread of its own."""
-    loop = asyncio.new_event_loop()
-    server = FakeServer("127.0.0.1", 0, latency, 0, backend=ECHO)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10), "server did not start"
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
-
-
 def ask(text: str, seed: int | None = None) -> LLMRequest:
     return LLMRequest(messages=[Message(role="user", content=text)], role="solver", seed=seed)
 
 
-async def test_concurrent_requests_overlap_and_connections_are_kept_alive(waits: list[float]) -> None:
-    with running(latency=0.5) as server:
-        llm, stats = make(api_base=server.url, max_retries=0)
-        try:
-            for i in range(3):  # sequential: one connection, reused
-                assert (await llm.complete(ask(f"s{i}"))).text == f"echo:s{i}"
-            assert len(server._connections) == 1
-            started = time.monotonic()
-            answers = await asyncio.gather(*(llm.complete(ask(str(i), seed=i)) for i in range(16)))
-            wall = time.monotonic() - started
-        finally:
-            await llm.aclose()
+async def test_concurrent_requests_overlap_and_connections_are_kept_alive(
+    waits: list[float], fake_server: StartServer
+) -> None:
+    server = fake_server(ECHO, latency=0.5)
+    llm, stats = make(api_base=server.url, max_retries=0)
+    try:
+        for i in range(3):  # sequential: one connection, reused
+            assert (await llm.complete(ask(f"s{i}"))).text == f"echo:s{i}"
+        assert len(server._connections) == 1
+        started = time.monotonic()
+        answers = await asyncio.gather(*(llm.complete(ask(str(i), seed=i)) for i in range(16)))
+        wall = time.monotonic() - started
+    finally:
+        await llm.aclose()
     assert [a.text for a in answers] == [f"echo:{i}" for i in range(16)]
     assert answers[0].usage == TokenUsage(prompt_tokens=1, completion_tokens=3, cost=None)
     assert wall < 2.0, wall  # 16 x 0.5 s = 8 s if they queued
@@ -516,13 +471,13 @@ async def test_concurrent_requests_overlap_and_connections_are_kept_alive(waits:
     assert stats.summary() == {"requests": 19, "retries": 0, "failures": 0, "by_kind": {}}
 
 
-async def test_max_connections_bounds_requests_in_flight(waits: list[float]) -> None:
-    with running(latency=0.2) as server:
-        llm, _ = make(api_base=server.url, max_connections=4)
-        try:
-            await asyncio.gather(*(llm.complete(ask(str(i))) for i in range(12)))
-        finally:
-            await llm.aclose()
+async def test_max_connections_bounds_requests_in_flight(waits: list[float], fake_server: StartServer) -> None:
+    server = fake_server(ECHO, latency=0.2)
+    llm, _ = make(api_base=server.url, max_connections=4)
+    try:
+        await asyncio.gather(*(llm.complete(ask(str(i))) for i in range(12)))
+    finally:
+        await llm.aclose()
     assert 2 <= server.stats.max_inflight <= 4  # the pool's cap, not the 12 asked for at once
 
 
@@ -540,51 +495,27 @@ async def test_refused_connection_on_a_real_socket(waits: list[float]) -> None:
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"connection": 2}}
 
 
-def _shared_tool(name: str) -> Path | None:
-    here = Path(__file__).resolve().parents[1]
-    for root in (here.parent / "shared", here / "shared", Path("/work/shared")):
-        if (root / "tools" / name).is_file():
-            return root / "tools" / name
-    return None
-
-
 @pytest.mark.slow
-async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(waits: list[float]) -> None:
+async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
+    waits: list[float], fake_server: StartServer, fault_proxy: Callable[[str], Any]
+) -> None:
     """Real sockets, the proxy's fixed cycle: 429 + Retry-After, 500, 502 HTML, half a JSON body, a refusal,
     truncation, a slow answer (8 s, past our 3 s timeout), a dropped connection and no choices, each once."""
-    proxy = _shared_tool("faulty_proxy.py")
-    if proxy is None:
-        pytest.skip("shared/tools/faulty_proxy.py not found")
-    with running() as server:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen(
-            [sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        llm, stats = make(api_base=f"http://127.0.0.1:{port}/v1", max_retries=4, timeout_s=3.0)
-        try:
-            for _ in range(100):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            texts, finishes = [], []
-            for i in range(20):  # 20 answers + 7 retries = 27 proxy requests: the cycle, once
-                try:
-                    r = await llm.complete(ask(f"q{i}"))
-                    texts.append(r.text)
-                    finishes.append(r.finish_reason)
-                except LLMCallError as e:  # allowed, but then counted
-                    texts.append(f"!{e.kind}")
-        finally:
-            await llm.aclose()
-            proc.terminate()
-            _, stderr = proc.communicate(timeout=10)
-    injected = json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])
+    server = fake_server(ECHO)
+    proxy = fault_proxy(f"http://127.0.0.1:{server.port}")
+    llm, stats = make(api_base=proxy.url, max_retries=4, timeout_s=3.0)
+    try:
+        texts, finishes = [], []
+        for i in range(20):  # 20 answers + 7 retries = 27 proxy requests: the cycle, once
+            try:
+                r = await llm.complete(ask(f"q{i}"))
+                texts.append(r.text)
+                finishes.append(r.finish_reason)
+            except LLMCallError as e:  # allowed, but then counted
+                texts.append(f"!{e.kind}")
+    finally:
+        await llm.aclose()
+    injected = proxy.stop()
     assert set(injected["faults"]) == {
         "429",
         "500",

@@ -2,7 +2,7 @@
 
 Most tests put a stand-in model behind the server (echoing what it was asked), so they test the
 HTTP layer alone and stay exact whatever the fake model answers; the last ones use the real fake.
-Traffic goes to 127.0.0.1 only.
+Servers come from conftest's ``fake_server``; traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -26,7 +24,6 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-import spade_llm.llm.litellm as provider
 from spade_llm.config import LLMConfig, RoleConfig
 from spade_llm.errors import LLMCallError
 from spade_llm.llm.base import LLMRequest, LLMResponse
@@ -65,29 +62,7 @@ STUB = SimpleNamespace(
 )
 
 
-@contextmanager
-def running(latency: float = 0.0, backend: Any = STUB, seed: int = 0) -> Iterator[FakeServer]:
-    """A FakeServer on a free port, its event loop in a thread of its own."""
-    loop = asyncio.new_event_loop()
-    server = FakeServer("127.0.0.1", 0, latency, seed, backend=backend)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10), "server did not start"
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+StartServer = Callable[..., FakeServer]  # the conftest fixture fake_server
 
 
 def chat(messages: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
@@ -103,15 +78,15 @@ def post(
     return response.status, json.loads(response.read())
 
 
-def test_models_and_a_completion_in_openai_shape() -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        conn.request("GET", "/v1/models")
-        models = json.loads(conn.getresponse().read())
-        assert models["object"] == "list"
-        assert [m["id"] for m in models["data"]][:1] == ["default"]
-        assert {"noisy", "strong-solver"} <= {m["id"] for m in models["data"]}
-        status, body = post(conn, "/v1/chat/completions", chat(model="my-model"))
+def test_models_and_a_completion_in_openai_shape(fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/v1/models")
+    models = json.loads(conn.getresponse().read())
+    assert models["object"] == "list"
+    assert [m["id"] for m in models["data"]][:1] == ["default"]
+    assert {"noisy", "strong-solver"} <= {m["id"] for m in models["data"]}
+    status, body = post(conn, "/v1/chat/completions", chat(model="my-model"))
     assert status == 200
     assert body["object"] == "chat.completion" and body["model"] == "my-model"
     assert body["id"].startswith("chatcmpl-") and isinstance(body["created"], int)
@@ -125,33 +100,33 @@ def test_models_and_a_completion_in_openai_shape() -> None:
     ("model", "profile"),
     [("noisy", "noisy"), ("fake/strong-solver", "strong-solver"), ("gpt-4o", "default"), ("", "default")],
 )
-def test_model_name_selects_the_profile(model: str, profile: str) -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        _, body = post(conn, "/v1/chat/completions", chat(model=model))
+def test_model_name_selects_the_profile(model: str, profile: str, fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    _, body = post(conn, "/v1/chat/completions", chat(model=model))
     assert body["choices"][0]["message"]["content"].split("|")[0] == profile
 
 
-def test_body_maps_onto_llm_request() -> None:
+def test_body_maps_onto_llm_request(fake_server: StartServer) -> None:
     StubLLM.seen.clear()
     messages = [
         {"role": "developer", "content": "sys"},
         {"role": "user", "content": [{"type": "text", "text": "part one, "}, {"type": "text", "text": "two"}]},
     ]
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        _, body = post(
-            conn,
-            "/chat/completions",
-            chat(
-                messages,
-                temperature=0.1,
-                max_tokens=77,
-                seed=9,
-                response_format={"type": "json_object"},
-                metadata={"task_id": "t"},
-            ),
-        )
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    _, body = post(
+        conn,
+        "/chat/completions",
+        chat(
+            messages,
+            temperature=0.1,
+            max_tokens=77,
+            seed=9,
+            response_format={"type": "json_object"},
+            metadata={"task_id": "t"},
+        ),
+    )
     _, request = StubLLM.seen[-1]
     assert request.messages == [Message(role="system", content="sys"), Message(role="user", content="part one, two")]
     assert (request.temperature, request.max_tokens, request.seed, request.json_mode) == (0.1, 77, 9, True)
@@ -159,49 +134,49 @@ def test_body_maps_onto_llm_request() -> None:
     assert body["choices"][0]["message"]["content"] == "default|generator|part one, two"
 
 
-def test_truncation_is_reported_as_finish_reason_length() -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        _, body = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": "cut"}]))
+def test_truncation_is_reported_as_finish_reason_length(fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    _, body = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": "cut"}]))
     assert body["choices"][0]["finish_reason"] == "length"
 
 
-def test_bad_requests_get_openai_errors_and_keep_the_connection() -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        status, body = post(conn, "/v1/chat/completions", b"{not json")
-        assert status == 400 and body["error"]["type"] == "invalid_request_error"
-        status, body = post(conn, "/v1/chat/completions", {"model": "x"})
-        assert status == 400 and "messages" in body["error"]["message"]
-        status, body = post(conn, "/v1/chat/completions", chat(temperature="hot"))
-        assert status == 400
-        status, body = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": "explode"}]))
-        assert status == 500 and body["error"]["type"] == "server_error"
-        conn.request("GET", "/v1/nothing")
-        response = conn.getresponse()
-        assert response.status == 404 and "error" in json.loads(response.read())
-        conn.request("GET", "/v1/chat/completions")
-        response = conn.getresponse()
-        assert response.status == 405
-        response.read()
-        status, body = post(conn, "/v1/chat/completions", chat())  # same connection, still serving
+def test_bad_requests_get_openai_errors_and_keep_the_connection(fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    status, body = post(conn, "/v1/chat/completions", b"{not json")
+    assert status == 400 and body["error"]["type"] == "invalid_request_error"
+    status, body = post(conn, "/v1/chat/completions", {"model": "x"})
+    assert status == 400 and "messages" in body["error"]["message"]
+    status, body = post(conn, "/v1/chat/completions", chat(temperature="hot"))
+    assert status == 400
+    status, body = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": "explode"}]))
+    assert status == 500 and body["error"]["type"] == "server_error"
+    conn.request("GET", "/v1/nothing")
+    response = conn.getresponse()
+    assert response.status == 404 and "error" in json.loads(response.read())
+    conn.request("GET", "/v1/chat/completions")
+    response = conn.getresponse()
+    assert response.status == 405
+    response.read()
+    status, body = post(conn, "/v1/chat/completions", chat())  # same connection, still serving
+    assert status == 200
+    assert server.stats.requests == 7 and server.stats.errors == 6
+
+
+def test_keep_alive_reuses_one_connection(fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    for i in range(3):
+        status, _ = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": str(i)}]))
         assert status == 200
-        assert server.stats.requests == 7 and server.stats.errors == 6
+    sock = conn.sock
+    assert sock is not None
+    post(conn, "/v1/chat/completions", chat())
+    assert conn.sock is sock  # no reconnect
 
 
-def test_keep_alive_reuses_one_connection() -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        for i in range(3):
-            status, _ = post(conn, "/v1/chat/completions", chat([{"role": "user", "content": str(i)}]))
-            assert status == 200
-        sock = conn.sock
-        assert sock is not None
-        post(conn, "/v1/chat/completions", chat())
-        assert conn.sock is sock  # no reconnect
-
-
-def test_chunked_body_expect_continue_and_connection_close() -> None:
+def test_chunked_body_expect_continue_and_connection_close(fake_server: StartServer) -> None:
     body = json.dumps(chat([{"role": "user", "content": "chunky"}])).encode()
     half = len(body) // 2
     raw = (
@@ -214,7 +189,8 @@ def test_chunked_body_expect_continue_and_connection_close() -> None:
         + body[half:]
         + b"\r\n0\r\n\r\n"
     )
-    with running() as server, socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+    server = fake_server(STUB)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall(raw)
         data = b""
         while chunk := s.recv(65536):  # the server closes: Connection: close was asked for
@@ -223,15 +199,15 @@ def test_chunked_body_expect_continue_and_connection_close() -> None:
     assert b'"default|solver|chunky"' in data
 
 
-def test_streaming_answer() -> None:
-    with running() as server:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        conn.request(
-            "POST", "/v1/chat/completions", body=json.dumps(chat(stream=True, stream_options={"include_usage": True}))
-        )
-        response = conn.getresponse()
-        assert response.getheader("Content-Type") == "text/event-stream"
-        events = [line[6:] for line in response.read().decode().split("\n") if line.startswith("data: ")]
+def test_streaming_answer(fake_server: StartServer) -> None:
+    server = fake_server(STUB)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request(
+        "POST", "/v1/chat/completions", body=json.dumps(chat(stream=True, stream_options={"include_usage": True}))
+    )
+    response = conn.getresponse()
+    assert response.getheader("Content-Type") == "text/event-stream"
+    events = [line[6:] for line in response.read().decode().split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
@@ -239,24 +215,15 @@ def test_streaming_answer() -> None:
     assert chunks[-1]["usage"]["total_tokens"] == 5
 
 
-async def test_sixteen_concurrent_requests_overlap() -> None:
-    with running(latency=0.5) as server:
-        async with httpx.AsyncClient(
-            base_url=server.url, timeout=10, limits=httpx.Limits(max_connections=32)
-        ) as client:
-            started = time.monotonic()
-            responses = await asyncio.gather(*(client.post("/chat/completions", json=chat()) for _ in range(16)))
-            wall = time.monotonic() - started
+async def test_sixteen_concurrent_requests_overlap(fake_server: StartServer) -> None:
+    server = fake_server(STUB, latency=0.5)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10, limits=httpx.Limits(max_connections=32)) as client:
+        started = time.monotonic()
+        responses = await asyncio.gather(*(client.post("/chat/completions", json=chat()) for _ in range(16)))
+        wall = time.monotonic() - started
     assert all(r.status_code == 200 for r in responses)
     assert 0.5 <= wall < 1.5, wall  # 16 x 0.5 s = 8 s if they queued
     assert server.stats.max_inflight == 16
-
-
-@pytest.fixture
-def allow_local(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Model requests allowed: these tests reach only a server of their own on 127.0.0.1."""
-    monkeypatch.setattr(provider, "ALLOW_MODEL_REQUESTS", True)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
 
 
 def litellm_for(server: FakeServer, model: str = "openai/default", **llm: Any) -> tuple[LiteLLM, LLMStats]:
@@ -265,73 +232,45 @@ def litellm_for(server: FakeServer, model: str = "openai/default", **llm: Any) -
     return LiteLLM(RoleConfig(model=model, api_base=server.url), config, stats=stats), stats
 
 
-async def test_through_litellm_concurrently(allow_local: None) -> None:
-    with running(latency=0.5) as server:
-        llm, stats = litellm_for(server)
-        first = await llm.complete(LLMRequest(messages=[Message(role="user", content="warm")], role="solver"))
-        assert first.text == "default|solver|warm" and first.usage.completion_tokens == 3
-        started = time.monotonic()
-        answers = await asyncio.gather(
-            *(
-                llm.complete(LLMRequest(messages=[Message(role="user", content=str(i))], role="solver", seed=i))
-                for i in range(16)
-            )
+async def test_through_litellm_concurrently(allow_model_requests: str, fake_server: StartServer) -> None:
+    server = fake_server(STUB, latency=0.5)
+    llm, stats = litellm_for(server)
+    first = await llm.complete(LLMRequest(messages=[Message(role="user", content="warm")], role="solver"))
+    assert first.text == "default|solver|warm" and first.usage.completion_tokens == 3
+    started = time.monotonic()
+    answers = await asyncio.gather(
+        *(
+            llm.complete(LLMRequest(messages=[Message(role="user", content=str(i))], role="solver", seed=i))
+            for i in range(16)
         )
-        wall = time.monotonic() - started
+    )
+    wall = time.monotonic() - started
     assert [a.text.split("|")[2] for a in answers] == [str(i) for i in range(16)]
     assert wall < 2.0, wall
     assert server.stats.max_inflight >= 12
     assert stats.summary() == {"requests": 17, "retries": 0, "failures": 0, "by_kind": {}}
 
 
-def _shared_tool(name: str) -> Path | None:
-    here = Path(__file__).resolve().parents[1]
-    for root in (here.parent / "shared", here / "shared", Path("/work/shared")):
-        if (root / "tools" / name).is_file():
-            return root / "tools" / name
-    return None
-
-
 @pytest.mark.slow
-async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(allow_local: None) -> None:
+async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
+    allow_model_requests: str, fake_server: StartServer, fault_proxy: Callable[[str], Any]
+) -> None:
     """Real sockets: 429 + Retry-After, 500, 502 HTML, half a JSON body, refusal, truncation, a slow
     answer (past our timeout), a dropped connection and no choices, each once, in the proxy's cycle."""
-    proxy = _shared_tool("faulty_proxy.py")
-    if proxy is None:
-        pytest.skip("shared/tools/faulty_proxy.py not found")
-    with running() as server:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen(
-            [sys.executable, str(proxy), str(port), f"http://127.0.0.1:{server.port}"],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    server = fake_server(STUB)
+    proxy = fault_proxy(f"http://127.0.0.1:{server.port}")
+    stats = LLMStats()
+    config = LLMConfig(max_retries=4, backoff_s=0.05, timeout_s=2.0)
+    llm = LiteLLM(RoleConfig(model="openai/default", api_base=proxy.url), config, stats=stats)
+    texts, finishes = [], []
+    for i in range(22):  # 22 answers + 7 retries = 29 proxy requests: the whole fault cycle
         try:
-            for _ in range(100):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            stats = LLMStats()
-            config = LLMConfig(max_retries=4, backoff_s=0.05, timeout_s=2.0)
-            llm = LiteLLM(
-                RoleConfig(model="openai/default", api_base=f"http://127.0.0.1:{port}/v1"), config, stats=stats
-            )
-            texts, finishes = [], []
-            for i in range(22):  # 22 answers + 7 retries = 29 proxy requests: the whole fault cycle
-                try:
-                    r = await llm.complete(LLMRequest(messages=[Message(role="user", content=f"q{i}")], role="solver"))
-                    texts.append(r.text)
-                    finishes.append(r.finish_reason)
-                except LLMCallError as e:  # allowed, but then counted
-                    texts.append(f"!{e.kind}")
-        finally:
-            proc.terminate()
-            _, err = proc.communicate(timeout=10)
-    injected = json.loads([line for line in err.splitlines() if line.startswith("{")][-1])
+            r = await llm.complete(LLMRequest(messages=[Message(role="user", content=f"q{i}")], role="solver"))
+            texts.append(r.text)
+            finishes.append(r.finish_reason)
+        except LLMCallError as e:  # allowed, but then counted
+            texts.append(f"!{e.kind}")
+    injected = proxy.stop()
     assert set(injected["faults"]) == {
         "429",
         "500",
@@ -378,20 +317,20 @@ def _real_fake() -> Any:
     return fake
 
 
-async def test_real_fake_model_through_litellm(allow_local: None) -> None:
+async def test_real_fake_model_through_litellm(allow_model_requests: str, fake_server: StartServer) -> None:
     fake = _real_fake()
-    with running(backend=fake, seed=3) as server:
-        llm, stats = litellm_for(server, model="openai/strong-solver")
-        direct = fake.FakeLLM(profile="strong-solver", seed=3)
-        messages = [
-            Message(role="system", content="You write Python."),
-            Message(role="user", content="Write a function `add(a, b)` that returns a + b."),
-        ]
-        request = LLMRequest(
-            messages=messages, role=fake.infer_role(messages, False), seed=11, temperature=0.2, max_tokens=512
-        )
-        over_http = await llm.complete(request)
-        in_process = await direct.complete(request)
+    server = fake_server(fake, seed=3)
+    llm, stats = litellm_for(server, model="openai/strong-solver")
+    direct = fake.FakeLLM(profile="strong-solver", seed=3)
+    messages = [
+        Message(role="system", content="You write Python."),
+        Message(role="user", content="Write a function `add(a, b)` that returns a + b."),
+    ]
+    request = LLMRequest(
+        messages=messages, role=fake.infer_role(messages, False), seed=11, temperature=0.2, max_tokens=512
+    )
+    over_http = await llm.complete(request)
+    in_process = await direct.complete(request)
     assert over_http.text == in_process.text  # same profile, seed and request: the same answer
     assert over_http.finish_reason == in_process.finish_reason
     assert stats.summary()["requests"] == 1
