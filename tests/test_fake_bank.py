@@ -1,7 +1,8 @@
 """The fake model's task bank: every exercise is correct, testable, deterministic and recognisable.
 
-The references are our own trusted code, so they run in-process here. Mistakes include deliberate
-infinite loops: those calls run under a short interval-timer limit.
+Both kinds: the classic variants, and the multi-step exercises composed from building blocks
+(``STEPS``, :func:`compose`). The references are our own trusted code, so they run in-process here.
+Mistakes include deliberate infinite loops: those calls run under a short interval-timer limit.
 """
 
 from __future__ import annotations
@@ -123,12 +124,16 @@ def test_tasks_do_not_depend_on_the_hash_seed() -> None:
     script = (
         "import json, random, hashlib\n"
         "from spade_llm.llm import fake_bank as b\n"
-        "blob = json.dumps([b.build_task(v, random.Random(i), i / 60).to_json() for i, v in enumerate(b.VARIANTS)])\n"
+        "variants = [*b.VARIANTS, *(b.random_pipeline(random.Random(i), i / 20) for i in range(20))]\n"
+        "blob = json.dumps([b.build_task(v, random.Random(i), i / 60).to_json() for i, v in enumerate(variants)])\n"
         "print(hashlib.sha256(blob.encode()).hexdigest())\n"
     )
     digests = {
         subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout
         for seed in ("1", "2")
@@ -231,3 +236,137 @@ def test_stable_hash_is_fixed_across_processes() -> None:
     )
     assert bank.stable_hash(1, "a") != bank.stable_hash(1, "b")
     assert bank.stable_hash("x") == 14800493225841368724  # pinned: runs must reproduce across versions
+
+
+# --------------------------------------------------------------------------------------------
+# Composed (multi-step) exercises
+# --------------------------------------------------------------------------------------------
+
+
+def _minimal_chain(step: bank.Step, pi: int) -> bank.Spec:
+    """The step alone, or with the first step that feeds it or consumes it when it must."""
+    chain: list[tuple[str, int]] = [(step.name, pi)]
+    if step.takes not in bank._INPUT_TYPES:
+        feeder = next(s for s in bank.STEPS if s.gives == step.takes and s.takes in bank._INPUT_TYPES)
+        chain.insert(0, (feeder.name, 0))
+    if step.gives not in bank._OUTPUT_TYPES:
+        consumer = next(s for s in bank.STEPS if s.takes == step.gives and s.gives in bank._OUTPUT_TYPES)
+        chain.append((consumer.name, 0))
+    return tuple(chain)
+
+
+STEP_CASES = [pytest.param(s, pi, id=f"{s.name}#{pi}") for s in bank.STEPS for pi in range(len(s.params))]
+
+PIPELINES = [
+    pytest.param(family, target, id=f"{family}@{target}")
+    for family in sorted(bank.FAMILIES)
+    for target in (0.1, 0.5, 0.9)
+]
+
+
+def test_steps_are_well_formed_and_cover_every_family() -> None:
+    names = [s.name for s in bank.STEPS]
+    assert len(names) == len(set(names)) >= 100
+    assert {s.family for s in bank.STEPS} == set(bank.FAMILIES)
+    produced = {s.gives for s in bank.STEPS} | bank._INPUT_TYPES
+    consumed = {s.takes for s in bank.STEPS} | bank._OUTPUT_TYPES
+    for step in bank.STEPS:
+        assert 0 < step.cost <= 0.45 and step.family in bank.FAMILIES
+        assert step.takes in produced and step.gives in consumed, step.name
+        for pi in range(len(step.params)):
+            phrase = step.render_phrase(pi)
+            assert ";" not in phrase and not phrase.endswith(".") and "$" not in phrase, phrase
+        for kind in step.bugs:
+            assert kind in bank.MISTAKE_KINDS
+    assert len(bank._phrase_index()) == sum(len(s.params) for s in bank.STEPS), "every phrase reads differently"
+    for family in bank.FAMILIES:
+        costs = [s.cost for s in bank.STEPS if s.family == family]
+        assert min(costs) <= 0.12 and max(costs) >= 0.25, family
+
+
+@pytest.mark.parametrize(("step", "pi"), STEP_CASES)
+def test_every_step_composes_and_its_mistakes_fail_a_test(step: bank.Step, pi: int) -> None:
+    variant = bank.compose(_minimal_chain(step, pi))
+    assert variant.key.startswith(f"{variant.family}/pipeline:") and bank.find_variant(variant.key) is variant
+    kinds = bank.mistake_kinds(variant, 0)
+    assert {"syntax_error", "wrong_name"} <= set(kinds)
+    for seed in (1, 2):
+        task = _task(variant, 0, seed, target=seed / 3)
+        for kind in kinds:
+            code = bank.mistake_code(variant, 0, task.entry_point, kind, random.Random(seed))
+            assert code is not None and code != task.reference_code
+            assert _fails_some_test(code, task), f"{variant.key} {kind} passes every test:\n{code}"
+
+
+@pytest.mark.parametrize(("family", "target"), PIPELINES)
+def test_composed_tasks_are_valid_recognisable_and_near_the_target(family: str, target: float) -> None:
+    rng = random.Random(f"{family}{target}")
+    keys = set()
+    for _ in range(3):
+        variant = bank.random_pipeline(rng, target, family)
+        assert variant is not None and variant.family == family and variant.informative
+        keys.add(variant.key)
+        task = bank.build_task(variant, rng, target)
+        data = task.to_json()
+        assert 5 <= len(data["tests"]) <= 8 and data["tags"] == [family, variant.topic]
+        assert abs(variant.difficulty - target) <= 0.2 and 0.0 < data["difficulty"] < 1.0
+        inputs = [ast.literal_eval(t["input"]) for t in data["tests"]]
+        first = bank.run_in_process(data["reference_code"], task.entry_point, inputs, time_limit_s=2.0)
+        second = bank.run_in_process(data["reference_code"], task.entry_point, inputs, time_limit_s=2.0)
+        for a, b, out in zip(first, second, task.outputs, strict=True):
+            assert a.ok and b.ok and bank.same_value(a.value, b.value) and bank.same_value(a.value, out)
+            assert bank.json_roundtrips(out)
+        assert bank._rejects_stand_ins(task.inputs, task.outputs)
+        assert {"syntax_error", "wrong_name"} <= set(bank.mistake_kinds(variant, 0))
+        prompt = f"{task.description}\n\nWrite a Python function `{task.entry_point}`."
+        found = bank.identify(prompt)
+        assert found is not None and found.exact, task.description
+        assert (found.variant.key, found.entry_point) == (variant.key, task.entry_point)
+        assert found.reference() == task.reference_code
+    assert len(keys) >= (2 if target >= 0.5 else 1), "independent draws rarely meet (easy ones are fewer)"
+
+
+def test_composed_tasks_offer_several_kinds_of_realistic_mistakes() -> None:
+    rng = random.Random(31)
+    variants = [bank.random_pipeline(rng, i / 40, sorted(bank.FAMILIES)[i % 14]) for i in range(40)]
+    counts = [len(bank.mistake_kinds(v, 0)) for v in variants if v is not None]
+    assert sum(c >= 3 for c in counts) >= 0.85 * len(counts), counts
+    assert sum(counts) / len(counts) >= 4
+
+
+def test_composed_statements_list_the_steps_and_read_back_after_edits() -> None:
+    variant = bank.compose((("keep_multiples", 1), ("square_each", 0), ("total", 0)))
+    assert variant.difficulty == round(0.02 + 0.04 + 0.04 + 0.03 + 0.05, 2)
+    statement = variant.statement(0, "squares_total", 0)
+    assert "`squares_total(nums)`" in statement
+    steps = "1. keep only the numbers divisible by 3; 2. replace every number by its square; 3. add the numbers up"
+    assert steps in statement
+    assert bank.identify(statement.replace("Write a function", "Please write a function")) is not None
+    found = bank.identify(statement.replace(" ", "  ").replace("Write", "Kindly write"))
+    assert found is not None and found.variant is variant and found.entry_point == "squares_total"
+    # one step less is another exercise; a name inside a longer one is not taken for the entry point
+    two_steps = bank.compose((("keep_multiples", 1), ("square_each", 0)))
+    shorter = bank.identify(two_steps.statement(0, "process_numbers", 1))
+    assert shorter is not None and shorter.variant.spec == (("keep_multiples", 1), ("square_each", 0))
+    assert shorter.entry_point == "process_numbers"
+
+
+def test_compose_refuses_chains_that_do_not_fit() -> None:
+    for spec in (
+        (),
+        (("total", 0), ("square_each", 0)),  # an int cannot be squared element-wise
+        (("square_each", 0), ("square_each", 0)),  # a step twice
+        (("frequent_keys", 0),),  # nothing produces its input
+        (("count_words", 0),) * 1 + (("split_words", 0),),
+        (("keep_greater", 9),),
+    ):
+        with pytest.raises((ValueError, KeyError)):
+            bank.compose(spec)
+
+
+def test_pipeline_difficulty_spans_the_scale_in_every_family() -> None:
+    for family in bank.FAMILIES:
+        low = [bank.random_pipeline(random.Random(i), 0.05, family) for i in range(4)]
+        high = [bank.random_pipeline(random.Random(i), 0.95, family) for i in range(4)]
+        assert min(v.difficulty for v in low if v) <= 0.16, family
+        assert max(v.difficulty for v in high if v) >= 0.88, family

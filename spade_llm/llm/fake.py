@@ -2,22 +2,45 @@
 
 Why it exists: ``spade run`` must work on a fresh machine, and the pipeline's tests need a model
 whose behaviour is known. The fake plays both roles. As the *generator* it writes a JSON object
-``{"tasks": [...]}`` drawn from the task bank (:mod:`spade_llm.llm.fake_bank`) near the requested
-difficulty. As the *solver* it is a learning student: it recognises the task in its prompt,
-answers correctly with a probability that falls with the task's difficulty and rises slowly with
-the epoch, otherwise writes a realistic mistake, and on repair turns fixes it more often when the
-feedback shows what went wrong.
+``{"tasks": [...]}`` near the requested difficulty and on the requested topic: mostly multi-step
+exercises composed from the bank's building blocks (:func:`spade_llm.llm.fake_bank.random_pipeline`,
+hundreds of structurally different programs per topic, so long runs are not eaten by the duplicate
+gate), sometimes one of the bank's classic exercises (:data:`STATIC_SHARE`). As the *solver* it is
+a learning student: it recognises the task in its prompt, answers correctly with a probability
+that falls with the task's difficulty and rises slowly with the epoch, otherwise writes a
+realistic mistake, and on repair turns fixes it more often when the feedback shows what went wrong.
+
+Skill curve (what the difficulty controller steers by): a first answer is right with probability
+``sigmoid(SHARPNESS * (skill - d))`` for a task of bank difficulty ``d``; a repair turn fixes a
+wrong answer with probability ``min(0.97, repair * p * (0.35 + 0.55 * clarity) + 0.03)``. For
+``default`` the episode pass rate (3 turns) is above 0.8 on easy tasks, below 0.2 on the hardest,
+and crosses 0.5 between difficulty 0.45 and 0.6 over epochs 0-11 (skill grows 0.01 an epoch and
+stops at ``skill_cap``), falling gently enough (pass rates 0.7 to 0.3 span about 0.27 of
+difficulty) that one 0.1 step of the target cannot jump over the band [0.3, 0.7]. In a run the
+curve sits a little lower, since a mistake that only hidden tests catch gets no repair.
+``strong-solver`` passes nearly everything; ``weak-solver`` (skill below 0, half the repair
+ability) fails most tasks even at difficulty 0.1. :meth:`FakeLLM.p_episode` gives the curve.
 
 Profiles (``PROFILES``): ``default`` (balanced), ``strong-solver`` (solves nearly everything),
 ``weak-solver`` (fails most), ``collapse`` (the generator keeps proposing near-duplicates: one
 family, nearly the same code), ``noisy`` (a fraction of answers are prose-wrapped or fenced JSON,
 truncated or broken JSON, refusals, or tasks with a broken reference).
 
-Determinism: every random choice comes from ``random.Random(stable_hash(...))`` built for that one
-request from the fake's seed and profile, the role, ``request.seed`` and the request's metadata
-(epoch, request index, task id, turn...) or, when there is no metadata, a digest of the messages.
-Nothing is drawn from a generator shared between requests, so concurrency and call order never
-change an answer.
+Determinism, and the same answers in-process and over HTTP: every random choice comes from
+``random.Random(stable_hash(...))`` built for that one request from what an OpenAI-compatible
+request carries on the wire: the profile, ``request.seed`` (which the pipeline derives from the run
+seed, the epoch, the request index or task id, the turn...) and the messages. The generator reads
+its target difficulty, task count and focus topic from the prompt text (``at difficulty 0.45``,
+``Propose 4 ...``, ``Topic for this request: graphs``), falling back to ``request.metadata`` only
+when the prompt does not say; the solver recognises the task from the prompt and takes the
+difficulty from the bank, the turn from the conversation. The fake's own ``seed`` only matters for
+requests without a ``seed``. So ``spade serve-fake`` answers the generator's requests of a run
+exactly as the in-process model does, and the solver's at epoch 0. The one thing the wire cannot
+carry is the epoch: the solver's skill grows with ``request.metadata["epoch"]``, which the
+pipeline sets in-process, while a request over HTTP is answered with the epoch-0 skill (an honest
+limit: nothing in a solver prompt tells the epoch; with growth of 0.01 an epoch the two rarely
+differ). Nothing is drawn from a generator shared between requests, so concurrency and call order
+never change an answer.
 
 Role recognition: the pipeline sets ``request.role``. When the request is rebuilt from an HTTP
 body (``spade serve-fake``) there is no role, and :func:`infer_role` reads it from the structure of
@@ -33,10 +56,11 @@ the conversation, never from a phrase of the prompt (users edit prompts):
 5. otherwise ``generator``.
 
 Task identification (solver): from content only. The prompt always carries the task's
-description verbatim and its entry point; :func:`spade_llm.llm.fake_bank.identify` finds the
-bank statement in it (exactly, or failing that by word overlap checked against the examples the
-prompt shows). A task the bank did not write (an imported benchmark problem) gets a generic,
-plausible attempt that defines the entry point and returns ``None``.
+description verbatim and its entry point (public tests may be few or none);
+:func:`spade_llm.llm.fake_bank.identify` finds the bank statement in it (exactly, or for a composed
+exercise by reading its numbered steps back, or failing that by word overlap checked against the
+examples the prompt shows). A task the bank did not write (an imported benchmark problem) gets a
+generic, plausible attempt that defines the entry point and returns ``None``.
 """
 
 from __future__ import annotations
@@ -65,7 +89,9 @@ class Profile:
 
     ``skill`` is the solver's ability at epoch 0 on the bank's 0..1 difficulty scale; it grows by
     ``skill_growth`` per epoch up to ``skill_cap``. A task of difficulty ``d`` is solved on the
-    first try with probability ``sigmoid(SHARPNESS * (skill - d))``.
+    first try with probability ``p = sigmoid(SHARPNESS * (skill - d))``; a repair turn fixes a wrong
+    answer with probability ``min(0.97, repair * p * (0.35 + 0.55 * clarity) + 0.03)``, ``clarity``
+    being how plainly the feedback shows the failure (1.0, 0.6 or 0.0).
     """
 
     name: str
@@ -75,6 +101,7 @@ class Profile:
     skill_cap: float
     collapse: bool = False
     noisy: bool = False
+    repair: float = 1.0
 
     def skill_at(self, epoch: int) -> float:
         return min(self.skill_cap, self.skill + self.skill_growth * max(0, epoch))
@@ -83,20 +110,30 @@ class Profile:
 PROFILES: Mapping[str, Profile] = {
     p.name: p
     for p in (
-        Profile("default", "balanced: solves easy tasks, fails hard ones, improves slowly", 0.45, 0.03, 0.85),
-        Profile("strong-solver", "solves nearly everything", 1.3, 0.0, 1.3),
-        Profile("weak-solver", "fails most tasks, even after feedback", 0.05, 0.01, 0.2),
-        Profile("collapse", "the generator keeps proposing near-duplicates", 0.45, 0.03, 0.85, collapse=True),
+        Profile("default", "balanced: solves easy tasks, fails hard ones, improves slowly", 0.22, 0.01, 0.33),
+        Profile("strong-solver", "solves nearly everything", 1.8, 0.0, 1.8),
+        Profile("weak-solver", "fails most tasks, even after feedback", -0.25, 0.005, -0.2, repair=0.5),
+        Profile("collapse", "the generator keeps proposing near-duplicates", 0.22, 0.01, 0.33, collapse=True),
         Profile(
-            "noisy", "broken or wrapped JSON, broken references and refusals in a fraction of answers", 0.45, 0.03,
-            0.85, noisy=True,
+            "noisy",
+            "broken or wrapped JSON, broken references and refusals in a fraction of answers",
+            0.22,
+            0.01,
+            0.33,
+            noisy=True,
         ),
     )
 }
 """Every fake profile by name, in the order they are listed to users."""
 
-SHARPNESS = 10.0
-"""How steeply the chance of solving falls once a task is harder than the solver's skill."""
+SHARPNESS = 5.5
+"""How steeply the chance of solving falls once a task is harder than the solver's skill: gently
+enough that the difficulties where a 3-turn episode passes 30% to 70% of the time span about 0.27,
+well over the controller's 0.1 step."""
+
+STATIC_SHARE = 0.1
+"""The fraction of proposals that are one of the bank's classic exercises rather than a composed
+multi-step one (classics are few, so a long run mostly needs the composed ones)."""
 
 _MISTAKE_WEIGHTS = {
     "off_by_one": 3.0,
@@ -202,15 +239,20 @@ class FakeLLM:
 
     # -- randomness ---------------------------------------------------------------------------
 
-    def _rng(self, request: LLMRequest, role: str, identity_key: str, *extra: Any) -> random.Random:
-        """A generator private to this request: seeded from who asks and what, never call order."""
-        meta = sorted(
-            (k, v) for k, v in request.metadata.items() if isinstance(v, (str, int, float, bool)) or v is None
-        )
-        parts: list[Any] = [self.seed, self.profile.name, role, request.seed, meta, *extra]
-        if identity_key not in request.metadata and request.seed is None:
-            digest = hashlib.sha256("\x1e".join(f"{m.role}\x1f{m.content}" for m in request.messages).encode())
-            parts.append(digest.hexdigest())
+    def _rng(self, request: LLMRequest, role: str, *extra: Any, digest: bool = False) -> random.Random:
+        """A generator private to this request, seeded from what goes over the wire, never call order.
+
+        ``request.seed`` when there is one (else the fake's own seed and a digest of the messages);
+        ``digest`` adds the messages' digest in any case.
+        """
+        parts: list[Any] = [self.profile.name, role, *extra]
+        if request.seed is not None:
+            parts.append(request.seed)
+        else:
+            parts.append(self.seed)
+            digest = True
+        if digest:
+            parts.append(_digest(request.messages))
         return random.Random(bank.stable_hash(*parts))
 
     # -- generator ----------------------------------------------------------------------------
@@ -218,15 +260,16 @@ class FakeLLM:
     def _propose(self, request: LLMRequest) -> tuple[str, str]:
         meta = request.metadata
         prompt = "\n".join(m.content for m in request.messages)
-        target = _clamp(_number(meta.get("difficulty"), _difficulty_from_text(prompt), 0.5))
-        n = int(_number(meta.get("n"), _count_from_text(prompt), 4))
+        target = _clamp(_number(_difficulty_from_text(prompt), None, _number(meta.get("difficulty"), None, 0.5)))
+        n = int(_number(_count_from_text(prompt), None, _number(meta.get("n"), None, 4)))
         n = max(1, min(16, n))
-        rng = self._rng(request, "generator", "request_index")
+        focus = _focus_family(_focus_from_text(prompt)) or _focus_family(meta.get("focus"))
+        rng = self._rng(request, "generator", digest=True)
 
         if self.profile.noisy and rng.random() < 0.07:
             return rng.choice(_REFUSALS), "stop"
 
-        variants = self._pick_variants(request, rng, target, n)
+        variants = self._pick_variants(prompt, focus, rng, target, n)
         tasks = []
         for i, variant in enumerate(variants):
             task_rng = random.Random(bank.stable_hash(rng.random(), i))
@@ -241,58 +284,62 @@ class FakeLLM:
         return _noisy_wrapping(text, n, rng)
 
     def _collapse_variant(self) -> bank.Variant:
-        """The one exercise a ``collapse`` generator keeps coming back to (fixed per seed)."""
-        choices = [v for v in bank.VARIANTS if len(v.params) >= 3]
-        return choices[bank.stable_hash(self.seed, "collapse") % len(choices)]
+        """The one exercise a ``collapse`` generator keeps coming back to (fixed for the profile, so
+        that it is the same whichever process answers)."""
+        return bank.find_variant("lists/sum_multiples")
 
-    def _pick_variants(self, request: LLMRequest, rng: random.Random, target: float, n: int) -> list[bank.Variant]:
-        """Variants near the target difficulty, with some spread, avoiding repeats.
+    def _pick_variants(
+        self, prompt: str, focus: str | None, rng: random.Random, target: float, n: int
+    ) -> list[bank.Variant]:
+        """``n`` different exercises near the target difficulty, on the focus family when there is one
+        (below difficulty 0.2 the focus is dropped now and then: few very easy exercises exist per topic).
 
-        Exercises the prompt already shows (their entry points appear in it, as in a list of
-        accepted tasks) are mostly avoided, as a model told to write different ones would. With a
-        ``request_index``, the requests of one epoch take consecutive slots of one shared ordering,
-        which each request computes on its own from (seed, profile, epoch, target): they complement
-        each other without any shared state.
+        Mostly a composed multi-step exercise (:func:`bank.random_pipeline`: its space is large, so
+        independent requests rarely meet); with probability :data:`STATIC_SHARE` when the family
+        has a classic within 0.1 of the target (or when no chain fits), a classic variant drawn near
+        the target, avoiding those the prompt already shows (their entry points appear in it, as in
+        a list of accepted tasks).
         """
-        collapse = self._collapse_variant() if self.profile.collapse else None
-        shown = _shown_variants("\n".join(m.content for m in request.messages))
-        focus = _focus_family(request.metadata.get("focus"), "\n".join(m.content for m in request.messages))
-        weights = [
-            (math.exp(-(((v.difficulty - target) / 0.12) ** 2)) + 0.01)
-            * (0.1 if v.key in shown else 1.0)
-            * (1e-4 if focus and v.family != focus else 1.0)
-            for v in bank.VARIANTS
-        ]
-        index = request.metadata.get("request_index")
-        if isinstance(index, int) and not isinstance(index, bool):
-            epoch = request.metadata.get("epoch", 0)
-            plan_rng = random.Random(bank.stable_hash(self.seed, self.profile.name, "plan", epoch, round(target, 4)))
-            keys = [math.log(1.0 - plan_rng.random()) / w for w in weights]  # weighted order without replacement
-            order = [bank.VARIANTS[i] for i in sorted(range(len(keys)), key=lambda i: -keys[i])]
-            near = max(8, sum(w >= 0.05 for w in weights))
-            planned = [order[(index * n + i) % near] for i in range(n)]
-        else:
-            planned = []
-            for _ in range(n):
-                local = [w * (0.05 if v in planned else 1.0) for v, w in zip(bank.VARIANTS, weights, strict=True)]
-                planned.append(rng.choices(bank.VARIANTS, local)[0])
-        if collapse is None:
-            return planned
-        return [collapse if rng.random() < 0.9 else v for v in planned]
+        shown = _shown_variants(prompt)
+        if focus is not None and rng.random() < min(0.6, 4 * (0.2 - target)):
+            focus = None  # trivial exercises on graphs or recursion come in few shapes: any topic will do
+        near = [v for v in bank.VARIANTS if abs(v.difficulty - target) <= 0.1 and focus in (None, v.family)]
+        chosen: list[bank.Variant] = []
+        for _ in range(n):
+            variant: bank.Variant | None = None
+            if rng.random() >= STATIC_SHARE or not near:
+                for _attempt in range(3):
+                    candidate = bank.random_pipeline(rng, target, focus)
+                    if candidate is not None and all(candidate.key != c.key for c in chosen):
+                        variant = candidate
+                        break
+            if variant is None:
+                weights = [
+                    (math.exp(-(((v.difficulty - target) / 0.12) ** 2)) + 1e-3)
+                    * (0.1 if v.key in shown else 1.0)
+                    * (1e-4 if focus and v.family != focus else 1.0)
+                    * (0.05 if any(v.key == c.key for c in chosen) else 1.0)
+                    for v in bank.VARIANTS
+                ]
+                variant = rng.choices(bank.VARIANTS, weights)[0]
+            chosen.append(variant)
+        if not self.profile.collapse:
+            return chosen
+        collapse = self._collapse_variant()
+        return [collapse if rng.random() < 0.9 else v for v in chosen]
 
     # -- solver -------------------------------------------------------------------------------
 
     def _solve(self, request: LLMRequest) -> tuple[str, str]:
         messages = request.messages
-        meta = request.metadata
         first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
         task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")
         ident = bank.identify(task_prompt) or bank.identify("\n\n".join(m.content for m in messages))
         answers = [m.content for m in messages if m.role == "assistant"]
-        turn = int(_number(meta.get("turn"), None, len(answers) + 1))
-        epoch = int(_number(meta.get("epoch"), None, 0))
+        turn = len(answers) + 1
+        epoch = int(_number(request.metadata.get("epoch"), None, 0))  # not on the wire: see the docstring
         task_key = ident and f"{ident.variant.key}|{ident.params_index}|{ident.entry_point}"
-        rng = self._rng(request, "solver", "task_id", task_key, turn)
+        rng = self._rng(request, "solver", task_key, turn)
 
         if self.profile.noisy:
             r = rng.random()
@@ -306,8 +353,7 @@ class FakeLLM:
             code = _generic_attempt(task_prompt or "\n".join(m.content for m in messages))
             return _answer(rng, code, repair=bool(answers), bare=bare), "stop"
 
-        difficulty = _clamp(_number(meta.get("difficulty"), None, ident.difficulty))
-        p_solve = _sigmoid(SHARPNESS * (self.profile.skill_at(epoch) - difficulty))
+        p_solve = self.p_first_try(ident.difficulty, epoch)
         reference = ident.reference()
         previous = _extract_code(answers[-1]) if answers else None
 
@@ -321,14 +367,29 @@ class FakeLLM:
         previous_kind = _classify(ident, previous)
         feedback = next((m.content for m in reversed(messages) if m.role == "user"), "")
         clarity = _feedback_clarity(previous_kind, feedback, ident.entry_point)
-        p_fix = min(0.97, p_solve * (0.35 + 0.55 * clarity) + 0.03)
-        if rng.random() < p_fix:
+        if rng.random() < self.p_fix(p_solve, clarity):
             code = reference
         elif previous_kind is not None and rng.random() < 0.5:
             code = previous
         else:
             code = self._mistake(ident, rng, exclude=previous_kind) or previous
         return _answer(rng, code, repair=True, bare=bare), "stop"
+
+    # -- the skill model (also what tools measuring the curve read) ---------------------------
+
+    def p_first_try(self, difficulty: float, epoch: int = 0) -> float:
+        """The chance that a first answer to a bank task of this difficulty is right."""
+        return _sigmoid(SHARPNESS * (self.profile.skill_at(epoch) - difficulty))
+
+    def p_fix(self, p_first_try: float, clarity: float) -> float:
+        """The chance that a repair turn fixes a wrong answer, given feedback of this clarity."""
+        return min(0.97, self.profile.repair * p_first_try * (0.35 + 0.55 * clarity) + 0.03)
+
+    def p_episode(self, difficulty: float, epoch: int = 0, turns: int = 3, clarity: float = 1.0) -> float:
+        """The model's chance that an episode of ``turns`` turns ends passed, when every wrong answer
+        gets feedback of this clarity (in a run, a mistake that only hidden tests catch gets none)."""
+        p = self.p_first_try(difficulty, epoch)
+        return 1.0 - (1.0 - p) * (1.0 - self.p_fix(p, clarity)) ** max(0, turns - 1)
 
     def _mistake(self, ident: bank.Identification, rng: random.Random, exclude: str | None) -> str | None:
         kinds = [k for k in bank.mistake_kinds(ident.variant, ident.params_index) if k != exclude]
@@ -341,6 +402,10 @@ class FakeLLM:
 # --------------------------------------------------------------------------------------------
 # Helpers: metadata, answers, feedback
 # --------------------------------------------------------------------------------------------
+
+
+def _digest(messages: Sequence[Message]) -> str:
+    return hashlib.sha256("\x1e".join(f"{m.role}\x1f{m.content}" for m in messages).encode()).hexdigest()
 
 
 def _number(value: Any, fallback: float | None, default: float) -> float:
@@ -384,13 +449,15 @@ _TOPIC_FAMILIES = {
 }
 
 
-def _focus_family(focus: object, text: str) -> str | None:
-    """The bank family a request's focus topic names: from metadata, else (HTTP) from a
-    ``Topic ...: name`` line of the prompt; None when there is none or it names no family."""
-    if not isinstance(focus, str):
-        m = re.search(r"\btopic\b[^:\n]{0,40}:\s*([a-z][a-z _-]{1,40})", text, re.I)
-        focus = m.group(1) if m else None
-    if not focus:
+def _focus_from_text(text: str) -> str | None:
+    """The focus topic a prompt names on a ``Topic ...: name`` line (None: it names none)."""
+    m = re.search(r"\btopic\b[^:\n]{0,40}:\s*([a-z][a-z _-]{1,40})", text, re.I)
+    return m.group(1) if m else None
+
+
+def _focus_family(focus: object) -> str | None:
+    """The bank family a focus topic names; None when there is none or it names no family."""
+    if not isinstance(focus, str) or not focus:
         return None
     name = focus.strip().strip(".").lower()
     family = _TOPIC_FAMILIES.get(name, name.replace(" ", "_"))
@@ -398,13 +465,13 @@ def _focus_family(focus: object, text: str) -> str | None:
 
 
 def _difficulty_from_text(text: str) -> float | None:
-    """Best effort for requests without metadata (HTTP): a ``difficulty ... 0.45`` in the prompt."""
+    """The target a prompt asks for: the first ``difficulty ... 0.45`` in it (None: none)."""
     m = re.search(r"difficulty\D{0,24}?(0?\.\d+|[01](?:\.0+)?)\b", text, re.I)
     return float(m.group(1)) if m else None
 
 
 def _count_from_text(text: str) -> float | None:
-    """Best effort for requests without metadata: ``propose 4 tasks`` and the like."""
+    """How many tasks a prompt asks for: ``propose 4 tasks`` and the like (None: it does not say)."""
     m = re.search(r"\b(\d{1,2})\s+(?:\w+\s+){0,3}?(?:tasks?|problems?|exercises?)\b", text, re.I)
     return float(m.group(1)) if m else None
 
@@ -581,7 +648,7 @@ def _nondeterministic(task: bank.BankTask) -> str:
     if isinstance(sample, list):
         body = "    result = list(result)\n    random.shuffle(result)  # order should not matter\n    return result\n"
     elif isinstance(sample, str):
-        body = "    return \"\".join(set(result))  # drop repeated characters\n"
+        body = '    return "".join(set(result))  # drop repeated characters\n'
     else:
         body = "    if random.random() < 0.5:  # break ties at random\n        return None\n    return result\n"
     return f"import random\n\n{core}\n\ndef {ep}(*args):\n    result = {impl}(*args)\n{body}"

@@ -9,12 +9,22 @@ one kind of exercise with an intrinsic difficulty, a few entry-point synonyms, s
 templates, a small finite list of parameter choices, a random input generator, fixed edge-case
 inputs, and a catalogue of realistic mistakes expressed as edits of the reference source.
 
+Classic variants are few (about four per family), and a long run's duplicate gate rejects a task
+whose reference has the shape of an earlier one. So most proposals are *composed* exercises
+(:func:`compose`, :func:`random_pipeline`): a chain of 1 to 4 building blocks (:data:`STEPS`:
+filters, maps, reorderings, aggregations, parsers, grid and graph walks, each a different code
+shape) whose reference code is assembled from the blocks, whose difficulty is computed from them
+(:func:`chain_difficulty`: their costs plus a little per extra step, 0.05 to 0.97), whose
+statement lists the steps in order, and whose mistakes are the blocks' own realistic edits. A
+composed exercise is a :class:`PipelineVariant`, so everything below works on it unchanged.
+
 Everything about a task is a pure function of (variant, params, rng): the same seed gives
 byte-identical tasks. Because parameter choices are finite and statements are rendered from
 templates, the solver side recognises a task from its statement alone (:func:`identify`): it
 renders every (variant, params, entry point, template) combination once and looks the statements
-up in the prompt. There is no in-process registry, so a task written by another process, read
-from a file or sent over HTTP is recognised just the same.
+up in the prompt, and reads a composed exercise's numbered steps back to compose it again. There
+is no in-process registry, so a task written by another process, read from a file or sent over
+HTTP is recognised just the same.
 
 The references are our own code, so running them in-process (:func:`run_in_process`) is fine;
 it is how expected values, examples and the test suite's checks are computed.
@@ -22,12 +32,14 @@ it is how expected values, examples and the test suite's checks are computed.
 
 from __future__ import annotations
 
-import ast
+import builtins
 import copy
 import functools
 import hashlib
 import html
+import itertools
 import json
+import keyword
 import math
 import random
 import re
@@ -40,16 +52,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import pyast
+
 __all__ = [
     "FAMILIES",
     "MISTAKE_KINDS",
+    "STEPS",
     "VARIANTS",
     "BankTask",
     "Identification",
     "Outcome",
+    "PipelineVariant",
+    "Step",
     "Variant",
     "break_syntax",
     "build_task",
+    "chain_difficulty",
+    "compose",
     "entry_point_index",
     "find_variant",
     "identify",
@@ -57,6 +76,8 @@ __all__ = [
     "load_function",
     "mistake_code",
     "mistake_kinds",
+    "random_chain",
+    "random_pipeline",
     "rename_function",
     "run_in_process",
     "same_value",
@@ -209,9 +230,7 @@ class _TimeLimit(BaseException):
 def _alarm(seconds: float | None) -> Iterator[None]:
     """Interrupt the block after ``seconds`` (main thread on Unix only; elsewhere no limit)."""
     usable = (
-        seconds is not None
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
+        seconds is not None and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     )
     if not usable:
         yield
@@ -298,7 +317,7 @@ def json_roundtrips(value: Any) -> bool:
 
 _FOR_LINE = re.compile(r"^(?P<indent>[ \t]*)for (?P<target>.+?) in (?P<expr>.+):[ \t]*$")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_ALLOCATING = ("append(", "extend(", "insert(", "+= [", "+= ch", "+= \"", "+= token", ".add(")
+_ALLOCATING = ("append(", "extend(", "insert(", "+= [", "+= ch", '+= "', "+= token", ".add(")
 
 
 def _first_for(code: str) -> tuple[list[str], int, re.Match[str]] | None:
@@ -620,9 +639,7 @@ def build_task(
     expected_at = frozenset(rng.sample(candidates, n_expected))
 
     short = [
-        i
-        for i, a in enumerate(inputs)
-        if a in randoms and len(_call_text(ep, a)) <= 60 and len(repr(outputs[i])) <= 60
+        i for i, a in enumerate(inputs) if a in randoms and len(_call_text(ep, a)) <= 60 and len(repr(outputs[i])) <= 60
     ]
     telling = [i for i in short if not any(same_value(s, outputs[i]) for s in stand_ins(inputs[i]))]
     by_length = sorted(range(len(inputs)), key=lambda i: len(_call_text(ep, inputs[i])) + len(repr(outputs[i])))
@@ -716,8 +733,8 @@ def _examples(text: str, entry_point: str) -> list[tuple[Args, Any]]:
     pairs = []
     for args_text, out_text in re.findall(_EXAMPLE_RE.format(ep=re.escape(entry_point)), text):
         try:
-            args = ast.literal_eval(f"({args_text},)") if args_text.strip() else ()
-            pairs.append((tuple(args), ast.literal_eval(out_text)))
+            args = pyast.literal_eval(f"({args_text},)") if args_text.strip() else ()
+            pairs.append((tuple(args), pyast.literal_eval(out_text)))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
     return pairs
@@ -736,15 +753,19 @@ def identify(text: str) -> Identification | None:
     First an exact look-up: every statement the bank can render for an entry point named in the
     text (``name(`` anywhere) is searched in the normalized text (case, whitespace, backticks and
     HTML escapes ignored); the longest hit wins, since a statement with an extra note contains the
-    one without. Failing that, a fuzzy match on word trigrams (>= 60% of the statement's trigrams
+    one without. Then a pipeline exercise (:func:`compose`): its numbered steps are read back from
+    the text (``1. phrase; 2. phrase.``, each phrase one a step renders) and the chain is composed
+    again, exact when one of its statements is in the text. Failing that, a fuzzy match on word
+    trigrams (>= 60% of the statement's trigrams
     present) among those entry points, narrowed by the examples the text shows
     (`` `f(args)` returns `value` ``), which are checked by running the candidates' references.
     Returns None for anything else (an imported benchmark problem, a user's own task).
     """
     index = _statement_index()
-    names = {n for n in re.findall(r"([A-Za-z_]\w*)\s*\(", text) if n in index}
-    if not names:
+    called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", text))
+    if not called:
         return None
+    names = {n for n in called if n in index}
     norm = _normalize(text)
     best: tuple[int, Identification] | None = None
     for name in sorted(names):
@@ -753,6 +774,9 @@ def identify(text: str) -> Identification | None:
                 best = (len(statement), Identification(variant, pi, name, exact=True))
     if best is not None:
         return best[1]
+    pipeline = _identify_pipeline(text, norm, called)
+    if pipeline is not None:
+        return pipeline
     grams = _trigrams(norm)
     scored: list[tuple[float, str, Variant, int]] = []
     for name in sorted(names):
@@ -781,8 +805,16 @@ def identify(text: str) -> Identification | None:
 
 
 def find_variant(key: str) -> Variant:
-    """The variant named ``family/name`` (KeyError if none)."""
+    """The variant named ``family/name`` (KeyError if none); ``family/pipeline:<chain>`` composes one."""
     for variant in VARIANTS:
+        if variant.key == key:
+            return variant
+    _, _, name = key.partition("/")
+    if name.startswith("pipeline:"):
+        try:
+            variant = compose(parse_spec(name.removeprefix("pipeline:")))
+        except (KeyError, ValueError) as exc:
+            raise KeyError(key) from exc
         if variant.key == key:
             return variant
     raise KeyError(key)
@@ -1261,8 +1293,7 @@ _COUNT_PRIMES = Variant(
     statements=(
         "Write `$sig` that returns how many prime numbers are $range_words. Remember that 1 is not prime and "
         "that the answer is 0 when `n` is small or negative.",
-        "Implement `$sig`: count the primes $range_words. Use an efficient method: `n` can be as large as "
-        "20000.",
+        "Implement `$sig`: count the primes $range_words. Use an efficient method: `n` can be as large as 20000.",
         "`$sig` counts the prime numbers $range_words (a prime has exactly two divisors, 1 and itself).",
     ),
     code=_code(
@@ -1699,8 +1730,7 @@ _EDIT_DISTANCE = Variant(
         "insertions, deletions and replacements of single characters that turn `a` into `b`. $cost_note",
         "Implement `$sig`. You may insert a character, delete a character or replace one character by "
         "another. $cost_note Return the cheapest total cost of transforming `a` into `b`.",
-        "`$sig` computes a Levenshtein-style distance between `a` and `b`. $cost_note Either string may be "
-        "empty.",
+        "`$sig` computes a Levenshtein-style distance between `a` and `b`. $cost_note Either string may be empty.",
     ),
     code=_code(
         """
@@ -2440,8 +2470,7 @@ _POPCOUNT = Variant(
     entry_points=("count_set_bits", "popcount", "hamming_weight"),
     args=("n",),
     statements=(
-        "Write `$sig` that returns the number of 1 bits in the binary representation of the non-negative "
-        "integer `n`.",
+        "Write `$sig` that returns the number of 1 bits in the binary representation of the non-negative integer `n`.",
         "Implement `$sig`: count how many bits are set when `n` (n >= 0) is written in base 2; 13 is `0b1101`, "
         "which has three set bits.",
         "`$sig` computes the population count (Hamming weight) of the non-negative integer `n`, that is the "
@@ -2622,9 +2651,7 @@ _TRANSPOSE = Variant(
             return [[row[c] for row in matrix] for c in range(len(matrix[0]))]
         """
     ),
-    make_input=lambda rng, p, scale: (
-        _matrix(rng, _size(rng, 1, 6, scale), _size(rng, 2, 6, scale), 0, 9),
-    ),
+    make_input=lambda rng, p, scale: (_matrix(rng, _size(rng, 1, 6, scale), _size(rng, 2, 6, scale), 0, 9),),
     edges=lambda p: [([],), ([[1, 2, 3]],), ([[1, 2], [3, 4], [5, 6]],)],
     bugs={
         "exception": _edit("    if not matrix:\n        return []\n", ""),
@@ -2723,9 +2750,7 @@ _SPIRAL = Variant(
             return result
         """
     ),
-    make_input=lambda rng, p, scale: (
-        _matrix(rng, _size(rng, 2, 7, scale), _size(rng, 2, 7, scale), 0, 99),
-    ),
+    make_input=lambda rng, p, scale: (_matrix(rng, _size(rng, 2, 7, scale), _size(rng, 2, 7, scale), 0, 99),),
     edges=lambda p: [
         ([],),
         ([[1, 2, 3]],),
@@ -3374,10 +3399,7 @@ _ISLANDS = Variant(
         {"dirs": _DIRS8, "adj": "horizontally, vertically or diagonally", "_bump": 0.03},
     ),
     make_input=lambda rng, p, scale: (
-        [
-            "".join("#" if rng.random() < 0.45 else "." for _ in range(cols))
-            for _ in range(_size(rng, 2, 9, scale))
-        ]
+        ["".join("#" if rng.random() < 0.45 else "." for _ in range(cols)) for _ in range(_size(rng, 2, 9, scale))]
         if (cols := _size(rng, 2, 11, scale))
         else [],
     ),
@@ -3632,3 +3654,2434 @@ FAMILIES: dict[str, tuple[Variant, ...]] = {}
 for _variant in VARIANTS:
     FAMILIES[_variant.family] = (*FAMILIES.get(_variant.family, ()), _variant)
 del _variant
+
+
+# ============================================================================================
+# Multi-step exercises: pipelines composed from building blocks
+# ============================================================================================
+#
+# The fixed variants above are few; a long run proposes hundreds of tasks, and the run's
+# duplicate gate (token-shingle similarity of the references) rejects a task whose code has the
+# same shape as an earlier one. A *pipeline* exercise chains 1 to 4 steps (filters, maps,
+# reorderings, aggregations, parsers, graph and grid walks...), each a different code shape, so
+# different chains are structurally different programs. Its difficulty is computed from the
+# chain (the steps' costs plus a little per extra step), its statement lists the steps in order,
+# and it is a regular :class:`Variant` built on the fly (:func:`compose`), so everything that
+# works on a variant (tests, mistakes, identification) works on it.
+
+
+@dataclass(frozen=True)
+class Step:
+    """One building block of a pipeline: reads a value of type ``takes``, produces ``gives``.
+
+    ``code`` is a :class:`string.Template` of statements with ``$IN`` (the variable read),
+    ``$OUT`` (the variable assigned, last) and the parameters; ``phrase`` describes it as one item
+    of the statement's numbered list (no ``;``, no final full stop). ``bugs`` are realistic edits
+    of ``code`` per mistake kind. ``cost`` is what the step adds to the task's difficulty.
+    """
+
+    name: str
+    family: str
+    topic: str
+    takes: str
+    gives: str
+    cost: float
+    phrase: str
+    code: str
+    slug: str
+    params: tuple[Params, ...] = ({},)
+    bugs: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    reorders: bool = False
+    """Only changes the order of a list (a reorder right after another one is pointless)."""
+    order_free: bool = False
+    """Ignores the order of its input (a reorder right before it is pointless)."""
+    first_only: bool = False
+    """Only reads the function's own argument (its work grows with the value of an integer, which a
+    step before it could make huge)."""
+
+    def values(self, params_index: int) -> dict[str, str]:
+        return {k: (v if isinstance(v, str) else str(v)) for k, v in self.params[params_index].items()}
+
+    def render_phrase(self, params_index: int) -> str:
+        return string.Template(self.phrase).substitute(self.values(params_index))
+
+    def render_code(self, params_index: int, src: str, dst: str, template: str | None = None) -> str:
+        text = _code(self.code if template is None else template)
+        return string.Template(text).substitute({**self.values(params_index), "IN": src, "OUT": dst})
+
+
+_VAR = {
+    "ints": "nums", "int": "value", "text": "text", "words": "words", "grid": "grid", "spans": "spans",
+    "graph": "edges", "counts": "counts", "nested": "nested", "pairs": "pairs", "moves": "moves",
+    "parens": "text", "keys": "keys", "csv": "line", "kv": "line", "times": "times", "expr": "expr",
+    "romans": "numerals", "pexpr": "expr",
+}  # fmt: skip
+"""The variable holding a value of each type inside a pipeline's code."""
+
+_ARG = {**_VAR, "int": "n"}
+"""The parameter name of a pipeline whose input has this type."""
+
+_NOUN = {
+    "ints": "a list of integers `nums`",
+    "int": "an integer `n`",
+    "text": "a string `text`",
+    "words": "a list of words `words` (lower- and upper-case letters)",
+    "grid": "a rectangular grid of integers `grid` (a list of rows of equal length, possibly no rows)",
+    "spans": "a list of closed intervals `spans`, each a list `[start, end]` with `start <= end`",
+    "graph": (
+        "an undirected graph as a list of edges `edges`, each a list `[u, v]` of two different nodes; the "
+        "nodes are 0 to n - 1 where n is one more than the largest node in an edge (just node 0 when there "
+        "are no edges)"
+    ),
+    "nested": "a list `nested` whose items are integers or lists nested the same way, to any depth",
+    "moves": "a string `moves` of robot commands: `U`, `D`, `L`, `R` (any other character is ignored)",
+    "parens": "a string `text` of letters and parentheses",
+    "keys": "a string `keys` of typed characters, where `#` is a backspace",
+    "csv": "a string `line` of integers separated by commas",
+    "kv": "a string `line` of `key=value` pairs separated by semicolons, each value an integer",
+    "times": "a list `times` of durations written as `h:mm` strings",
+    "expr": "a string `expr` of integers joined by `+` and `-` signs, without spaces",
+    "romans": "a list `numerals` of Roman numerals (upper case, standard subtractive form)",
+    "pexpr": "a string `expr` of integers joined by `+` and `-` signs, with parentheses and without spaces",
+}
+"""How a statement introduces the input of each type."""
+
+_OUTPUT_TYPES = frozenset({"ints", "int", "text", "words", "grid", "spans", "counts", "pairs", "nested"})
+"""Types a pipeline may return: every value of them survives JSON unchanged."""
+
+
+def _step(
+    name: str, family: str, topic: str, takes: str, gives: str, cost: float, phrase: str, code: str, slug: str,
+    params: tuple[Params, ...] = ({},), bugs: Mapping[str, Sequence[tuple[str, str]]] | None = None, **flags: bool,
+) -> Step:  # fmt: skip
+    edits = {kind: tuple(pairs) for kind, pairs in (bugs or {}).items()}
+    return Step(name, family, topic, takes, gives, cost, phrase, code, slug, params, edits, **flags)
+
+
+STEPS: tuple[Step, ...] = (
+    # --- lists ---------------------------------------------------------------------------------
+    _step(
+        "keep_multiples", "lists", "filtering", "ints", "ints", 0.04,
+        "keep only the numbers divisible by $k", "$OUT = [x for x in $IN if x % $k == 0]", "multiples",
+        ({"k": 2}, {"k": 3}, {"k": 5}), {"edge_case": [("x % $k == 0", "x % $k == 0 and x != 0")]},
+    ),
+    _step(
+        "keep_greater", "lists", "filtering", "ints", "ints", 0.04,
+        "keep only the numbers greater than $k", "$OUT = [x for x in $IN if x > $k]", "large",
+        ({"k": 0}, {"k": 5}, {"k": 10}), {"off_by_one": [("x > $k", "x >= $k")]},
+    ),
+    _step(
+        "square_each", "lists", "mapping", "ints", "ints", 0.04,
+        "replace every number by its square",
+        """
+        squares = []
+        for x in $IN:
+            squares.append(x * x)
+        $OUT = squares
+        """,
+        "squares", bugs={"logic": [("x * x", "x * 2")]},
+    ),
+    _step(
+        "affine", "lists", "mapping", "ints", "ints", 0.05,
+        "multiply every number by $a and then $b_text", "$OUT = [x * $a $b_op for x in $IN]", "scaled",
+        ({"a": 2, "b_text": "add 1", "b_op": "+ 1"}, {"a": 3, "b_text": "subtract 2", "b_op": "- 2"}),
+        {"logic": [("x * $a $b_op", "(x $b_op) * $a")]},
+    ),
+    _step(
+        "reverse", "lists", "slicing", "ints", "ints", 0.03, "reverse the order of the numbers",
+        "$OUT = $IN[::-1]", "reversed", bugs={"off_by_one": [("$IN[::-1]", "$IN[:0:-1]")]}, reorders=True,
+    ),
+    _step(
+        "every_other", "lists", "slicing", "ints", "ints", 0.04,
+        "keep the numbers at the 1st, 3rd, 5th, ... positions", "$OUT = $IN[::2]", "alternate",
+        bugs={"off_by_one": [("[::2]", "[1::2]")]},
+    ),
+    _step(
+        "clamp", "lists", "mapping", "ints", "ints", 0.06,
+        "clamp every number into the range $lo to $hi (smaller numbers become $lo, larger ones $hi)",
+        "$OUT = [min(max(x, $lo), $hi) for x in $IN]", "clamped",
+        ({"lo": 0, "hi": 9}, {"lo": -5, "hi": 5}), {"logic": [("min(max(x, $lo), $hi)", "max(min(x, $lo), $hi)")]},
+    ),
+    _step(
+        "dedupe", "lists", "distinct values", "ints", "ints", 0.1,
+        "remove repeated numbers, keeping only the first occurrence of each",
+        """
+        seen = set()
+        unique = []
+        for x in $IN:
+            if x not in seen:
+                seen.add(x)
+                unique.append(x)
+        $OUT = unique
+        """,
+        "unique", bugs={"logic": [("if x not in seen:", "if x not in unique[-1:]:")]},
+    ),
+    _step(
+        "prefix_sums", "lists", "running totals", "ints", "ints", 0.1,
+        "replace the list by its running totals (the i-th total is the sum of the first i numbers)",
+        """
+        running = 0
+        totals = []
+        for x in $IN:
+            running += x
+            totals.append(running)
+        $OUT = totals
+        """,
+        "running_totals",
+        bugs={
+            "off_by_one": [
+                (
+                    "    running += x\n    totals.append(running)\n",
+                    "    totals.append(running)\n    running += x\n",
+                )
+            ],
+        },
+    ),
+    _step(
+        "differences", "lists", "adjacent pairs", "ints", "ints", 0.1,
+        "replace the list by the differences between neighbours (each number minus the one before it), which "
+        "leaves one number fewer",
+        "$OUT = [b - a for a, b in zip($IN, $IN[1:])]", "steps", bugs={"logic": [("b - a", "a - b")]},
+    ),
+    _step(
+        "pair_sums", "lists", "adjacent pairs", "ints", "ints", 0.1,
+        "add up the numbers in pairs (1st + 2nd, 3rd + 4th, ...), an unpaired last number staying as it is",
+        "$OUT = [sum($IN[i:i + 2]) for i in range(0, len($IN), 2)]", "pair_sums",
+        bugs={"off_by_one": [("range(0, len($IN), 2)", "range(0, len($IN) - 1, 2)")]},
+    ),
+    _step(
+        "window_sums", "lists", "sliding window", "ints", "ints", 0.18,
+        "replace the list by the sums of every $k consecutive numbers (a list shorter than $k gives no sums)",
+        "$OUT = [sum($IN[i:i + $k]) for i in range(len($IN) - $k + 1)]", "window_sums",
+        ({"k": 2}, {"k": 3}), {"off_by_one": [("range(len($IN) - $k + 1)", "range(len($IN) - $k)")]},
+    ),
+    _step(
+        "running_max", "lists", "running maximum", "ints", "ints", 0.12,
+        "replace every number by the largest number up to and including it",
+        """
+        peaks = []
+        for x in $IN:
+            peaks.append(x if not peaks else max(peaks[-1], x))
+        $OUT = peaks
+        """,
+        "peaks", bugs={"edge_case": [("x if not peaks else max(peaks[-1], x)", "max(peaks[-1] if peaks else 0, x)")]},
+    ),
+    _step(
+        "rotate", "lists", "rotation", "ints", "ints", 0.12,
+        "rotate the list $k places to the right (the last $k numbers move to the front, wrapping around "
+        "as many times as needed for a short list)",
+        """
+        if $IN:
+            shift = $k % len($IN)
+            $OUT = $IN[len($IN) - shift:] + $IN[:len($IN) - shift]
+        else:
+            $OUT = []
+        """,
+        "rotated", ({"k": 2}, {"k": 3}), {"edge_case": [("shift = $k % len($IN)", "shift = min($k, len($IN))")]},
+        reorders=True,
+    ),
+    _step(
+        "total", "lists", "aggregation", "ints", "int", 0.03, "add the numbers up (no numbers give 0)",
+        """
+        total = 0
+        for x in $IN:
+            total += x
+        $OUT = total
+        """,
+        "total", order_free=True,
+    ),
+    _step(
+        "largest", "lists", "aggregation", "ints", "int", 0.05, "take the largest number (0 when there are none)",
+        "$OUT = max($IN, default=0)", "largest", bugs={"edge_case": [("max($IN, default=0)", "max($IN + [0])")]},
+        order_free=True,
+    ),
+    _step(
+        "spread", "lists", "aggregation", "ints", "int", 0.06,
+        "take the largest number minus the smallest one (0 when there are no numbers)",
+        "$OUT = max($IN) - min($IN) if $IN else 0", "spread", bugs={"logic": [("- min($IN)", "- $IN[0]")]},
+        order_free=True,
+    ),
+    _step(
+        "count_distinct", "lists", "distinct values", "ints", "int", 0.04, "count how many different numbers there are",
+        "$OUT = len(set($IN))", "distinct_count", bugs={"logic": [("len(set($IN))", "len($IN)")]}, order_free=True,
+    ),
+    # --- arithmetic --------------------------------------------------------------------------
+    _step(
+        "alt_sum", "arithmetic", "alternating sums", "ints", "int", 0.08,
+        "add the numbers with alternating signs: plus the 1st, minus the 2nd, plus the 3rd, and so on (0 for no "
+        "numbers)",
+        """
+        signed = 0
+        for i, x in enumerate($IN):
+            if i % 2 == 0:
+                signed += x
+            else:
+                signed -= x
+        $OUT = signed
+        """,
+        "alternating_sum", bugs={"off_by_one": [("if i % 2 == 0:", "if i % 2 == 1:")]},
+    ),
+    _step(
+        "digit_sums", "arithmetic", "digits", "ints", "ints", 0.1,
+        "replace every number by the sum of its decimal digits (ignoring the sign)",
+        """
+        digit_sums = []
+        for x in $IN:
+            rest = abs(x)
+            acc = 0
+            while rest:
+                acc += rest % 10
+                rest //= 10
+            digit_sums.append(acc)
+        $OUT = digit_sums
+        """,
+        "digit_sums",
+        bugs={
+            "off_by_one": [("while rest:", "while rest > 9:")],
+            "edge_case": [("rest = abs(x)", "rest = x if x > 0 else 0")],
+        },
+    ),
+    _step(
+        "gcd_all", "arithmetic", "greatest common divisor", "ints", "int", 0.2,
+        "take the greatest common divisor of all the numbers, ignoring signs (0 when there are no numbers or "
+        "all are 0)",
+        """
+        g = 0
+        for x in $IN:
+            a, b = g, abs(x)
+            while b:
+                a, b = b, a % b
+            g = a
+        $OUT = g
+        """,
+        "gcd", bugs={"edge_case": [("a, b = g, abs(x)", "a, b = g, x")]}, order_free=True,
+    ),
+    _step(
+        "keep_primes", "arithmetic", "primes", "ints", "ints", 0.15, "keep only the prime numbers",
+        """
+        primes = []
+        for x in $IN:
+            if x < 2:
+                continue
+            d = 2
+            while d * d <= x:
+                if x % d == 0:
+                    break
+                d += 1
+            else:
+                primes.append(x)
+        $OUT = primes
+        """,
+        "primes",
+        bugs={
+            "edge_case": [("if x < 2:", "if x < 1:")],
+            "off_by_one": [("while d * d <= x:", "while d * d < x:")],
+        },
+    ),
+    _step(
+        "digits_of", "arithmetic", "digits", "int", "ints", 0.05,
+        "split the number into its decimal digits, most significant first (ignoring the sign)",
+        "$OUT = [int(c) for c in str(abs($IN))]", "digits", bugs={"edge_case": [("str(abs($IN))", "str($IN)")]},
+    ),
+    _step(
+        "divisors", "arithmetic", "divisors", "int", "ints", 0.15,
+        "list the positive divisors of its absolute value in increasing order (0 has none)",
+        """
+        target = abs($IN)
+        small, large = [], []
+        d = 1
+        while d * d <= target:
+            if target % d == 0:
+                small.append(d)
+                if d != target // d:
+                    large.append(target // d)
+            d += 1
+        $OUT = small + large[::-1]
+        """,
+        "divisors",
+        bugs={
+            "edge_case": [("if d != target // d:", "if True:")],
+            "off_by_one": [("while d * d <= target:", "while d * d < target:")],
+        },
+    ),
+    _step(
+        "reverse_digits", "arithmetic", "digits", "int", "int", 0.1,
+        "reverse its decimal digits, keeping its sign (-120 becomes -21)",
+        "$OUT = int(str(abs($IN))[::-1]) * (-1 if $IN < 0 else 1)", "reversed_digits",
+        bugs={"edge_case": [("int(str(abs($IN))[::-1]) * (-1 if $IN < 0 else 1)", "int(str(abs($IN))[::-1])")]},
+    ),
+    # --- strings -----------------------------------------------------------------------------
+    _step(
+        "lower", "strings", "case", "text", "text", 0.02, "convert it to lower case", "$OUT = $IN.lower()", "lowered",
+    ),
+    _step(
+        "letters_only", "strings", "cleaning", "text", "text", 0.05,
+        "remove every character that is neither a letter nor a space",
+        "$OUT = ''.join(ch for ch in $IN if ch.isalpha() or ch == ' ')", "letters",
+        bugs={"edge_case": [("if ch.isalpha() or ch == ' '", "if ch.isalpha()")]},
+    ),
+    _step(
+        "remove_vowels", "strings", "vowels", "text", "text", 0.05,
+        "remove the vowels (a, e, i, o, u, in either case)",
+        "$OUT = ''.join(ch for ch in $IN if ch.lower() not in 'aeiou')", "consonants",
+        bugs={"edge_case": [("ch.lower() not in", "ch not in")]},
+    ),
+    _step(
+        "squeeze", "strings", "runs", "text", "text", 0.1,
+        "collapse every run of the same character into one character",
+        """
+        squeezed = ''
+        for ch in $IN:
+            if not squeezed or squeezed[-1] != ch:
+                squeezed += ch
+        $OUT = squeezed
+        """,
+        "squeezed",
+        bugs={
+            "off_by_one": [("if not squeezed or squeezed[-1] != ch:", "if squeezed and squeezed[-1] != ch:")],
+        },
+    ),
+    _step(
+        "caesar", "strings", "ciphers", "text", "text", 0.15,
+        "shift every lower-case letter $k places forward in the alphabet, wrapping around from z to a (other "
+        "characters stay as they are)",
+        """
+        shifted = []
+        for ch in $IN:
+            if 'a' <= ch <= 'z':
+                shifted.append(chr((ord(ch) - ord('a') + $k) % 26 + ord('a')))
+            else:
+                shifted.append(ch)
+        $OUT = ''.join(shifted)
+        """,
+        "shifted", ({"k": 1}, {"k": 3}, {"k": 13}),
+        {"edge_case": [("chr((ord(ch) - ord('a') + $k) % 26 + ord('a'))", "chr(ord(ch) + $k)")]},
+    ),
+    _step(
+        "split_words", "strings", "tokenizing", "text", "words", 0.02, "split it into words at whitespace",
+        "$OUT = $IN.split()", "words", bugs={"edge_case": [("$IN.split()", "$IN.split(' ')")]},
+    ),
+    _step(
+        "count_vowels", "strings", "counting characters", "text", "int", 0.05,
+        "count its vowels (a, e, i, o, u, in either case)",
+        """
+        vowels = 0
+        for ch in $IN.lower():
+            if ch in 'aeiou':
+                vowels += 1
+        $OUT = vowels
+        """,
+        "vowel_count", bugs={"edge_case": [("for ch in $IN.lower():", "for ch in $IN:")]},
+    ),
+    _step(
+        "char_codes", "strings", "character codes", "text", "ints", 0.04,
+        "replace it by the list of its characters' Unicode code points (as `ord` gives them)",
+        "$OUT = [ord(ch) for ch in $IN]", "codes", bugs={"logic": [("ord(ch) for", "ord(ch) - ord('a') for")]},
+    ),
+    _step(
+        "reverse_each", "strings", "reversal", "words", "words", 0.04,
+        "reverse the letters of every word, keeping the words in order", "$OUT = [w[::-1] for w in $IN]", "mirrored",
+        bugs={"logic": [("[w[::-1] for w in $IN]", "$IN[::-1]")]},
+    ),
+    _step(
+        "join_words", "strings", "joining", "words", "text", 0.02, "join the words with single spaces",
+        "$OUT = ' '.join($IN)", "joined", bugs={"logic": [("' '.join($IN)", "''.join($IN)")]},
+    ),
+    _step(
+        "word_lengths", "strings", "lengths", "words", "ints", 0.03, "replace every word by its length",
+        "$OUT = [len(w) for w in $IN]", "lengths",
+    ),
+    _step(
+        "long_words", "strings", "filtering", "words", "words", 0.04,
+        "keep only the words with more than $k characters", "$OUT = [w for w in $IN if len(w) > $k]", "long_words",
+        ({"k": 3}, {"k": 4}), {"off_by_one": [("len(w) > $k", "len(w) >= $k")]},
+    ),
+    _step(
+        "capitalize", "strings", "case", "words", "words", 0.03,
+        "capitalize every word (first character upper case, the rest lower case)",
+        "$OUT = [w[:1].upper() + w[1:].lower() for w in $IN]", "capitalized",
+        bugs={"edge_case": [("w[:1].upper() + w[1:].lower()", "w[:1].upper() + w[1:]")]},
+    ),
+    _step(
+        "palindromes", "strings", "palindromes", "words", "words", 0.08,
+        "keep only the words that read the same backwards, ignoring case",
+        "$OUT = [w for w in $IN if w.lower() == w.lower()[::-1]]", "palindromes",
+        bugs={"edge_case": [("w.lower() == w.lower()[::-1]", "w == w[::-1]")]},
+    ),
+    _step(
+        "common_prefix", "strings", "prefixes", "words", "text", 0.2,
+        "take the longest prefix that all the words share (the empty string when there are no words)",
+        """
+        prefix = $IN[0] if $IN else ''
+        for w in $IN[1:]:
+            while not w.startswith(prefix):
+                prefix = prefix[:-1]
+        $OUT = prefix
+        """,
+        "common_prefix", bugs={"exception": [("prefix = $IN[0] if $IN else ''", "prefix = $IN[0]")]},
+        order_free=True,
+    ),
+    # --- dictionaries ------------------------------------------------------------------------
+    _step(
+        "count_words", "dicts", "counting", "words", "counts", 0.08,
+        "count how often each word occurs, as a dictionary from word to count",
+        """
+        counts = {}
+        for w in $IN:
+            counts[w] = counts.get(w, 0) + 1
+        $OUT = counts
+        """,
+        "word_counts", bugs={"off_by_one": [("counts.get(w, 0) + 1", "counts.get(w, 1)")]},
+    ),
+    _step(
+        "count_letters", "dicts", "counting", "text", "counts", 0.1,
+        "count each letter, case-insensitively, as a dictionary from lower-case letter to count (other "
+        "characters are not counted)",
+        """
+        letters = {}
+        for ch in $IN.lower():
+            if ch.isalpha():
+                letters[ch] = letters.get(ch, 0) + 1
+        $OUT = letters
+        """,
+        "letter_counts", bugs={"edge_case": [("for ch in $IN.lower():", "for ch in $IN:")]},
+    ),
+    _step(
+        "frequent_keys", "dicts", "filtering", "counts", "words", 0.08,
+        "list the keys whose count is at least $k, in alphabetical order",
+        "$OUT = sorted(key for key, c in $IN.items() if c >= $k)", "frequent",
+        ({"k": 2}, {"k": 3}), {"off_by_one": [("c >= $k", "c > $k")]},
+    ),
+    _step(
+        "by_count", "dicts", "sorting by value", "counts", "words", 0.14,
+        "list the keys by decreasing count, keys with equal counts in alphabetical order",
+        "$OUT = sorted($IN, key=lambda key: (-$IN[key], key))", "by_count",
+        bugs={"logic": [("key=lambda key: (-$IN[key], key)", "key=lambda key: -$IN[key]")]},
+    ),
+    _step(
+        "top_count", "dicts", "aggregation", "counts", "int", 0.05,
+        "take the largest count (0 when the dictionary is empty)", "$OUT = max($IN.values(), default=0)", "top_count",
+        bugs={"logic": [("max($IN.values(), default=0)", "len($IN)")]},
+    ),
+    _step(
+        "count_pairs", "dicts", "items", "counts", "pairs", 0.05,
+        "turn the dictionary into a list of `[key, count]` pairs sorted by key",
+        "$OUT = [[key, $IN[key]] for key in sorted($IN)]", "pairs",
+        bugs={"logic": [("for key in sorted($IN)", "for key in $IN")]},
+    ),
+    _step(
+        "singles", "dicts", "counting", "ints", "ints", 0.14,
+        "keep only the numbers that occur exactly once in the list, in their order",
+        """
+        tally = {}
+        for x in $IN:
+            tally[x] = tally.get(x, 0) + 1
+        $OUT = [x for x in $IN if tally[x] == 1]
+        """,
+        "singles", bugs={"logic": [("if tally[x] == 1", "if tally[x] <= 2")]},
+    ),
+    _step(
+        "occurrences", "dicts", "counting", "ints", "ints", 0.1,
+        "replace every number by how many times it occurs in the whole list",
+        """
+        tally = {}
+        for x in $IN:
+            tally[x] = tally.get(x, 0) + 1
+        $OUT = [tally[x] for x in $IN]
+        """,
+        "occurrences", bugs={"off_by_one": [("tally.get(x, 0) + 1", "tally.get(x, 1)")]},
+    ),
+    _step(
+        "first_index", "dicts", "index maps", "ints", "ints", 0.12,
+        "replace every number by the position (from 0) of its first occurrence in the list",
+        """
+        first_at = {}
+        for i, x in enumerate($IN):
+            first_at.setdefault(x, i)
+        $OUT = [first_at[x] for x in $IN]
+        """,
+        "first_positions", bugs={"logic": [("first_at.setdefault(x, i)", "first_at[x] = i")]},
+    ),
+    # --- sorting and searching -----------------------------------------------------------------
+    _step(
+        "sort_asc", "sorting_searching", "sorting", "ints", "ints", 0.03, "sort the numbers in increasing order",
+        "$OUT = sorted($IN)", "sorted", bugs={"logic": [("sorted($IN)", "sorted($IN, key=abs)")]}, reorders=True,
+    ),
+    _step(
+        "sort_desc", "sorting_searching", "sorting", "ints", "ints", 0.03, "sort the numbers in decreasing order",
+        "$OUT = sorted($IN, reverse=True)", "descending",
+        bugs={
+            "logic": [("sorted($IN, reverse=True)", "sorted($IN)")],
+        },
+        reorders=True,
+    ),
+    _step(
+        "sort_by_abs", "sorting_searching", "custom sort keys", "ints", "ints", 0.08,
+        "sort the numbers by absolute value, a negative number before the positive one of the same size",
+        "$OUT = sorted($IN, key=lambda x: (abs(x), x))", "by_size",
+        bugs={"edge_case": [("key=lambda x: (abs(x), x)", "key=abs")]}, reorders=True,
+    ),
+    _step(
+        "sort_words", "sorting_searching", "custom sort keys", "words", "words", 0.08,
+        "sort the words by length, shortest first, keeping the original order of words of equal length",
+        "$OUT = sorted($IN, key=len)", "by_length", bugs={"logic": [("sorted($IN, key=len)", "sorted($IN)")]},
+    ),
+    _step(
+        "top_k", "sorting_searching", "selection", "ints", "ints", 0.05,
+        "keep the $k largest numbers, largest first (all of them when there are fewer)",
+        "$OUT = sorted($IN, reverse=True)[:$k]", "top", ({"k": 3}, {"k": 4}),
+        {"logic": [("sorted($IN, reverse=True)[:$k]", "sorted($IN)[-$k:]")]},
+    ),
+    _step(
+        "count_below", "sorting_searching", "binary search", "ints", "int", 0.15,
+        "count how many numbers are smaller than $k (binary search in the sorted numbers is one way)",
+        """
+        ordered = sorted($IN)
+        lo, hi = 0, len(ordered)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ordered[mid] < $k:
+                lo = mid + 1
+            else:
+                hi = mid
+        $OUT = lo
+        """,
+        "count_below", ({"k": 0}, {"k": 10}), {"off_by_one": [("if ordered[mid] < $k:", "if ordered[mid] <= $k:")]},
+        order_free=True,
+    ),
+    _step(
+        "lower_median", "sorting_searching", "order statistics", "ints", "int", 0.1,
+        "take the lower median: the middle number once sorted, the smaller middle one for an even count (0 when "
+        "there are no numbers)",
+        "$OUT = sorted($IN)[(len($IN) - 1) // 2] if $IN else 0", "median",
+        bugs={"off_by_one": [("[(len($IN) - 1) // 2]", "[len($IN) // 2]")]}, order_free=True,
+    ),
+    _step(
+        "inversions", "sorting_searching", "inversions", "ints", "int", 0.22,
+        "count the pairs of positions i < j where the number at i is larger than the number at j",
+        """
+        inverted = 0
+        for i in range(len($IN)):
+            for j in range(i + 1, len($IN)):
+                if $IN[i] > $IN[j]:
+                    inverted += 1
+        $OUT = inverted
+        """,
+        "inversions",
+        bugs={
+            "edge_case": [("if $IN[i] > $IN[j]:", "if $IN[i] >= $IN[j]:")],
+            "off_by_one": [("range(i + 1, len($IN))", "range(i + 2, len($IN))")],
+        },
+    ),
+    # --- bit manipulation ----------------------------------------------------------------------
+    _step(
+        "popcounts", "bits", "set bits", "ints", "ints", 0.05,
+        "replace every number by the number of 1 bits in the binary form of its absolute value",
+        "$OUT = [bin(x).count('1') for x in $IN]", "bit_counts",
+        bugs={"logic": [("bin(x).count('1')", "len(bin(abs(x))) - 2")]},
+    ),
+    _step(
+        "xor_all", "bits", "xor", "ints", "int", 0.06, "combine all the numbers with bitwise XOR (0 for no numbers)",
+        """
+        folded = 0
+        for x in $IN:
+            folded ^= x
+        $OUT = folded
+        """,
+        "xor", bugs={"logic": [("folded ^= x", "folded |= x")]}, order_free=True,
+    ),
+    _step(
+        "xor_k", "bits", "xor", "ints", "ints", 0.04, "replace every number x by x XOR $k",
+        "$OUT = [x ^ $k for x in $IN]", "masked", ({"k": 1}, {"k": 5}, {"k": 12}),
+        {"logic": [("x ^ $k", "x | $k")]},
+    ),
+    _step(
+        "powers_of_two", "bits", "powers of two", "ints", "ints", 0.1,
+        "keep only the numbers that are powers of two (1, 2, 4, 8, ...)",
+        "$OUT = [x for x in $IN if x > 0 and x & (x - 1) == 0]", "powers",
+        bugs={"edge_case": [("x > 0 and x & (x - 1) == 0", "x & (x - 1) == 0")]},
+    ),
+    _step(
+        "lowest_bit", "bits", "lowest set bit", "ints", "ints", 0.1,
+        "replace every number x by its lowest set bit, x AND -x (0 stays 0)", "$OUT = [x & -x for x in $IN]",
+        "low_bits", bugs={"logic": [("x & -x", "x & (x - 1)")]},
+    ),
+    _step(
+        "bits_of", "bits", "binary digits", "int", "ints", 0.08,
+        "write its absolute value in binary as a list of bits, most significant first (0 gives [0])",
+        "$OUT = [int(b) for b in bin(abs($IN))[2:]]", "bits",
+        bugs={
+            "edge_case": [("bin(abs($IN))[2:]", "bin($IN)[2:]")],
+        },
+    ),
+    _step(
+        "one_bit_pairs", "bits", "hamming distance", "ints", "int", 0.25,
+        "count the pairs of positions i < j whose numbers differ in exactly one bit",
+        """
+        close = 0
+        for i in range(len($IN)):
+            for j in range(i + 1, len($IN)):
+                if bin($IN[i] ^ $IN[j]).count('1') == 1:
+                    close += 1
+        $OUT = close
+        """,
+        "one_bit_pairs",
+        bugs={
+            "logic": [("bin($IN[i] ^ $IN[j]).count('1') == 1", "bin($IN[i] ^ $IN[j]).count('1') <= 1")],
+        },
+    ),
+    # --- matrices ------------------------------------------------------------------------------
+    _step(
+        "row_sums", "matrices", "rows", "grid", "ints", 0.04, "replace the grid by the sum of each row",
+        "$OUT = [sum(row) for row in $IN]", "row_sums", bugs={"off_by_one": [("sum(row) for", "sum(row[1:]) for")]},
+    ),
+    _step(
+        "col_sums", "matrices", "columns", "grid", "ints", 0.1,
+        "replace the grid by the sum of each column (no rows give no sums)",
+        "$OUT = [sum(row[c] for row in $IN) for c in range(len($IN[0]))] if $IN else []", "column_sums",
+        bugs={
+            "exception": [
+                (
+                    "[sum(row[c] for row in $IN) for c in range(len($IN[0]))] if $IN else []",
+                    "[sum(row[c] for row in $IN) for c in range(len($IN[0]))]",
+                )
+            ],
+        },
+    ),
+    _step(
+        "flatten_grid", "matrices", "flattening", "grid", "ints", 0.04,
+        "read the grid row by row into one flat list",
+        """
+        cells = []
+        for row in $IN:
+            cells.extend(row)
+        $OUT = cells
+        """,
+        "cells",
+    ),
+    _step(
+        "transpose", "matrices", "transpose", "grid", "grid", 0.1,
+        "transpose the grid (row i becomes column i)",
+        """
+        flipped = []
+        for c in range(len($IN[0]) if $IN else 0):
+            flipped.append([row[c] for row in $IN])
+        $OUT = flipped
+        """,
+        "transposed", bugs={"exception": [("range(len($IN[0]) if $IN else 0)", "range(len($IN[0]))")]},
+    ),
+    _step(
+        "rotate_grid", "matrices", "rotation", "grid", "grid", 0.18, "rotate the grid 90 degrees clockwise",
+        "$OUT = [list(row) for row in zip(*$IN[::-1])]", "rotated_grid",
+        bugs={"logic": [("zip(*$IN[::-1])", "zip(*$IN)")]},
+    ),
+    _step(
+        "diagonal", "matrices", "diagonals", "grid", "ints", 0.06,
+        "take the main diagonal (the entries whose row and column numbers are equal)",
+        "$OUT = [$IN[i][i] for i in range(min(len($IN), len($IN[0]) if $IN else 0))]", "diagonal",
+        bugs={
+            "off_by_one": [
+                (
+                    "range(min(len($IN), len($IN[0]) if $IN else 0))",
+                    "range(min(len($IN), len($IN[0]) if $IN else 0) - 1)",
+                )
+            ],
+        },
+    ),
+    _step(
+        "neighbour_sums", "matrices", "neighbourhoods", "grid", "grid", 0.2,
+        "replace every entry by the sum of its up to four horizontal and vertical neighbours",
+        """
+        rows = len($IN)
+        sums = []
+        for r in range(rows):
+            sums.append([])
+            for c in range(len($IN[r])):
+                acc = 0
+                for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                    if 0 <= r + dr < rows and 0 <= c + dc < len($IN[r]):
+                        acc += $IN[r + dr][c + dc]
+                sums[r].append(acc)
+        $OUT = sums
+        """,
+        "neighbour_sums",
+        bugs={
+            "edge_case": [
+                (
+                    "if 0 <= r + dr < rows and 0 <= c + dc < len($IN[r]):",
+                    "if r + dr < rows and c + dc < len($IN[r]):",
+                )
+            ],
+        },
+    ),
+    _step(
+        "spiral", "matrices", "spiral order", "grid", "ints", 0.35,
+        "read its entries in clockwise spiral order, starting at the top-left corner",
+        """
+        order = []
+        top, bottom, left, right = 0, len($IN) - 1, 0, (len($IN[0]) - 1 if $IN else -1)
+        while top <= bottom and left <= right:
+            for c in range(left, right + 1):
+                order.append($IN[top][c])
+            for r in range(top + 1, bottom + 1):
+                order.append($IN[r][right])
+            if top < bottom and left < right:
+                for c in range(right - 1, left - 1, -1):
+                    order.append($IN[bottom][c])
+                for r in range(bottom - 1, top, -1):
+                    order.append($IN[r][left])
+            top, bottom, left, right = top + 1, bottom - 1, left + 1, right - 1
+        $OUT = order
+        """,
+        "spiral", bugs={"edge_case": [("if top < bottom and left < right:", "if True:")]},
+    ),
+    _step(
+        "local_peaks", "matrices", "neighbourhoods", "grid", "int", 0.2,
+        "count the entries strictly larger than each of their up to four horizontal and vertical neighbours",
+        """
+        peaks = 0
+        for r, row in enumerate($IN):
+            for c, x in enumerate(row):
+                around = [$IN[r + dr][c + dc] for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1))
+                          if 0 <= r + dr < len($IN) and 0 <= c + dc < len(row)]
+                if all(x > y for y in around):
+                    peaks += 1
+        $OUT = peaks
+        """,
+        "peak_count", bugs={"edge_case": [("if all(x > y for y in around):", "if all(x >= y for y in around):")]},
+    ),
+    # --- dynamic programming -------------------------------------------------------------------
+    _step(
+        "max_subarray", "dynamic_programming", "maximum subarray", "ints", "int", 0.22,
+        "take the largest sum of a non-empty run of consecutive numbers (0 when there are no numbers)",
+        """
+        best = $IN[0] if $IN else 0
+        current = 0
+        for x in $IN:
+            current = max(x, current + x)
+            best = max(best, current)
+        $OUT = best
+        """,
+        "best_run", bugs={"edge_case": [("best = $IN[0] if $IN else 0", "best = 0")]},
+    ),
+    _step(
+        "lis", "dynamic_programming", "increasing subsequences", "ints", "int", 0.35,
+        "take the length of the longest strictly increasing subsequence (its numbers need not be adjacent)",
+        """
+        ending = []
+        for i, x in enumerate($IN):
+            ending.append(1 + max((ending[j] for j in range(i) if $IN[j] < x), default=0))
+        $OUT = max(ending, default=0)
+        """,
+        "longest_increasing", bugs={"edge_case": [("if $IN[j] < x", "if $IN[j] <= x")]},
+    ),
+    _step(
+        "no_adjacent", "dynamic_programming", "non-adjacent sums", "ints", "int", 0.28,
+        "take the largest sum of numbers no two of which are neighbours in the list (taking none gives 0)",
+        """
+        take, skip = 0, 0
+        for x in $IN:
+            take, skip = skip + x, max(take, skip)
+        $OUT = max(take, skip)
+        """,
+        "best_non_adjacent",
+        bugs={
+            "logic": [("take, skip = skip + x, max(take, skip)", "take, skip = take + x, max(take, skip)")],
+        },
+    ),
+    _step(
+        "coin_ways", "dynamic_programming", "counting combinations", "ints", "int", 0.35,
+        "count the ways to make $k as a sum of the different positive numbers of the list, each usable any number "
+        "of times and the order not mattering (1 way for an empty sum)",
+        """
+        ways = [1] + [0] * $k
+        for coin in sorted(set(x for x in $IN if x > 0)):
+            for total in range(coin, $k + 1):
+                ways[total] += ways[total - coin]
+        $OUT = ways[$k]
+        """,
+        "coin_ways", ({"k": 10}, {"k": 15}),
+        {
+            "logic": [("sorted(set(x for x in $IN if x > 0))", "[x for x in $IN if x > 0]")],
+            "off_by_one": [("range(coin, $k + 1)", "range(coin, $k)")],
+        },
+        order_free=True,
+    ),
+    _step(
+        "stairs", "dynamic_programming", "counting paths", "int", "int", 0.18,
+        "count the ways to climb that many stairs taking 1, 2 or 3 stairs at a time, modulo 1000007 (1 way for "
+        "0 stairs, none for a negative number)",
+        """
+        if $IN < 0:
+            $OUT = 0
+        else:
+            a, b, c = 1, 0, 0
+            for _ in range($IN):
+                a, b, c = (a + b + c) % 1000007, a, b
+            $OUT = a
+        """,
+        "stair_ways", bugs={"off_by_one": [("for _ in range($IN):", "for _ in range($IN - 1):")]}, first_only=True,
+    ),
+    _step(
+        "grid_path", "dynamic_programming", "grid paths", "grid", "int", 0.3,
+        "take the largest sum along a path from the top-left to the bottom-right entry that only moves right "
+        "or down (0 for a grid without rows)",
+        """
+        best = []
+        for r, row in enumerate($IN):
+            best.append([])
+            for c, x in enumerate(row):
+                before = [v for v in (best[r - 1][c] if r else None, best[r][c - 1] if c else None) if v is not None]
+                best[r].append(x + max(before, default=0))
+        $OUT = best[-1][-1] if best else 0
+        """,
+        "best_path", bugs={"edge_case": [("x + max(before, default=0)", "x + max(before + [0])")]},
+    ),
+    # --- recursion -----------------------------------------------------------------------------
+    _step(
+        "flatten_nested", "recursion", "flattening", "nested", "ints", 0.12,
+        "flatten it into the list of its integers, in order",
+        """
+        def collect(item, out):
+            if isinstance(item, list):
+                for inner in item:
+                    collect(inner, out)
+            else:
+                out.append(item)
+            return out
+
+        $OUT = collect($IN, [])
+        """,
+        "flat", bugs={"logic": [("            collect(inner, out)\n", "            out.append(inner)\n")]},
+    ),
+    _step(
+        "nested_depth", "recursion", "depth", "nested", "int", 0.15,
+        "take its nesting depth (a list without inner lists has depth 1)",
+        """
+        def depth(item):
+            if not isinstance(item, list):
+                return 0
+            return 1 + max((depth(inner) for inner in item), default=0)
+
+        $OUT = depth($IN)
+        """,
+        "depth", bugs={"edge_case": [("default=0)", "default=-1)")]},
+    ),
+    _step(
+        "weighted_sum", "recursion", "weighted sums", "nested", "int", 0.22,
+        "add up its integers, each multiplied by its depth (integers directly in the list have depth 1)",
+        """
+        def weigh(item, level):
+            if isinstance(item, list):
+                return sum(weigh(inner, level + 1) for inner in item)
+            return item * level
+
+        $OUT = weigh($IN, 0)
+        """,
+        "weighted_sum", bugs={"off_by_one": [("weigh($IN, 0)", "weigh($IN, 1)")]},
+    ),
+    _step(
+        "digital_roots", "recursion", "digit recursion", "ints", "ints", 0.12,
+        "replace every number by its digital root: sum the digits of its absolute value, repeating until one "
+        "digit is left",
+        """
+        def root(x):
+            if x < 10:
+                return x
+            return root(sum(int(d) for d in str(x)))
+
+        $OUT = [root(abs(x)) for x in $IN]
+        """,
+        "digital_roots", bugs={"off_by_one": [("if x < 10:", "if x < 100:")]},
+    ),
+    # --- parsing -------------------------------------------------------------------------------
+    _step(
+        "parse_csv", "parsing", "comma-separated values", "csv", "ints", 0.06,
+        "parse it into the list of its integers (spaces around a number are allowed, empty fields are skipped)",
+        "$OUT = [int(part) for part in $IN.split(',') if part.strip()]", "parsed",
+        bugs={"exception": [("if part.strip()]", "]")]},
+    ),
+    _step(
+        "parse_kv", "parsing", "key-value pairs", "kv", "counts", 0.1,
+        "parse it into a dictionary from key to integer value (empty pieces are skipped, a repeated key keeps "
+        "its last value)",
+        """
+        parsed = {}
+        for piece in $IN.split(';'):
+            if piece:
+                key, _, raw = piece.partition('=')
+                parsed[key] = int(raw)
+        $OUT = parsed
+        """,
+        "settings", bugs={"logic": [("parsed[key] = int(raw)", "parsed.setdefault(key, int(raw))")]},
+    ),
+    _step(
+        "extract_numbers", "parsing", "tokenizing", "text", "ints", 0.15,
+        "extract every maximal run of decimal digits as a non-negative integer, in order",
+        """
+        found = []
+        digits = ''
+        for ch in $IN:
+            if ch.isdigit():
+                digits += ch
+            elif digits:
+                found.append(int(digits))
+                digits = ''
+        if digits:
+            found.append(int(digits))
+        $OUT = found
+        """,
+        "numbers", bugs={"edge_case": [("if digits:\n    found.append(int(digits))\n", "")]},
+    ),
+    _step(
+        "durations", "parsing", "time formats", "times", "ints", 0.08,
+        "convert every duration to minutes",
+        """
+        minutes = []
+        for t in $IN:
+            hours, _, mins = t.partition(':')
+            minutes.append(int(hours) * 60 + int(mins))
+        $OUT = minutes
+        """,
+        "minutes", bugs={"logic": [("int(hours) * 60 + int(mins)", "int(hours) * 100 + int(mins)")]},
+    ),
+    _step(
+        "evaluate_sum", "parsing", "expressions", "expr", "int", 0.15,
+        "evaluate it (a leading sign is allowed, the empty string is 0)",
+        """
+        result, number, sign = 0, 0, 1
+        for ch in $IN:
+            if ch.isdigit():
+                number = number * 10 + int(ch)
+            else:
+                result += sign * number
+                number, sign = 0, (1 if ch == '+' else -1)
+        $OUT = result + sign * number
+        """,
+        "evaluated", bugs={"edge_case": [("$OUT = result + sign * number", "$OUT = result")]},
+    ),
+    _step(
+        "format_csv", "parsing", "formatting", "ints", "text", 0.03,
+        "format the numbers as one string, separated by commas without spaces",
+        "$OUT = ','.join(str(x) for x in $IN)", "formatted", bugs={"logic": [("','.join(", "', '.join(")]},
+    ),
+    # --- intervals -----------------------------------------------------------------------------
+    _step(
+        "sort_spans", "intervals", "sorting intervals", "spans", "spans", 0.05,
+        "sort the intervals by start, and by end for equal starts", "$OUT = sorted($IN)", "sorted_spans",
+        bugs={"logic": [("sorted($IN)", "sorted($IN, key=lambda s: s[1])")]},
+    ),
+    _step(
+        "span_lengths", "intervals", "lengths", "spans", "ints", 0.04,
+        "replace every interval `[start, end]` by its length, end - start",
+        "$OUT = [end - start for start, end in $IN]", "lengths",
+        bugs={
+            "off_by_one": [("end - start for", "end - start + 1 for")],
+        },
+    ),
+    _step(
+        "long_spans", "intervals", "filtering", "spans", "spans", 0.05,
+        "keep only the intervals whose length, end - start, is at least $k",
+        "$OUT = [[start, end] for start, end in $IN if end - start >= $k]", "long_spans",
+        ({"k": 2}, {"k": 3}), {"off_by_one": [("if end - start >= $k", "if end - start > $k")]},
+    ),
+    _step(
+        "merge_spans", "intervals", "merging", "spans", "spans", 0.3,
+        "merge intervals that overlap or touch ([1, 3] and [3, 5] become [1, 5]), giving the result sorted by "
+        "start",
+        """
+        merged = []
+        for start, end in sorted($IN):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        $OUT = merged
+        """,
+        "merged",
+        bugs={
+            "edge_case": [("start <= merged[-1][1]", "start < merged[-1][1]")],
+            "logic": [("merged[-1][1] = max(merged[-1][1], end)", "merged[-1][1] = end")],
+        },
+    ),
+    _step(
+        "covered_length", "intervals", "coverage", "spans", "int", 0.3,
+        "take the total length covered by the intervals, counting overlaps once",
+        """
+        covered = 0
+        reach = None
+        for start, end in sorted($IN):
+            if reach is None or start > reach:
+                covered += end - start
+                reach = end
+            elif end > reach:
+                covered += end - reach
+                reach = end
+        $OUT = covered
+        """,
+        "covered", bugs={"logic": [("        covered += end - reach\n", "        covered += end - start\n")]},
+        order_free=True,
+    ),
+    _step(
+        "max_overlap", "intervals", "sweep line", "spans", "int", 0.35,
+        "take the largest number of intervals that share a common point (the intervals are closed, so [1, 3] "
+        "and [3, 4] share 3)",
+        """
+        events = []
+        for start, end in $IN:
+            events.append((start, 0))
+            events.append((end, 1))
+        depth = deepest = 0
+        for _, kind in sorted(events):
+            depth += 1 if kind == 0 else -1
+            deepest = max(deepest, depth)
+        $OUT = deepest
+        """,
+        "max_overlap", bugs={"edge_case": [("events.append((end, 1))", "events.append((end, -1))")]}, order_free=True,
+    ),
+    _step(
+        "runs_to_spans", "intervals", "ranges", "ints", "spans", 0.2,
+        "turn the different numbers, in increasing order, into maximal runs of consecutive integers, each as "
+        "`[first, last]`",
+        """
+        runs = []
+        for x in sorted(set($IN)):
+            if runs and x == runs[-1][1] + 1:
+                runs[-1][1] = x
+            else:
+                runs.append([x, x])
+        $OUT = runs
+        """,
+        "runs", bugs={"edge_case": [("for x in sorted(set($IN)):", "for x in sorted($IN):")]}, order_free=True,
+    ),
+    # --- simulation ----------------------------------------------------------------------------
+    _step(
+        "balances", "simulation", "accounts", "ints", "ints", 0.15,
+        "treat the numbers as deposits and withdrawals on an account that starts at 0, skip any withdrawal that "
+        "would make the balance negative, and list the balance after each number",
+        """
+        balance = 0
+        history = []
+        for amount in $IN:
+            if balance + amount >= 0:
+                balance += amount
+            history.append(balance)
+        $OUT = history
+        """,
+        "balances", bugs={"edge_case": [("if balance + amount >= 0:", "if balance + amount > 0:")]},
+    ),
+    _step(
+        "robot_walk", "simulation", "grid walks", "moves", "ints", 0.1,
+        "move a robot from `[0, 0]` (U adds 1 to y, D subtracts 1, R adds 1 to x, L subtracts 1) and give its "
+        "final position `[x, y]`",
+        """
+        x = y = 0
+        for ch in $IN:
+            if ch == 'U':
+                y += 1
+            elif ch == 'D':
+                y -= 1
+            elif ch == 'R':
+                x += 1
+            elif ch == 'L':
+                x -= 1
+        $OUT = [x, y]
+        """,
+        "position", bugs={"logic": [("        x -= 1\n", "        y -= 1\n")]},
+    ),
+    _step(
+        "cells_visited", "simulation", "grid walks", "moves", "int", 0.2,
+        "move a robot from (0, 0) one cell per command (U up, D down, L left, R right) and count the different "
+        "cells it visits, the start included",
+        """
+        x = y = 0
+        visited = {(0, 0)}
+        for ch in $IN:
+            if ch in 'UDLR':
+                x += (ch == 'R') - (ch == 'L')
+                y += (ch == 'U') - (ch == 'D')
+                visited.add((x, y))
+        $OUT = len(visited)
+        """,
+        "visited", bugs={"edge_case": [("visited = {(0, 0)}", "visited = set()")]},
+    ),
+    _step(
+        "elimination", "simulation", "elimination games", "ints", "ints", 0.3,
+        "stand the numbers in a circle and, starting from the first, repeatedly remove every $k-th number "
+        "(counting restarts after each removal), listing the numbers in the order they are removed",
+        """
+        circle = list($IN)
+        removed = []
+        pos = 0
+        while circle:
+            pos = (pos + $k - 1) % len(circle)
+            removed.append(circle.pop(pos))
+        $OUT = removed
+        """,
+        "removal_order", ({"k": 2}, {"k": 3}),
+        {
+            "off_by_one": [("pos = (pos + $k - 1) % len(circle)", "pos = (pos + $k) % len(circle)")],
+        },
+    ),
+    _step(
+        "collatz", "simulation", "iterated maps", "int", "int", 0.1,
+        "count the steps of the Collatz process (halve an even number, turn an odd one into 3 * n + 1) until it "
+        "reaches 1 (0 steps for a number below 2)",
+        """
+        steps = 0
+        current = $IN
+        while current > 1:
+            current = current // 2 if current % 2 == 0 else 3 * current + 1
+            steps += 1
+        $OUT = steps
+        """,
+        "collatz_steps", bugs={"off_by_one": [("while current > 1:", "while current > 2:")]},
+    ),
+    _step(
+        "parity_automaton", "simulation", "cellular automata", "ints", "ints", 0.2,
+        "replace every number by 1 when exactly one of its two neighbours in the list is odd and by 0 otherwise "
+        "(a missing neighbour counts as even)",
+        """
+        odd = [x % 2 for x in $IN]
+        cells = []
+        for i in range(len(odd)):
+            left = odd[i - 1] if i > 0 else 0
+            right = odd[i + 1] if i + 1 < len(odd) else 0
+            cells.append(1 if left + right == 1 else 0)
+        $OUT = cells
+        """,
+        "next_cells", bugs={"edge_case": [("left = odd[i - 1] if i > 0 else 0", "left = odd[i - 1]")]},
+    ),
+    # --- stacks --------------------------------------------------------------------------------
+    _step(
+        "cancel_pairs", "stacks", "cancellation", "ints", "ints", 0.15,
+        "remove adjacent equal numbers in pairs, again and again, until no two neighbours are equal ([1, 2, 2, 1, "
+        "3] becomes [3])",
+        """
+        stack = []
+        for x in $IN:
+            if stack and stack[-1] == x:
+                stack.pop()
+            else:
+                stack.append(x)
+        $OUT = stack
+        """,
+        "cancelled",
+        bugs={
+            "logic": [
+                (
+                    "if stack and stack[-1] == x:\n        stack.pop()\n    else:\n        stack.append(x)\n",
+                    "if not stack or stack[-1] != x:\n        stack.append(x)\n",
+                )
+            ],
+        },
+    ),
+    _step(
+        "next_greater", "stacks", "monotonic stacks", "ints", "ints", 0.3,
+        "replace every number by the nearest number to its right that is larger than it, or by -1 when there is "
+        "none",
+        """
+        answer = [-1] * len($IN)
+        waiting = []
+        for i, x in enumerate($IN):
+            while waiting and $IN[waiting[-1]] < x:
+                answer[waiting.pop()] = x
+            waiting.append(i)
+        $OUT = answer
+        """,
+        "next_greater", bugs={"edge_case": [("$IN[waiting[-1]] < x", "$IN[waiting[-1]] <= x")]},
+    ),
+    _step(
+        "paren_depth", "stacks", "nesting", "parens", "int", 0.1,
+        "take the deepest nesting of its parentheses (other characters are ignored, 0 when there are none)",
+        """
+        depth = deepest = 0
+        for ch in $IN:
+            if ch == '(':
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch == ')':
+                depth -= 1
+        $OUT = deepest
+        """,
+        "depth", bugs={"logic": [("        depth -= 1\n", "        deepest = max(deepest, depth)\n")]},
+    ),
+    _step(
+        "unmatched", "stacks", "bracket matching", "parens", "int", 0.18,
+        "count the parentheses that have no partner (an opening one never closed or a closing one never opened)",
+        """
+        open_count = unmatched = 0
+        for ch in $IN:
+            if ch == '(':
+                open_count += 1
+            elif ch == ')':
+                if open_count:
+                    open_count -= 1
+                else:
+                    unmatched += 1
+        $OUT = unmatched + open_count
+        """,
+        "unmatched", bugs={"edge_case": [("$OUT = unmatched + open_count", "$OUT = unmatched")]},
+    ),
+    _step(
+        "backspaces", "stacks", "editing", "keys", "text", 0.12,
+        "type it out, each `#` deleting the last character still typed (if any)",
+        """
+        typed = []
+        for ch in $IN:
+            if ch == '#':
+                if typed:
+                    typed.pop()
+            else:
+                typed.append(ch)
+        $OUT = ''.join(typed)
+        """,
+        "typed", bugs={"exception": [("        if typed:\n            typed.pop()\n", "        typed.pop()\n")]},
+    ),
+    _step(
+        "collisions", "stacks", "collisions", "ints", "ints", 0.4,
+        "drop the zeros, then simulate collisions: positive numbers move right, negative ones move left, and when "
+        "two meet the one with the smaller absolute value disappears (both when they are equal)",
+        """
+        alive = []
+        for x in $IN:
+            keep = x != 0
+            while keep and x < 0 and alive and alive[-1] > 0:
+                if alive[-1] < -x:
+                    alive.pop()
+                else:
+                    if alive[-1] == -x:
+                        alive.pop()
+                    keep = False
+            if keep:
+                alive.append(x)
+        $OUT = alive
+        """,
+        "survivors", bugs={"logic": [("            if alive[-1] == -x:\n                alive.pop()\n", "")]},
+    ),
+    # --- graphs --------------------------------------------------------------------------------
+    _step(
+        "degrees", "graphs", "degrees", "graph", "ints", 0.08,
+        "list the degree (number of edges touching it) of every node 0 to n - 1",
+        """
+        size = 1 + max((max(e) for e in $IN), default=0)
+        degree = [0] * size
+        for u, v in $IN:
+            degree[u] += 1
+            degree[v] += 1
+        $OUT = degree
+        """,
+        "degrees", bugs={"edge_case": [("default=0)", "default=-1)")], "logic": [("    degree[v] += 1\n", "")]},
+    ),
+    _step(
+        "reachable", "graphs", "reachability", "graph", "ints", 0.25,
+        "list the nodes reachable from node 0 (node 0 included), in increasing order",
+        """
+        links = {}
+        for u, v in $IN:
+            links.setdefault(u, []).append(v)
+            links.setdefault(v, []).append(u)
+        seen = {0}
+        todo = [0]
+        while todo:
+            node = todo.pop()
+            for nxt in links.get(node, []):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        $OUT = sorted(seen)
+        """,
+        "reachable", bugs={"logic": [("    links.setdefault(v, []).append(u)\n", "")]},
+    ),
+    _step(
+        "components", "graphs", "connected components", "graph", "int", 0.3,
+        "count the connected components of the graph (every node 0 to n - 1 belongs to one)",
+        """
+        size = 1 + max((max(e) for e in $IN), default=0)
+        parent = list(range(size))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for u, v in $IN:
+            parent[find(u)] = find(v)
+        $OUT = sum(1 for x in range(size) if find(x) == x)
+        """,
+        "component_count", bugs={"logic": [("parent[find(u)] = find(v)", "parent[u] = v")]},
+    ),
+    _step(
+        "bfs_distances", "graphs", "shortest paths", "graph", "ints", 0.35,
+        "list, for every node 0 to n - 1, the least number of edges on a path from node 0 to it, or -1 when "
+        "there is none",
+        """
+        size = 1 + max((max(e) for e in $IN), default=0)
+        links = [[] for _ in range(size)]
+        for u, v in $IN:
+            links[u].append(v)
+            links[v].append(u)
+        dist = [-1] * size
+        dist[0] = 0
+        queue = [0]
+        for node in queue:
+            for nxt in links[node]:
+                if dist[nxt] == -1:
+                    dist[nxt] = dist[node] + 1
+                    queue.append(nxt)
+        $OUT = dist
+        """,
+        "distances", bugs={"edge_case": [("    links[v].append(u)\n", "")]},
+    ),
+    _step(
+        "component_sizes", "graphs", "connected components", "graph", "ints", 0.35,
+        "list the sizes of the connected components (every node 0 to n - 1 belongs to one), largest first",
+        """
+        size = 1 + max((max(e) for e in $IN), default=0)
+        links = [[] for _ in range(size)]
+        for u, v in $IN:
+            links[u].append(v)
+            links[v].append(u)
+        group = [None] * size
+        sizes = []
+        for start in range(size):
+            if group[start] is None:
+                group[start] = start
+                stack, count = [start], 0
+                while stack:
+                    node = stack.pop()
+                    count += 1
+                    for nxt in links[node]:
+                        if group[nxt] is None:
+                            group[nxt] = start
+                            stack.append(nxt)
+                sizes.append(count)
+        $OUT = sorted(sizes, reverse=True)
+        """,
+        "component_sizes",
+        bugs={
+            "edge_case": [
+                (
+                    "sorted(sizes, reverse=True)",
+                    "sorted(sizes, reverse=True)[:-1] if len(sizes) > 1 else sizes",
+                )
+            ],
+        },
+    ),
+    _step(
+        "leaves", "graphs", "degrees", "graph", "ints", 0.12,
+        "list the nodes with exactly one neighbour, in increasing order",
+        """
+        touching = {}
+        for u, v in $IN:
+            touching[u] = touching.get(u, 0) + 1
+            touching[v] = touching.get(v, 0) + 1
+        $OUT = sorted(node for node, d in touching.items() if d == 1)
+        """,
+        "leaves", bugs={"logic": [("if d == 1", "if d <= 2")]},
+    ),
+    # --- more building blocks, for harder chains ----------------------------------------------
+    _step(
+        "equilibrium", "lists", "balance points", "ints", "int", 0.25,
+        "take the first position (from 0) where the sum of the numbers before it equals the sum of the numbers "
+        "after it, or -1 when there is none",
+        """
+        left, right = 0, sum($IN)
+        pivot = -1
+        for i, x in enumerate($IN):
+            right -= x
+            if left == right:
+                pivot = i
+                break
+            left += x
+        $OUT = pivot
+        """,
+        "balance_point", bugs={"edge_case": [("pivot = -1", "pivot = None")]},
+    ),
+    _step(
+        "longest_run", "lists", "runs", "ints", "int", 0.15,
+        "take the length of the longest run of equal neighbouring numbers (0 for no numbers)",
+        """
+        longest = current = 0
+        for i, x in enumerate($IN):
+            current = current + 1 if i and $IN[i - 1] == x else 1
+            longest = max(longest, current)
+        $OUT = longest
+        """,
+        "longest_run", bugs={"off_by_one": [("if i and $IN[i - 1] == x else 1", "if i and $IN[i - 1] == x else 0")]},
+    ),
+    _step(
+        "pair_count", "lists", "pair counting", "ints", "int", 0.22,
+        "count the pairs of positions i < j whose numbers add up to $k",
+        """
+        seen_values = {}
+        pairs_found = 0
+        for x in $IN:
+            pairs_found += seen_values.get($k - x, 0)
+            seen_values[x] = seen_values.get(x, 0) + 1
+        $OUT = pairs_found
+        """,
+        "pair_count", ({"k": 10}, {"k": 0}),
+        {
+            "logic": [
+                (
+                    "    pairs_found += seen_values.get($k - x, 0)\n    seen_values[x] = seen_values.get(x, 0) + 1\n",
+                    "    seen_values[x] = seen_values.get(x, 0) + 1\n    pairs_found += seen_values.get($k - x, 0)\n",
+                )
+            ],
+        },
+        order_free=True,
+    ),
+    _step(
+        "evens_first", "lists", "partitioning", "ints", "ints", 0.08,
+        "move the even numbers to the front, keeping the order among the even and among the odd numbers",
+        "$OUT = [x for x in $IN if x % 2 == 0] + [x for x in $IN if x % 2 != 0]", "evens_first",
+        bugs={
+            "logic": [
+                (
+                    "[x for x in $IN if x % 2 == 0] + [x for x in $IN if x % 2 != 0]",
+                    "[x for x in $IN if x % 2 == 0] + [x for x in $IN if x % 2 == 1 and x > 0]",
+                )
+            ],
+        },
+        reorders=True,
+    ),
+    _step(
+        "rle", "strings", "run-length encoding", "text", "text", 0.2,
+        "replace every run of the same character by the character followed by the length of the run (aaab "
+        "becomes a3b1)",
+        """
+        encoded = []
+        i = 0
+        while i < len($IN):
+            j = i
+            while j < len($IN) and $IN[j] == $IN[i]:
+                j += 1
+            encoded.append($IN[i] + str(j - i))
+            i = j
+        $OUT = ''.join(encoded)
+        """,
+        "encoded", bugs={"off_by_one": [("str(j - i)", "str(j - i - 1)")]},
+    ),
+    _step(
+        "longest_palindrome", "strings", "palindromes", "text", "text", 0.35,
+        "take its longest substring that reads the same backwards, case-sensitively (the leftmost of the "
+        "longest ones, empty for an empty string)",
+        """
+        best = ''
+        for center in range(2 * len($IN) - 1):
+            lo, hi = center // 2, center // 2 + center % 2
+            while lo >= 0 and hi < len($IN) and $IN[lo] == $IN[hi]:
+                lo, hi = lo - 1, hi + 1
+            if hi - lo - 1 > len(best):
+                best = $IN[lo + 1:hi]
+        $OUT = best
+        """,
+        "longest_palindrome", bugs={"edge_case": [("if hi - lo - 1 > len(best):", "if hi - lo - 1 >= len(best):")]},
+    ),
+    _step(
+        "distinct_window", "dicts", "sliding window", "ints", "int", 0.3,
+        "take the length of the longest run of consecutive numbers in which no number repeats (0 for no numbers)",
+        """
+        last_seen = {}
+        start = longest = 0
+        for i, x in enumerate($IN):
+            if x in last_seen and last_seen[x] >= start:
+                start = last_seen[x] + 1
+            last_seen[x] = i
+            longest = max(longest, i - start + 1)
+        $OUT = longest
+        """,
+        "longest_distinct",
+        bugs={
+            "edge_case": [("if x in last_seen and last_seen[x] >= start:", "if x in last_seen:")],
+        },
+    ),
+    _step(
+        "two_sum_positions", "dicts", "index maps", "ints", "ints", 0.25,
+        "find the pair of positions [i, j] with i < j whose numbers add up to $k, with the smallest j and then "
+        "the smallest i (an empty list when there is none)",
+        """
+        where = {}
+        found = []
+        for j, x in enumerate($IN):
+            if $k - x in where:
+                found = [where[$k - x], j]
+                break
+            where.setdefault(x, j)
+        $OUT = found
+        """,
+        "pair_positions", ({"k": 10}, {"k": 0}), {"logic": [("where.setdefault(x, j)", "where[x] = j")]},
+    ),
+    _step(
+        "anagram_pairs", "dicts", "anagrams", "words", "int", 0.22,
+        "count the pairs of positions whose words are anagrams of each other, ignoring case (equal words count "
+        "too)",
+        """
+        groups = {}
+        for w in $IN:
+            key = ''.join(sorted(w.lower()))
+            groups[key] = groups.get(key, 0) + 1
+        $OUT = sum(c * (c - 1) // 2 for c in groups.values())
+        """,
+        "anagram_pairs", bugs={"edge_case": [("''.join(sorted(w.lower()))", "''.join(sorted(w))")]}, order_free=True,
+    ),
+    _step(
+        "min_gap", "sorting_searching", "closest pairs", "ints", "int", 0.15,
+        "take the smallest difference between two numbers at different positions (-1 when there are fewer than "
+        "two numbers)",
+        """
+        ordered = sorted($IN)
+        gaps = [b - a for a, b in zip(ordered, ordered[1:])]
+        $OUT = min(gaps) if gaps else -1
+        """,
+        "min_gap", bugs={"logic": [("ordered = sorted($IN)", "ordered = $IN")]}, order_free=True,
+    ),
+    _step(
+        "h_index", "sorting_searching", "order statistics", "ints", "int", 0.2,
+        "take the largest h such that at least h of the numbers are h or more",
+        """
+        ranked = sorted($IN, reverse=True)
+        h = 0
+        while h < len(ranked) and ranked[h] >= h + 1:
+            h += 1
+        $OUT = h
+        """,
+        "h_index", bugs={"off_by_one": [("ranked[h] >= h + 1", "ranked[h] >= h")]}, order_free=True,
+    ),
+    _step(
+        "sort_by_frequency", "sorting_searching", "custom sort keys", "ints", "ints", 0.25,
+        "sort the numbers by how often they occur, most frequent first, equally frequent ones in increasing order",
+        """
+        freq = {}
+        for x in $IN:
+            freq[x] = freq.get(x, 0) + 1
+        $OUT = sorted($IN, key=lambda x: (-freq[x], x))
+        """,
+        "by_frequency", bugs={"logic": [("key=lambda x: (-freq[x], x)", "key=lambda x: -freq[x]")]}, reorders=True,
+    ),
+    _step(
+        "max_xor_pair", "bits", "xor", "ints", "int", 0.3,
+        "take the largest XOR of two numbers at different positions, or 0 when no pair gives more than 0",
+        """
+        best_xor = 0
+        for i in range(len($IN)):
+            for j in range(i + 1, len($IN)):
+                best_xor = max(best_xor, $IN[i] ^ $IN[j])
+        $OUT = best_xor
+        """,
+        "max_xor", bugs={"logic": [("$IN[i] ^ $IN[j]", "$IN[i] | $IN[j]")]}, order_free=True,
+    ),
+    _step(
+        "gray_code", "bits", "gray codes", "ints", "ints", 0.1,
+        "replace every number x by its Gray code, x XOR (x shifted right by one bit)",
+        "$OUT = [x ^ (x >> 1) for x in $IN]", "gray", bugs={"logic": [("x ^ (x >> 1)", "x ^ (x << 1)")]},
+    ),
+    _step(
+        "best_prefix", "dynamic_programming", "prefix sums", "ints", "int", 0.08,
+        "take the largest sum of a prefix of the list (the empty prefix counts, with sum 0)",
+        """
+        best = running = 0
+        for x in $IN:
+            running += x
+            best = max(best, running)
+        $OUT = best
+        """,
+        "best_prefix", bugs={"logic": [("best = max(best, running)", "best = max(best, x)")]},
+    ),
+    _step(
+        "nested_flip", "recursion", "nested lists", "nested", "nested", 0.2,
+        "reverse it at every level (the inner lists are reversed too)",
+        """
+        def flip(item):
+            if isinstance(item, list):
+                return [flip(inner) for inner in reversed(item)]
+            return item
+
+        $OUT = flip($IN)
+        """,
+        "flipped", bugs={"logic": [("[flip(inner) for inner in reversed(item)]", "list(reversed(item))")]},
+    ),
+    _step(
+        "level_sums", "recursion", "depth", "nested", "ints", 0.3,
+        "list the sums of its integers depth by depth, integers directly in the list having depth 1, down to "
+        "the deepest integer (0 for a depth without integers)",
+        """
+        def visit(item, level, sums):
+            for inner in item:
+                if isinstance(inner, list):
+                    visit(inner, level + 1, sums)
+                else:
+                    while len(sums) < level:
+                        sums.append(0)
+                    sums[level - 1] += inner
+            return sums
+
+        $OUT = visit($IN, 1, [])
+        """,
+        "level_sums", bugs={"off_by_one": [("sums[level - 1] += inner", "sums[level - 2] += inner")]},
+    ),
+    _step(
+        "roman_values", "parsing", "roman numerals", "romans", "ints", 0.2, "convert every Roman numeral to its value",
+        """
+        values = {'I': 1, 'V': 5, 'X': 10, 'L': 50, 'C': 100, 'D': 500, 'M': 1000}
+        converted = []
+        for numeral in $IN:
+            amount = 0
+            for i, ch in enumerate(numeral):
+                if i + 1 < len(numeral) and values[ch] < values[numeral[i + 1]]:
+                    amount -= values[ch]
+                else:
+                    amount += values[ch]
+            converted.append(amount)
+        $OUT = converted
+        """,
+        "values",
+        bugs={
+            "off_by_one": [("values[ch] < values[numeral[i + 1]]", "values[ch] <= values[numeral[i + 1]]")],
+        },
+    ),
+    _step(
+        "evaluate_parens", "parsing", "expressions", "pexpr", "int", 0.4,
+        "evaluate it (a sign may also start the expression or follow an opening parenthesis, and the empty "
+        "string is 0)",
+        """
+        stack = []
+        result, number, sign = 0, 0, 1
+        for ch in $IN:
+            if ch.isdigit():
+                number = number * 10 + int(ch)
+            elif ch in '+-':
+                result += sign * number
+                number, sign = 0, (1 if ch == '+' else -1)
+            elif ch == '(':
+                stack.append((result, sign))
+                result, sign = 0, 1
+            elif ch == ')':
+                result += sign * number
+                outer, outer_sign = stack.pop()
+                result, number = outer + outer_sign * result, 0
+        $OUT = result + sign * number
+        """,
+        "evaluated",
+        bugs={
+            "logic": [("result, number = outer + outer_sign * result, 0", "result, number = outer + result, 0")],
+        },
+    ),
+    _step(
+        "prime_factors", "arithmetic", "prime factors", "int", "ints", 0.25,
+        "list the prime factors of its absolute value in increasing order, repeated as often as they divide it "
+        "(0 and 1 have none)",
+        """
+        rest = abs($IN)
+        factors = []
+        p = 2
+        while rest > 1 and p * p <= rest:
+            while rest % p == 0:
+                factors.append(p)
+                rest //= p
+            p += 1
+        if rest > 1:
+            factors.append(rest)
+        $OUT = factors
+        """,
+        "prime_factors",
+        bugs={
+            "edge_case": [("if rest > 1:\n    factors.append(rest)\n", "")],
+            "logic": [("while rest % p == 0:", "if rest % p == 0:")],
+        },
+    ),
+    _step(
+        "count_primes_upto", "arithmetic", "sieves", "int", "int", 0.3,
+        "count the primes that are not larger than it",
+        """
+        limit = max($IN, 0)
+        sieve = [True] * (limit + 1)
+        found_primes = 0
+        for k in range(2, limit + 1):
+            if sieve[k]:
+                found_primes += 1
+                for multiple in range(k * k, limit + 1, k):
+                    sieve[multiple] = False
+        $OUT = found_primes
+        """,
+        "prime_count", bugs={"off_by_one": [("for k in range(2, limit + 1):", "for k in range(2, limit):")]},
+        first_only=True,
+    ),
+    _step(
+        "to_base", "arithmetic", "number bases", "int", "text", 0.15,
+        "write its absolute value in base $b with the digits 0 to $top (0 is written 0)",
+        """
+        rest = abs($IN)
+        written = ''
+        while rest:
+            written = str(rest % $b) + written
+            rest //= $b
+        $OUT = written or '0'
+        """,
+        "in_base", ({"b": 3, "top": 2}, {"b": 7, "top": 6}),
+        {
+            "edge_case": [("$OUT = written or '0'", "$OUT = written")],
+        },
+    ),
+    _step(
+        "zigzag", "lists", "alternating runs", "ints", "int", 0.3,
+        "take the length of the longest run of consecutive numbers whose neighbours always differ, with the "
+        "differences alternating in sign (one number is a run of 1, no numbers give 0)",
+        """
+        best = cur = min(len($IN), 1)
+        for i in range(1, len($IN)):
+            diff = $IN[i] - $IN[i - 1]
+            if diff == 0:
+                cur = 1
+            elif i >= 2 and ($IN[i - 1] - $IN[i - 2]) * diff < 0:
+                cur += 1
+            else:
+                cur = 2
+            best = max(best, cur)
+        $OUT = best
+        """,
+        "zigzag_length", bugs={"edge_case": [("            cur = 1\n", "            cur = 2\n")]},
+    ),
+    _step(
+        "ranks", "sorting_searching", "ranking", "ints", "ints", 0.2,
+        "replace every number by its rank among the different numbers (the smallest has rank 1, equal numbers "
+        "share a rank)",
+        """
+        rank_of = {x: i + 1 for i, x in enumerate(sorted(set($IN)))}
+        $OUT = [rank_of[x] for x in $IN]
+        """,
+        "ranks", bugs={"logic": [("enumerate(sorted(set($IN)))", "enumerate(sorted($IN))")]},
+    ),
+    _step(
+        "longest_consecutive", "sorting_searching", "consecutive runs", "ints", "int", 0.3,
+        "take the length of the longest run of consecutive integers that can be formed from the numbers, in any "
+        "order and ignoring repeats (0 for no numbers)",
+        """
+        present = set($IN)
+        longest_streak = 0
+        for x in present:
+            if x - 1 not in present:
+                length = 1
+                while x + length in present:
+                    length += 1
+                longest_streak = max(longest_streak, length)
+        $OUT = longest_streak
+        """,
+        "longest_streak", bugs={"logic": [("if x - 1 not in present:", "if x + 1 not in present:")]}, order_free=True,
+    ),
+    _step(
+        "fibonacci", "dynamic_programming", "recurrences", "int", "int", 0.1,
+        "take the Fibonacci number at that position modulo 1000007 (position 0 gives 0, position 1 gives 1, a "
+        "negative position gives 0)",
+        """
+        prev, cur = 0, 1
+        for _ in range(max($IN, 0)):
+            prev, cur = cur, (prev + cur) % 1000007
+        $OUT = prev
+        """,
+        "fibonacci", bugs={"off_by_one": [("$OUT = prev", "$OUT = cur")]}, first_only=True,
+    ),
+    _step(
+        "best_ending_here", "dynamic_programming", "maximum subarray", "ints", "ints", 0.12,
+        "replace every number by the largest sum of a run of consecutive numbers that ends with it",
+        """
+        ending_sums = []
+        for x in $IN:
+            ending_sums.append(x if not ending_sums else max(x, ending_sums[-1] + x))
+        $OUT = ending_sums
+        """,
+        "best_ending", bugs={"edge_case": [("max(x, ending_sums[-1] + x)", "ending_sums[-1] + max(x, 0)")]},
+    ),
+    # --- small steps, so that easy exercises come in many shapes too --------------------------
+    _step(
+        "nested_sum", "recursion", "nested lists", "nested", "int", 0.06, "add up all its integers, at any depth",
+        """
+        def total_of(item):
+            if isinstance(item, list):
+                return sum(total_of(inner) for inner in item)
+            return item
+
+        $OUT = total_of($IN)
+        """,
+        "nested_total",
+        bugs={
+            "logic": [
+                (
+                    "return sum(total_of(inner) for inner in item)",
+                    "return sum(inner for inner in item if not isinstance(inner, list))",
+                )
+            ],
+        },
+    ),
+    _step(
+        "nested_count", "recursion", "nested lists", "nested", "int", 0.05, "count its integers, at any depth",
+        """
+        def count_of(item):
+            if isinstance(item, list):
+                return sum(count_of(inner) for inner in item)
+            return 1
+
+        $OUT = count_of($IN)
+        """,
+        "integer_count", bugs={"logic": [("return sum(count_of(inner) for inner in item)", "return len(item)")]},
+    ),
+    _step(
+        "paren_pairs", "stacks", "bracket matching", "parens", "int", 0.06,
+        "count the pairs of matching parentheses (a closing one matches the nearest unmatched opening one before it)",
+        """
+        waiting = 0
+        matched = 0
+        for ch in $IN:
+            if ch == '(':
+                waiting += 1
+            elif ch == ')' and waiting:
+                waiting -= 1
+                matched += 1
+        $OUT = matched
+        """,
+        "matched_pairs", bugs={"edge_case": [("elif ch == ')' and waiting:", "elif ch == ')':")]},
+    ),
+    _step(
+        "cancel_chars", "stacks", "cancellation", "text", "text", 0.1,
+        "remove adjacent equal characters in pairs, again and again, until no two neighbours are equal (abba "
+        "becomes the empty string)",
+        """
+        kept = []
+        for ch in $IN:
+            if kept and kept[-1] == ch:
+                kept.pop()
+            else:
+                kept.append(ch)
+        $OUT = ''.join(kept)
+        """,
+        "reduced",
+        bugs={
+            "logic": [
+                (
+                    "if kept and kept[-1] == ch:\n        kept.pop()\n    else:\n        kept.append(ch)\n",
+                    "if not kept or kept[-1] != ch:\n        kept.append(ch)\n",
+                )
+            ],
+        },
+    ),
+    _step(
+        "returns_to_start", "simulation", "grid walks", "moves", "int", 0.08,
+        "move a robot from (0, 0) one cell per command (U up, D down, L left, R right) and count how often it is "
+        "back at (0, 0) after a move",
+        """
+        x = y = 0
+        returns = 0
+        for ch in $IN:
+            if ch in 'UDLR':
+                x += (ch == 'R') - (ch == 'L')
+                y += (ch == 'U') - (ch == 'D')
+                if x == 0 and y == 0:
+                    returns += 1
+        $OUT = returns
+        """,
+        "returns", bugs={"logic": [("if x == 0 and y == 0:", "if x == 0 or y == 0:")]},
+    ),
+    _step(
+        "max_degree", "graphs", "degrees", "graph", "int", 0.06,
+        "take the largest number of edges that touch one node (0 when there are no edges)",
+        """
+        touching = {}
+        for u, v in $IN:
+            touching[u] = touching.get(u, 0) + 1
+            touching[v] = touching.get(v, 0) + 1
+        $OUT = max(touching.values(), default=0)
+        """,
+        "max_degree", bugs={"logic": [("    touching[v] = touching.get(v, 0) + 1\n", "")]},
+    ),
+    _step(
+        "node_count", "graphs", "graph size", "graph", "int", 0.04, "count the nodes n",
+        "$OUT = 1 + max((max(e) for e in $IN), default=0)", "node_count",
+        bugs={"edge_case": [("1 + max((max(e) for e in $IN), default=0)", "len({x for e in $IN for x in e})")]},
+    ),
+    _step(
+        "distinct_words", "dicts", "distinct values", "words", "int", 0.05,
+        "count the different words, ignoring case", "$OUT = len({w.lower() for w in $IN})", "distinct_words",
+        bugs={"edge_case": [("{w.lower() for w in $IN}", "set($IN)")]}, order_free=True,
+    ),
+    _step(
+        "unique_words", "dicts", "distinct values", "words", "words", 0.07,
+        "remove repeated words, ignoring case, keeping the first spelling of each in order",
+        """
+        seen_words = set()
+        firsts = []
+        for w in $IN:
+            if w.lower() not in seen_words:
+                seen_words.add(w.lower())
+                firsts.append(w)
+        $OUT = firsts
+        """,
+        "unique_words", bugs={"edge_case": [("if w.lower() not in seen_words:", "if w not in seen_words:")]},
+    ),
+    _step(
+        "abs_each", "arithmetic", "absolute values", "ints", "ints", 0.03, "replace every number by its absolute value",
+        "$OUT = [abs(x) for x in $IN]", "absolute", bugs={"logic": [("abs(x) for", "max(x, 0) for")]},
+    ),
+    _step(
+        "mod_each", "arithmetic", "remainders", "ints", "ints", 0.04,
+        "replace every number by its remainder after division by $k (between 0 and $k - 1, also for negative "
+        "numbers)",
+        "$OUT = [x % $k for x in $IN]", "remainders", ({"k": 3}, {"k": 7}),
+        {"edge_case": [("x % $k for", "abs(x) % $k for")]},
+    ),
+    _step(
+        "halve_each", "arithmetic", "integer division", "ints", "ints", 0.03,
+        "replace every number by half of it, rounded down (-3 becomes -2)", "$OUT = [x // 2 for x in $IN]", "halves",
+        bugs={"edge_case": [("x // 2 for", "int(x / 2) for")]},
+    ),
+)  # fmt: skip
+"""Every building block of pipeline exercises."""
+
+_STEP_BY_NAME: dict[str, Step] = {s.name: s for s in STEPS}
+
+
+# --- inputs of pipelines ---------------------------------------------------------------------
+
+_PIPE_WORDS = (
+    *_WORDS, "level", "noon", "Anna", "racecar", "wow", "listen", "silent", "enlist", "stone", "notes", "tones",
+)  # fmt: skip
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in (
+        (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
+        (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
+    ):  # fmt: skip
+        while n >= value:
+            out += letters
+            n -= value
+    return out
+
+
+def _pexpr(rng: random.Random, depth: int) -> str:
+    parts = []
+    for i in range(rng.randint(1, 3)):
+        nested = depth > 0 and rng.random() < 0.35
+        term = f"({_pexpr(rng, depth - 1)})" if nested else str(rng.randint(0, 60))
+        parts.append(term if i == 0 else rng.choice("+-") + term)
+    head = "-" if rng.random() < 0.2 else ""
+    return head + "".join(parts)
+
+
+def _pipe_input(kind: str, rng: random.Random, scale: float) -> Any:
+    """A random input of type ``kind`` (bigger on average as ``scale`` grows)."""
+    n = _size(rng, 1, 12, scale)
+    if kind == "ints":
+        size = _size(rng, 2, 14, scale)
+        return [rng.randint(-15, 40) if rng.random() < 0.6 else rng.randint(0, 9) for _ in range(size)]
+    if kind == "int":
+        return rng.randint(-300, 3000) if rng.random() < 0.7 else rng.randint(0, 40)
+    if kind == "text":
+        text = _sentence(rng, n)
+        if rng.random() < 0.4:
+            words = text.split(" ")
+            words.insert(rng.randrange(len(words) + 1), str(rng.randint(0, 500)))
+            text = " ".join(words)
+        return text
+    if kind == "words":
+        cases = (str.lower, str.lower, str.capitalize, str.upper)
+        return [rng.choice(cases)(rng.choice(_PIPE_WORDS)) for _ in range(n)]
+    if kind == "grid":
+        rows, cols = _size(rng, 1, 5, scale), rng.randint(1, 4)
+        return _matrix(rng, rows, cols, -5, 20)
+    if kind == "spans":
+        return [[start, start + rng.randint(0, 6)] for start in (rng.randint(0, 25) for _ in range(n))]
+    if kind == "graph":
+        nodes = rng.randint(2, 8)
+        edges = []
+        for _ in range(rng.randint(1, nodes + 1)):
+            u, v = rng.sample(range(nodes), 2)
+            edges.append([u, v])
+        return edges
+    if kind == "nested":
+        return _nested(rng, 0, 1 + round(2 * scale))
+    if kind == "moves":
+        return "".join(rng.choice("UUDDLLRRx") for _ in range(_size(rng, 2, 16, scale)))
+    if kind == "parens":
+        return "".join(rng.choice("((()))ab") for _ in range(_size(rng, 2, 16, scale)))
+    if kind == "keys":
+        return "".join(rng.choice("abcde##") for _ in range(_size(rng, 2, 14, scale)))
+    if kind == "csv":
+        fields = [str(rng.randint(-20, 99)) for _ in range(n)]
+        if rng.random() < 0.4:
+            fields.insert(rng.randrange(len(fields) + 1), "")
+        return ",".join(rng.choice(("", " ")) + f + rng.choice(("", "", " ")) for f in fields)
+    if kind == "kv":
+        return ";".join(f"{rng.choice('abcxyz')}={rng.randint(-20, 50)}" for _ in range(n))
+    if kind == "times":
+        return [f"{rng.randint(0, 12)}:{rng.randint(0, 59):02d}" for _ in range(_size(rng, 1, 8, scale))]
+    if kind == "expr":
+        head = "-" if rng.random() < 0.2 else ""
+        return head + "".join((rng.choice("+-") if i else "") + str(rng.randint(0, 99)) for i in range(n))
+    if kind == "romans":
+        return [_roman(rng.randint(1, 2500)) for _ in range(_size(rng, 1, 6, scale))]
+    if kind == "pexpr":
+        return _pexpr(rng, 1 + round(2 * scale))
+    raise ValueError(f"no inputs of type {kind!r}")
+
+
+_PIPE_EDGES: dict[str, tuple[Any, ...]] = {
+    "ints": ([], [-3, 7, 0, 12, 7, -3, 5, 2], [4, 1, 9, 16, 25, 8, 3]),
+    "int": (0, -120, 97, 360),
+    "text": ("", "Hello,  World!! Level up", "aa bb  Abba noon x7"),
+    "words": ([], ["apple", "Level", "apple", "kiwi", "noon", "Banana", "kiwi", "apple"], ["a", "BB", "ccc"]),
+    "grid": ([], [[1, -2, 3], [4, 5, -6]], [[7]], [[1, 2, 3], [4, 5, 6], [7, 8, 9]]),
+    "spans": ([], [[1, 3], [2, 6], [8, 10], [10, 12]], [[5, 5], [0, 2], [1, 4]]),
+    "graph": ([], [[0, 1], [1, 2], [3, 4]], [[0, 2], [2, 4], [4, 0], [1, 3], [5, 6]]),
+    "nested": ([], [1, [2, [3, [4]]], 5], [[[]], [7, [8]], 9]),
+    "moves": ("", "UURDDLLx", "RRRUUULLLDDD"),
+    "parens": ("", "(a(b)c)(d)", "((x)((y)))"),
+    "keys": ("", "ab#c##d", "#a##bc#"),
+    "csv": ("", "3, -1, 4,,7", "10,20 , 30"),
+    "kv": ("", "a=1;b=2;a=5", "x=-3;y=10"),
+    "times": ([], ["1:30", "0:05", "12:00"], ["0:00", "2:59"]),
+    "expr": ("", "12+3-40", "-5+5-10+100"),
+    "romans": ([], ["IV", "MCMXCIV", "XL"], ["III", "LVIII", "CDXLIV"]),
+    "pexpr": ("", "12-(3+4)", "-(5-(6+1))+10"),
+}
+"""Fixed inputs every pipeline reading this type is tested on: empty inputs, repeats, signs, edges."""
+
+_PIPE_PROBES: dict[str, tuple[Any, ...]] = {
+    "ints": ([-5, -1, -8], [2, 2, 2, 2], [0], [7], list(range(1, 12)), [5, 5, 10, 0, 0, -10]),
+    "int": (1, 7, -7, 1024, 2, 10),
+    "text": ("a", "AAaa bbb", "Noon  racecar Z9z", "x y"),
+    "words": (["Noon"], ["stone", "notes", "Tones"], ["abc", "abd", "ab"], ["ab", "ab"]),
+    "grid": ([[5, 1], [1, 5]], [[1, 2, 3, 4]], [[1], [2], [3]], [[-1, -2], [-3, -4]]),
+    "spans": ([[1, 2], [2, 3]], [[0, 10], [2, 3], [5, 8]], [[4, 4]]),
+    "graph": ([[0, 1]], [[1, 2]], [[0, 1], [0, 2], [0, 3]], [[2, 3], [3, 4], [4, 2]]),
+    "nested": ([5], [[1, 2], [3, [4, 5]]], [[], []]),
+    "moves": ("U", "LLLL", "UDUD"),
+    "parens": ("(", ")(", "(()"),
+    "keys": ("a#", "abc", "##"),
+    "csv": ("5", " 1 ,2", ",,"),
+    "kv": ("a=1", "b=2;b=3;a=0", ";a=4;"),
+    "times": (["0:59"], ["10:10", "1:01"]),
+    "expr": ("7", "-3", "1-1+1"),
+    "romans": (["II"], ["IX", "XIX"]),
+    "pexpr": ("(1)", "-(2)", "3-(4-(5-6))"),
+}
+"""Further inputs tried first when a mistake slips through the fixed ones."""
+
+_INPUT_TYPES = frozenset(_PIPE_EDGES)
+
+
+# --- composing --------------------------------------------------------------------------------
+
+_PIPELINE_STATEMENTS = (
+    "Write a function `$sig` that takes {noun} and returns the result of these steps, applied in order: {steps}",
+    "Implement `$sig`. Starting from {noun}, apply the following steps one after another and return what the "
+    "last step produces: {steps}",
+    "`$sig` receives {noun}. It returns the outcome of this procedure: {steps}",
+)
+
+_GENERIC_NAMES = {
+    "ints": "process_numbers", "int": "process_number", "text": "process_text", "words": "process_words",
+    "grid": "process_grid", "spans": "process_intervals", "graph": "process_graph", "nested": "process_nested",
+    "moves": "run_robot", "parens": "process_parentheses", "keys": "process_keys", "csv": "process_line",
+    "kv": "process_settings", "times": "process_times", "expr": "process_expression", "romans": "process_numerals",
+    "pexpr": "process_formula",
+}  # fmt: skip
+
+Spec = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class PipelineVariant(Variant):
+    """A :class:`Variant` composed from :data:`STEPS` (see :func:`compose`)."""
+
+    spec: Spec = ()
+    informative: bool = True
+    """False when the chain's outputs hardly vary (a poor exercise: the generator skips it)."""
+
+
+def chain_difficulty(steps: Sequence[Step]) -> float:
+    """A chain's difficulty: what its steps cost, plus a little for every step after the first."""
+    return round(min(0.97, 0.02 + sum(s.cost for s in steps) + 0.025 * (len(steps) - 1)), 2)
+
+
+def _core(steps: Sequence[Step]) -> Step:
+    """The chain's hardest step (the first of the costliest): it names the family and topic."""
+    top = max(s.cost for s in steps)
+    return next(s for s in steps if s.cost == top)
+
+
+def spec_text(spec: Spec) -> str:
+    return ">".join(f"{name}#{pi}" for name, pi in spec)
+
+
+def parse_spec(text: str) -> Spec:
+    out = []
+    for part in text.split(">"):
+        name, _, pi = part.partition("#")
+        out.append((name, int(pi or 0)))
+    return tuple(out)
+
+
+def _indent_edit(text: str, first: bool) -> str:
+    lines = text.split("\n")
+    return "\n".join("    " + line if line and (i > 0 or first) else line for i, line in enumerate(lines))
+
+
+def _main_thread_limit(seconds: float) -> float | None:
+    return seconds if threading.current_thread() is threading.main_thread() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def compose(spec: Spec) -> PipelineVariant:
+    """The exercise that chains these ``(step name, params index)`` steps; ValueError if they do not fit.
+
+    Pure and cached: the generator and the solver (which parses the chain back from the statement,
+    see :func:`identify`) get the same variant. Mistakes are the steps' own edits (the hardest
+    step's first) and the generic loop rewrites; each is kept only when some fixed input shows it,
+    a few probe inputs being added to the fixed ones where needed.
+    """
+    if not 1 <= len(spec) <= 4 or len(set(name for name, _ in spec)) != len(spec):
+        raise ValueError(f"a chain has 1 to 4 different steps: {spec!r}")
+    steps = [(_STEP_BY_NAME[name], pi) for name, pi in spec]
+    if any(not 0 <= pi < len(step.params) for step, pi in steps):
+        raise ValueError(f"no such parameter choice in {spec!r}")
+    source = steps[0][0].takes
+    if source not in _INPUT_TYPES or steps[-1][0].gives not in _OUTPUT_TYPES:
+        raise ValueError(f"a chain must read an input type and return a JSON type: {spec!r}")
+    for (a, _), (b, _) in itertools.pairwise(steps):
+        if a.gives != b.takes:
+            raise ValueError(f"{a.name} gives {a.gives}, {b.name} takes {b.takes}")
+        if b.first_only:
+            raise ValueError(f"{b.name} must read the function's argument")
+    arg = _ARG[source]
+    current = arg
+    blocks: list[str] = []
+    edit_candidates: dict[str, list[tuple[str, str]]] = {}
+    ranked = sorted(range(len(steps)), key=lambda i: -steps[i][0].cost)
+    rendered: list[tuple[Step, int, str, str, str]] = []
+    for step, pi in steps:
+        dst = _VAR[step.gives]
+        code = step.render_code(pi, current, dst)
+        rendered.append((step, pi, current, dst, code))
+        blocks.append(textwrap.indent(code, "    "))
+        current = dst
+    template = f"def $ep({arg}):\n" + "".join(blocks) + f"    return {current}\n"
+    for i in ranked:
+        step, pi, src, dst, code = rendered[i]
+        values = {**step.values(pi), "IN": src, "OUT": dst}
+        for kind, edits in step.bugs.items():
+            for old, new in edits:
+                old_r = string.Template(old).substitute(values)
+                new_r = string.Template(new).substitute(values)
+                first = ("\n" + old_r) in ("\n" + code)
+                edit_candidates.setdefault(kind, []).append((_indent_edit(old_r, first), _indent_edit(new_r, first)))
+
+    core = _core([s for s, _ in steps])
+    slugs = [s.slug for s, _ in steps]
+    names = ["_".join(slugs[-3:]) if len(slugs) > 1 else f"{slugs[0]}_of_{arg}", f"{slugs[-1]}_from_{arg}",
+             _GENERIC_NAMES[source]]  # fmt: skip
+    reserved = set(_IDENT.findall(template)) | set(dir(builtins))
+    usable = (n for n in names if n.isidentifier() and n not in reserved and not keyword.iskeyword(n))
+    entry_points = tuple(dict.fromkeys(usable))
+    if not entry_points:
+        entry_points = ("solve_pipeline",)
+    ep0 = entry_points[0]
+    phrases = "; ".join(f"{i}. {step.render_phrase(pi)}" for i, (step, pi) in enumerate(steps, 1)) + "."
+    statements = tuple(t.format(noun=_NOUN[source], steps=phrases) for t in _PIPELINE_STATEMENTS)
+
+    def code_with(tpl: str) -> str:
+        return string.Template(tpl).substitute(ep=ep0)
+
+    reference = code_with(template)
+    limit = _main_thread_limit(0.5)
+    edges: list[Any] = list(_PIPE_EDGES[source])
+    pool_rng = random.Random(stable_hash("pipeline-probes", spec_text(spec)))
+    pool = list(_PIPE_PROBES[source]) + [_pipe_input(source, pool_rng, (i % 4) / 3) for i in range(12)]
+
+    def run(code: str, inputs: Sequence[Any]) -> list[Outcome]:
+        return run_in_process(code, ep0, [(x,) for x in inputs], time_limit_s=limit)
+
+    ref_edges = run(reference, edges)
+    if not all(o.ok and json_roundtrips(o.value) for o in ref_edges):
+        raise ValueError(f"the chain fails on its fixed inputs: {spec_text(spec)}")
+    ref_pool_all = run(reference, pool)
+    pool = [x for x, o in zip(pool, ref_pool_all, strict=True) if o.ok and json_roundtrips(o.value)]
+    ref_pool = [o for o in ref_pool_all if o.ok and json_roundtrips(o.value)]
+    extra: list[Any] = []
+    ref_extra: list[Outcome] = []
+
+    def shown(code: str) -> bool:
+        """Whether some fixed input (adding a probe input if one is needed and room is left) tells
+        ``code`` from the reference."""
+        got = run(code, edges + extra)
+        if any(not (g.ok and same_value(g.value, r.value)) for g, r in zip(got, ref_edges + ref_extra, strict=True)):
+            return True
+        if len(extra) >= 3:
+            return False
+        for x, g, r in zip(pool, run(code, pool), ref_pool, strict=True):
+            if not (g.ok and same_value(g.value, r.value)):
+                extra.append(x)
+                ref_extra.append(r)
+                return True
+        return False
+
+    bugs: dict[str, tuple[tuple[str, str], ...]] = {}
+    for kind in ("edge_case", "logic", "off_by_one", "exception"):
+        for old, new in edit_candidates.get(kind, []):
+            wrong = template.replace(old, new)
+            if old in template and wrong != template and shown(code_with(wrong)):
+                bugs[kind] = ((old, new),)
+                break
+    generic = set()
+    for kind in ("off_by_one", "exception"):
+        rewritten = _GENERIC_REWRITES[kind](reference)
+        if kind not in bugs and rewritten is not None and shown(rewritten):
+            generic.add(kind)
+    first_for = _first_for(reference)
+    if first_for is not None and "infinite_loop" not in bugs:
+        _, _, match = first_for
+        first_block = rendered[0][4]
+        if (_generic_infinite_loop(reference) is not None and match["expr"].strip() == arg
+                and "break" not in first_block and match.group(0).strip() in first_block):  # fmt: skip
+            generic.add("infinite_loop")
+
+    distinct = {json.dumps(o.value, sort_keys=True) for o in ref_edges + ref_pool}
+    identity = all(same_value(o.value, x) for o, x in zip(ref_edges + ref_pool, edges + pool, strict=True))
+    all_edges = tuple(edges + extra)
+    return PipelineVariant(
+        family=core.family,
+        name=f"pipeline:{spec_text(spec)}",
+        topic=core.topic,
+        difficulty=chain_difficulty([s for s, _ in steps]),
+        entry_points=entry_points,
+        args=(arg,),
+        statements=statements,
+        code=template,
+        make_input=lambda rng, p, scale: (_pipe_input(source, rng, scale),),
+        edges=lambda p: [(x,) for x in all_edges],
+        bugs=bugs,
+        generic=frozenset(generic),
+        spec=spec,
+        informative=len(distinct) >= 4 and not identity,
+    )
+
+
+def _fits_after(a: Step, b: Step) -> bool:
+    """Whether ``b`` may follow ``a``: types match, and no reordering that the next step undoes or ignores."""
+    return a.gives == b.takes and not b.first_only and not (a.reorders and (b.reorders or b.order_free))
+
+
+_STEPS_TAKING: dict[str, tuple[Step, ...]] = {}
+_STEPS_GIVING: dict[str, tuple[Step, ...]] = {}
+for _s in STEPS:
+    _STEPS_TAKING[_s.takes] = (*_STEPS_TAKING.get(_s.takes, ()), _s)
+    _STEPS_GIVING[_s.gives] = (*_STEPS_GIVING.get(_s.gives, ()), _s)
+del _s
+
+
+def random_chain(rng: random.Random, target: float, family: str | None = None) -> Spec | None:
+    """One random chain near ``target`` whose hardest step belongs to ``family`` (None or a family
+    without steps: any step may be the hardest)."""
+    cores = [s for s in STEPS if s.family == family] or list(STEPS)
+    mean_length = 1.2 + 2.8 * min(1.0, max(0.0, target))
+    length = rng.choices((1, 2, 3, 4), [math.exp(-(((k - mean_length) / 0.9) ** 2)) for k in (1, 2, 3, 4)])[0]
+    budget = target - 0.02 - 0.025 * (length - 1)
+    want = max(0.02, budget if length == 1 else budget * 0.45)
+    core = rng.choices(cores, [math.exp(-(((s.cost - want) / 0.08) ** 2)) + 0.02 for s in cores])[0]
+    chain = [core]
+
+    def allowed(s: Step) -> bool:
+        return (s.family == core.family or s.cost < core.cost) and all(s is not c for c in chain)
+
+    def pick(options: list[Step]) -> Step | None:
+        if not options:
+            return None
+        left = max(0.0, target - chain_difficulty(chain) - 0.03)
+        per_step = left / max(1, length - len(chain))
+        return rng.choices(options, [math.exp(-(((s.cost - per_step) / 0.1) ** 2)) + 0.05 for s in options])[0]
+
+    before = rng.randrange(length)
+    for _ in range(before):
+        step = pick([s for s in _STEPS_GIVING.get(chain[0].takes, ()) if allowed(s) and _fits_after(s, chain[0])])
+        if step is None:
+            break
+        chain.insert(0, step)
+    while len(chain) < length:
+        step = pick([s for s in _STEPS_TAKING.get(chain[-1].gives, ()) if allowed(s) and _fits_after(chain[-1], s)])
+        if step is None:
+            break
+        chain.append(step)
+    while chain[0].takes not in _INPUT_TYPES and len(chain) < 4:
+        step = pick([s for s in _STEPS_GIVING.get(chain[0].takes, ()) if allowed(s) and _fits_after(s, chain[0])])
+        if step is None:
+            return None
+        chain.insert(0, step)
+    while chain[-1].gives not in _OUTPUT_TYPES and len(chain) < 4:
+        step = pick([s for s in _STEPS_TAKING.get(chain[-1].gives, ()) if allowed(s) and _fits_after(chain[-1], s)])
+        if step is None:
+            return None
+        chain.append(step)
+    if chain[0].takes not in _INPUT_TYPES or chain[-1].gives not in _OUTPUT_TYPES:
+        return None
+    return tuple((s.name, rng.randrange(len(s.params))) for s in chain)
+
+
+def random_pipeline(rng: random.Random, target: float, family: str | None = None) -> PipelineVariant | None:
+    """A composed exercise near ``target`` in ``family``: one of a few random chains, drawn with a
+    preference for those whose difficulty is nearest the target. None when no chain fits."""
+    chains = [c for c in (random_chain(rng, target, family) for _ in range(16)) if c is not None]
+    gaps = [abs(chain_difficulty([_STEP_BY_NAME[n] for n, _ in c]) - target) for c in chains]
+    nearest = min(gaps, default=0.0)
+    spread = 0.05 + max(0.0, 0.15 - target) / 2  # easy exercises come in fewer shapes: accept a wider spread
+    weights = [math.exp(-(((gap - nearest) / spread) ** 2)) + 1e-6 for gap in gaps]
+    while chains:
+        i = rng.choices(range(len(chains)), weights)[0]
+        spec = chains.pop(i)
+        weights.pop(i)
+        try:
+            variant = compose(spec)
+        except ValueError:
+            continue
+        if variant.informative:
+            return variant
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _phrase_index() -> dict[str, tuple[str, int]]:
+    """Normalized step phrase -> (step name, params index)."""
+    index: dict[str, tuple[str, int]] = {}
+    for step in STEPS:
+        for pi in range(len(step.params)):
+            phrase = _normalize(step.render_phrase(pi))
+            assert phrase not in index, f"two steps read alike: {phrase}"
+            index[phrase] = (step.name, pi)
+    return index
+
+
+def _identify_pipeline(text: str, norm: str, names: set[str]) -> Identification | None:
+    """A pipeline exercise recognised from its numbered steps (``1. phrase; 2. phrase.``)."""
+    index = _phrase_index()
+    spec: list[tuple[str, int]] = []
+    for k in range(1, 5):
+        hits = [(len(p), key) for p, key in index.items() if f"{k}. {p};" in norm or f"{k}. {p}." in norm]
+        if not hits:
+            break
+        spec.append(max(hits)[1])
+    if not spec:
+        return None
+    try:
+        variant = compose(tuple(spec))
+    except ValueError:
+        return None
+    for name in sorted(names, key=lambda n: (-len(n), n)):
+        for ti in range(len(variant.statements)):
+            statement = _normalize(variant.statement(0, name, ti))
+            if re.search(rf"(?<![\w.]){re.escape(statement)}", norm):
+                return Identification(variant, 0, name, exact=True)
+    for name in sorted(names, key=lambda n: (-len(n), n)):
+        if re.search(rf"(?<![\w.])`{re.escape(name)}\(\s*{variant.args[0]}\s*\)`", text):
+            return Identification(variant, 0, name, exact=False)
+    return None
