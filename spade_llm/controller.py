@@ -12,6 +12,7 @@ the uninterrupted run writes.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -174,8 +175,16 @@ class Controller:
         for task in self.state.tasks:  # resume: accepted before the kill, samples still to run
             if task_epoch(task) == epoch:
                 episodes.extend(self.start_samples(task, epoch, deadline))
-        await self.propose_and_decide(epoch, plan, deadline, episodes)
-        await asyncio.gather(*episodes)
+        try:
+            await self.propose_and_decide(epoch, plan, deadline, episodes)
+            await asyncio.gather(*episodes)
+        except BaseException:
+            # one failure (a full disk, a kill, Ctrl-C) stops the epoch: end the other episodes
+            # here, so none writes after it and no error is left unretrieved
+            for episode in episodes:
+                episode.cancel()
+            await asyncio.gather(*episodes, return_exceptions=True)
+            raise
         for task in self.state.tasks:  # a kill between an episode and its stats row leaves it to write
             if task_epoch(task) == epoch:
                 self.maybe_write_stats(task, force=True)
@@ -432,7 +441,7 @@ class Controller:
             novelty=novelty([task_fingerprint(t.reference_code) for t in ordered], earlier),
             mean_reward=mean_reward(trajs),
             episodes=len(trajs),
-            mean_learnability=round(sum(s.learnability for s in stats) / len(stats), 4) if stats else None,
+            mean_learnability=round(math.fsum(s.learnability for s in stats) / len(stats), 4) if stats else None,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             generator_prompt_tokens=generator.prompt_tokens,

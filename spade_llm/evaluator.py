@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import io
 import keyword
+import math
 import re
 import tokenize
 from collections import Counter
@@ -178,7 +179,7 @@ def novelty(new: Sequence[frozenset[tuple[str, ...]]], earlier: Sequence[frozens
         others = [*earlier, *new[:i]]
         best = max((similarity(fp, o) for o in others), default=0.0)
         scores.append(1.0 - best)
-    return round(sum(scores) / len(scores), 4)
+    return round(math.fsum(scores) / len(scores), 4)
 
 
 def pass_rate(trajectories: Iterable[Trajectory]) -> float | None:
@@ -202,7 +203,8 @@ def mean_turns(trajectories: Iterable[Trajectory]) -> float | None:
 
 def mean_reward(trajectories: Iterable[Trajectory]) -> float | None:
     trs = list(trajectories)
-    return round(sum(t.reward for t in trs) / len(trs), 4) if trs else None
+    # fsum: exact, so the mean cannot depend on the order episodes finished in
+    return round(math.fsum(t.reward for t in trs) / len(trs), 4) if trs else None
 
 
 def count_reasons(reasons: Iterable[str]) -> dict[str, int]:

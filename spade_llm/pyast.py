@@ -1,30 +1,43 @@
-"""``ast.parse`` and ``ast.literal_eval`` behind one process-wide lock.
+"""``ast.parse`` and ``ast.literal_eval`` that survive other threads parsing at the same time.
 
-CPython before 3.11.9 / 3.12.1 keeps the AST converter's recursion counter in shared state, so
-two threads parsing at once can fail with ``SystemError: AST constructor recursion depth mismatch``
-(python/cpython#106905). The pipeline parses in worker threads (validation) and in the event loop
-(the fake model) at the same time, so every parse in the package goes through here.
+CPython before 3.11.9 / 3.12.1 keeps the AST converter's recursion counter in shared state, so two
+threads building ASTs at once can fail with ``SystemError: AST constructor recursion depth
+mismatch`` (python/cpython#106905). The pipeline parses in worker threads (validation) and in the
+event loop (the fake model) at the same time, and Python 3.11's traceback formatting parses too.
+Every parse in the package goes through here: one lock among ours, and a retry when a parser we do
+not control (a traceback being printed) got in the way.
 """
 
 from __future__ import annotations
 
 import ast
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 _LOCK = threading.Lock()
+_ATTEMPTS = 5
+T = TypeVar("T")
+
+
+def _guarded(fn: Callable[[], T]) -> T:
+    for attempt in range(_ATTEMPTS):
+        with _LOCK:
+            try:
+                return fn()
+            except SystemError as e:
+                if "recursion depth mismatch" not in str(e) or attempt == _ATTEMPTS - 1:
+                    raise
+    raise AssertionError("unreachable")
 
 
 def parse(source: str, filename: str = "<unknown>") -> ast.Module:
-    with _LOCK:
-        return ast.parse(source, filename)
+    return _guarded(lambda: ast.parse(source, filename))
 
 
 def compile_tree(tree: ast.Module, filename: str) -> Any:
-    with _LOCK:
-        return compile(tree, filename, "exec")
+    return _guarded(lambda: compile(tree, filename, "exec"))
 
 
 def literal_eval(text: str) -> Any:
-    with _LOCK:
-        return ast.literal_eval(text)
+    return _guarded(lambda: ast.literal_eval(text))

@@ -126,7 +126,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("resume"))
 
 
-@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(__import__("os").environ.get("RESUME_EXAMPLES", "14")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.sampled_from([1, 2, 23]),
     samples=st.sampled_from([1, 2]),
