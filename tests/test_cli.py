@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -301,3 +302,29 @@ def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
     assert manifest["started_at"] == started and len(manifest["resumes"]) == 1
     assert manifest["resumes"][0]["epochs"] == 2
     assert [m["epoch"] for m in rows(out / "metrics.jsonl")] == [0, 1]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_fake_default_settles_in_the_band_and_the_extremes_move(tmp_path):
+    """SPEC's fake profiles against the controller (benchmarks/bench_band.py measures all seeds)."""
+
+    def metrics(profile: str, epochs: int, tasks: int) -> list[dict]:
+        out = tmp_path / profile
+        proc = spade(
+            "run", "--model", f"fake/{profile}", "--seed", "1", "--epochs", str(epochs), "--tasks-per-epoch",
+            str(tasks), "--out", str(out), "--quiet",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return rows(out / "metrics.jsonl")
+
+    default = metrics("default", 12, 16)
+    late = [m for m in default if m["epoch"] >= 4]
+    assert 3 * sum(0.3 <= m["pass_rate"] <= 0.7 for m in late) >= 2 * len(late)
+    for before, after in itertools.pairwise(default):
+        if 0.3 <= before["pass_rate"] <= 0.7:
+            assert after["difficulty"] == before["difficulty"]
+    strong = metrics("strong-solver", 10, 8)
+    assert strong[-1]["next_difficulty"] - strong[0]["difficulty"] >= 0.3
+    weak = metrics("weak-solver", 10, 8)
+    assert weak[0]["difficulty"] - weak[-1]["next_difficulty"] >= 0.1
