@@ -169,10 +169,6 @@ def _read_tasks(path: str) -> list[Any]:
     return tasks
 
 
-def _warn(message: str) -> None:
-    print(f"spade: warning: {message}", file=sys.stderr)
-
-
 def _sandbox(name: str) -> Any:
     import logging
 

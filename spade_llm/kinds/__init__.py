@@ -51,7 +51,3 @@ def get_kind(name: str) -> TaskKind:
         return _REGISTRY[name]()
     except KeyError:
         raise UserError(f"unknown task kind {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def kind_names() -> list[str]:
-    return sorted(_REGISTRY)
