@@ -25,13 +25,13 @@ from .curriculum import Curriculum, EpochPlan, History
 from .evaluator import (
     count_reasons,
     first_try_pass_rate,
-    learnability,
     mean_reward,
     mean_turns,
     novelty,
     pass_rate,
     similarity,
     task_fingerprint,
+    task_stats,
 )
 from .executors import Executor, WorkItem
 from .generator import Generator, Proposal, ProposalContext
@@ -390,17 +390,7 @@ class Controller:
         trajs = [t for t in self.state.trajectories if t.task_id == task.task_id]
         if not trajs or (len(trajs) < self.config.solver.samples_per_task and not force):
             return
-        passed = sum(t.final_status == "passed" for t in trajs)
-        stats = TaskStats(
-            task_id=task.task_id,
-            epoch=task_epoch(task),
-            kind=task.kind,
-            samples=len(trajs),
-            passed=passed,
-            pass_rate=round(passed / len(trajs), 6),
-            learnability=learnability(passed, len(trajs)),
-            mean_turns=round(sum(len(t.attempts) for t in trajs) / len(trajs), 4),
-        )
+        stats = task_stats(task.task_id, task_epoch(task), task.kind, trajs)
         self.state.task_stats.append(stats)
         self.run.append(TASK_STATS, [stats.model_dump(mode="json")])
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from .types import FinalStatus, Trajectory
+from .types import FinalStatus, TaskStats, Trajectory
 
 if TYPE_CHECKING:  # the config models cost ~0.2 s to import; evaluate and verify do without them
     from .config import RewardConfig
@@ -105,6 +105,22 @@ def learnability(passed: int, samples: int) -> float:
     if samples <= 0 or passed <= 0 or passed >= samples:
         return 0.0
     return round(1.0 - passed / samples, 6)
+
+
+def task_stats(task_id: str, epoch: int, kind: str, trajectories: Sequence[Trajectory]) -> TaskStats:
+    """A task's ``task_stats.jsonl`` row from its judged samples (at least one)."""
+    passed = sum(t.final_status == "passed" for t in trajectories)
+    n = len(trajectories)
+    return TaskStats(
+        task_id=task_id,
+        epoch=epoch,
+        kind=kind,  # type: ignore[arg-type]
+        samples=n,
+        passed=passed,
+        pass_rate=round(passed / n, 6),
+        learnability=learnability(passed, n),
+        mean_turns=round(sum(len(t.attempts) for t in trajectories) / n, 4),
+    )
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

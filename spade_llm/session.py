@@ -18,7 +18,7 @@ from .checking import CodeChecker
 from .config import RunConfig, config_from_dict, deep_merge
 from .controller import Controller, LimitedLLM
 from .errors import UserError
-from .evaluator import first_try_pass_rate, learnability, mean_turns, pass_rate
+from .evaluator import first_try_pass_rate, mean_turns, pass_rate, task_stats
 from .executors import LocalExecutor
 from .generator import LLMGenerator
 from .hooks import load_hooks
@@ -28,7 +28,7 @@ from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
-from .types import EpochMetrics, Task, TaskStats, Trajectory
+from .types import EpochMetrics, Task, Trajectory
 
 
 def _version(dist: str) -> str | None:
@@ -194,17 +194,7 @@ class Session:
             trajs = by_task.get(task.task_id, [])
             if task.task_id in stats_written or len(trajs) < k:
                 return
-            passed = sum(t.final_status == "passed" for t in trajs)
-            row = TaskStats(
-                task_id=task.task_id,
-                epoch=0,
-                kind=task.kind,
-                samples=len(trajs),
-                passed=passed,
-                pass_rate=round(passed / len(trajs), 6),
-                learnability=learnability(passed, len(trajs)),
-                mean_turns=round(sum(len(t.attempts) for t in trajs) / len(trajs), 4),
-            )
+            row = task_stats(task.task_id, 0, task.kind, trajs)
             run.append(TASK_STATS, [row.model_dump(mode="json")])
             stats_written.add(task.task_id)
 
