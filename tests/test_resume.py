@@ -28,6 +28,8 @@ from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.session import Session
 from spade_llm.store import RunDir
 
+EXAMPLES = int(os.environ.get("RESUME_EXAMPLES", "14"))
+"""Kill points tried per CI run (``RESUME_EXAMPLES=60`` to search harder)."""
 RECORDS = ["tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "task_stats.jsonl", "metrics.jsonl"]
 TIME_FIELD = re.compile(r"(time|wall|duration|elapsed|latency|second)|(_s|_ms|_at)$|^(started|finished|created)")
 
@@ -126,7 +128,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("resume"))
 
 
-@settings(max_examples=int(__import__("os").environ.get("RESUME_EXAMPLES", "14")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.sampled_from([1, 2, 23]),
     samples=st.sampled_from([1, 2]),
