@@ -33,7 +33,8 @@ TASK = {
 }
 LEAKY = [
     # prints its argument, then raises with it: every input it sees ends up in stdout and stderr
-    "```python\nimport sys\ndef f(s):\n    print('saw', s)\n    print('saw', s, file=sys.stderr)\n    raise ValueError('bad input ' + s)\n```",
+    "```python\nimport sys\ndef f(s):\n    print('saw', s)\n    print('saw', s, file=sys.stderr)\n"
+    "    raise ValueError('bad input ' + s)\n```",
     # hard-codes what it was shown and prints the rest
     "```python\nimport sys\ndef f(s):\n    print(s, file=sys.stderr)\n    return {'PUB_alpha': 19}.get(s, -1)\n```",
     # passes the public tests, and would shout every hidden input if that output were shown
