@@ -8,10 +8,12 @@ pieces that need no sandbox at all (the command line, the mount plan, the seccom
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -26,7 +28,7 @@ from spade_llm.sandbox import seccomp
 from spade_llm.sandbox.base import Limits, Program
 from spade_llm.sandbox.registry import backend_availability
 from spade_llm.sandbox.runner import harness_program, run_check, run_program, run_tests
-from spade_llm.types import TestCase
+from spade_llm.types import ExecutionResult, TestCase
 
 REASON = backend_availability()["bwrap"]
 needs_bwrap = pytest.mark.skipif(REASON is not None, reason=f"bwrap: {REASON}")
@@ -42,9 +44,17 @@ def box():
     sandbox.close()
 
 
+WHICH_WORKER = (
+    "import os\n"
+    "start = open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19]\n"
+    "print(os.readlink('/proc/self/ns/pid'), start)\n"
+)
+
+
 def pidns(box: bw.BwrapSandbox) -> str:
-    """Which worker (sandbox) runs the next execution: its pid namespace."""
-    r = box.run(Program(source="import os\nprint(os.readlink('/proc/self/ns/pid'))\n"), LIMITS)
+    """Which worker (sandbox) runs the next execution: its pid namespace and when its pid 1 started
+    (the kernel reuses a namespace's number as soon as it is freed)."""
+    r = box.run(Program(source=WHICH_WORKER), LIMITS)
     assert r.status == "ok", r.stderr
     return r.stdout.strip()
 
@@ -126,6 +136,57 @@ def test_unavailable_without_a_working_bwrap(tmp_path):
             bw.BwrapSandbox(bwrap=str(fake))
     finally:
         shutil.rmtree(folder)
+
+
+def _launch(script: str) -> tuple[subprocess.Popen[str], int]:
+    """The launcher, as spade starts it (no root steps), running ``sh -c script`` in place of bwrap;
+    the launcher and the write end of its lifeline."""
+    life_r, life_w = os.pipe2(os.O_CLOEXEC)
+    config = json.dumps({"lifeline": life_r})
+    argv = [sys.executable, "-I", "-S", "-c", bw.LAUNCHER_SOURCE, config, "/bin/sh", "-c", script]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, pass_fds=[life_r], start_new_session=True)
+    os.close(life_r)
+    return proc, life_w
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["lifeline cut", "bwrap exits first"])
+def test_the_launcher_ends_everything_it_started(how):
+    # bwrap's pid 1 waits on an eventfd for bwrap during start-up: if bwrap dies first (with spade), it
+    # is an orphan for ever unless the launcher, a child subreaper, ends it
+    body = "/bin/sleep 60 & echo $$ $!; exec 1>&-; " + ("/bin/sleep 60" if how == "lifeline cut" else "exit 3")
+    proc, life_w = _launch(body)
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        if how == "lifeline cut":
+            time.sleep(0.1)
+            assert proc.poll() is None and all(_alive(p) for p in pids)
+            os.close(life_w)
+            life_w = -1
+        proc.wait(timeout=10)
+        assert not any(_alive(p) for p in pids), pids
+        assert proc.returncode == (3 if how == "bwrap exits first" else 0)
+    finally:
+        if life_w >= 0:
+            os.close(life_w)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_launcher_gives_up_at_once_when_spade_is_already_gone():
+    proc, life_w = _launch("echo started; exec /bin/sleep 60")
+    os.close(life_w)  # as if spade died before the launcher ran
+    proc.wait(timeout=10)
+    assert proc.returncode == 0
 
 
 def test_fork_server_refuses_to_run_in_the_callers_pid_namespace():
@@ -260,7 +321,7 @@ def test_warm_harness_gives_the_same_verdicts_as_the_shipped_one(box, monkeypatc
 @needs_bwrap
 def test_concurrent_runs_with_hash_seeds_from_many_threads():
     box = bw.BwrapSandbox()
-    results: dict[tuple[int, int], object] = {}
+    results: dict[tuple[int, int], tuple[int, ExecutionResult]] = {}
     errors: list[BaseException] = []
 
     def work(i: int) -> None:
@@ -280,7 +341,7 @@ def test_concurrent_runs_with_hash_seeds_from_many_threads():
             t.join()
         assert not errors
         hashes: dict[int, set[str]] = {0: set(), 1: set()}
-        for (i, j), (seed, r) in results.items():  # type: ignore[misc]
+        for (i, j), (seed, r) in results.items():
             number, value = r.stdout.split()
             assert r.status == "ok" and int(number) == i * 100 + j
             hashes[seed].add(value)
@@ -351,7 +412,7 @@ def test_long_lived_processes_do_not_leak_descriptors(box):
                 with contextlib.suppress(OSError):
                     ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
                     procs[pid] = (ppid, len(os.listdir(f"/proc/{pid}/fd")))
-            init = next(pid for pid, (ppid, _) in procs.items() if ppid == worker.proc.pid)
+            init = worker.init_pid  # bwrap's pid 1 of the sandbox
             w = next(pid for pid, (ppid, _) in procs.items() if ppid == init)
             kids = sorted(pid for pid, (ppid, _) in procs.items() if ppid == w)
             s, cs = kids[0], kids[1:]

@@ -12,9 +12,14 @@ Isolation (each worker is one bwrap sandbox):
   tmpfs ``/dev/shm`` and the IPC namespace's ``/dev/mqueue``, all wiped after every execution;
 * bwrap is started with an empty environment and ``--die-with-parent``; the program's environment
   is built from an allowlist (``common.base_env``);
-* when spade runs as root, a launcher (``launcher.py``) puts the worker in its cgroups, makes the
+* when spade runs as root, the launcher (``launcher.py``) puts the worker in its cgroups, makes the
   interpreter reachable if it lives under an unreadable directory, and drops to an unprivileged
   host uid (``common.host_uid``) before exec'ing bwrap: untrusted code is never host root;
+* nothing of a sandbox outlives the spade process that started it, even a SIGKILLed one, at any
+  moment of its start-up: every worker's launcher stays as bwrap's parent, a child subreaper
+  watching a *lifeline* pipe whose write end only this process holds; at EOF (we closed it, or
+  died) it kills bwrap and the sandbox's pid 1, which ends the whole pid namespace (see
+  ``launcher.py`` for the start-up window ``--die-with-parent`` leaves open);
 * a ``pids`` and a ``memory`` cgroup per worker (children of our own cgroups, v1 or v2) bound its
   processes/threads and memory, and tell afterwards whether the OOM killer fired; without them
   (not root) rlimits stand in (``RLIMIT_AS`` = the memory limit, ``RLIMIT_NPROC``).
@@ -39,23 +44,22 @@ the sandbox could not be wiped clean; a program that kills its worker gets a nor
 result and the next execution a fresh worker.
 
 ``run`` is thread-safe (one execution per worker at a time; the pool grows to the number of
-concurrent callers). Workers are started from one long-lived thread, because ``--die-with-parent``
-(``PR_SET_PDEATHSIG``) fires when the *thread* that started bwrap exits. ``close()`` kills every
-worker and removes its cgroups; it is also registered to run at interpreter exit.
+concurrent callers). Any thread may start a worker: bwrap's parent, whose death
+``--die-with-parent`` (``PR_SET_PDEATHSIG``) watches, is the launcher, not the starting thread.
+``close()`` kills every worker and removes its cgroups; it is also registered to run at
+interpreter exit.
 """
 
 from __future__ import annotations
 
 import array
 import atexit
-import concurrent.futures
 import contextlib
 import fcntl
 import json
 import logging
 import marshal
 import os
-import queue
 import resource
 import secrets
 import select
@@ -139,62 +143,31 @@ class _Key:
     env: tuple[tuple[str, str], ...]
 
 
-class _Spawner:
-    """Starts processes from one long-lived thread (``--die-with-parent`` watches the starting *thread*)."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-        future: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="spade-bwrap-spawner", daemon=True)
-                self._thread.start()
-            self._queue.put((argv, kwargs, future))
-        return future.result()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            argv, kwargs, future = item
-            try:
-                future.set_result(subprocess.Popen(argv, **kwargs))
-            except BaseException as e:
-                future.set_exception(e)
-
-    def stop(self) -> None:
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                self._queue.put(None)
-                self._thread.join(timeout=5)
-            self._thread = None
-
-
 class _WorkerGone(Exception):
     """The worker was dead before the job started (nothing ran): retry on a fresh one."""
 
 
 class _Worker:
-    """Host side of one warm sandbox: the bwrap process, the control socket, the cgroup."""
+    """Host side of one warm sandbox: its launcher (the watchdog), its lifeline, the control socket, the cgroup."""
 
     def __init__(
         self,
         key: _Key,
         proc: subprocess.Popen[bytes],
+        lifeline: int,
         ctrl: socket.socket,
-        init_pidfd: int,
+        init: tuple[int, int],
         cgroup: Cgroup | None,
         ready: dict[str, Any],
     ) -> None:
         self.key = key
         self.proc = proc
+        """The launcher, which runs bwrap and stays as the sandbox's watchdog (``launcher.py``)."""
+        self.lifeline = lifeline
+        """The write end of the launcher's lifeline: closing it (or our death) ends the whole sandbox."""
         self.ctrl = ctrl
-        self.init_pidfd = init_pidfd
+        self.init_pid, self.init_pidfd = init
+        """bwrap's pid 1 of the sandbox (host pid) and a pidfd of it (-1 if none)."""
         self.cgroup = cgroup
         self.ready = ready
         self.jobs = 0
@@ -213,10 +186,10 @@ class _Worker:
         return str(self.ready.get("pidns", ""))
 
     def host_pids(self) -> list[int]:
-        """Host pids of every process of this sandbox (bwrap included), for diagnostics and tests."""
+        """Host pids of every process of this sandbox (bwrap included, not its launcher), for diagnostics and tests."""
         if self.cgroup is not None:
             return self.cgroup.processes()
-        pids = {self.proc.pid}
+        pids: set[int] = set()
         frontier = [self.proc.pid]
         while frontier:
             pid = frontier.pop()
@@ -235,7 +208,8 @@ class _Worker:
         self.reap()
 
     def signal(self) -> None:
-        """SIGKILL the sandbox's pid 1 and bwrap (``reap`` waits for them): ``close`` signals all first."""
+        """SIGKILL the sandbox's pid 1 and cut the lifeline, so the launcher kills the rest and exits
+        (``reap`` waits for it): ``close`` signals all first."""
         self.dead = True
         if self.init_pidfd >= 0:
             with contextlib.suppress(OSError):
@@ -243,19 +217,12 @@ class _Worker:
             with contextlib.suppress(OSError):
                 os.close(self.init_pidfd)
             self.init_pidfd = -1
-        with contextlib.suppress(OSError):
-            self.proc.kill()
+        _cut(self)
         with contextlib.suppress(OSError):
             self.ctrl.close()
 
     def reap(self) -> None:
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            logger.warning("bwrap worker %d did not exit after SIGKILL", self.proc.pid)
-        if self.proc.stderr is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stderr.close()
+        _wait_launcher(self.proc)
         if self.cgroup is not None:
             self.cgroup.kill()
             self.cgroup.remove()
@@ -386,6 +353,27 @@ class _Worker:
             and not pids_hit
         )
         return to_result(end), reusable
+
+
+def _cut(worker: _Worker) -> None:
+    """Close the worker's lifeline: its launcher kills whatever is left of the sandbox, then exits."""
+    if worker.lifeline >= 0:
+        with contextlib.suppress(OSError):
+            os.close(worker.lifeline)
+        worker.lifeline = -1
+
+
+def _wait_launcher(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """Wait for a launcher whose lifeline was cut (it exits once every process of its sandbox is gone)."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        logger.warning("bwrap launcher %d did not end its sandbox in %g s; killing it", proc.pid, timeout_s)
+        proc.kill()
+        proc.wait()
+    if proc.stderr is not None:
+        with contextlib.suppress(OSError):
+            proc.stderr.close()
 
 
 def _clean_report(reply: dict[str, Any]) -> bool:
@@ -536,12 +524,9 @@ class _Pump:
 
 
 def _read_rest(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> bytes:
-    """What is left on a failed start's stderr, once the process has ended."""
-    try:
+    """What is left on a failed start's stderr, once the process has ended (or after ``timeout_s``)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
     out = b""
     if proc.stderr is not None:
         fd = proc.stderr.fileno()
@@ -636,7 +621,6 @@ class BwrapSandbox(Sandbox):
                 logger.debug("bwrap sandbox without cgroups (%s): rlimits only", self.cgroups.reason)
         self.mounts, self.shadow = self._plan_mounts()
         self.seccomp = seccomp.program()
-        self._spawner = _Spawner()
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         """Notified when a background start of a worker ends."""
@@ -780,7 +764,11 @@ class BwrapSandbox(Sandbox):
         if self.seccomp is not None:
             data["seccomp"] = self.seccomp
         data_fds: dict[str, int] = {}
-        child_fds = [worker_sock.fileno(), info_w]
+        # the lifeline: we alone hold its write end (close-on-exec), so it reaches EOF when we close
+        # it or die, however we die; the launcher then ends the whole sandbox, whatever stage it is at
+        life_r, life_w = os.pipe2(os.O_CLOEXEC)
+        child_fds = [worker_sock.fileno(), info_w, life_r]
+        proc: subprocess.Popen[bytes] | None = None
         try:
             for name, blob in data.items():
                 r, w = os.pipe2(os.O_CLOEXEC)
@@ -789,16 +777,17 @@ class BwrapSandbox(Sandbox):
                 data_fds[name] = r
                 child_fds.append(r)
             argv = self._bwrap_args(key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds)
+            config: dict[str, Any] = {"lifeline": life_r, "spade": os.getpid()}
             if self.root:
-                config = {
-                    "uid": self.uid,
-                    "gid": self.gid,
-                    "cgroup_procs": cgroup.procs_files if cgroup else [],
-                    "shadow": self.shadow,
-                }
-                argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config), *argv]
+                config.update(
+                    uid=self.uid,
+                    gid=self.gid,
+                    cgroup_procs=cgroup.procs_files if cgroup else [],
+                    shadow=self.shadow,
+                )
+            argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config), *argv]
             try:
-                proc = self._spawner.popen(
+                proc = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -812,31 +801,37 @@ class BwrapSandbox(Sandbox):
                 raise SandboxUnavailable(f"cannot start bwrap: {e}") from e
         except BaseException:
             host_sock.close()
+            os.close(life_w)
+            if proc is not None:  # (not after a failed Popen)
+                _wait_launcher(proc)
             if cgroup is not None:
                 cgroup.remove(wait_s=1)
             raise
         finally:
             worker_sock.close()
-            for fd in [info_w, *data_fds.values()]:
+            for fd in [info_w, life_r, *data_fds.values()]:
                 os.close(fd)
         try:
-            init_pidfd, ready = self._handshake(proc, host_sock, info_r)
+            init, ready = self._handshake(proc, host_sock, info_r)
         except BaseException:
             host_sock.close()
-            with contextlib.suppress(OSError):
-                proc.kill()
-            proc.wait()
-            if proc.stderr is not None:
-                proc.stderr.close()
+            os.close(life_w)
+            _wait_launcher(proc)
             if cgroup is not None:
                 cgroup.remove(wait_s=2)
             raise
         finally:
             os.close(info_r)
-        return _Worker(key, proc, host_sock, init_pidfd, cgroup, ready)
+        return _Worker(key, proc, life_w, host_sock, init, cgroup, ready)
 
-    def _handshake(self, proc: subprocess.Popen[bytes], ctrl: socket.socket, info_r: int) -> tuple[int, dict[str, Any]]:
-        """Send the preload message, then wait for bwrap's info (its pid 1) and the worker's ready message."""
+    def _handshake(
+        self, proc: subprocess.Popen[bytes], ctrl: socket.socket, info_r: int
+    ) -> tuple[tuple[int, int], dict[str, Any]]:
+        """Send the preload message, then wait for bwrap's info (its pid 1) and the worker's ready message.
+
+        Returns:
+            (the sandbox's pid 1 and a pidfd of it, or -1), the ready message.
+        """
         deadline = time.monotonic() + START_TIMEOUT_S
         preload = {"op": "preload", "modules": {HARNESS_MODULE: harness_program()[1]["harness.bin"]}}
         with contextlib.suppress(OSError):  # a worker that died already is reported below, with bwrap's stderr
@@ -890,8 +885,8 @@ class BwrapSandbox(Sandbox):
         try:
             pidfd = os.pidfd_open(child_pid)
         except (AttributeError, OSError):
-            pidfd = -1  # an old kernel: killing bwrap (--die-with-parent) still ends the sandbox
-        return pidfd, ready
+            pidfd = -1  # an old kernel: the launcher still ends the sandbox when we cut its lifeline
+        return (child_pid, pidfd), ready
 
     def _acquire(self, key: _Key) -> _Worker:
         with self._ready:
@@ -1001,4 +996,3 @@ class BwrapSandbox(Sandbox):
             w.signal()
         for w in workers:
             w.reap()
-        self._spawner.stop()

@@ -1,6 +1,11 @@
-"""The root-only launcher between spade and ``bwrap``: cgroups, a private view of the interpreter, uid drop.
+# ruff: noqa: SIM105
+"""The launcher between spade and ``bwrap``: the sandbox's watchdog; as root also cgroups, a private
+view of the interpreter and the uid drop.
 
-Run as ``python -I -S -c SOURCE CONFIG_JSON BWRAP ARGS...`` by a root parent, it
+Run as ``python -I -S -c SOURCE CONFIG_JSON BWRAP ARGS...`` by spade, root or not, with
+``CONFIG["lifeline"]`` the read end of a pipe whose write end only that spade process holds
+(close-on-exec: nothing it starts inherits it), and ``CONFIG["spade"]`` that process's pid (for
+whoever reads ``ps``). It forks at once. The child
 
 1. writes its own pid into the worker's cgroups (``cgroup.procs`` of each controller), so bwrap and
    everything in the sandbox are born inside them — no race with an already running process, and
@@ -15,13 +20,38 @@ Run as ``python -I -S -c SOURCE CONFIG_JSON BWRAP ARGS...`` by a root parent, it
 4. ``exec``s bwrap with an empty environment (bwrap's pid-1 helper would otherwise keep the
    caller's environment readable at ``/proc/1/environ``).
 
-Any failure is one line on stderr and exit status 111, before bwrap runs.
-Standard library only (``ctypes`` only when a mount namespace is needed).
+Steps 1-3 only when ``CONFIG`` asks for them (spade runs as root). Any failure there is one line on
+stderr and exit status 111, before bwrap runs.
+
+The parent stays, as the sandbox's *watchdog*: nothing of the sandbox may outlive the spade
+process that started it, at any moment, even when that process is SIGKILLed. bwrap's
+``--die-with-parent`` alone does not do that: bwrap sets it only after it cloned the sandbox's pid 1,
+and that pid 1 sets its own only after setting up the sandbox, meanwhile waiting on an eventfd
+for bwrap to write its uid map; if bwrap dies first (with its parent, or of ``SIGPIPE`` writing
+``--info-fd`` to a spade that is gone), that pid 1 waits for ever. So the watchdog
+
+* is a child subreaper: when bwrap dies, the sandbox's pid 1 becomes its child, not init's;
+* waits for EOF on the lifeline (the spade process ended, however it ended, or retired the
+  worker by closing its end) or for bwrap to exit;
+* then SIGKILLs every child it has until it has none: bwrap, and the sandbox's pid 1, whose death
+  kills every process of the sandbox's pid namespace (the kernel does that); after a lifeline EOF,
+  as root, it also removes the worker's (now empty) cgroups; and exits with bwrap's status.
+
+The watchdog holds no descriptor but the lifeline and stdio (in particular none of the worker's
+control socket, whose EOF tells spade that the worker died), runs nothing it was sent, and is not
+in the worker's cgroups. Standard library only (``ctypes`` only when a mount namespace is needed).
 """
 
 import json
 import os
+import select
+import signal
 import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID = 2
@@ -29,6 +59,9 @@ MS_NODEV = 4
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+PR_SET_CHILD_SUBREAPER = 36
+MAX_FDS = 1 << 16
+CGROUP_RMDIR_S = 2.0
 
 
 def _fail(what: str, err: BaseException) -> None:
@@ -68,34 +101,192 @@ def _shadow(plan: "list[list[object]]") -> None:
             os.close(fd)
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
-    argv = sys.argv[2:]
+def _launch(config: "dict[str, Any]", argv: "list[str]") -> None:
+    """The child: cgroups, private view, uid drop (as configured), then exec bwrap. Never returns."""
+    # what subprocess.Popen restores for the programs it starts (Python ignores these itself)
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     pid = str(os.getpid())
-    for path in config.get("cgroup_procs", []):
+    for path in config.get("cgroup_procs") or []:
         try:
             with open(path, "w") as f:
                 f.write(pid)
         except OSError as e:
             _fail(f"joining cgroup {path}", e)
-    if config.get("shadow"):
+    shadow = config.get("shadow")
+    if shadow:
         try:
-            _shadow(config["shadow"])
+            _shadow(shadow)
         except (OSError, AssertionError) as e:
             _fail("private view of the interpreter", e)
-    uid, gid = int(config["uid"]), int(config["gid"])
-    try:
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-    except OSError as e:
-        _fail(f"dropping to uid {uid}", e)
-    if os.getuid() != uid or os.geteuid() != uid or os.getgid() != gid or os.getgroups():
-        _fail("dropping privileges", RuntimeError("credentials did not change"))
+    if config.get("uid") is not None:
+        uid, gid = int(config["uid"]), int(config["gid"])
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+        except OSError as e:
+            _fail(f"dropping to uid {uid}", e)
+        if os.getuid() != uid or os.geteuid() != uid or os.getgid() != gid or os.getgroups():
+            _fail("dropping privileges", RuntimeError("credentials did not change"))
     try:
         os.execve(argv[0], argv, {})
     except OSError as e:
         _fail(f"exec {argv[0]}", e)
+
+
+def _subreaper() -> bool:
+    """Become a child subreaper (libc's prctl through ``_ctypes``, without importing ``ctypes``)."""
+    try:
+        import _ctypes
+
+        c: Any = _ctypes
+
+        class _CInt(c._SimpleCData):
+            _type_ = "i"
+
+        class _CFunc(c.CFuncPtr):
+            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+            _restype_ = _CInt
+
+        class _Libc:
+            _handle = c.dlopen(None, 0)
+
+        return int(_CFunc(("prctl", _Libc))(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except Exception:
+        return False
+
+
+def _children() -> "list[int]":
+    """Our children (with the subreaper flag: also whatever of bwrap's was orphaned)."""
+    me = os.getpid()
+    kids: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children") as f:
+                kids += [int(p) for p in f.read().split()]
+        return kids
+    except (OSError, ValueError):
+        pass
+    for name in os.listdir("/proc"):  # no children files (an old kernel): read every parent pid
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                    kids.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+def _grandchildren(pid: int) -> "list[int]":
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _end_all(bwrap: int, reaper: bool) -> int:
+    """SIGKILL our children (bwrap, the sandbox's pid 1) until none is left; bwrap's wait status."""
+    status = 0
+    while True:
+        for pid in _children():
+            if not reaper:  # its pid 1 would go to init when bwrap dies: kill it first, while bwrap lives
+                for grandchild in _grandchildren(pid):
+                    try:
+                        os.kill(grandchild, signal.SIGKILL)
+                    except OSError:
+                        pass
+            try:
+                os.kill(pid, signal.SIGKILL)  # a child, not yet reaped: its pid is not anyone else's
+            except OSError:
+                pass
+        try:
+            pid, st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return status
+        except InterruptedError:
+            continue
+        if pid == bwrap:
+            status = st
+
+
+def _remove_cgroups(procs: "list[str]") -> None:
+    dirs = {os.path.dirname(p) for p in procs}
+    deadline = time.monotonic() + CGROUP_RMDIR_S
+    while dirs and time.monotonic() < deadline:
+        for d in list(dirs):
+            try:
+                os.rmdir(d)
+                dirs.discard(d)
+            except FileNotFoundError:
+                dirs.discard(d)
+            except OSError:
+                pass
+        if dirs:
+            time.sleep(0.01)
+
+
+def _watch(lifeline: int, bwrap: int) -> bool:
+    """Until the lifeline reaches EOF (True) or bwrap exits (False)."""
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(bwrap)
+    except (AttributeError, OSError):
+        pass
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    if pidfd >= 0:
+        poller.register(pidfd, select.POLLIN)
+    while True:
+        try:
+            events = poller.poll(None if pidfd >= 0 else 250)
+        except InterruptedError:
+            continue
+        for fd, _ in events:
+            if fd == lifeline:
+                try:
+                    data = os.read(lifeline, 64)
+                except OSError:
+                    data = b""
+                if not data:
+                    return True
+        if pidfd >= 0:
+            if any(fd == pidfd for fd, _ in events):
+                return False
+        elif os.waitid(os.P_PID, bwrap, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return False
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    argv = sys.argv[2:]
+    lifeline = int(config["lifeline"])
+    os.set_inheritable(lifeline, False)
+    reaper = _subreaper()  # before the fork: bwrap's orphans must never reach init
+    bwrap = os.fork()
+    if bwrap == 0:
+        try:
+            os.close(lifeline)
+            _launch(config, argv)
+        except BaseException as e:
+            _fail("starting bwrap", e)
+        finally:
+            os._exit(111)
+    # the watchdog keeps only stdio and the lifeline: the worker's sockets and pipes are bwrap's
+    os.closerange(3, lifeline)
+    os.closerange(lifeline + 1, MAX_FDS)
+    orphaned = _watch(lifeline, bwrap)
+    status = _end_all(bwrap, reaper)
+    if orphaned:
+        procs = config.get("cgroup_procs") or []
+        if procs:
+            _remove_cgroups(procs)
+        os._exit(0)
+    if os.WIFSIGNALED(status):
+        os._exit(128 + os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
 if __name__ == "__main__":
