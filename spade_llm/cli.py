@@ -8,15 +8,19 @@ Heavy imports (litellm, the pipeline) happen inside the subcommands that need th
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import SpadeError, UserError
+from .errors import EndpointDown, SpadeError, UserError
 
 EXIT_USER = 2
 EXIT_INTERNAL = 1
@@ -35,11 +39,24 @@ def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
         return value
 
     return parse
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0 (any free port) to 65535, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,10 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
     ev.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
     ev.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
+    ev.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed task or sample lines (counted on stderr) instead of stopping at the first",
+    )
 
     so = sub.add_parser("solve", help="the solver alone on existing tasks (e.g. an imported benchmark)")
-    so.add_argument("tasks", help="tasks JSONL file")
-    so.add_argument("--model", required=True, help="solver model (litellm string, or fake/<profile>)")
+    so.add_argument("tasks", nargs="?", help="tasks JSONL file (with --resume: optional, must be the run's tasks)")
+    so.add_argument("--model", help="solver model (litellm string, or fake/<profile>); required unless --resume")
     so.add_argument("--api-base", help="endpoint of an OpenAI-compatible server")
     so.add_argument("--max-turns", type=_positive(int), help="attempts per task")
     so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
@@ -121,7 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--config", help="YAML config overriding configs/default.yaml")
     so.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
     so.add_argument("--seed", type=int, help="root seed")
-    so.add_argument("--out", help="output directory (created; an existing one is resumed)")
+    so.add_argument("--out", help="output directory (created; must be empty)")
+    so.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue a killed solve in DIR (only --concurrency and --api-base may change)",
+    )
+    so.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed task lines (counted on stderr) instead of stopping at the first",
+    )
 
     im = sub.add_parser("import", help="convert a benchmark into tasks")
     im.add_argument("format", choices=["humaneval"])
@@ -130,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sf = sub.add_parser("serve-fake", help="an OpenAI-compatible server backed by the fake model")
     sf.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    sf.add_argument("--port", type=_positive(int, 0), default=8000, help="port to listen on (0: any free port)")
+    sf.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
     sf.add_argument("--latency", type=_positive(float, 0.0), default=0.0, help="seconds added to every answer")
     sf.add_argument("--seed", type=int, default=0, help="seed of the fake model")
 
@@ -144,28 +176,121 @@ def build_parser() -> argparse.ArgumentParser:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _read_tasks(path: str) -> list[Any]:
+def _read_input(path: str, what: str) -> bytes:
+    """The bytes of an input file: one clear ``UserError`` line when it is missing, a folder or unreadable."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{what} {p} is a directory, not a file")
+    if not p.exists():
+        raise UserError(f"{what} not found: {p}")
+    try:
+        return p.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {what} {p}: {e.strerror or e}") from None
+
+
+def _decode(data: bytes) -> str:
+    """UTF-8 text, or ValueError('not UTF-8 (byte 0xNN at column C)')."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 (byte 0x{data[e.start]:02x} at column {e.start + 1})") from None
+
+
+def _jsonl_lines(data: bytes) -> list[tuple[int, bytes]]:
+    """(line number, bytes) of each non-blank line; split on bytes so one bad line sinks no other."""
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write
+        data = data[3:]
+    return [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+
+
+@dataclass
+class _TaskLine:
+    """One non-blank line of a tasks file: its task, or why it is not one (``detail``)."""
+
+    line: int
+    task: Any = None
+    task_id: str | None = None
+    detail: str = ""
+
+
+def _scan_tasks(path: str) -> list[_TaskLine]:
+    """Every non-blank line of a tasks file, each parsed on its own (a bad line is kept, with why)."""
     from pydantic import ValidationError
 
     from .types import Task
 
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"tasks file not found: {p}")
-    tasks = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
+    rows = []
+    for n, raw in _jsonl_lines(_read_input(path, "tasks file")):
+        try:
+            text = _decode(raw)
+        except ValueError as e:
+            rows.append(_TaskLine(n, detail=str(e)))
             continue
         try:
-            tasks.append(Task.model_validate_json(line))
+            task = Task.model_validate_json(text)
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err["loc"]) or "line"
-            raise UserError(f"{p}:{n}: not a task: {where}: {err['msg']}") from None
-    ids = [t.task_id for t in tasks]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+            rows.append(_TaskLine(n, task_id=_readable_task_id(text), detail=_not_a_task(e)))
+            continue
+        rows.append(_TaskLine(n, task=task, task_id=task.task_id))
+    return rows
+
+
+def _readable_task_id(text: str) -> str | None:
+    """The ``task_id`` of a line that is not a valid task, when it can be read."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    task_id = value.get("task_id") if isinstance(value, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+def _not_a_task(error: Any) -> str:
+    """Why a line is not a task, in one line, from pydantic's first error."""
+    err = error.errors()[0]
+    msg = " ".join(str(err["msg"]).split())
+    if err["type"] == "json_invalid":
+        return f"not JSON: {msg.removeprefix('Invalid JSON: ')}"
+    where = ".".join(str(x) for x in err["loc"])
+    return f"not a task record: {where}: {msg}" if where else f"not a task record: {msg}"
+
+
+def _skipped(command: str, path: str, bad: list[tuple[int, str]], what: str = "line") -> None:
+    """Say on stderr, in one line, what ``--skip-invalid`` skipped."""
+    n, detail = bad[0]
+    plural = "s" if len(bad) > 1 else ""
+    print(
+        f"spade {command}: skipped {len(bad)} malformed {what}{plural} of {path} (first: line {n}: {detail})",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _read_tasks(path: str, *, skip_invalid: bool = False, command: str = "") -> list[Any]:
+    """The tasks of a JSONL file, for ``evaluate`` and ``solve``.
+
+    Raises:
+        UserError: the file cannot be read; a line is malformed (not UTF-8, not JSON, not a task: named
+            ``FILE:LINE``) and ``skip_invalid`` is off; a ``task_id`` repeats; or every line was skipped.
+    """
+    rows = _scan_tasks(path)
+    bad = [(r.line, r.detail) for r in rows if r.task is None]
+    if bad and not skip_invalid:
+        n, detail = bad[0]
+        raise UserError(f"{path}:{n}: {detail} (--skip-invalid skips malformed lines)")
+    tasks = [r.task for r in rows if r.task is not None]
+    if bad and not tasks:
+        raise UserError(
+            f"{path}: no tasks in the file, nothing to do: all {len(bad)} lines are malformed "
+            f"(line {bad[0][0]}: {bad[0][1]})"
+        )
+    counts = Counter(t.task_id for t in tasks)
+    dupes = sorted(i for i, k in counts.items() if k > 1)
     if dupes:
-        raise UserError(f"{p}: task_id repeated: {', '.join(dupes[:3])}")
+        raise UserError(f"{path}: task_id repeated: {', '.join(dupes[:3])}")
+    if bad:
+        _skipped(command, path, bad)
     return tasks
 
 
@@ -214,10 +339,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
         if args.config:
             raise UserError("--config cannot change a run being resumed; flags like --epochs can")
-        run = RunDir.open_existing(args.resume)
-        stored = run.read_yaml("config.yaml")
-        stored = stored if isinstance(stored, dict) else {}
+        stored = _stored_config(args.resume)  # flags are checked before the lock: a refusal touches nothing
         _check_resume_flags(args, stored, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()])
+        run = RunDir.open_existing(args.resume)
         config = load_resumed_config(run, overrides)
         session = Session(config)
     else:
@@ -235,8 +359,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{config.controller.epochs} epochs x {config.controller.tasks_per_epoch} tasks -> {run.path}"
         )
     started = time.monotonic()
-    with session:
-        metrics = session.run(run, resumed=bool(args.resume), log=log)
+    try:
+        with session:
+            metrics = session.run(run, resumed=bool(args.resume), log=log)
+    except EndpointDown as e:
+        return _endpoint_down("run", e, run.path)
     if args.quiet:
         print(run.path)
         return 0
@@ -261,6 +388,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_ENDPOINT = 3
+"""The model endpoint was unusable: the circuit breaker stopped the run (SPEC's exit codes)."""
+
+
+def _endpoint_down(command: str, error: EndpointDown, path: Path) -> int:
+    print(f"spade {command}: stopped: {error} (continue with: spade {command} --resume {path})", file=sys.stderr)
+    return EXIT_ENDPOINT
+
+
 def _fmt(value: float | None, spec: str) -> str:
     """A number for a table; 'n/a' (right-aligned to the spec's width) when nothing was measured."""
     if value is None:
@@ -271,6 +407,15 @@ def _fmt(value: float | None, spec: str) -> str:
 
 RESUMABLE = {"epochs", "concurrency", "api_base"}
 """Flags a resume may change: how long and how fast the run goes, and where the model is, never what it is."""
+
+
+def _stored_config(path: str) -> dict[str, Any]:
+    from .store import RunDir
+
+    if not Path(path, "config.yaml").is_file():
+        raise UserError(f"{path} is not a run directory (no config.yaml)")
+    stored = RunDir(Path(path)).read_yaml("config.yaml")
+    return stored if isinstance(stored, dict) else {}
 
 
 def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
@@ -310,30 +455,48 @@ def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .session import Session
-    from .store import RunDir
+    from .session import Session, load_resumed_config
+    from .store import TASKS, RunDir
+    from .types import Task
 
-    tasks = _read_tasks(args.tasks)
-    config = load_config(
-        args.config,
-        _overrides(
-            args,
-            {
-                "model": "solver.model",
-                "api_base": "solver.api_base",
-                "max_turns": "solver.max_turns",
-                "samples_per_task": "solver.samples_per_task",
-                "concurrency": "controller.concurrency",
-                "sandbox": "sandbox.backend",
-                "prompts": "prompts_dir",
-                "seed": "seed",
-            },
-        ),
-    )
+    flags = {
+        "model": "solver.model",
+        "api_base": "solver.api_base",
+        "max_turns": "solver.max_turns",
+        "samples_per_task": "solver.samples_per_task",
+        "concurrency": "controller.concurrency",
+        "sandbox": "sandbox.backend",
+        "prompts": "prompts_dir",
+        "seed": "seed",
+    }
+    if args.resume:
+        if args.out and Path(args.out) != Path(args.resume):
+            raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
+        if args.config:
+            raise UserError("--config cannot change a solve being resumed")
+        stored = _stored_config(args.resume)  # flags are checked before the lock: a refusal touches nothing
+        _check_resume_flags(args, stored, list(flags.items()))
+        run = RunDir.open_existing(args.resume)
+        config = load_resumed_config(run, _overrides(args, flags))
+        tasks = [Task.model_validate(r) for r in run.read(TASKS)]
+        if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
+            given = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
+            if [t.task_id for t in given] != [t.task_id for t in tasks]:
+                raise UserError(f"{args.tasks} holds other tasks than {run.path / TASKS}: resume solves the run's own")
+    else:
+        if not args.tasks or not args.model:
+            raise UserError("solve needs TASKS and --model (or --resume DIR)")
+        tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
+        config = load_config(args.config, _overrides(args, flags))
+        run = None
     with Session(config, need_generator=False) as session:
-        resumed = bool(args.out) and Path(args.out, "trajectories.jsonl").exists()
-        run = RunDir.open_existing(args.out) if resumed else RunDir.create(args.out, config.runs_dir)
-        summary = session.solve(tasks, run, resumed=resumed, log=lambda m: print(m, file=sys.stderr, flush=True))
+        run = run or RunDir.create(args.out, config.runs_dir)  # an existing non-empty --out is refused
+        try:
+            summary = session.solve(
+                tasks, run, resumed=bool(args.resume), log=lambda m: print(m, file=sys.stderr, flush=True)
+            )
+        except EndpointDown as e:
+            return _endpoint_down("solve", e, run.path)
     print(
         f"{summary['trajectories']} trajectories, pass rate {_fmt(summary['pass_rate'], '.0%')} "
         f"(first try {_fmt(summary['first_try_pass_rate'], '.0%')}) -> {run.path}"
@@ -346,12 +509,16 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from .sandbox.runner import run_program
 
     if args.file == "-":
-        source = sys.stdin.read()
+        where, data = "<stdin>", sys.stdin.buffer.read()
     else:
-        p = Path(args.file)
-        if not p.is_file():
-            raise UserError(f"file not found: {p}")
-        source = p.read_text(encoding="utf-8", errors="replace")
+        where, data = args.file, _read_input(args.file, "file")
+    try:
+        source = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(
+            f"{where}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x}); spade exec runs UTF-8 source"
+        ) from None
     sandbox = _sandbox(args.sandbox)
     try:
         result = run_program(sandbox, source, Limits(timeout_s=args.timeout, memory_mb=args.memory_mb))
@@ -369,57 +536,116 @@ def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
         yield from pool.map(fn, items)
 
 
+def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
+    """``verify``'s row for a line that is not a task (SPEC: reason ``malformed``, its own row)."""
+    return {
+        "task_id": entry.task_id,
+        "line": entry.line,
+        "valid": False,
+        "reason": "malformed",
+        "detail": entry.detail,
+        "status": None,
+        "tests_passed": 0,
+        "tests_total": 0,
+    }
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
     from .judge import load_settings
     from .validation import Validator
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
-    tasks = _read_tasks(args.tasks)
-    if not tasks:
+    entries = _scan_tasks(args.tasks)
+    if not entries:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to verify")
-    sandbox = _sandbox(settings.backend)
-    validator = Validator(sandbox, settings.limits, settings.test_timeout_s)
+    first_line: dict[str, int] = {}
+    for entry in entries:  # each task is judged alone; a repeated id is a malformed line, not a second task
+        if entry.task is None:
+            continue
+        task_id = entry.task.task_id
+        if task_id in first_line:
+            entry.task, entry.detail = None, f"task_id repeated (first on line {first_line[task_id]})"
+        else:
+            first_line[task_id] = entry.line
+    tasks = [e.task for e in entries if e.task is not None]
     valid = 0
     reasons: dict[str, int] = {}
+    sandbox = _sandbox(settings.backend) if tasks else None  # no sandbox when every line is malformed
     try:
-        for report in _run_concurrently(validator.validate, tasks, args.concurrency):
-            print(json.dumps(report.row()), flush=True)
-            valid += report.valid
-            if report.reason:
-                reasons[report.reason] = reasons.get(report.reason, 0) + 1
+        reports: Iterator[Any] = iter(())
+        if sandbox is not None:
+            validator = Validator(sandbox, settings.limits, settings.test_timeout_s)
+            reports = _run_concurrently(validator.validate, tasks, args.concurrency)
+        for entry in entries:
+            if entry.task is None:
+                row = _malformed_row(entry)
+            else:
+                report = next(reports)
+                row = {"task_id": report.task_id, "line": entry.line, **report.row()}
+                valid += report.valid
+            print(json.dumps(row), flush=True)
+            if row["reason"]:
+                reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
     finally:
-        sandbox.close()
+        if sandbox is not None:
+            sandbox.close()
     print(
-        f"verified {len(tasks)} tasks: {valid} valid, {len(tasks) - valid} invalid {reasons or ''}".rstrip(),
+        f"verified {len(entries)} tasks: {valid} valid, {len(entries) - valid} invalid {reasons or ''}".rstrip(),
         file=sys.stderr,
     )
     return 0
 
 
-def _read_samples(path: str, tasks: dict[str, Any]) -> list[tuple[Any, str]]:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"samples file not found: {p}")
+def _read_samples(path: str, tasks: dict[str, Any], *, skip_invalid: bool = False) -> list[tuple[Any, str]]:
+    """(task, code) of each sample line: ``{"task_id", "code"}``, or ``{"task_id", "completion"}``
+    appended to the task's ``meta.prompt`` (HumanEval's way).
+
+    Raises:
+        UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
+            unknown ``task_id``, neither ``code`` nor ``completion``), named ``FILE:LINE``, and
+            ``skip_invalid`` is off.
+    """
     samples = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    bad: list[tuple[int, str]] = []
+    for n, raw in _jsonl_lines(_read_input(path, "samples file")):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{p}:{n}: not JSON: {e.msg}") from None
-        task = tasks.get(str(row.get("task_id"))) if isinstance(row, dict) else None
-        if task is None:
-            raise UserError(f"{p}:{n}: unknown task_id {row.get('task_id') if isinstance(row, dict) else row!r}")
-        if isinstance(row.get("code"), str):
-            code = row["code"]
-        elif isinstance(row.get("completion"), str):
-            code = str(task.meta.get("prompt", "")) + row["completion"]
-        else:
-            raise UserError(f'{p}:{n}: a sample needs "completion" or "code"')
-        samples.append((task, code))
+            samples.append(_sample(_decode(raw), tasks))
+        except ValueError as e:
+            if not skip_invalid:
+                raise UserError(f"{path}:{n}: {e} (--skip-invalid skips malformed lines)") from None
+            bad.append((n, str(e)))
+    if bad and not samples:
+        raise UserError(
+            f"{path}: no samples in the file, nothing to judge: all {len(bad)} lines are malformed "
+            f"(line {bad[0][0]}: {bad[0][1]})"
+        )
+    if bad:
+        _skipped("evaluate", path, bad, "sample line")
     return samples
+
+
+def _sample(text: str, tasks: dict[str, Any]) -> tuple[Any, str]:
+    """One sample line as (task, code); ValueError says why it is not one."""
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: {e.msg} (column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("not JSON: nested too deeply") from None
+    if not isinstance(row, dict):
+        raise ValueError(f'not a sample: expected a JSON object with "task_id", got {type(row).__name__}')
+    task_id = row.get("task_id")
+    readable = isinstance(task_id, (str, int)) and not isinstance(task_id, bool)
+    task = tasks.get(str(task_id)) if readable else None
+    if task is None:
+        shown = repr(row.get("task_id"))
+        raise ValueError(f"unknown task_id {shown[:80]}" if "task_id" in row else 'not a sample: no "task_id"')
+    if isinstance(row.get("code"), str):
+        return task, row["code"]
+    if isinstance(row.get("completion"), str):
+        return task, str(task.meta.get("prompt", "")) + row["completion"]
+    raise ValueError('not a sample: it needs "completion" or "code" (a string)')
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -427,11 +653,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .judge import Judge, final_status, load_settings
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
-    tasks = _read_tasks(args.tasks)
+    tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
     if not tasks:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to judge")
     by_id = {t.task_id: t for t in tasks}
-    samples = _read_samples(args.samples, by_id) if args.samples else [(t, t.reference_code) for t in tasks]
+    samples = (
+        _read_samples(args.samples, by_id, skip_invalid=args.skip_invalid)
+        if args.samples
+        else [(t, t.reference_code) for t in tasks]
+    )
     if not samples:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
     sandbox = _sandbox(settings.backend)
@@ -473,12 +703,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    import contextlib
+
     from .importers import import_humaneval
 
-    tasks = import_humaneval(args.file)
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks), encoding="utf-8")
+    if out.is_dir():
+        raise UserError(f"-o {out} is a directory: name the tasks file to write")
+    tasks = import_humaneval(args.file)
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:  # a temporary file, then a rename: a failed write leaves any existing output as it was
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks), encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
     print(f"imported {len(tasks)} tasks -> {out}", file=sys.stderr)
     return 0
 
@@ -499,7 +740,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
         for line in problems:
             print(line, file=sys.stderr)
         print(f"{len(list_templates())} templates checked, {len(problems)} problems", file=sys.stderr)
-        return 1 if problems else 0
+        return EXIT_USER if problems else 0
     prompts = Prompts(args.prompts)
     if args.action == "list":
         for name in list_templates():
@@ -509,10 +750,16 @@ def cmd_prompts(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         raise UserError("prompts show needs a template name (see spade prompts list)")
-    path = prompts.source_path(args.name)
-    if not path.is_file():
+    if args.name not in list_templates():
         raise UserError(f"no template named {args.name} (see spade prompts list)")
-    sys.stdout.write(path.read_text())
+    path = prompts.source_path(args.name)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    sys.stdout.write(text)
     return 0
 
 
@@ -551,14 +798,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER if isinstance(e, UserError) else EXIT_INTERNAL
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        if args.debug:
+            raise
+        why = _USER_OS_ERRORS.get(e.errno or 0)
+        if why is None:
+            return _internal_error(args.command, e)
+        where = f" {e.filename}" if e.filename else ""
+        print(f"spade {args.command}: error:{where}: {e.strerror or why}", file=sys.stderr)
+        return EXIT_USER
     except Exception as e:
         if args.debug:
             raise
-        print(
-            f"spade {args.command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        return _internal_error(args.command, e)
+
+
+_USER_OS_ERRORS = {
+    errno.ENOENT: "no such file or directory",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "not a directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "read-only file system",
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large",
+    errno.EMFILE: "too many open files",
+    errno.ENFILE: "too many open files",
+    errno.EADDRINUSE: "address already in use",
+    errno.EADDRNOTAVAIL: "address not available",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.ELOOP: "too many symbolic links",
+}
+"""OS errors a user can fix (a path, a permission, free space, a port): one line and exit 2, not a bug."""
+
+
+def _internal_error(command: str, e: BaseException) -> int:
+    print(
+        f"spade {command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

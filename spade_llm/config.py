@@ -80,6 +80,11 @@ class LLMConfig(_Section):
     """How ``openai/<name>`` with an ``api_base`` (an OpenAI-compatible server) is reached: ``auto`` and
     ``http`` use the built-in HTTP client (starts seconds faster: no litellm import), ``litellm`` goes
     through litellm like every other provider. ``http`` with any other model is an error."""
+    breaker_s: float = Field(default=30.0, gt=0)
+    """Circuit breaker: once an endpoint has failed every request for this long (after each request's
+    own retries, all requests in flight counted together), the run stops with exit code 3 and
+    ``--resume`` finishes it later; until then failed requests wait and try again, so an outage is
+    never recorded as the model's failure. A refused key or an unknown model stops the run at once."""
     cache_dir: str | None = None
     """Folder of the on-disk response cache (off when unset): a re-run with the same prompts, parameters
     and seeds is answered from it at no cost."""
@@ -225,8 +230,11 @@ def _read_yaml(text: str, origin: str) -> dict[str, Any]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise UserError(f"{origin}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+        where = f"{origin}:{mark.line + 1}" if mark is not None else origin
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())  # one line
+        raise UserError(f"{where}: not valid YAML: {problem}") from None
+    except RecursionError:
+        raise UserError(f"{origin}: not valid YAML: nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -246,6 +254,24 @@ def _describe(err: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
+def _read_config_text(p: Path) -> str:
+    """The text of a config file; a one-line ``UserError`` when it is missing, a folder, unreadable or
+    not UTF-8 (naming the line of the first bad byte)."""
+    if p.is_dir():
+        raise UserError(f"config file {p} is a directory, not a file")
+    if not p.exists():
+        raise UserError(f"config file not found: {p}")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read config file {p}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(f"{p}:{line}: config file is not UTF-8 text (byte 0x{data[e.start]:02x})") from None
+
+
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Default config, then the YAML file at ``path``, then ``overrides`` (nested dict).
 
@@ -256,9 +282,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     origin = "default.yaml"
     if path is not None:
         p = Path(path)
-        if not p.is_file():
-            raise UserError(f"config file not found: {p}")
-        data = deep_merge(data, _read_yaml(p.read_text(), str(p)))
+        data = deep_merge(data, _read_yaml(_read_config_text(p), str(p)))
         origin = str(p)
     if overrides:
         data = deep_merge(data, overrides)

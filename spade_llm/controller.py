@@ -441,7 +441,7 @@ class Controller:
         )
         return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row)})
 
-    def write_summary(self, *, done: bool) -> None:
+    def write_summary(self, *, done: bool, stopped_because: str | None = None) -> None:
         trajs = self.state.trajectories
         statuses = Counter(t.final_status for t in trajs)
         solver_usage = sum((t.usage for t in trajs), TokenUsage())
@@ -449,6 +449,7 @@ class Controller:
         costs = [r["cost"] for r in rows if r.get("cost") is not None]
         summary: dict[str, Any] = {
             "complete": done,
+            **({"stopped_because": stopped_because} if stopped_because else {}),
             "epochs": len(self.state.metrics),
             "tasks_accepted": len(self.state.tasks),
             "tasks_rejected": len(self.state.rejected),

@@ -9,7 +9,8 @@ Exceptions are for the framework's own trouble, and tell apart whose fault it is
     │   └── HookError          a user's on_epoch_end hook raised (hooks.py)
     ├── ModelError             the model misbehaved: unparsable or invalid answer, refusal
     │   └── LLMCallError       the endpoint failed for good (after retries)
-    └── SandboxUnavailable     the sandbox backend cannot run anything on this machine
+    ├── SandboxUnavailable     the sandbox backend cannot run anything on this machine
+    └── EndpointDown           a model endpoint stayed unusable: the run stops (exit 3), resumable
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ class ModelError(SpadeError):
 class LLMCallError(ModelError):
     """The endpoint could not produce an answer, after retries.
 
-    ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_response, client_error.
+    ``kind`` is one of: rate_limit, server_error, timeout, connection (dropped), unreachable
+    (refused, no such host), auth (401/403, missing key), not_found (404: model or URL),
+    bad_response, client_error (other 4xx: this request is wrong).
     """
 
     def __init__(self, message: str, kind: str = "bad_response") -> None:
@@ -44,3 +47,12 @@ class LLMCallError(ModelError):
 
 class SandboxUnavailable(SpadeError):
     """The sandbox backend cannot run programs here (missing binary, probe failed, broken)."""
+
+
+class EndpointDown(SpadeError):
+    """A model endpoint was unusable for longer than the circuit breaker allows (or refused our
+    credentials): the run stops with ``complete: false``; ``--resume`` finishes it later."""
+
+    def __init__(self, message: str, endpoint: str = "") -> None:
+        super().__init__(message)
+        self.endpoint = endpoint

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +43,15 @@ _REFUSAL = re.compile(
     r"^\s*(i('| a)m sorry|i can(no|')t|i cannot|i won'?t|i am unable|i'm unable|as an ai|sorry,? (but )?i)", re.I
 )
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
+_JSON_START = re.compile(r"(?=\{\s*[\"}]|\[\s*[-\[\]{\"0-9tfnNI])")
+"""Where a JSON object or array may begin: ``{`` then a key or ``}``, ``[`` then a value or ``]``.
+Prose such as ``{x}`` or ``[note]`` is skipped without a decode attempt."""
+
+MAX_ANSWER_CHARS = 1_000_000
+"""Longest answer ``extract_json`` reads; a longer one is rejected as ``too_long``."""
+MAX_DECODE_ATTEMPTS = 64
+"""Most places one answer is tried as JSON (each attempt may read to the end of the answer, so
+this keeps adversarial text such as a megabyte of ``[1,`` linear)."""
 
 
 class BadAnswer(Exception):
@@ -53,23 +63,34 @@ class BadAnswer(Exception):
         self.detail = detail
 
 
+def _json_candidates(text: str) -> Iterator[str]:
+    """The fenced blocks of an answer, then the whole answer."""
+    for m in _FENCE.finditer(text):
+        yield m.group(1)
+    yield text
+
+
 def extract_json(text: str, finish_reason: str = "stop") -> Any:
     """The first JSON object or array in a model's answer.
 
     Survives code fences, prose before and after, and trailing text. Raises ``BadAnswer`` with
-    reason ``empty``, ``refusal``, ``truncated`` or ``bad_json``.
+    reason ``empty``, ``too_long`` (over ``MAX_ANSWER_CHARS``), ``refusal``, ``truncated`` or
+    ``bad_json``. Linear in the answer's length: at most ``MAX_DECODE_ATTEMPTS`` starts are tried.
     """
+    if len(text) > MAX_ANSWER_CHARS:
+        raise BadAnswer("too_long", f"the answer has {len(text)} characters, more than the {MAX_ANSWER_CHARS} read")
     if not text.strip():
         raise BadAnswer("empty", "the answer was empty")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
-    for chunk in candidates:
-        for start, ch in enumerate(chunk):
-            if ch not in "{[":
-                continue
+    attempts = 0
+    for chunk in _json_candidates(text):
+        for m in _JSON_START.finditer(chunk):
+            if attempts >= MAX_DECODE_ATTEMPTS:
+                break
+            attempts += 1
             try:
-                value, _ = decoder.raw_decode(chunk, start)
-            except json.JSONDecodeError:
+                value, _ = decoder.raw_decode(chunk, m.start())
+            except (ValueError, RecursionError):  # JSONDecodeError, or nesting too deep to decode
                 continue
             if isinstance(value, (dict, list)):
                 return value
@@ -77,7 +98,8 @@ def extract_json(text: str, finish_reason: str = "stop") -> Any:
         raise BadAnswer("truncated", "the answer was cut off (max_tokens reached) before the JSON ended")
     if _REFUSAL.search(text):
         raise BadAnswer("refusal", f"the model refused: {text.strip()[:120]!r}")
-    raise BadAnswer("bad_json", f"no JSON object found in the answer: {text.strip()[:120]!r}")
+    more = f" (gave up after {attempts} tries)" if attempts >= MAX_DECODE_ATTEMPTS else ""
+    raise BadAnswer("bad_json", f"no JSON object found in the answer{more}: {text.strip()[:120]!r}")
 
 
 def _task_items(value: Any) -> list[Any]:

@@ -474,8 +474,15 @@ class FakeServer:
         await writer.drain()
 
 
+class _CannotListen(Exception):
+    """The server could not bind its address (carries the one-line reason)."""
+
+
 async def _serve_until_stopped(server: FakeServer) -> None:
-    await server.start()
+    try:
+        await server.start()
+    except (OSError, OverflowError, ValueError) as e:  # in use, not permitted, no such host; bad port or name
+        raise _CannotListen(getattr(e, "strerror", None) or str(e)) from None
     print(
         f"spade serve-fake: listening on {server.url} (latency {server.latency:g}s, seed {server.seed}); "
         "Ctrl-C to stop",
@@ -503,12 +510,14 @@ def serve(host: str, port: int, latency: float, seed: int = 0) -> None:
     """
     from .errors import UserError
 
-    if latency < 0:
-        raise UserError(f"--latency must be >= 0, got {latency}")
+    if not latency >= 0 or latency == float("inf"):
+        raise UserError(f"--latency must be a finite number >= 0, got {latency}")
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be 0 (any free port) to 65535, got {port}")
     server = FakeServer(host, port, latency, seed)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
             asyncio.run(_serve_until_stopped(server))
-    except OSError as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    except _CannotListen as e:
+        raise UserError(f"cannot listen on {host}:{port}: {e}") from None
     print("spade serve-fake: stopped", file=sys.stderr, flush=True)

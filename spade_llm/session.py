@@ -15,13 +15,15 @@ from importlib import metadata
 from typing import Any
 
 from .checking import CodeChecker
-from .config import RunConfig, config_from_dict, deep_merge
+from .config import RoleConfig, RunConfig, config_from_dict, deep_merge
 from .controller import Controller, LimitedLLM
-from .errors import UserError
+from .errors import EndpointDown, UserError
 from .evaluator import first_try_pass_rate, mean_turns, pass_rate, task_stats
 from .executors import LocalExecutor
 from .generator import LLMGenerator
 from .hooks import load_hooks
+from .llm.base import LLM
+from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
 from .sandbox.registry import get_sandbox
@@ -72,6 +74,13 @@ def load_resumed_config(run: RunDir, overrides: dict[str, Any]) -> RunConfig:
     return config_from_dict(deep_merge(data, overrides), str(run.path / "config.yaml"))
 
 
+def guarded(llm: LLM, role: RoleConfig, window_s: float) -> LLM:
+    """``llm`` behind a circuit breaker named after its endpoint (see ``llm/breaker.py``)."""
+    base = role.api_base[0] if isinstance(role.api_base, list) else role.api_base
+    endpoint = f"{role.model} at {scrub_secrets(base)}" if base else role.model
+    return GuardedLLM(llm, CircuitBreaker(endpoint, window_s))
+
+
 class Session:
     """Everything a run needs, checked before anything is written.
 
@@ -88,11 +97,19 @@ class Session:
         self.stats = LLMStats()
         inflight = config.controller.concurrency
         self.gen_llm = (
-            get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
+            guarded(
+                get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight),
+                config.generator,
+                config.llm.breaker_s,
+            )
             if need_generator
             else None
         )
-        self.sol_llm = get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight)
+        self.sol_llm = guarded(
+            get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight),
+            config.solver,
+            config.llm.breaker_s,
+        )
         self.hooks = load_hooks(config.hooks.on_epoch_end)  # a typo fails before a run directory exists
         self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
 
@@ -167,6 +184,9 @@ class Session:
             controller = Controller(c, run, generator, executor, checker, self.stats, hooks=self.hooks, log=log)
             try:
                 return await controller.run_all()
+            except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
+                controller.write_summary(done=False, stopped_because=str(e))
+                raise
             finally:
                 for llm in (gen_llm, self.sol_llm):
                     await aclose_llm(llm)
@@ -221,10 +241,15 @@ class Session:
             finally:
                 await aclose_llm(self.sol_llm)
 
-        asyncio.run(main())
+        stopped: str | None = None
+        try:
+            asyncio.run(main())
+        except EndpointDown as e:
+            stopped = str(e)
         trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
         summary = {
-            "complete": True,
+            "complete": stopped is None,
+            **({"stopped_because": stopped} if stopped else {}),
             "tasks": len(tasks),
             "trajectories": len(trajs),
             "samples_per_task": k,
@@ -234,6 +259,8 @@ class Session:
             "llm": self.stats.summary(),
         }
         run.write_json("summary.json", summary)
+        if stopped is not None:
+            raise EndpointDown(stopped)
         return summary
 
 

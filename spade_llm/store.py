@@ -7,7 +7,10 @@ read the files while a run goes on, and a killed run leaves at most one partial 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
+import fcntl
 import json
 import os
 import re
@@ -29,6 +32,8 @@ PLANS = "plans.jsonl"
 PROPOSALS = "proposals.jsonl"
 """One row per generator request: its candidates as parsed, its failure, its token usage. A resumed
 epoch rebuilds answered requests from here instead of asking the model again."""
+LOCK_FILE = ".lock"
+"""Held (``flock``) by the one process writing the run directory; it holds that process's pid."""
 JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS, TASK_STATS, PLANS, PROPOSALS)
 
 
@@ -43,16 +48,48 @@ def _dumps(record: dict[str, Any]) -> str:
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; a partial last line (a killed writer) is skipped."""
+    """Records of a JSONL file; a partial last line (a killed writer) is skipped.
+
+    Raises:
+        UserError: the file cannot be read, or a whole line is not a JSON record (a damaged run
+            directory), naming the file and line.
+    """
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                return
-            line = line.strip()
-            if line:
-                yield json.loads(line)
+    try:
+        with path.open("rb") as f:
+            for n, raw in enumerate(f, 1):
+                if not raw.endswith(b"\n"):
+                    return
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw.decode("utf-8"))
+                except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deep
+                    why = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
+                    raise UserError(f"{path}:{n}: damaged record ({why}); repair or remove that line") from None
+                if not isinstance(record, dict):
+                    raise UserError(f"{path}:{n}: damaged record (not a JSON object); repair or remove that line")
+                yield record
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+WRITE_ERRORS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EIO: "input/output error",
+    errno.ENOENT: "the run directory was removed",
+    errno.ENOTDIR: "the run directory was replaced",
+    errno.EMFILE: "too many open files",
+    errno.ENFILE: "too many open files",
+}
+"""Errors writing a run directory that the user can fix (free space, permissions, limits): they end the
+command with one line and exit 2; anything else is a bug and propagates."""
 
 
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
@@ -75,6 +112,45 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lock_fd: int | None = None
+
+    # -- one writer ----------------------------------------------------------------------------
+
+    def lock(self) -> None:
+        """Become the directory's only writer: an exclusive ``flock`` on ``.lock``, holding our pid.
+
+        The lock dies with its holder (the kernel drops it with the last descriptor; the descriptor
+        is close-on-exec, so no sandbox process keeps it), so a resume right after a SIGKILL works.
+
+        Raises:
+            UserError: another process holds it (its pid is named).
+        """
+        if self._lock_fd is not None:
+            return
+        lock_path = self.path / LOCK_FILE
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise UserError(f"cannot lock run directory {self.path}: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(
+                f"{self.path} is in use by another spade process (pid {holder}); wait for it to end or stop it"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __del__(self) -> None:
+        self.unlock()
 
     # -- creating and reopening -------------------------------------------------------------
 
@@ -96,7 +172,9 @@ class RunDir:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise UserError(f"cannot create run directory {path}: {e.strerror}") from None
-        return cls(path)
+        run = cls(path)
+        run.lock()
+        return run
 
     @classmethod
     def open_existing(cls, path: str | Path) -> RunDir:
@@ -105,6 +183,7 @@ class RunDir:
         if not (p / "config.yaml").is_file():
             raise UserError(f"{p} is not a run directory (no config.yaml)")
         run = cls(p)
+        run.lock()  # before repairing anything: a live writer's last line may be half-written
         for name in JOURNALS:
             run._cut_partial_line(p / name)
         return run
@@ -128,14 +207,18 @@ class RunDir:
         text = "".join(_dumps(r) + "\n" for r in records)
         if not text:
             return
-        fd = os.open(self.path / journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(text.encode("utf-8"))
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-        finally:
-            os.close(fd)
+            fd = os.open(self.path / journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(text.encode("utf-8"))
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self._raise_write_error(journal, e)
+            raise
 
     def write_json(self, name: str, data: Any) -> None:
         """Replace a JSON file atomically (write a temporary file, then rename)."""
@@ -146,8 +229,35 @@ class RunDir:
 
     def _replace(self, name: str, text: str) -> None:
         tmp = self.path / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.path / name)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.path / name)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            self._raise_write_error(name, e)
+            raise
+
+    def _raise_write_error(self, name: str, e: OSError) -> None:
+        """Raise a one-line ``UserError`` for a write the user can fix (``WRITE_ERRORS``); else return.
+
+        A failed append leaves at most a partial last line, which ``open_existing`` cuts off, and a
+        failed replace leaves the previous file: the run can be continued once the cause is fixed.
+        """
+        why = WRITE_ERRORS.get(e.errno or 0)
+        if why is None:
+            return
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            fix = "free some space"
+        elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            fix = "fix the permissions"
+        else:
+            fix = "fix that"
+        if (self.path / "config.yaml").is_file():
+            then = f"what was written is kept: {fix}, then continue with --resume {self.path}"
+        else:
+            then = f"nothing was run yet: {fix} and start again"
+        raise UserError(f"cannot write {self.path / name}: {e.strerror or why}; {then}") from None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -163,6 +273,6 @@ class RunDir:
 
     def read_yaml(self, name: str) -> Any:
         try:
-            return yaml.safe_load((self.path / name).read_text())
-        except (OSError, yaml.YAMLError) as e:
+            return yaml.safe_load((self.path / name).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as e:
             raise UserError(f"cannot read {self.path / name}: {e}") from None

@@ -328,3 +328,33 @@ def test_fake_default_settles_in_the_band_and_the_extremes_move(tmp_path):
     assert strong[-1]["next_difficulty"] - strong[0]["difficulty"] >= 0.3
     weak = metrics("weak-solver", 10, 8)
     assert weak[0]["difficulty"] - weak[-1]["next_difficulty"] >= 0.1
+
+
+@pytest.mark.e2e
+def test_solve_refuses_an_existing_out_and_resumes_only_as_it_was_started(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    run_dir = tmp_path / "src"
+    assert (
+        spade(
+            "run", "--epochs", "1", "--seed", "2", "--sandbox", "subprocess", "--out", str(run_dir), "--quiet"
+        ).returncode
+        == 0
+    )
+    tasks.write_text((run_dir / "tasks.jsonl").read_text())
+    out = tmp_path / "solved"
+    args = ("--model", "fake/default", "--samples-per-task", "2", "--sandbox", "subprocess")
+    assert spade("solve", str(tasks), *args, "--out", str(out)).returncode == 0
+    before = (out / "trajectories.jsonl").read_text()
+    again = spade("solve", str(tasks), "--model", "fake/strong-solver", "--out", str(out))
+    assert again.returncode == 2 and "not empty" in again.stderr
+    other = spade("solve", "--resume", str(out), "--model", "fake/strong-solver")
+    assert other.returncode == 2 and "--model cannot change" in other.stderr
+    assert (out / "trajectories.jsonl").read_text() == before  # nothing mixed in
+    # a kill lost the last two episodes and half a line: resume finishes exactly those
+    lines = before.splitlines(keepends=True)
+    (out / "trajectories.jsonl").write_text("".join(lines[:-2]) + lines[-2][:40])
+    resumed = spade("solve", "--resume", str(out), "--concurrency", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    key = lambda text: sorted(json.loads(x)["trajectory_id"] for x in text.splitlines())  # noqa: E731
+    assert key((out / "trajectories.jsonl").read_text()) == key(before)
+    assert len(rows(out / "task_stats.jsonl")) == len(rows(tasks))

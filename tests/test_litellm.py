@@ -85,16 +85,18 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
     assert stats.summary()["failures"] == 1
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-async def test_no_retry_on_client_errors(waits: list[float], status: int, openai_error: Reply) -> None:
+@pytest.mark.parametrize(
+    ("status", "kind"), [(400, "client_error"), (401, "auth"), (403, "auth"), (404, "not_found"), (422, "client_error")]
+)
+async def test_no_retry_on_client_errors(waits: list[float], status: int, kind: str, openai_error: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=openai_error(status, "bad request"))
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
-    assert info.value.kind == "client_error"
+    assert info.value.kind == kind
     assert route.call_count == 1 and waits == []
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"client_error": 1}}
+    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {kind: 1}}
 
 
 async def test_html_error_page_is_retried(waits: list[float], openai_response: Reply) -> None:
@@ -210,19 +212,23 @@ async def test_hung_endpoint_is_cut_by_the_request_timeout(
     assert stats.summary()["by_kind"] == {"timeout": 2}
 
 
-async def test_connection_errors_are_retried(waits: list[float], openai_response: Reply) -> None:
+async def test_dropped_connections_are_retried_refused_ones_are_not(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
-                httpx.ConnectError("refused"),
                 httpx.RemoteProtocolError("Server disconnected without a response"),
                 openai_response("up"),
             ]
         )
         response = await llm.complete(request())
     assert response.text == "up"
-    assert stats.summary()["by_kind"] == {"connection": 2}
+    assert stats.summary()["by_kind"] == {"connection": 1}
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(LLMCallError) as info:
+            await llm.complete(request())
+    assert info.value.kind == "unreachable"  # the run's circuit breaker waits for the endpoint, not this request
 
 
 async def test_request_body_and_usage(waits: list[float], openai_response: Reply) -> None:

@@ -289,12 +289,11 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(
     assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"timeout": 2}}
 
 
-async def test_dropped_and_refused_connections_are_retried(waits: list[float], openai_response: Reply) -> None:
+async def test_dropped_connections_are_retried(waits: list[float], openai_response: Reply) -> None:
     llm, stats = make(max_retries=4)
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
-                httpx.ConnectError("refused"),
                 httpx.RemoteProtocolError("Server disconnected without sending a response."),
                 httpx.ReadError("connection reset by peer"),
                 ConnectionResetError("reset"),
@@ -303,7 +302,19 @@ async def test_dropped_and_refused_connections_are_retried(waits: list[float], o
         )
         response = await llm.complete(request())
     assert response.text == "up"
-    assert stats.summary() == {"requests": 5, "retries": 4, "failures": 0, "by_kind": {"connection": 4}}
+    assert stats.summary() == {"requests": 4, "retries": 3, "failures": 0, "by_kind": {"connection": 3}}
+
+
+async def test_a_refused_connection_is_not_retried_here(waits: list[float]) -> None:
+    """Nobody listens: the request fails at once as ``unreachable``; the run's circuit breaker
+    (llm/breaker.py) decides how long to wait for the endpoint, not each request's retries."""
+    llm, stats = make(max_retries=4)
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(LLMCallError) as info:
+            await llm.complete(request())
+    assert info.value.kind == "unreachable" and waits == []
+    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
 
 
 async def test_connection_failures_for_good_name_the_cause(waits: list[float]) -> None:
@@ -316,8 +327,19 @@ async def test_connection_failures_for_good_name_the_cause(waits: list[float]) -
     assert "after 2 attempts" in str(info.value) and "disconnected" in str(info.value)
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422, 301])
-async def test_no_retry_on_client_errors(waits: list[float], status: int, openai_error: Reply) -> None:
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, "client_error"),
+        (401, "auth"),
+        (403, "auth"),
+        (404, "not_found"),
+        (413, "client_error"),
+        (422, "client_error"),
+        (301, "client_error"),
+    ],
+)
+async def test_no_retry_on_client_errors(waits: list[float], status: int, kind: str, openai_error: Reply) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(
@@ -325,11 +347,11 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int, openai
         )
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
-    assert info.value.kind == "client_error"
+    assert info.value.kind == kind
     assert f"HTTP {status}" in str(info.value) and "bad request" in str(info.value)
     assert "after" not in str(info.value)
     assert route.call_count == 1 and waits == []
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"client_error": 1}}
+    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {kind: 1}}
 
 
 async def test_api_key_never_in_error_messages(
@@ -343,7 +365,7 @@ async def test_api_key_never_in_error_messages(
     with respx.mock() as mock:
         mock.post(URL).mock(
             side_effect=[
-                openai_error(401, echo),  # client error, raised at once
+                openai_error(401, echo),  # refused key, raised at once
                 openai_error(500, echo),
                 openai_error(500, echo),  # server error, logged on retry then raised
                 httpx.Response(200, text=f"<html>{echo}</html>"),  # unusable body
@@ -357,7 +379,7 @@ async def test_api_key_never_in_error_messages(
             assert info.value.__cause__ is None and info.value.__suppress_context__
             messages.append(str(info.value))
     assert [m.split(": ")[1] for m in messages] == [
-        "client_error",
+        "auth",
         "server_error after 2 attempts",
         "bad_response after 2 attempts",
     ]
@@ -401,12 +423,12 @@ def test_classify() -> None:
     headers = httpx.Headers()
     assert classify(StatusError(429, "x", headers)) == "rate_limit"
     assert classify(StatusError(503, "x", headers)) == "server_error"
-    assert classify(StatusError(404, "x", headers)) == "client_error"
+    assert classify(StatusError(404, "x", headers)) == "not_found"
     assert classify(StatusError(408, "x", headers)) == "timeout"
     assert classify(TimeoutError()) == "timeout"
     assert classify(httpx.WriteTimeout("x")) == "timeout"
     assert classify(httpx.WriteError("x")) == "connection"
-    assert classify(ConnectionRefusedError()) == "connection"
+    assert classify(ConnectionRefusedError()) == "unreachable"
     assert classify(httpx.UnsupportedProtocol("ftp")) == "client_error"
     assert classify(LLMCallError("x", kind="rate_limit")) == "rate_limit"
     assert classify(ValueError("odd")) == "bad_response"
@@ -491,8 +513,8 @@ async def test_refused_connection_on_a_real_socket(waits: list[float]) -> None:
             await llm.complete(ask("x"))
     finally:
         await llm.aclose()
-    assert info.value.kind == "connection" and "ConnectError" in str(info.value)
-    assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"connection": 2}}
+    assert info.value.kind == "unreachable" and "ConnectError" in str(info.value)
+    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -13,6 +14,10 @@ def test_append_whole_lines_and_cut_partial_on_resume(tmp_path):
     with open(tmp_path / "r" / TASKS, "a") as f:
         f.write('{"a": 3, "tru')  # a kill in the middle of a line
     assert [r["a"] for r in read_jsonl(tmp_path / "r" / TASKS)] == [1, 2]
+    with pytest.raises(UserError, match=f"in use by another spade process \\(pid {os.getpid()}\\)"):
+        RunDir.open_existing(tmp_path / "r")  # one writer: the first still holds the directory
+    assert (tmp_path / "r" / TASKS).read_text().endswith('"tru')  # and nothing was repaired under it
+    run.unlock()
     again = RunDir.open_existing(tmp_path / "r")
     again.append(TASKS, [{"a": 4}])
     lines = (tmp_path / "r" / TASKS).read_text().splitlines()

@@ -13,19 +13,43 @@ if TYPE_CHECKING:
     from ..types import ExecutionResult, Task
     from ..validation import ValidationReport, Validator
 
-_CODE_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
+_CODE_LINE = re.compile(r"^[^\S\n]*(def|class|import|from)\s", re.M)
+"""A line that starts code; ``[^\\S\\n]*`` keeps each scan within one line (linear on long text)."""
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language tag, body) of each fenced block: a fence, a tag and the rest of its line, then
+    the body up to the next fence or the end of the text. One pass with ``str.find``, linear."""
+    blocks = []
+    pos = 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            break
+        newline = text.find("\n", start + 3)
+        if newline < 0:
+            break
+        lang = _LANG.match(text, start + 3, newline)
+        end = text.find("```", newline + 1)
+        body = text[newline + 1 :] if end < 0 else text[newline + 1 : end]
+        blocks.append((lang.group(1).lower() if lang else "", body))
+        if end < 0:
+            break
+        pos = end + 3
+    return blocks
 
 
 def extract_code(text: str) -> str:
     """The code in a model's answer: the last python-tagged fenced block, else the last fenced
     block, else the whole answer when it looks like code, else ''."""
-    blocks = [(lang.lower(), body) for lang, body in _CODE_BLOCK.findall(text)]
+    blocks = _fenced_blocks(text)
     python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
     if python:
         return python[-1].strip("\n") + "\n"
     if blocks:
         return blocks[-1][1].strip("\n") + "\n"
-    if re.search(r"^\s*(def|class|import|from)\s", text, re.M):
+    if _CODE_LINE.search(text):
         return text.strip("\n") + "\n"
     return ""
 

@@ -173,7 +173,9 @@ def profile_for_model(name: str) -> str:
 # Role inference
 # --------------------------------------------------------------------------------------------
 
-_CODE_IN_ANSWER = re.compile(r"```(?:python|py)\b|```[ \t]*\n\s*(?:def|import|from|class)\b|^\s*def \w+\s*\(", re.M)
+_CODE_IN_ANSWER = re.compile(
+    r"```(?:python|py)\b|```[ \t]*\n\s*(?:def|import|from|class)\b|^[^\S\n]*def \w+\s*\(", re.M
+)  # [^\S\n]*: leading blanks within one line, so a megabyte of newlines is scanned once, not once per line
 _DEF_SIGNATURE = re.compile(r"\bdef\s+[A-Za-z_]\w*\s*\(")
 _BACKTICKED_CALL = re.compile(r"`[A-Za-z_]\w*\([^`\n]*\)`")
 
@@ -334,7 +336,8 @@ class FakeLLM:
         messages = request.messages
         first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
         task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")
-        ident = bank.identify(task_prompt) or bank.identify("\n\n".join(m.content for m in messages))
+        whole = "\n\n".join(m.content for m in messages)
+        ident = bank.identify(task_prompt) or (bank.identify(whole) if whole != task_prompt else None)
         answers = [m.content for m in messages if m.role == "assistant"]
         turn = len(answers) + 1
         epoch = int(_number(request.metadata.get("epoch"), None, 0))  # not on the wire: see the docstring
@@ -504,7 +507,7 @@ def _extract_code(text: str) -> str | None:
     blocks = _FENCE.findall(text)
     if blocks:
         return max(blocks, key=len)
-    return text if re.search(r"^\s*def \w+\s*\(", text, re.M) else None
+    return text if re.search(r"^[^\S\n]*def \w+\s*\(", text, re.M) else None
 
 
 def _same_code(a: str, b: str) -> bool:
@@ -543,7 +546,8 @@ def _feedback_clarity(kind: str | None, feedback: str, entry_point: str) -> floa
     failure, 0.0 shows nothing useful (e.g. just "try again")."""
     symptom = _SYMPTOMS.get(kind or "", _VALUE_SYMPTOM)
     if kind == "wrong_name":
-        symptom += rf"|\b{re.escape(entry_point)}\b.*\b(?:undefined|absent)\b"
+        name = rf"\b{re.escape(entry_point)}\b"  # tempered: each scan stops at the name's next mention (linear)
+        symptom += rf"|{name}(?:(?!{name}).)*?\b(?:undefined|absent)\b"
     if kind in (None, "off_by_one", "edge_case", "logic"):
         if re.search(_VALUE_SYMPTOM, feedback, re.I) and re.search(r"[\(\[\d'\"]", feedback):
             return 1.0
@@ -563,9 +567,10 @@ def _parameter_names(params: str) -> str:
 
 def _generic_attempt(text: str) -> str:
     """For a task the bank did not write: define the entry point, return a neutral value."""
-    m = re.search(r"\bdef\s+([A-Za-z_]\w*)\s*\(([^)]*)\)", text)
-    if m:
-        name, params = m.group(1), _parameter_names(m.group(2))
+    m = re.search(r"\bdef\s+([A-Za-z_]\w*)\s*\(", text)
+    close = text.find(")", m.end()) if m else -1  # no ")" after the first "def f(": none after any later one
+    if m and close >= 0:
+        name, params = m.group(1), _parameter_names(text[m.end() : close])
     else:
         m = re.search(r"`([A-Za-z_]\w*)\(([^`\n]*)\)`", text)
         name, params = (m.group(1), _parameter_names(m.group(2))) if m else ("solution", "*args")

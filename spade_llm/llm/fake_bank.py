@@ -701,7 +701,7 @@ def _normalize(text: str) -> str:
 
 def _trigrams(text: str) -> set[tuple[str, ...]]:
     words = re.findall(r"[\w'*+-]+", text)
-    return {tuple(words[i : i + 3]) for i in range(max(0, len(words) - 2))}
+    return set(zip(words, words[1:], words[2:], strict=False))
 
 
 @functools.lru_cache(maxsize=1)
@@ -726,12 +726,38 @@ def entry_point_index() -> dict[str, tuple[str, ...]]:
     return index
 
 
-_EXAMPLE_RE = r"`{ep}\((.*?)\)`\s*(?:returns|should return|gives|->|→|==)\s*`([^`]*)`"
+_EXAMPLE_RE = r"`{ep}\(([^`\n]{{0,2000}}?)\)`\s*(?:returns|should return|gives|->|→|==)\s*`([^`]{{0,2000}})`"
+"""An example in a statement: `` `f(args)` returns `value` ``. Args hold no backtick and both parts are
+short (a statement's examples are), so scanning a long text stays linear."""
+MAX_EXAMPLES = 8
+"""Examples of one entry point read from a text (each is run through a candidate's reference)."""
+EXAMPLE_TIME_LIMIT_S = 0.5
+"""Longest a candidate's reference may take on one example (a text may hold a huge or slow input)."""
+_CALL_TOKEN = re.compile(r"(?<!\w)(\w+)\s*\(")
+"""A word followed by ``(``, matched from the word's first character only, so one long word costs one scan."""
+_NAME_START = re.compile(r"[A-Za-z_]")
+
+
+def _called_names(text: str) -> set[str]:
+    """Every name written as a call (``name(``): what ``[A-Za-z_]\\w*\\s*\\(`` finds, in linear time.
+
+    A word is scanned once from its start; the name is the word from its first ASCII letter or underscore
+    on (``2sum(`` names ``sum``), as the leftmost match of that pattern in the word would be.
+    """
+    names = set()
+    for word in set(_CALL_TOKEN.findall(text)):
+        start = _NAME_START.search(word)
+        if start is not None:
+            names.add(word[start.start() :])
+    return names
 
 
 def _examples(text: str, entry_point: str) -> list[tuple[Args, Any]]:
-    pairs = []
-    for args_text, out_text in re.findall(_EXAMPLE_RE.format(ep=re.escape(entry_point)), text):
+    pairs: list[tuple[Args, Any]] = []
+    for m in re.finditer(_EXAMPLE_RE.format(ep=re.escape(entry_point)), text):
+        if len(pairs) >= MAX_EXAMPLES:
+            break
+        args_text, out_text = m.groups()
         try:
             args = pyast.literal_eval(f"({args_text},)") if args_text.strip() else ()
             pairs.append((tuple(args), pyast.literal_eval(out_text)))
@@ -743,7 +769,7 @@ def _examples(text: str, entry_point: str) -> list[tuple[Args, Any]]:
 def _consistent(variant: Variant, params_index: int, entry_point: str, examples: list[tuple[Args, Any]]) -> bool:
     code = variant.code_for(params_index, entry_point)
     assert code is not None
-    outcomes = run_in_process(code, entry_point, [a for a, _ in examples])
+    outcomes = run_in_process(code, entry_point, [a for a, _ in examples], EXAMPLE_TIME_LIMIT_S)
     return all(o.ok and same_value(o.value, out) for o, (_, out) in zip(outcomes, examples, strict=False))
 
 
@@ -762,7 +788,7 @@ def identify(text: str) -> Identification | None:
     Returns None for anything else (an imported benchmark problem, a user's own task).
     """
     index = _statement_index()
-    called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", text))
+    called = _called_names(text)
     if not called:
         return None
     names = {n for n in called if n in index}

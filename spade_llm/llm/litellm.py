@@ -124,14 +124,19 @@ _KINDS = {
     "JSONSchemaValidationError": "bad_response",
     "APIResponseValidationError": "bad_response",
     "BadRequestError": "client_error",
-    "AuthenticationError": "client_error",
-    "PermissionDeniedError": "client_error",
-    "NotFoundError": "client_error",
+    "AuthenticationError": "auth",
+    "PermissionDeniedError": "auth",
+    "NotFoundError": "not_found",
     "ContextWindowExceededError": "client_error",
     "ContentPolicyViolationError": "client_error",
     "UnprocessableEntityError": "client_error",
     "UnsupportedParamsError": "client_error",
 }
+
+_MISSING_KEY = re.compile(
+    r"api_key client option must be set|missing credentials|no api key|missing api key|api key not (found|set)", re.I
+)
+_REFUSED = re.compile(r"connection refused|name or service not known|nodename nor servname|failed to resolve", re.I)
 
 # anywhere in the cause chain: the transport-level reason beats litellm's wrapper class, which
 # reports a refused connection or an unparsable body as a generic InternalServerError (500)
@@ -179,10 +184,16 @@ def classify(exc: BaseException) -> str:
     top = _names(exc)
     if "RateLimitError" in top or status == 429:
         return "rate_limit"
+    if status in (401, 403) or any(_MISSING_KEY.search(str(e)) for e in chain):
+        return "auth"
+    if status == 404:
+        return "not_found"
     if isinstance(status, int) and 400 <= status < 500 and status != 408 and not top & _TIMEOUT_NAMES:
-        return "client_error"
+        return _KINDS.get(next((c.__name__ for c in type(exc).__mro__ if c.__name__ in _KINDS), ""), "client_error")
     if any(_names(e) & _TIMEOUT_NAMES for e in chain):
         return "timeout"
+    if any("ConnectError" in _names(e) or _REFUSED.search(str(e)) for e in chain):
+        return "unreachable"  # refused, or no such host: nobody is there to answer
     if any(_names(e) & _CONNECTION_NAMES for e in chain):
         return "connection"
     if any(isinstance(e, ValueError) and type(e).__name__ == "JSONDecodeError" for e in chain) or any(

@@ -34,6 +34,7 @@ import itertools
 import json
 import logging
 import os
+import socket
 from typing import Any
 
 import httpx
@@ -88,6 +89,10 @@ def classify(exc: BaseException) -> str:
             return "timeout"
         if status >= 500:
             return "server_error"
+        if status in (401, 403):
+            return "auth"
+        if status == 404:
+            return "not_found"  # no such model, or the api_base lacks /v1
         return "client_error"  # other 4xx, and 3xx: httpx does not follow redirects, the base is wrong
     if isinstance(exc, BadResponse):
         return "bad_response"
@@ -95,6 +100,8 @@ def classify(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError | httpx.InvalidURL):
         return "client_error"  # our request or URL is malformed: sending it again will not help
+    if isinstance(exc, httpx.ConnectError | ConnectionRefusedError | socket.gaierror):
+        return "unreachable"  # refused, or no such host: nobody is there to answer
     if isinstance(exc, httpx.TransportError | OSError):
         return "connection"  # ConnectError, ReadError, WriteError, RemoteProtocolError (a dropped connection)...
     return "bad_response"  # anything else tripped over the answer: retried a few times, then the run goes on
