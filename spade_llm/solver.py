@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .config import RewardConfig
@@ -87,6 +88,20 @@ def merge_results(
             "test_results": results,
         }
     )
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """One attempt's judgement."""
+
+    public: ExecutionResult
+    """The execution of the public tests alone: the only one whose output may reach a prompt."""
+    result: ExecutionResult
+    """The verdict over all tests (see ``merge_results``)."""
+    public_ok: bool
+    """Every public test passed (for a ``check_code`` task: the check passed)."""
+    hidden_passed: int | None
+    """Hidden tests passed, or None when they were not judged (the public tests failed first)."""
 
 
 class Solver(Protocol):
@@ -170,11 +185,11 @@ class LLMSolver:
 
     async def _judge_turn(
         self, task: Task, code: str, public_idx: list[int], hidden_idx: list[int], last: bool
-    ) -> tuple[ExecutionResult, ExecutionResult]:
-        """(the public execution, the verdict over all tests) for one attempt's code."""
+    ) -> TurnVerdict:
+        """How one attempt's code did: on the public tests alone, then (when needed) on the hidden ones."""
         if task.check_code:  # an imported benchmark: its check script is one hidden test
             result = await self.judge_tests(task, code, None)
-            return result, result
+            return TurnVerdict(public=result, result=result, public_ok=result.all_passed, hidden_passed=None)
         public = await self.judge_tests(task, code, public_idx)
         public_ok = bool(public.test_results) and all(r.passed for r in public.test_results or [])
         hidden: ExecutionResult | None = None
@@ -191,7 +206,12 @@ class LLMSolver:
                 )
             else:
                 hidden = await self.judge_tests(task, code, hidden_idx)
-        return public, merge_results(task, public, hidden, hidden_idx)
+        return TurnVerdict(
+            public=public,
+            result=merge_results(task, public, hidden, hidden_idx),
+            public_ok=public_ok,
+            hidden_passed=None if hidden is None else hidden.tests_passed or 0,
+        )
 
     async def solve(self, task: Task, epoch: int, sample_index: int = 0, deadline: float | None = None) -> Trajectory:
         kind = get_kind(task.kind)
@@ -230,40 +250,34 @@ class LLMSolver:
             code = kind.parse_answer(response.text)
             last = turn == self.max_turns
             if code:
-                public, result = await self._judge_turn(task, code, public_idx, hidden_idx, last)
+                verdict = await self._judge_turn(task, code, public_idx, hidden_idx, last)
             else:
                 why = "the answer was cut off" if response.finish_reason == "length" else "no code in the answer"
-                public = result = ExecutionResult(
+                failed = ExecutionResult(
                     status="error",
                     stderr=f"{why}\n",
                     tests_passed=0,
                     tests_total=max(1, len(task.tests)),
                     load_error=why,
                 )
-            public_results = [r for r in public.test_results or [] if r.index in set(public_idx)]
+                verdict = TurnVerdict(public=failed, result=failed, public_ok=False, hidden_passed=None)
+            public_results = [r for r in verdict.public.test_results or [] if r.index < len(public_idx)]
             attempt = Attempt(
                 turn=turn,
                 code=code,
-                result=result,
+                result=verdict.result,
                 public_passed=sum(r.passed for r in public_results),
                 public_total=len(public_idx),
-                hidden_passed=(
-                    sum(r.passed for r in result.test_results or [] if r.index >= len(public_idx))
-                    if result is not public and hidden_idx and code
-                    else None
-                ),
+                hidden_passed=verdict.hidden_passed,
                 hidden_total=len(hidden_idx),
                 raw=response.text,
                 finish_reason=response.finish_reason,
                 message_index=len(messages) - 1,
             )
             attempts.append(attempt)
-            public_ok = bool(code) and (
-                result.all_passed if task.check_code else bool(public_results) and all(r.passed for r in public_results)
-            )
-            if result.all_passed or public_ok or last:
+            if verdict.result.all_passed or verdict.public_ok or last:
                 break
-            messages.append(self.repair_message(task, attempt, public))
+            messages.append(self.repair_message(task, attempt, verdict.public))
         if attempts:
             last_attempt = attempts[-1]
             status = final_status(last_attempt.result)

@@ -70,6 +70,8 @@ async def test_repair_turn_carries_the_error_and_the_fix_passes(checker):
     assert "([-1, 1, 10],)" not in repair  # the hidden test stays hidden
     assert traj.final_status == "passed" and len(traj.attempts) == 2
     assert traj.attempts[1].result.tests_passed == 4
+    # the hidden tests were judged only once the public ones passed
+    assert traj.attempts[0].hidden_passed is None and traj.attempts[1].hidden_passed == 2
     assert 0 < traj.reward < 2
     assert llm.calls[1].metadata["turn"] == 2 and llm.calls[0].seed != llm.calls[1].seed
 
