@@ -75,10 +75,18 @@ class RunState:
     trajectories: list[Trajectory] = field(default_factory=list)
     metrics: list[EpochMetrics] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
-    task_stats: list[TaskStats] = field(default_factory=list)
+    task_stats: dict[str, TaskStats] = field(default_factory=dict)
+    """task id -> its ``task_stats.jsonl`` row."""
+    by_task: dict[str, list[Trajectory]] = field(default_factory=dict)
+    """task id -> its trajectories (an index of ``trajectories``: episodes end one by one, and each
+    asks whether its task is complete; a scan of every trajectory each time grows with the run)."""
     plans: dict[int, EpochPlan] = field(default_factory=dict)
     proposals: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     """(epoch, request index) -> the ``proposals.jsonl`` row."""
+
+    def add_trajectory(self, trajectory: Trajectory) -> None:
+        self.trajectories.append(trajectory)
+        self.by_task.setdefault(trajectory.task_id, []).append(trajectory)
 
     @classmethod
     def load(cls, run: RunDir) -> RunState:
@@ -86,13 +94,16 @@ class RunState:
             tasks=[Task.model_validate(r) for r in run.read(TASKS)],
             metrics=[EpochMetrics.model_validate(r) for r in run.read(METRICS)],
             rejected=[Rejection.model_validate(r) for r in run.read(REJECTED)],
-            task_stats=[TaskStats.model_validate(r) for r in run.read(TASK_STATS)],
         )
+        for row in run.read(TASK_STATS):
+            stats = TaskStats.model_validate(row)
+            state.task_stats.setdefault(stats.task_id, stats)
         unique: dict[tuple[str, int], Trajectory] = {}
         for row in run.read(TRAJECTORIES):
             t = Trajectory.model_validate(row)
             unique.setdefault((t.task_id, t.sample_index), t)  # one per episode if a crash ever wrote two
-        state.trajectories = list(unique.values())
+        for trajectory in unique.values():
+            state.add_trajectory(trajectory)
         for row in run.read(PLANS):
             plan = EpochPlan.model_validate(row)
             state.plans.setdefault(plan.epoch, plan)
@@ -360,7 +371,7 @@ class Controller:
 
     def start_samples(self, task: Task, epoch: int, deadline: float | None) -> list[asyncio.Task[None]]:
         """One episode per sample of ``task`` that has no trajectory yet."""
-        done = {t.sample_index for t in self.state.trajectories if t.task_id == task.task_id}
+        done = {t.sample_index for t in self.state.by_task.get(task.task_id, [])}
         return [
             asyncio.create_task(self.run_episode(task, epoch, k, deadline))
             for k in range(self.config.solver.samples_per_task)
@@ -379,19 +390,19 @@ class Controller:
             item = WorkItem(task, epoch, sample_index, min(deadlines) if deadlines else None)
             trajectory = await self.executor.run(item)
         self.run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
-        self.state.trajectories.append(trajectory)
+        self.state.add_trajectory(trajectory)
         self.maybe_write_stats(task)
 
     def maybe_write_stats(self, task: Task, *, force: bool = False) -> None:
         """Append the task's ``task_stats`` row once all its samples are judged (``force``: once the
         epoch is over, with the samples it has, if a budget left some unrun)."""
-        if any(s.task_id == task.task_id for s in self.state.task_stats):
+        if task.task_id in self.state.task_stats:
             return
-        trajs = [t for t in self.state.trajectories if t.task_id == task.task_id]
+        trajs = self.state.by_task.get(task.task_id, [])
         if not trajs or (len(trajs) < self.config.solver.samples_per_task and not force):
             return
         stats = task_stats(task.task_id, task_epoch(task), task.kind, trajs)
-        self.state.task_stats.append(stats)
+        self.state.task_stats[task.task_id] = stats
         self.run.append(TASK_STATS, [stats.model_dump(mode="json")])
 
     # -- metrics -------------------------------------------------------------------------------------
@@ -399,11 +410,12 @@ class Controller:
     def epoch_metrics(self, epoch: int, plan: EpochPlan, wall_s: float) -> EpochMetrics:
         tasks = [t for t in self.state.tasks if task_epoch(t) == epoch]
         ids = {t.task_id for t in tasks}
-        trajs = [t for t in self.state.trajectories if t.task_id in ids]
+        trajs = [t for task_id in sorted(ids) for t in self.state.by_task.get(task_id, [])]
         rejected = [r for r in self.state.rejected if r.epoch == epoch]
         proposals = [row for (e, _), row in sorted(self.state.proposals.items()) if e == epoch]
-        earlier = [task_fingerprint(t.reference_code) for t in self.state.tasks if task_epoch(t) < epoch]
-        stats = [s for s in self.state.task_stats if s.task_id in ids]
+        fingerprint = dict(zip((t.task_id for t in self.state.tasks), self.fingerprints, strict=True))
+        earlier = [fingerprint[t.task_id] for t in self.state.tasks if task_epoch(t) < epoch]
+        stats = [self.state.task_stats[i] for i in sorted(ids) if i in self.state.task_stats]
         generator = sum(
             (TokenUsage(prompt_tokens=p["prompt_tokens"], completion_tokens=p["completion_tokens"]) for p in proposals),
             TokenUsage(),
@@ -428,7 +440,7 @@ class Controller:
             tasks_proposed=sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals),
             tasks_accepted=len(tasks),
             rejected_by_reason=count_reasons(r.reason for r in rejected),
-            novelty=novelty([task_fingerprint(t.reference_code) for t in ordered], earlier),
+            novelty=novelty([fingerprint[t.task_id] for t in ordered], earlier),
             mean_reward=mean_reward(trajs),
             episodes=len(trajs),
             mean_learnability=round(math.fsum(s.learnability for s in stats) / len(stats), 4) if stats else None,
