@@ -327,7 +327,7 @@ RUN_SOLVER_FLAGS = {"model": "solver.model", "api_base": "solver.api_base", "sol
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .session import Session, load_resumed_config
+    from .session import Session
     from .store import RunDir
 
     overrides = _overrides(args, RUN_FLAGS)
@@ -335,14 +335,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
 
     if args.resume:
-        if args.out and Path(args.out) != Path(args.resume):
-            raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
-        if args.config:
-            raise UserError("--config cannot change a run being resumed; flags like --epochs can")
-        stored = _stored_config(args.resume)  # flags are checked before the lock: a refusal touches nothing
-        _check_resume_flags(args, stored, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()])
-        run = RunDir.open_existing(args.resume)
-        config = load_resumed_config(run, overrides)
+        run, config = _open_resumed("run", args, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()], overrides)
         session = Session(config)
     else:
         config = load_config(args.config, overrides)
@@ -409,6 +402,24 @@ RESUMABLE = {"epochs", "concurrency", "api_base"}
 """Flags a resume may change: how long and how fast the run goes, and where the model is, never what it is."""
 
 
+def _open_resumed(
+    command: str, args: argparse.Namespace, pairs: list[tuple[str, str]], overrides: dict[str, Any]
+) -> tuple[Any, Any]:
+    """The run directory named by ``--resume`` (locked) and its config with ``overrides``; the flags are
+    checked against the stored config first, so a refused resume touches nothing."""
+    from .session import load_resumed_config
+    from .store import RunDir
+
+    if args.out and Path(args.out) != Path(args.resume):
+        raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
+    if args.config:
+        can = "--epochs" if command == "run" else "--concurrency"
+        raise UserError(f"--config cannot change a {command} being resumed; flags like {can} can")
+    _check_resume_flags(args, _stored_config(args.resume), pairs)
+    run = RunDir.open_existing(args.resume)
+    return run, load_resumed_config(run, overrides)
+
+
 def _stored_config(path: str) -> dict[str, Any]:
     from .store import RunDir
 
@@ -455,7 +466,7 @@ def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .session import Session, load_resumed_config
+    from .session import Session
     from .store import TASKS, RunDir
     from .types import Task
 
@@ -470,14 +481,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         "seed": "seed",
     }
     if args.resume:
-        if args.out and Path(args.out) != Path(args.resume):
-            raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
-        if args.config:
-            raise UserError("--config cannot change a solve being resumed")
-        stored = _stored_config(args.resume)  # flags are checked before the lock: a refusal touches nothing
-        _check_resume_flags(args, stored, list(flags.items()))
-        run = RunDir.open_existing(args.resume)
-        config = load_resumed_config(run, _overrides(args, flags))
+        run, config = _open_resumed("solve", args, list(flags.items()), _overrides(args, flags))
         tasks = [Task.model_validate(r) for r in run.read(TASKS)]
         if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
             given = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
