@@ -123,3 +123,18 @@ def test_litellm_missing_key_is_auth_not_a_server_error():
 
     exc = APIError("OpenAIException - Missing credentials. Please pass an `api_key` ...")
     assert classify(exc) == "auth"
+
+
+def test_a_request_the_endpoint_never_answers_while_it_answers_others_gives_up():
+    clock = Clock()
+    breaker = CircuitBreaker("e", 30, clock)
+
+    class OthersSucceed(Flaky):
+        async def complete(self, request: LLMRequest) -> LLMResponse:
+            breaker.success()  # meanwhile, every other request is answered
+            return await super().complete(request)
+
+    llm = OthersSucceed(failures=10**6, kind="server_error", clock=clock, step=5.0)
+    with pytest.raises(LLMCallError, match="server_error"):
+        asyncio.run(GuardedLLM(llm, breaker).complete(REQUEST))
+    assert breaker.opened is None and 60 <= clock.now <= 70  # no hang, and no outage declared

@@ -10,7 +10,8 @@ counted together), or at once when it refuses our credentials or does not know t
 request raises ``EndpointDown`` and the run stops, resumable, having recorded nothing of the outage.
 
 Faults that belong to one request (``client_error``: a prompt too long for the model, say) are not
-the endpoint's: they pass through as ``LLMCallError`` and are recorded like a bad answer.
+the endpoint's: they pass through as ``LLMCallError`` and are recorded like a bad answer; so does a
+request that keeps failing for twice the window while the endpoint answers other requests.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class GuardedLLM:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         pause = 0.25
+        started = self.breaker.clock()
         while True:
             self.breaker.check()
             try:
@@ -85,6 +87,10 @@ class GuardedLLM:
                     raise
                 self.breaker.failure(e)
                 self.breaker.check()
+                if self.breaker.clock() - started >= 2 * self.breaker.window_s:
+                    # the endpoint answers others but never this request (a prompt that crashes the
+                    # server, say): it is this request's failure after all, not a reason to wait forever
+                    raise
                 await _sleep(min(pause, self.max_pause_s, max(0.05, self.breaker.window_s / 4)))
                 pause *= 2
                 continue
