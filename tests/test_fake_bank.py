@@ -370,3 +370,22 @@ def test_pipeline_difficulty_spans_the_scale_in_every_family() -> None:
         high = [bank.random_pipeline(random.Random(i), 0.95, family) for i in range(4)]
         assert min(v.difficulty for v in low if v) <= 0.16, family
         assert max(v.difficulty for v in high if v) >= 0.88, family
+
+
+def test_a_time_limit_is_not_swallowed_by_a_gc_callback():
+    """The alarm that bounds an in-process call must land in the call: a slow garbage-collector
+    callback (hypothesis installs one) would otherwise swallow it as an unraisable exception."""
+    import gc
+    import time
+
+    def slow_callback(phase: str, info: dict) -> None:
+        time.sleep(0.002)
+
+    looping = "def f(x):\n    while True:\n        y = [[[] for _ in range(50)]]\n        y.append(y)\n"
+    gc.callbacks.append(slow_callback)
+    try:
+        for _ in range(5):
+            (outcome,) = bank.run_in_process(looping, "f", [(1,)], time_limit_s=0.05)
+            assert outcome.status == "timeout"
+    finally:
+        gc.callbacks.remove(slow_callback)

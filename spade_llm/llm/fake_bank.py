@@ -35,6 +35,7 @@ from __future__ import annotations
 import builtins
 import copy
 import functools
+import gc
 import hashlib
 import html
 import itertools
@@ -239,6 +240,11 @@ def _alarm(seconds: float | None) -> Iterator[None]:
     def _raise(signum: int, frame: Any) -> None:
         raise _TimeLimit()
 
+    # An alarm that lands in a garbage-collector callback (hypothesis installs one, for instance) is
+    # swallowed there as "unraisable" and the loop it was meant to stop goes on: no collection runs
+    # inside the block, so the alarm always lands in the code it bounds.
+    collecting = gc.isenabled()
+    gc.disable()
     previous = signal.signal(signal.SIGALRM, _raise)
     signal.setitimer(signal.ITIMER_REAL, float(seconds or 0.0))
     try:
@@ -246,6 +252,8 @@ def _alarm(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
+        if collecting:
+            gc.enable()
 
 
 def load_function(code: str, entry_point: str) -> Callable[..., Any]:
