@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the self-play loop: propose, "
         "validate, solve and adapt, epoch after epoch. Offline on fake/<profile> by default.",
     )
-    run.add_argument("--config", help="YAML config overriding configs/default.yaml")
+    run.add_argument(
+        "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
+    )
     run.add_argument("--model", help="model for both roles (litellm string, or fake/<profile>)")
     run.add_argument("--generator-model", help="model that proposes tasks")
     run.add_argument("--solver-model", help="model that solves tasks")
@@ -140,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
     so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
     so.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
-    so.add_argument("--config", help="YAML config overriding configs/default.yaml")
+    so.add_argument(
+        "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
+    )
     so.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
     so.add_argument("--seed", type=int, help="root seed")
     so.add_argument("--out", help="output directory (created; must be empty)")
@@ -165,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     sf.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
     sf.add_argument("--latency", type=_positive(float, 0.0), default=0.0, help="seconds added to every answer")
     sf.add_argument("--seed", type=int, default=0, help="seed of the fake model")
+    sf.add_argument(
+        "--tokens-per-s",
+        type=_positive(float, 0.0),
+        default=0.0,
+        help="stream answers at this many tokens per second, like a model on a CPU (0: at once)",
+    )
 
     pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
     pr.add_argument("action", choices=["list", "show", "check"])
@@ -301,6 +311,17 @@ def _sandbox(name: str) -> Any:
 
     logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
     return get_sandbox(name)
+
+
+def _start_sandbox(name: str) -> Any:
+    """``_sandbox(name)`` started in a background thread (``.result()`` takes it): its workers start
+    while the command imports the rest and reads its input."""
+    import logging
+
+    from .sandbox.registry import start_sandbox
+
+    logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
+    return start_sandbox(name)
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -653,6 +674,17 @@ def _sample(text: str, tasks: dict[str, Any]) -> tuple[Any, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    # the sandbox starts first, in the background, while the rest is imported and the input read
+    # (with --config, the config names the backend)
+    starting = None if args.config else _start_sandbox(args.sandbox or "auto")
+    try:
+        return _evaluate(args, starting)
+    finally:
+        if starting is not None:
+            starting.close()  # a no-op once handed over; else (bad input) it is closed here
+
+
+def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from . import evaluator
     from .judge import Judge, final_status, load_settings
 
@@ -668,7 +700,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     if not samples:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
-    sandbox = _sandbox(settings.backend)
+    sandbox = starting.result() if starting else _sandbox(settings.backend)
     judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
     per_task: dict[str, list[bool]] = {}
     try:
@@ -731,7 +763,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_serve_fake(args: argparse.Namespace) -> int:
     from .server import serve
 
-    serve(args.host, args.port, args.latency, seed=args.seed)
+    serve(args.host, args.port, args.latency, seed=args.seed, tokens_per_s=args.tokens_per_s)
     return 0
 
 

@@ -32,13 +32,29 @@ class RoleConfig(_Section):
     """Sampling temperature."""
     max_tokens: int = Field(default=2048, gt=0)
     """Upper bound on tokens in one answer."""
-    json_mode: bool = False
-    """Ask the endpoint for a JSON object (``response_format``); not every server supports it."""
+    response_format: Literal["text", "json_object", "json_schema"] = "text"
+    """What the answer is asked to be: ``text`` (no ``response_format`` sent), ``json_object`` (any
+    JSON object) or ``json_schema`` (JSON matching the answer's schema, enforced by grammar on vLLM,
+    llama.cpp, Ollama and OpenAI). A server that refuses ``json_schema`` gets ``json_object`` from
+    then on, once, recorded in ``manifest.json``. The older ``json_mode: true/false`` still reads as
+    ``json_object``/``text``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "json_mode" in data:
+            data = dict(data)
+            legacy = data.pop("json_mode")
+            if "response_format" not in data and legacy is not None:
+                data["response_format"] = "json_object" if legacy else "text"
+        return data
 
 
 class GeneratorConfig(RoleConfig):
-    json_mode: bool = True
-    """Ask the endpoint for a JSON object (``response_format``); not every server supports it."""
+    response_format: Literal["text", "json_object", "json_schema"] = "json_schema"
+    """What the answer is asked to be: ``json_schema`` sends the task schema (``{"tasks": [...]}``,
+    derived from the task model), ``json_object`` any JSON object, ``text`` nothing. A server that
+    refuses ``json_schema`` gets ``json_object`` from then on, once, recorded in ``manifest.json``."""
     temperature: float = Field(default=0.9, ge=0.0, le=2.0)
     """Sampling temperature: higher gives more varied tasks."""
     max_tokens: int = Field(default=4096, gt=0)
@@ -67,7 +83,22 @@ class SolverConfig(RoleConfig):
 
 class LLMConfig(_Section):
     timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout in seconds."""
+    """Longest silence allowed, in seconds: no byte from the server for this long (before the answer
+    starts or between streamed chunks) fails the attempt as a ``timeout``, which is retried. A slow
+    server that keeps streaming is never cut by it."""
+    answer_timeout_s: float = Field(default=900.0, gt=0)
+    """Cap on one whole answer, in seconds. A streamed answer still going when it runs out is cut and
+    kept as truncated (``finish_reason: answer_cap``, a content fault), not sent again: the same
+    request would take as long again. Without streaming (``stream: false``, litellm) it bounds the
+    whole request and running out is a ``timeout``."""
+    stream: bool = True
+    """Stream answers from OpenAI-compatible servers (server-sent events), so ``timeout_s`` measures
+    silence, not length. A server that answers a streaming request with a plain JSON body is still
+    understood; ``false`` sends plain requests, where ``timeout_s`` bounds each whole attempt."""
+    max_inflight_per_endpoint: int | None = Field(default=None, ge=1)
+    """Requests in flight at once per server URL, all roles together (a llama.cpp server with one slot
+    wants 1, vLLM many); more wait their turn on our side, where no timeout runs. Unset: only
+    ``controller.concurrency`` limits them."""
     max_retries: int = Field(default=4, ge=0)
     """Retries per request on rate limits, 5xx, timeouts and dropped connections."""
     backoff_s: float = Field(default=1.0, ge=0)
@@ -215,7 +246,24 @@ class RunConfig(_Section):
     """Parent folder of new run directories when ``--out`` is not given."""
 
 
+def _upgrade(layer: dict[str, Any]) -> dict[str, Any]:
+    """A config layer with older keys in today's names (``json_mode`` -> ``response_format``), so an old
+    file still overrides the defaults it meant to."""
+    out = dict(layer)
+    for role in ("generator", "solver"):
+        section = out.get(role)
+        if isinstance(section, dict) and "json_mode" in section:
+            section = dict(section)
+            legacy = section.pop("json_mode")
+            if "response_format" not in section and legacy is not None:
+                section["response_format"] = "json_object" if legacy else "text"
+            out[role] = section
+    return out
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` laid over it, section by section (older key names upgraded first)."""
+    override = _upgrade(override)
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
@@ -272,8 +320,25 @@ def _read_config_text(p: Path) -> str:
         raise UserError(f"{p}:{line}: config file is not UTF-8 text (byte 0x{data[e.start]:02x})") from None
 
 
+def presets() -> list[str]:
+    """Names of the configs shipped in ``configs/`` that ``--config NAME`` accepts (``local-cpu``...)."""
+    files = resources.files("spade_llm.configs").iterdir()
+    return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml") and f.name != "default.yaml")
+
+
+def _preset_text(name: str) -> str | None:
+    """The text of the shipped preset ``name`` (with or without ``.yaml``), None when there is none."""
+    stem = name.removesuffix(".yaml")
+    if "/" in name or stem not in presets():
+        return None
+    return resources.files("spade_llm.configs").joinpath(f"{stem}.yaml").read_text(encoding="utf-8")
+
+
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Default config, then the YAML file at ``path``, then ``overrides`` (nested dict).
+
+    ``path`` may name a shipped preset instead of a file (``local-cpu``, see :func:`presets`); a file of
+    that name in the working directory wins.
 
     Raises:
         UserError: the file is missing or not YAML, or a value is invalid.
@@ -282,8 +347,19 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     origin = "default.yaml"
     if path is not None:
         p = Path(path)
-        data = deep_merge(data, _read_yaml(_read_config_text(p), str(p)))
-        origin = str(p)
+        preset = None if p.exists() else _preset_text(str(path))
+        if preset is not None:
+            data = deep_merge(data, _read_yaml(preset, f"preset {p.stem}"))
+            origin = f"preset {p.stem}"
+        else:
+            try:
+                text = _read_config_text(p)
+            except UserError as e:
+                if p.exists() or not presets():
+                    raise
+                raise UserError(f"{e} (or name a preset: {', '.join(presets())})") from None
+            data = deep_merge(data, _read_yaml(text, str(p)))
+            origin = str(p)
     if overrides:
         data = deep_merge(data, overrides)
     try:

@@ -34,7 +34,7 @@ from .evaluator import (
     task_stats,
 )
 from .executors import Executor, WorkItem
-from .generator import Generator, Proposal, ProposalContext
+from .generator import Generator, Proposal, ProposalContext, kept_answer
 from .hooks import EpochEnd, EpochHook, call_epoch_hooks
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
@@ -280,7 +280,8 @@ class Controller:
                             request_index=ctx.request_index,
                             reason=proposal.failure,
                             detail=proposal.detail,
-                            answer=proposal.text or None,
+                            answer=kept_answer(proposal.text) if proposal.text else None,
+                            parse_error=proposal.parse_error,
                         )
                     )
                 for cand, check in zip(proposal.candidates, checks, strict=True):
@@ -297,6 +298,7 @@ class Controller:
                                 reason=cand.reason or "invalid_task",
                                 detail=cand.detail,
                                 task=raw,
+                                answer=kept_answer(proposal.text) if proposal.text else None,
                             )
                         )
                         continue
@@ -483,6 +485,7 @@ class Controller:
             "llm": self.stats.summary(),
         }
         self.run.write_json("summary.json", summary)
+        self.run.note_llm_fallbacks(self.stats.fallbacks)
 
 
 def _percent(value: float | None) -> str:

@@ -7,18 +7,19 @@ re-ask that quotes what was wrong.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import ValidationError
+from pydantic import ValidationError, create_model
 
 from .errors import LLMCallError
-from .llm.base import LLM, LLMRequest
-from .llm.stats import LLMStats
+from .llm.base import LLM, TRUNCATED, LLMRequest, ResponseFormat
+from .llm.stats import LLMStats, RoleStats
 from .seeding import derive_seed
 from .templates import Prompts
 from .types import Message, Task
@@ -47,6 +48,9 @@ _JSON_START = re.compile(r"(?=\{\s*[\"}]|\[\s*[-\[\]{\"0-9tfnNI])")
 """Where a JSON object or array may begin: ``{`` then a key or ``}``, ``[`` then a value or ``]``.
 Prose such as ``{x}`` or ``[note]`` is skipped without a decode attempt."""
 
+ANSWER_KEPT_CHARS = 16_384
+"""Characters of a bad answer a rejection keeps (the head and the tail; ``proposals.jsonl`` has it whole)."""
+
 MAX_ANSWER_CHARS = 1_000_000
 """Longest answer ``extract_json`` reads; a longer one is rejected as ``too_long``."""
 MAX_DECODE_ATTEMPTS = 64
@@ -55,12 +59,78 @@ this keeps adversarial text such as a megabyte of ``[1,`` linear)."""
 
 
 class BadAnswer(Exception):
-    """An answer with no usable JSON; ``reason`` is the rejection code."""
+    """An answer with no usable JSON; ``reason`` is the rejection code, ``where`` the place JSON
+    parsing got furthest before it failed (``line``, ``column``, ``offset``, ``message``), if any."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, where: dict[str, Any] | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+        self.where = where
+
+
+def kept_answer(text: str, limit: int = ANSWER_KEPT_CHARS) -> str:
+    """``text`` cut to about ``limit`` characters: its head and its tail, where broken JSON usually breaks."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters cut ...]\n{text[-tail:]}"
+
+
+@functools.lru_cache(maxsize=64)
+def task_answer_schema(n: int) -> dict[str, Any]:
+    """OpenAI's ``json_schema`` response format for an answer of 1 to ``n`` tasks: ``{"tasks": [...]}``.
+
+    Each task's schema comes from the ``Task`` model's own fields (the ones a generator writes), so
+    it cannot drift from what ``parse_task`` accepts. References are inlined and titles dropped:
+    grammar compilers (llama.cpp, Ollama) handle a flat schema best. Cached: do not mutate the result.
+    """
+    fields = {name: (Task.model_fields[name].annotation, Task.model_fields[name]) for name in PROPOSED_FIELDS}
+    model = create_model("ProposedTask", **fields)  # type: ignore[call-overload]
+    task_schema = _flatten(model.model_json_schema())
+    return {
+        "name": "tasks",
+        "strict": False,  # optional fields (expected, difficulty, tags) are not allowed in strict mode
+        "schema": {
+            "type": "object",
+            "properties": {"tasks": {"type": "array", "items": task_schema, "minItems": 1, "maxItems": max(1, n)}},
+            "required": ["tasks"],
+        },
+    }
+
+
+PROPOSED_FIELDS = ("description", "entry_point", "reference_code", "tests", "difficulty", "tags")
+"""The ``Task`` fields a generator writes; the rest (id, source, meta...) are ours."""
+
+
+def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: walk(v) for k, v in node.items() if k not in ("$defs", "title", "description", "default")}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    flat: dict[str, Any] = walk(schema)
+    return flat
+
+
+def _is_task(value: Any) -> bool:
+    return isinstance(value, dict) and ("reference_code" in value or {"entry_point", "description"} <= value.keys())
+
+
+def is_task_answer(value: Any) -> bool:
+    """Whether a JSON value is an answer's task list: ``{"tasks": [...]}``, one task object, or a list of
+    objects at least one of which is a task. A nested list of tests is not (its items have no task fields)."""
+    if isinstance(value, dict):
+        return isinstance(value.get("tasks"), list) or _is_task(value)
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, dict) for v in value) and any(_is_task(v) for v in value)
+    return False
 
 
 def _json_candidates(text: str) -> Iterator[str]:
@@ -70,12 +140,13 @@ def _json_candidates(text: str) -> Iterator[str]:
     yield text
 
 
-def extract_json(text: str, finish_reason: str = "stop") -> Any:
-    """The first JSON object or array in a model's answer.
+def extract_json(text: str, finish_reason: str = "stop", accept: Callable[[Any], bool] | None = None) -> Any:
+    """The first JSON object or array in a model's answer that ``accept`` takes (any, by default).
 
     Survives code fences, prose before and after, and trailing text. Raises ``BadAnswer`` with
     reason ``empty``, ``too_long`` (over ``MAX_ANSWER_CHARS``), ``refusal``, ``truncated`` or
-    ``bad_json``. Linear in the answer's length: at most ``MAX_DECODE_ATTEMPTS`` starts are tried.
+    ``bad_json`` (with ``where``: the furthest point a decode reached before failing).
+    Linear in the answer's length: at most ``MAX_DECODE_ATTEMPTS`` starts are tried.
     """
     if len(text) > MAX_ANSWER_CHARS:
         raise BadAnswer("too_long", f"the answer has {len(text)} characters, more than the {MAX_ANSWER_CHARS} read")
@@ -83,6 +154,9 @@ def extract_json(text: str, finish_reason: str = "stop") -> Any:
         raise BadAnswer("empty", "the answer was empty")
     decoder = json.JSONDecoder()
     attempts = 0
+    furthest: json.JSONDecodeError | None = None
+    furthest_in = ""
+    declined: Any = None
     for chunk in _json_candidates(text):
         for m in _JSON_START.finditer(chunk):
             if attempts >= MAX_DECODE_ATTEMPTS:
@@ -90,24 +164,48 @@ def extract_json(text: str, finish_reason: str = "stop") -> Any:
             attempts += 1
             try:
                 value, _ = decoder.raw_decode(chunk, m.start())
-            except (ValueError, RecursionError):  # JSONDecodeError, or nesting too deep to decode
+            except json.JSONDecodeError as e:
+                if furthest is None or e.pos > furthest.pos:
+                    furthest, furthest_in = e, chunk
+                continue
+            except (ValueError, RecursionError):  # nesting too deep to decode
                 continue
             if isinstance(value, (dict, list)):
-                return value
-    if finish_reason == "length":
-        raise BadAnswer("truncated", "the answer was cut off (max_tokens reached) before the JSON ended")
+                if accept is None or accept(value):
+                    return value
+                declined = declined if declined is not None else value
+    where = _where(furthest, furthest_in, text) if furthest is not None else None
+    if finish_reason in TRUNCATED:
+        why = "max_tokens reached" if finish_reason == "length" else "llm.answer_timeout_s ran out"
+        raise BadAnswer("truncated", f"the answer was cut off ({why}) before the JSON ended", where)
     if _REFUSAL.search(text):
         raise BadAnswer("refusal", f"the model refused: {text.strip()[:120]!r}")
     more = f" (gave up after {attempts} tries)" if attempts >= MAX_DECODE_ATTEMPTS else ""
-    raise BadAnswer("bad_json", f"no JSON object found in the answer{more}: {text.strip()[:120]!r}")
+    at = f" (JSON broke at line {where['line']} column {where['column']}: {where['message']})" if where else ""
+    if declined is not None:
+        shape = f"a list of {len(declined)}" if isinstance(declined, list) else "an object with keys"
+        keys = sorted(declined.keys())[:5] if isinstance(declined, dict) else ""
+        raise BadAnswer(
+            "bad_json", f"no task list in the answer{at}; the only JSON found was {shape} {keys}".rstrip(), where
+        )
+    raise BadAnswer("bad_json", f"no JSON object found in the answer{more}{at}: {text.strip()[:120]!r}", where)
+
+
+def _where(error: json.JSONDecodeError, chunk: str, text: str) -> dict[str, Any]:
+    """Where a decode failed, as a place in the whole answer (a fenced block is found in it again)."""
+    base = text.find(chunk) if chunk is not text else 0
+    offset = max(0, base) + error.pos
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return {"line": line, "column": column, "offset": offset, "message": error.msg}
 
 
 def _task_items(value: Any) -> list[Any]:
     if isinstance(value, dict) and isinstance(value.get("tasks"), list):
         return list(value["tasks"])
-    if isinstance(value, dict) and "reference_code" in value:
+    if isinstance(value, dict) and _is_task(value):
         return [value]
-    if isinstance(value, list):
+    if isinstance(value, list) and is_task_answer(value):
         return value
     raise BadAnswer("bad_json", 'expected {"tasks": [...]} with one object per task')
 
@@ -138,6 +236,8 @@ class Proposal:
     text: str = ""
     """The model's last answer, as it came (kept so a rejection can be understood)."""
     finish_reason: str | None = None
+    parse_error: dict[str, Any] | None = None
+    """Where parsing the last answer as JSON failed (``line``, ``column``, ``offset``, ``message``)."""
 
     def record(self, epoch: int, n: int) -> dict[str, Any]:
         """This proposal as a ``proposals.jsonl`` row (``from_record`` reads it back)."""
@@ -162,6 +262,7 @@ class Proposal:
             "cost": self.usage_cost,
             "text": self.text,
             "finish_reason": self.finish_reason,
+            "parse_error": self.parse_error,
         }
 
     @classmethod
@@ -186,6 +287,7 @@ class Proposal:
             usage_cost=row.get("cost"),
             text=row.get("text") or "",
             finish_reason=row.get("finish_reason"),
+            parse_error=row.get("parse_error"),
         )
 
 
@@ -269,15 +371,15 @@ class LLMGenerator:
         *,
         temperature: float,
         max_tokens: int,
-        json_mode: bool,
-        stats: LLMStats | None = None,
+        response_format: ResponseFormat = "json_schema",
+        stats: LLMStats | RoleStats | None = None,
     ) -> None:
         self.llm = llm
         self.prompts = prompts
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.json_mode = json_mode
-        self.stats = stats or LLMStats()
+        self.response_format: ResponseFormat = response_format
+        self.stats = stats or LLMStats().view("generator")
 
     def messages(self, ctx: ProposalContext) -> list[Message]:
         examples = [
@@ -326,7 +428,8 @@ class LLMGenerator:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 seed=derive_seed(ctx.seed, "ask", ask),
-                json_mode=self.json_mode,
+                response_format=self.response_format,
+                json_schema=task_answer_schema(ctx.n) if self.response_format == "json_schema" else None,
                 metadata={**metadata, "ask": ask},
             )
             try:
@@ -340,14 +443,14 @@ class LLMGenerator:
                 proposal.usage_cost = (proposal.usage_cost or 0.0) + response.usage.cost
             proposal.text, proposal.finish_reason = response.text, response.finish_reason
             try:
-                items = _task_items(extract_json(response.text, response.finish_reason))
+                items = _task_items(extract_json(response.text, response.finish_reason, accept=is_task_answer))
                 if not items:
                     raise BadAnswer("no_tasks", "the answer held no task")
                 value = items
                 break
             except BadAnswer as e:
                 self.stats.fault(e.reason)
-                proposal.failure, proposal.detail = e.reason, e.detail
+                proposal.failure, proposal.detail, proposal.parse_error = e.reason, e.detail, e.where
                 if e.reason == "refusal":
                     return proposal
                 messages = [
@@ -361,7 +464,7 @@ class LLMGenerator:
                 ]
         if value is None:
             return proposal
-        proposal.failure, proposal.detail = None, ""
+        proposal.failure, proposal.detail, proposal.parse_error = None, "", None
         for i, item in enumerate(value[: ctx.n]):  # a request yields at most the n it asked for
             position = (ctx.request_index, i)
             item_dict = item if isinstance(item, dict) else {}

@@ -134,7 +134,8 @@ def to_llm_request(body: Any, infer_role: Any) -> LLMRequest:
             raise HTTPError(400, "each message must be an object with a 'role'")
         messages.append(Message(role=_ROLES.get(m["role"], "user"), content=_text_of(m.get("content"))))  # type: ignore[arg-type]
     fmt = body.get("response_format")
-    json_mode = isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+    form = fmt.get("type") if isinstance(fmt, dict) else None
+    json_mode = form in ("json_object", "json_schema")
     max_tokens = _integer(body, "max_completion_tokens") or _integer(body, "max_tokens") or 2048
     if max_tokens <= 0:
         raise HTTPError(400, "'max_tokens' must be positive")
@@ -145,7 +146,10 @@ def to_llm_request(body: Any, infer_role: Any) -> LLMRequest:
         temperature=_number(body, "temperature", 0.7, 0.0, 2.0),
         max_tokens=max_tokens,
         seed=_integer(body, "seed"),
-        json_mode=json_mode,
+        response_format=form if form in ("json_object", "json_schema") else "text",
+        json_schema=fmt.get("json_schema")
+        if isinstance(fmt, dict) and isinstance(fmt.get("json_schema"), dict)
+        else None,
         metadata=dict(metadata or {}),
     )
 
@@ -175,10 +179,27 @@ def completion_body(model: str, response: LLMResponse, completion_id: str, creat
     }
 
 
+def assert_refusals(body: Any, refuse: frozenset[str]) -> None:
+    """``HTTPError`` for a request using a feature the server plays to lack (see ``FakeServer``)."""
+    if not isinstance(body, dict):
+        return
+    fmt = body.get("response_format")
+    if "json_schema" in refuse and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        raise HTTPError(500, "response_format: unsupported type 'json_schema'", "server_error")
+    if "stream_options" in refuse and "stream_options" in body:
+        raise HTTPError(400, "Extra inputs are not permitted: stream_options")
+
+
 def stream_chunks(
-    model: str, response: LLMResponse, completion_id: str, created: int, include_usage: bool
+    model: str,
+    response: LLMResponse,
+    completion_id: str,
+    created: int,
+    include_usage: bool,
+    pieces: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """``chat.completion.chunk`` objects for a streamed answer: role, content, finish (and usage)."""
+    """``chat.completion.chunk`` objects for a streamed answer: role, content (in ``pieces``, default
+    one chunk), finish (and usage)."""
     base = {
         "id": completion_id,
         "object": "chat.completion.chunk",
@@ -192,7 +213,7 @@ def stream_chunks(
 
     chunks = [
         chunk({"role": "assistant", "content": ""}, None),
-        chunk({"content": response.text}, None),
+        *(chunk({"content": piece}, None) for piece in (pieces if pieces is not None else [response.text])),
         chunk({}, response.finish_reason or "stop"),
     ]
     if include_usage:
@@ -208,10 +229,27 @@ class FakeServer:
     """The fake model behind HTTP/1.1 on asyncio streams. ``start()``, then ``url``; ``close()`` to stop."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 8000, latency: float = 0.0, seed: int = 0, backend: Any = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        latency: float = 0.0,
+        seed: int = 0,
+        backend: Any = None,
+        *,
+        tokens_per_s: float = 0.0,
+        answer_s: float = 0.0,
+        chunk_s: float = 0.5,
+        refuse: frozenset[str] = frozenset(),
     ) -> None:
         """``backend`` is a module-like object with ``FakeLLM``, ``PROFILES`` and ``infer_role``:
-        ``spade_llm.llm.fake`` unless a test puts a stand-in there."""
+        ``spade_llm.llm.fake`` unless a test puts a stand-in there.
+
+        Pacing, to play a slow model: ``tokens_per_s`` streams an answer a token (~4 characters) at
+        a time at that rate; ``answer_s`` instead makes every answer take that long, one chunk every
+        ``chunk_s``. A request that does not stream waits the whole time in silence, then gets the
+        answer. ``refuse`` plays servers lacking a feature: ``json_schema`` answers 500 naming
+        ``response_format`` (as llama-cpp-python does), ``stream_options`` answers 400 naming it.
+        """
         if backend is None:
             from .llm import fake
 
@@ -219,6 +257,10 @@ class FakeServer:
         self.host = host
         self.port = port
         self.latency = max(0.0, float(latency))
+        self.tokens_per_s = max(0.0, float(tokens_per_s))
+        self.answer_s = max(0.0, float(answer_s))
+        self.chunk_s = max(0.001, float(chunk_s))
+        self.refuse = frozenset(refuse)
         self.seed = seed
         self.stats = ServerStats()
         self._fake_module = backend
@@ -403,6 +445,7 @@ class FakeServer:
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise HTTPError(400, f"the body is not JSON: {e}") from None
+        assert_refusals(body, self.refuse)
         request = to_llm_request(body, self._fake_module.infer_role)
         assert isinstance(body, dict)  # to_llm_request refuses anything else
         model_name = str(body.get("model") or "default")
@@ -421,20 +464,37 @@ class FakeServer:
                 raise HTTPError(500, f"fake model failed: {type(e).__name__}: {e}", "server_error") from None
             if waited is not None:
                 await waited
+            stats.completions += 1
+            completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+            created = int(time.time())
+            pieces, gap = self._pace(response)
+            if body.get("stream"):
+                options = body.get("stream_options")
+                include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+                chunks = stream_chunks(model_name, response, completion_id, created, include_usage, pieces)
+                await self._send_stream(writer, chunks, keep_alive, gap)
+            else:
+                if gap:
+                    await asyncio.sleep(gap * len(pieces))  # a plain server is silent until the answer is whole
+                payload = completion_body(model_name, response, completion_id, created)
+                await self._send_json(writer, 200, payload, keep_alive)
         finally:
-            stats.inflight -= 1
-        stats.completions += 1
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
-        if body.get("stream"):
-            options = body.get("stream_options")
-            include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            chunks = stream_chunks(model_name, response, completion_id, created, include_usage)
-            await self._send_stream(writer, chunks, keep_alive)
-        else:
-            payload = completion_body(model_name, response, completion_id, created)
-            await self._send_json(writer, 200, payload, keep_alive)
+            stats.inflight -= 1  # a streamed answer keeps its slot until its last chunk
         return keep_alive
+
+    def _pace(self, response: LLMResponse) -> tuple[list[str], float]:
+        """The answer's text in the pieces it streams in, and the gap between two (0: all at once)."""
+        text = response.text
+        if self.answer_s > 0:
+            n = max(1, round(self.answer_s / self.chunk_s))
+            size = max(1, -(-len(text) // n))
+            pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
+            pieces += [""] * (n - len(pieces))  # a short answer still takes answer_s
+            return pieces, self.answer_s / n
+        if self.tokens_per_s > 0:
+            pieces = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+            return pieces, 1.0 / self.tokens_per_s
+        return [text], 0.0
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -462,15 +522,28 @@ class FakeServer:
         with contextlib.suppress(ConnectionError):
             await self._send_json(writer, error.status, payload, keep_alive)
 
-    async def _send_stream(self, writer: asyncio.StreamWriter, chunks: list[dict[str, Any]], keep_alive: bool) -> None:
+    async def _send_stream(
+        self, writer: asyncio.StreamWriter, chunks: list[dict[str, Any]], keep_alive: bool, gap: float = 0.0
+    ) -> None:
         head = self._head(
             200,
             [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")],
             keep_alive,
         )
         events = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
-        out = [head] + [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events] + [b"0\r\n\r\n"]
-        writer.write(b"".join(out))
+        framed = [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events]
+        if not gap:
+            writer.write(b"".join([head, *framed, b"0\r\n\r\n"]))
+            await writer.drain()
+            return
+        writer.write(head + framed[0])  # the role chunk goes out at once, as real servers send it
+        await writer.drain()
+        for i, frame in enumerate(framed[1:], start=1):
+            if i >= 2 and i < len(chunks) and chunks[i]["choices"]:  # content after the first, and the finish
+                await asyncio.sleep(gap)
+            writer.write(frame)
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
         await writer.drain()
 
 
@@ -500,7 +573,7 @@ async def _serve_until_stopped(server: FakeServer) -> None:
         await server.close()
 
 
-def serve(host: str, port: int, latency: float, seed: int = 0) -> None:
+def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: float = 0.0) -> None:
     """Run the server until Ctrl-C or SIGTERM (blocking); prints the listening URL on stderr.
 
     ``port`` 0 picks a free port (the printed URL tells which).
@@ -514,7 +587,9 @@ def serve(host: str, port: int, latency: float, seed: int = 0) -> None:
         raise UserError(f"--latency must be a finite number >= 0, got {latency}")
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be 0 (any free port) to 65535, got {port}")
-    server = FakeServer(host, port, latency, seed)
+    if not tokens_per_s >= 0 or tokens_per_s == float("inf"):
+        raise UserError(f"--tokens-per-s must be a finite number >= 0, got {tokens_per_s}")
+    server = FakeServer(host, port, latency, seed, tokens_per_s=tokens_per_s)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
             asyncio.run(_serve_until_stopped(server))

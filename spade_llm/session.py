@@ -98,7 +98,13 @@ class Session:
         inflight = config.controller.concurrency
         self.gen_llm = (
             guarded(
-                get_llm(config.generator, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight),
+                get_llm(
+                    config.generator,
+                    config.llm,
+                    seed=config.seed,
+                    stats=self.stats.view("generator"),
+                    concurrency=inflight,
+                ),
                 config.generator,
                 config.llm.breaker_s,
             )
@@ -106,7 +112,7 @@ class Session:
             else None
         )
         self.sol_llm = guarded(
-            get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats, concurrency=inflight),
+            get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats.view("solver"), concurrency=inflight),
             config.solver,
             config.llm.breaker_s,
         )
@@ -159,6 +165,7 @@ class Session:
             max_tokens=c.solver.max_tokens,
             stderr_lines=c.solver.stderr_tail_lines,
             reward=c.reward,
+            stats=self.stats.view("solver"),
         )
         return checker, solver
 
@@ -177,8 +184,8 @@ class Session:
                 self.prompts,
                 temperature=c.generator.temperature,
                 max_tokens=c.generator.max_tokens,
-                json_mode=c.generator.json_mode,
-                stats=self.stats,
+                response_format=c.generator.response_format,
+                stats=self.stats.view("generator"),
             )
             executor = LocalExecutor(solver)
             controller = Controller(c, run, generator, executor, checker, self.stats, hooks=self.hooks, log=log)
@@ -259,6 +266,7 @@ class Session:
             "llm": self.stats.summary(),
         }
         run.write_json("summary.json", summary)
+        run.note_llm_fallbacks(self.stats.fallbacks)
         if stopped is not None:
             raise EndpointDown(stopped)
         return summary

@@ -22,7 +22,8 @@ from .evaluator import episode_reward
 from .judge import final_status
 from .kinds import get_kind
 from .kinds.induction import extract_code
-from .llm.base import LLM, LLMRequest
+from .llm.base import LLM, TRUNCATED, LLMRequest
+from .llm.stats import RoleStats
 from .seeding import derive_seed
 from .templates import Prompts
 from .types import Attempt, ExecutionResult, Message, Task, TestResult, TokenUsage, Trajectory
@@ -128,7 +129,10 @@ class LLMSolver:
         max_tokens: int,
         stderr_lines: int = 15,
         reward: RewardConfig | None = None,
+        stats: RoleStats | None = None,
     ) -> None:
+        """``stats``, when given, counts the content faults of answers (``truncated``, ``no_code``)."""
+        self.stats = stats
         self.llm = llm
         self.prompts = prompts
         self.judge_tests = judge_tests
@@ -249,10 +253,13 @@ class LLMSolver:
             messages.append(Message(role="assistant", content=response.text))
             code = kind.parse_answer(response.text)
             last = turn == self.max_turns
+            cut = response.finish_reason in TRUNCATED
+            if self.stats is not None and (cut or not code):
+                self.stats.fault("truncated" if cut else "no_code")
             if code:
                 verdict = await self._judge_turn(task, code, public_idx, hidden_idx, last)
             else:
-                why = "the answer was cut off" if response.finish_reason == "length" else "no code in the answer"
+                why = "the answer was cut off" if cut else "no code in the answer"
                 failed = ExecutionResult(
                     status="error",
                     stderr=f"{why}\n",

@@ -271,6 +271,20 @@ class RunDir:
         except (OSError, ValueError):
             return None
 
+    def note_llm_fallbacks(self, fallbacks: dict[str, Any]) -> None:
+        """Record in ``manifest.json`` what the run stopped sending because a server refused it
+        (``llm_fallbacks``); nothing is written when that is already recorded."""
+        if not fallbacks:
+            return
+        manifest = self.read_json("manifest.json")
+        if not isinstance(manifest, dict):
+            return
+        recorded = manifest.get("llm_fallbacks")
+        known: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        merged = {**fallbacks, **known}  # the first refusal recorded stays
+        if merged != known:
+            self.write_json("manifest.json", {**manifest, "llm_fallbacks": merged})
+
     def read_yaml(self, name: str) -> Any:
         try:
             return yaml.safe_load((self.path / name).read_text(encoding="utf-8"))

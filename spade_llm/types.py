@@ -185,7 +185,10 @@ class Rejection(BaseModel):
     task_id: str | None = None
     task: dict[str, Any] | None = None
     answer: str | None = None
-    """The model's raw answer, when the whole answer was unusable (bad JSON, refusal, truncation)."""
+    """The model's raw answer (its head and tail when longer than 16 kB), when the rejection comes from
+    the answer itself: bad JSON, refusal, truncation, an invalid task object."""
+    parse_error: dict[str, Any] | None = None
+    """Where parsing the answer as JSON failed: ``line``, ``column``, ``offset`` and ``message``."""
 
 
 class EpochMetrics(BaseModel):

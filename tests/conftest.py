@@ -108,16 +108,17 @@ def _free_port() -> int:
 
 @pytest.fixture
 def fake_server() -> Iterator[Callable[..., FakeServer]]:
-    """``fake_server(backend=None, latency=0.0, seed=0)`` starts a FakeServer on a free 127.0.0.1 port,
-    its event loop in a thread of its own, and returns it (``.url`` is the base URL, ``.port``,
-    ``.stats``); ``backend`` is a stand-in for ``spade_llm.llm.fake``. Every one stops at teardown."""
+    """``fake_server(backend=None, latency=0.0, seed=0, **pacing)`` starts a FakeServer on a free 127.0.0.1
+    port, its event loop in a thread of its own, and returns it (``.url`` is the base URL, ``.port``,
+    ``.stats``); ``backend`` is a stand-in for ``spade_llm.llm.fake``; ``pacing`` goes to FakeServer
+    (``answer_s``, ``chunk_s``, ``tokens_per_s``, ``refuse``). Every one stops at teardown."""
     from spade_llm.server import FakeServer
 
     stops: list[Callable[[], None]] = []
 
-    def start(backend: Any = None, latency: float = 0.0, seed: int = 0) -> FakeServer:
+    def start(backend: Any = None, latency: float = 0.0, seed: int = 0, **pacing: Any) -> FakeServer:
         loop = asyncio.new_event_loop()
-        server = FakeServer("127.0.0.1", 0, latency, seed, backend=backend)
+        server = FakeServer("127.0.0.1", 0, latency, seed, backend=backend, **pacing)
         ready = threading.Event()
 
         def run() -> None:

@@ -46,3 +46,21 @@ def test_every_field_documented():
                 walk(ann)
 
     walk(RunConfig)
+
+
+def test_json_mode_still_reads_as_a_response_format():
+    config = load_config(None, {"generator": {"json_mode": False}, "solver": {"json_mode": True}})
+    assert (config.generator.response_format, config.solver.response_format) == ("text", "json_object")
+    assert load_config().generator.response_format == "json_schema"  # the default asks for the task schema
+    assert "json_mode" not in config.model_dump()["generator"]
+
+
+def test_a_shipped_preset_loads_by_name_and_a_file_of_that_name_wins(tmp_path, monkeypatch):
+    config = load_config("local-cpu")
+    assert config.llm.max_inflight_per_endpoint == 1 and config.solver.max_tokens == 512
+    assert config.llm.timeout_s >= 60 and config.llm.answer_timeout_s > config.llm.timeout_s
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "local-cpu").write_text("seed: 7\n")
+    assert load_config("local-cpu").seed == 7 and load_config("local-cpu").llm.max_inflight_per_endpoint is None
+    with pytest.raises(UserError, match="or name a preset: local-cpu"):
+        load_config("no-such-preset")

@@ -286,3 +286,39 @@ def test_epoch_budget_ends_an_epoch_with_a_warning_not_a_hang(tmp_path):
     assert len(metrics) == 2
     assert all(any("budget" in w for w in m["warnings"]) for m in metrics)
     assert all(m["episodes"] < m["tasks_accepted"] or m["tasks_accepted"] < 8 for m in metrics)
+
+
+BROKEN_ANSWER = (
+    '{"tasks": [{"description": "Add two numbers.", "entry_point": "add",\n'
+    '  "reference_code": "def add(a, b):\\n    return a + b",\n'
+    '  "tests": [{"input": "(1, 2)"}, {"input": "(3, 4)"}, {"input": "(5, 6)"}] "difficulty": 0.3}]}'
+)
+
+
+def test_bad_answers_are_kept_in_their_rejections_and_make_no_phantom_tasks(tmp_path):
+    from spade_llm.generator import LLMGenerator
+    from spade_llm.llm.testing import FunctionLLM
+    from spade_llm.templates import Prompts
+
+    config = cfg(epochs=1, tasks_per_epoch=4, proposals_per_request=2)
+    run = RunDir.create(tmp_path / "run")
+    run.touch_journals()
+    stats = LLMStats()
+    gen = LLMGenerator(
+        FunctionLLM(lambda request: BROKEN_ANSWER),
+        Prompts(),
+        temperature=0.9,
+        max_tokens=100,
+        stats=stats.view("generator"),
+    )
+    controller = Controller(config, run, gen, StubExecutor(lambda d: 0.5), StubChecker(), stats, log=lambda _m: None)  # type: ignore[arg-type]
+    asyncio.run(controller.run_all())
+    rejected = rows(run.path / "rejected.jsonl")
+    assert [r["reason"] for r in rejected] == ["bad_json", "bad_json"]  # one per request, not one per test
+    assert all(r["answer"] == BROKEN_ANSWER for r in rejected)
+    assert all(r["parse_error"]["line"] == 3 for r in rejected)
+    metrics = rows(run.path / "metrics.jsonl")[0]
+    assert metrics["tasks_proposed"] == 4 and metrics["rejected_by_reason"] == {"bad_json": 2}
+    llm = json.loads((run.path / "summary.json").read_text())["llm"]
+    assert llm["by_kind"] == {} and llm["content_faults"] == {"bad_json": 4}  # two asks per request
+    assert llm["by_role"]["generator"]["content_faults"] == {"bad_json": 4}

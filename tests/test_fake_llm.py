@@ -35,7 +35,9 @@ def gen_request(*, epoch: int = 0, difficulty: float = 0.5, index: int = 0, n: i
     if n is not None:
         meta["n"] = n
     messages = [Message(role="system", content="You design Python exercises."), Message(role="user", content="Go.")]
-    return LLMRequest(messages=messages, role="generator", json_mode=True, seed=1000 * epoch + index, metadata=meta)
+    return LLMRequest(
+        messages=messages, role="generator", response_format="json_object", seed=1000 * epoch + index, metadata=meta
+    )
 
 
 def solver_prompt(task: dict[str, Any]) -> str:
@@ -151,7 +153,7 @@ async def test_same_seed_same_tasks_and_other_seeds_differ() -> None:
     assert a.text == b.text and a.text != d.text
     # the request's seed decides (it carries the run seed); the fake's own seed is for seedless requests
     assert (await FakeLLM(seed=2).complete(gen_request(index=2))).text == a.text
-    seedless = LLMRequest(messages=gen_request().messages, role="generator", json_mode=True)
+    seedless = LLMRequest(messages=gen_request().messages, role="generator", response_format="json_object")
     assert (await FakeLLM(seed=1).complete(seedless)).text != (await FakeLLM(seed=2).complete(seedless)).text
 
 
@@ -204,7 +206,10 @@ def _variant_keys(tasks: list[dict[str, Any]]) -> list[str]:
 def _focus_request(topic: str, target: float, seed: int, extra: str = "") -> LLMRequest:
     text = f"Propose 1 new Python programming task at difficulty {target:.2f}.\nTopic for this request: {topic}.\n"
     return LLMRequest(
-        messages=[Message(role="user", content=text + extra)], role="generator", json_mode=True, seed=seed
+        messages=[Message(role="user", content=text + extra)],
+        role="generator",
+        response_format="json_object",
+        seed=seed,
     )
 
 
@@ -258,7 +263,7 @@ async def test_generator_answers_agree_in_process_and_over_http() -> None:
     from spade_llm.server import to_llm_request
     from spade_llm.templates import Prompts
 
-    generator = LLMGenerator(FakeLLM(), Prompts(), temperature=0.9, max_tokens=4096, json_mode=True)
+    generator = LLMGenerator(FakeLLM(), Prompts(), temperature=0.9, max_tokens=4096, response_format="json_object")
     cases = ((1, 0, 0, 0.3, "graphs"), (1, 3, 5, 0.55, "strings"), (7, 11, 15, 0.9, "dynamic programming"),
              (7, 2, 1, 0.12, None))  # fmt: skip
     for run_seed, epoch, index, target, focus in cases:
@@ -267,7 +272,7 @@ async def test_generator_answers_agree_in_process_and_over_http() -> None:
         messages = generator.messages(ctx)
         seed = 12345 + 17 * index + epoch
         local = LLMRequest(
-            messages=messages, role="generator", json_mode=True, seed=seed,
+            messages=messages, role="generator", response_format="json_object", seed=seed,
             metadata={"epoch": epoch, "difficulty": target, "n": 1, "request_index": index, "focus": focus},
         )  # fmt: skip
         body = {
@@ -309,13 +314,15 @@ async def test_solver_answers_agree_in_process_and_over_http_at_epoch_0() -> Non
 async def test_http_style_requests_without_metadata_are_still_deterministic() -> None:
     llm = FakeLLM()
     messages = [Message(role="user", content="Propose 3 new Python tasks at difficulty 0.7 as JSON.")]
-    request = LLMRequest(messages=messages, role=infer_role(messages, json_mode=True), json_mode=True)
+    request = LLMRequest(messages=messages, role=infer_role(messages, json_mode=True), response_format="json_object")
     first, again = await llm.complete(request), await llm.complete(request)
     assert first.text == again.text
     tasks = json.loads(first.text)["tasks"]
     assert len(tasks) == 3 and sum(t["difficulty"] for t in tasks) / 3 > 0.45
     other = [Message(role="user", content="Propose 3 new Python tasks at difficulty 0.7 as JSON, please.")]
-    assert (await llm.complete(LLMRequest(messages=other, role="generator", json_mode=True))).text != first.text
+    assert (
+        await llm.complete(LLMRequest(messages=other, role="generator", response_format="json_object"))
+    ).text != first.text
 
 
 def _mean_pairwise_similarity(codes: list[str]) -> float:
@@ -600,7 +607,7 @@ def test_focus_topic_steers_the_family_in_process_and_over_http_text() -> None:
         by_meta = LLMRequest(
             messages=[Message(role="user", content="Propose 1 new Python programming task at difficulty 0.50.")],
             role="generator",
-            json_mode=True,
+            response_format="json_object",
             seed=11,
             metadata={"n": 1, "difficulty": 0.5, "focus": topic},
         )
@@ -611,7 +618,7 @@ def test_focus_topic_steers_the_family_in_process_and_over_http_text() -> None:
                 )
             ],
             role="generator",
-            json_mode=True,
+            response_format="json_object",
             seed=11,
         )
         for request in (by_meta, by_text):

@@ -3,7 +3,16 @@ import json
 import pytest
 
 from spade_llm.errors import LLMCallError
-from spade_llm.generator import BadAnswer, LLMGenerator, ProposalContext, extract_json, make_task_id
+from spade_llm.generator import (
+    BadAnswer,
+    LLMGenerator,
+    ProposalContext,
+    extract_json,
+    is_task_answer,
+    kept_answer,
+    make_task_id,
+    task_answer_schema,
+)
 from spade_llm.llm.base import LLMResponse
 from spade_llm.llm.stats import LLMStats
 from spade_llm.llm.testing import ScriptedLLM
@@ -61,7 +70,7 @@ def ctx(**kw):
 
 async def test_generator_parses_tasks_and_ids_are_deterministic():
     llm = ScriptedLLM([json.dumps({"tasks": [TASK, {**TASK, "entry_point": "plus"}]})])
-    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object")
     proposal = await gen.propose(ctx())
     assert proposal.failure is None
     tasks = [c.task for c in proposal.candidates]
@@ -77,28 +86,36 @@ async def test_generator_parses_tasks_and_ids_are_deterministic():
 async def test_generator_re_asks_once_quoting_the_problem():
     stats = LLMStats()
     llm = ScriptedLLM(["this is not json", json.dumps({"tasks": [TASK]})])
-    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True, stats=stats)
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object", stats=stats)
     proposal = await gen.propose(ctx())
     assert proposal.failure is None and len(proposal.candidates) == 1
     repair = llm.calls[1].messages
     assert repair[-2].role == "assistant" and repair[-2].content == "this is not json"
     assert "could not be used" in repair[-1].content and "no JSON object" in repair[-1].content
-    assert stats.summary()["by_kind"] == {"bad_json": 1}
+    assert stats.summary()["content_faults"] == {"bad_json": 1} and stats.summary()["by_kind"] == {}
 
 
 async def test_generator_gives_up_after_one_repair_and_on_refusal():
-    gen = LLMGenerator(ScriptedLLM(["nope", "still nope"]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    gen = LLMGenerator(
+        ScriptedLLM(["nope", "still nope"]), Prompts(), temperature=0.9, max_tokens=100, response_format="json_object"
+    )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "bad_json" and proposal.candidates == []
     llm = ScriptedLLM(["I cannot help with that."])
-    proposal = await LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, json_mode=True).propose(ctx())
+    proposal = await LLMGenerator(
+        llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object"
+    ).propose(ctx())
     assert proposal.failure == "refusal" and len(llm.calls) == 1
 
 
 async def test_generator_records_invalid_items_and_endpoint_failures():
     bad = {"description": "x"}  # no entry point, no code, no tests
     gen = LLMGenerator(
-        ScriptedLLM([json.dumps({"tasks": [bad, TASK]})]), Prompts(), temperature=0.9, max_tokens=100, json_mode=False
+        ScriptedLLM([json.dumps({"tasks": [bad, TASK]})]),
+        Prompts(),
+        temperature=0.9,
+        max_tokens=100,
+        response_format="text",
     )
     proposal = await gen.propose(ctx())
     assert proposal.candidates[0].reason == "invalid_task" and proposal.candidates[1].task is not None
@@ -107,7 +124,7 @@ async def test_generator_records_invalid_items_and_endpoint_failures():
         Prompts(),
         temperature=0.9,
         max_tokens=100,
-        json_mode=False,
+        response_format="text",
     )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "llm_server_error"
@@ -120,7 +137,7 @@ async def test_truncated_answer_is_reported_as_truncated():
         Prompts(),
         temperature=0.9,
         max_tokens=10,
-        json_mode=True,
+        response_format="json_object",
     )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "truncated"
@@ -128,11 +145,13 @@ async def test_truncated_answer_is_reported_as_truncated():
 
 async def test_an_answer_holds_at_most_n_tasks_and_an_empty_one_is_a_failure():
     three = json.dumps({"tasks": [TASK, {**TASK, "entry_point": "plus"}, {**TASK, "entry_point": "more"}]})
-    gen = LLMGenerator(ScriptedLLM([three]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    gen = LLMGenerator(ScriptedLLM([three]), Prompts(), temperature=0.9, max_tokens=100, response_format="json_object")
     proposal = await gen.propose(ctx(n=1))
     assert [c.task.entry_point for c in proposal.candidates if c.task] == ["add"]
     empty = json.dumps({"tasks": []})
-    gen = LLMGenerator(ScriptedLLM([empty, empty]), Prompts(), temperature=0.9, max_tokens=100, json_mode=True)
+    gen = LLMGenerator(
+        ScriptedLLM([empty, empty]), Prompts(), temperature=0.9, max_tokens=100, response_format="json_object"
+    )
     proposal = await gen.propose(ctx())
     assert proposal.failure == "no_tasks" and not proposal.candidates and proposal.text == empty
 
@@ -145,7 +164,7 @@ async def test_a_proposal_survives_its_journal_row():
         Prompts(),
         temperature=0.9,
         max_tokens=100,
-        json_mode=True,
+        response_format="json_object",
     )
     proposal = await gen.propose(ctx())
     back = Proposal.from_record(json.loads(json.dumps(proposal.record(0, 2))))
@@ -153,3 +172,49 @@ async def test_a_proposal_survives_its_journal_row():
         c.task.dump() if c.task else c.reason for c in proposal.candidates
     ]
     assert (back.usage_prompt, back.text, back.failure) == (proposal.usage_prompt, proposal.text, proposal.failure)
+
+
+# A real broken answer's shape: the outer object breaks (a comma missing before "difficulty"), but the
+# test list inside it is valid JSON on its own. Main used to take that list for the task list.
+BROKEN = (
+    '{"tasks": [{"description": "Add two numbers.", "entry_point": "add",\n'
+    '  "reference_code": "def add(a, b):\\n    return a + b",\n'
+    '  "tests": [{"input": "(1, 2)"}, {"input": "(3, 4)"}, {"input": "(5, 6)"}] "difficulty": 0.3}]}'
+)
+
+
+def test_a_nested_test_list_is_never_taken_for_the_task_list():
+    with pytest.raises(BadAnswer) as e:
+        extract_json(BROKEN, accept=is_task_answer)
+    assert e.value.reason == "bad_json"
+    assert e.value.where is not None and e.value.where["line"] == 3  # where the JSON broke, in the answer
+    assert "delimiter" in e.value.where["message"]
+
+
+async def test_a_broken_answer_yields_no_phantom_task_and_keeps_where_it_broke():
+    llm = ScriptedLLM([BROKEN, BROKEN])
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object")
+    proposal = await gen.propose(ctx(n=3))
+    assert proposal.failure == "bad_json" and proposal.candidates == []
+    assert proposal.text == BROKEN and proposal.parse_error is not None
+    assert proposal.parse_error["line"] == 3 and proposal.parse_error["offset"] == BROKEN.index('"difficulty"')
+
+
+def test_one_task_object_and_bare_lists_of_tasks_are_still_answers():
+    assert is_task_answer(TASK) and is_task_answer([TASK]) and is_task_answer({"tasks": []})
+    assert not is_task_answer([{"input": "(1,)"}]) and not is_task_answer([]) and not is_task_answer({"input": "x"})
+
+
+def test_a_long_bad_answer_keeps_its_head_and_tail():
+    text = "x" * 10_000 + "MIDDLE" + "y" * 30_000 + "THE END"
+    kept = kept_answer(text)
+    assert len(kept) < 16_500 and kept.startswith("xxx") and kept.endswith("THE END") and "characters cut" in kept
+    assert kept_answer("short") == "short"
+
+
+async def test_a_json_schema_request_carries_the_schema_for_n_tasks():
+    llm = ScriptedLLM([json.dumps({"tasks": [TASK]})])
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100)  # json_schema is the default
+    await gen.propose(ctx(n=2))
+    request = llm.calls[0]
+    assert request.response_format == "json_schema" and request.json_schema == task_answer_schema(2)

@@ -70,7 +70,7 @@ def test_key_covers_what_decides_the_answer_and_nothing_else() -> None:
         dataclasses.replace(base, seed=2),
         dataclasses.replace(base, temperature=0.6),
         dataclasses.replace(base, max_tokens=101),
-        dataclasses.replace(base, json_mode=True),
+        dataclasses.replace(base, response_format="json_object"),
         dataclasses.replace(base, messages=[Message(role="user", content="hi!")]),
     ]:
         assert cache_key("openai/m", changed) != key

@@ -20,7 +20,6 @@ import httpx
 import pytest
 import respx
 
-import spade_llm.llm.openai_http as http_mod
 from spade_llm.config import LLMConfig, RoleConfig
 from spade_llm.errors import LLMCallError, UserError
 from spade_llm.llm.base import LLMRequest, LLMResponse
@@ -29,6 +28,13 @@ from spade_llm.llm.retry import RetryPolicy
 from spade_llm.llm.stats import LLMStats
 from spade_llm.server import FakeServer
 from spade_llm.types import Message, TokenUsage
+
+
+def spec_counts(stats: LLMStats) -> dict[str, object]:
+    """SPEC's four ``summary.llm`` counts (the summary also has per-role and content-fault rows)."""
+    summary = stats.summary()
+    return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
+
 
 BASE = "http://127.0.0.1:9/v1"
 URL = f"{BASE}/chat/completions"
@@ -62,7 +68,7 @@ async def test_request_body_auth_and_usage(
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=openai_response("x"))
         response = await llm.complete(
-            request(seed=42, json_mode=True, temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
+            request(seed=42, response_format="json_object", temperature=0.3, max_tokens=99, metadata={"task_id": "t1"})
         )
     sent_request = route.calls[0].request
     sent = json.loads(sent_request.content)
@@ -73,6 +79,8 @@ async def test_request_body_auth_and_usage(
         "max_tokens": 99,
         "seed": 42,
         "response_format": {"type": "json_object"},
+        "stream": True,  # answers stream, so llm.timeout_s measures silence
+        "stream_options": {"include_usage": True},
     }
     assert "t1" not in sent_request.content.decode()  # role and metadata never leave us
     assert sent_request.headers["authorization"] == f"Bearer {allow_model_requests}"
@@ -83,7 +91,7 @@ async def test_request_body_auth_and_usage(
         finish_reason="stop",
         model="openai/m",
     )
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 0, "by_kind": {}}
+    assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 0, "by_kind": {}}
 
 
 async def test_optional_fields_left_out_and_local_server_gets_a_placeholder_key(
@@ -143,7 +151,7 @@ async def test_rate_limit_then_success_honours_retry_after(
     assert response.text == "fine"
     assert route.call_count == 2
     assert len(waits) == 1 and 2.0 <= waits[0] <= 2.5, waits  # the server's 2 s, not our 0.01 s backoff
-    assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
+    assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
 
 
 async def test_server_errors_until_the_budget_ends(waits: list[float], openai_error: Reply) -> None:
@@ -155,7 +163,7 @@ async def test_server_errors_until_the_budget_ends(waits: list[float], openai_er
     assert info.value.kind == "server_error"
     assert "after 4 attempts" in str(info.value) and "boom" in str(info.value)
     assert route.call_count == 4
-    assert stats.summary() == {"requests": 4, "retries": 3, "failures": 1, "by_kind": {"server_error": 4}}
+    assert spec_counts(stats) == {"requests": 4, "retries": 3, "failures": 1, "by_kind": {"server_error": 4}}
     assert len(waits) == 3 and waits[0] < waits[2]  # exponential
 
 
@@ -168,7 +176,7 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
             await llm.complete(request())
     assert info.value.kind == "rate_limit"
     assert route.call_count == 1 and waits == []
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"rate_limit": 1}}
+    assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"rate_limit": 1}}
 
 
 async def test_html_error_page_is_a_retried_server_error(waits: list[float], openai_response: Reply) -> None:
@@ -184,7 +192,7 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float], ope
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "server_error" and "502 Bad Gateway" in str(info.value)
-    assert stats.summary() == {"requests": 4, "retries": 2, "failures": 1, "by_kind": {"server_error": 3}}
+    assert spec_counts(stats) == {"requests": 4, "retries": 2, "failures": 1, "by_kind": {"server_error": 3}}
 
 
 @pytest.mark.parametrize(
@@ -224,7 +232,7 @@ async def test_unusable_bodies_are_retried_bad_responses(
         route = mock.post(URL).mock(side_effect=[answer, openai_response("good")])
         response = await llm.complete(request())
     assert response.text == "good" and route.call_count == 2
-    assert stats.summary() == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"bad_response": 1}}
+    assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"bad_response": 1}}
 
 
 async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float]) -> None:
@@ -234,7 +242,7 @@ async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float]) -
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "bad_response" and "not JSON" in str(info.value)
-    assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"bad_response": 2}}
+    assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"bad_response": 2}}
 
 
 @pytest.mark.parametrize(
@@ -253,7 +261,7 @@ async def test_transport_timeouts_are_retried_then_fail_as_timeout(waits: list[f
             await llm.complete(request())
     assert info.value.kind == "timeout"
     assert route.call_count == 3
-    assert stats.summary() == {"requests": 3, "retries": 2, "failures": 1, "by_kind": {"timeout": 3}}
+    assert spec_counts(stats) == {"requests": 3, "retries": 2, "failures": 1, "by_kind": {"timeout": 3}}
 
 
 async def test_server_408_is_a_timeout(waits: list[float], openai_response: Reply, openai_error: Reply) -> None:
@@ -267,9 +275,9 @@ async def test_server_408_is_a_timeout(waits: list[float], openai_response: Repl
 async def test_hung_endpoint_is_cut_by_our_own_guard(
     waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
 ) -> None:
-    """A transport that never answers (mocked, so httpx's timeouts never fire) still ends."""
-    monkeypatch.setattr(http_mod, "_GRACE_S", 0.0)
-    llm, stats = make(max_retries=1, timeout_s=0.3)
+    """A transport that never answers (mocked, so httpx's timeouts never fire) still ends: the answer
+    cap bounds every attempt, and an attempt with nothing streamed is a timeout (retried)."""
+    llm, stats = make(max_retries=1, timeout_s=0.3, answer_timeout_s=0.3)
     hung = 0
 
     async def hang(_: httpx.Request) -> httpx.Response:
@@ -286,7 +294,7 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(
             await llm.complete(request())
     assert info.value.kind == "timeout"
     assert hung == 2 and loop.time() - started < 5
-    assert stats.summary() == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"timeout": 2}}
+    assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"timeout": 2}}
 
 
 async def test_dropped_connections_are_retried(waits: list[float], openai_response: Reply) -> None:
@@ -302,7 +310,7 @@ async def test_dropped_connections_are_retried(waits: list[float], openai_respon
         )
         response = await llm.complete(request())
     assert response.text == "up"
-    assert stats.summary() == {"requests": 4, "retries": 3, "failures": 0, "by_kind": {"connection": 3}}
+    assert spec_counts(stats) == {"requests": 4, "retries": 3, "failures": 0, "by_kind": {"connection": 3}}
 
 
 async def test_a_refused_connection_is_not_retried_here(waits: list[float]) -> None:
@@ -314,7 +322,7 @@ async def test_a_refused_connection_is_not_retried_here(waits: list[float]) -> N
         with pytest.raises(LLMCallError) as info:
             await llm.complete(request())
     assert info.value.kind == "unreachable" and waits == []
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
+    assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
 
 
 async def test_connection_failures_for_good_name_the_cause(waits: list[float]) -> None:
@@ -351,7 +359,7 @@ async def test_no_retry_on_client_errors(waits: list[float], status: int, kind: 
     assert f"HTTP {status}" in str(info.value) and "bad request" in str(info.value)
     assert "after" not in str(info.value)
     assert route.call_count == 1 and waits == []
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {kind: 1}}
+    assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {kind: 1}}
 
 
 async def test_api_key_never_in_error_messages(
@@ -490,7 +498,7 @@ async def test_concurrent_requests_overlap_and_connections_are_kept_alive(
     assert answers[0].usage == TokenUsage(prompt_tokens=1, completion_tokens=3, cost=None)
     assert wall < 2.0, wall  # 16 x 0.5 s = 8 s if they queued
     assert server.stats.max_inflight == 16
-    assert stats.summary() == {"requests": 19, "retries": 0, "failures": 0, "by_kind": {}}
+    assert spec_counts(stats) == {"requests": 19, "retries": 0, "failures": 0, "by_kind": {}}
 
 
 async def test_max_connections_bounds_requests_in_flight(waits: list[float], fake_server: StartServer) -> None:
@@ -514,7 +522,7 @@ async def test_refused_connection_on_a_real_socket(waits: list[float]) -> None:
     finally:
         await llm.aclose()
     assert info.value.kind == "unreachable" and "ConnectError" in str(info.value)
-    assert stats.summary() == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
+    assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"unreachable": 1}}
 
 
 @pytest.mark.slow
@@ -522,10 +530,13 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
     waits: list[float], fake_server: StartServer, fault_proxy: Callable[[str], Any]
 ) -> None:
     """Real sockets, the proxy's fixed cycle: 429 + Retry-After, 500, 502 HTML, half a JSON body, a refusal,
-    truncation, a slow answer (8 s, past our 3 s timeout), a dropped connection and no choices, each once."""
+    truncation, a slow answer (8 s, past our 3 s timeout), a dropped connection and no choices, each once.
+
+    The proxy rewrites whole JSON bodies, so it plays a server that does not stream (``stream: false``);
+    the streamed path through it is ``test_the_fault_proxy_is_survived_when_streaming``."""
     server = fake_server(ECHO)
     proxy = fault_proxy(f"http://127.0.0.1:{server.port}")
-    llm, stats = make(api_base=proxy.url, max_retries=4, timeout_s=3.0)
+    llm, stats = make(api_base=proxy.url, max_retries=4, timeout_s=3.0, stream=False)
     try:
         texts, finishes = [], []
         for i in range(20):  # 20 answers + 7 retries = 27 proxy requests: the cycle, once
@@ -549,7 +560,7 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
         "drop",
         "nochoices",
     }
-    summary = stats.summary()
+    summary = spec_counts(stats)
     assert summary == {
         "requests": 27,
         "retries": 7,

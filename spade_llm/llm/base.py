@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..types import Message, TokenUsage
 
 Role = Literal["generator", "solver"]
+ResponseFormat = Literal["text", "json_object", "json_schema"]
+
+TRUNCATED = frozenset({"length", "answer_cap"})
+"""``finish_reason`` values of an answer that was cut off: ``length`` (``max_tokens`` reached) and
+``answer_cap`` (``llm.answer_timeout_s`` ran out while the answer streamed)."""
 
 
 @dataclass(frozen=True)
@@ -23,16 +29,25 @@ class LLMRequest:
     temperature: float = 0.7
     max_tokens: int = 2048
     seed: int | None = None
-    json_mode: bool = False
+    response_format: ResponseFormat = "text"
+    """``json_object`` asks for any JSON object, ``json_schema`` for one matching ``json_schema``
+    (servers enforce both by grammar); ``text`` sends no ``response_format``."""
+    json_schema: dict[str, Any] | None = None
+    """The schema sent with ``response_format="json_schema"`` (OpenAI's ``{"name", "schema"}`` form)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def json_mode(self) -> bool:
+        """Whether the answer is asked to be JSON (either form)."""
+        return self.response_format != "text"
 
 
 @dataclass(frozen=True)
 class LLMResponse:
     """The model's answer.
 
-    ``finish_reason`` is ``stop``, ``length`` (truncated), ``content_filter`` or another
-    provider string; ``text`` may be empty.
+    ``finish_reason`` is ``stop``, ``length`` (truncated by ``max_tokens``), ``answer_cap`` (cut by
+    ``llm.answer_timeout_s``), ``content_filter`` or another provider string; ``text`` may be empty.
     """
 
     text: str
@@ -53,3 +68,15 @@ class LLM(Protocol):
     model: str
 
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+_NAMES_FORMAT = re.compile(r"response_format|json_schema", re.I)
+
+
+def refuses_json_schema(status: int | None, message: str) -> bool:
+    """Whether an error answered to a request carrying ``response_format: json_schema`` refuses that
+    form: a 4xx or 5xx (not an auth, missing-model, timeout or rate-limit answer) whose message names
+    ``response_format`` or ``json_schema`` (llama-cpp-python answers 500, others 400 or 422)."""
+    if status is None or status < 400 or status in (401, 403, 404, 408, 429):
+        return False
+    return bool(_NAMES_FORMAT.search(message))

@@ -28,7 +28,7 @@ from .base import LLM, LLMRequest, LLMResponse
 
 log = logging.getLogger("spade_llm.llm")
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Part of every key: bump it when the key's recipe or the entry format changes."""
 
 
@@ -46,7 +46,8 @@ def cache_key(model: str, request: LLMRequest) -> str:
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
         "seed": request.seed,
-        "json_mode": request.json_mode,
+        "response_format": request.response_format,
+        "json_schema": request.json_schema,
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

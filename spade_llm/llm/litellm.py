@@ -23,18 +23,19 @@ no model (``--help``, ``exec``, ``verify``, ``evaluate``) never pay for its impo
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 import re
+import time
 from typing import Any
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
-from .base import LLMRequest, LLMResponse
-from .retry import RetryPolicy, complete_with_retries
-from .stats import LLMStats
+from .base import LLMRequest, LLMResponse, refuses_json_schema
+from .endpoints import EndpointPool
+from .retry import RequestClock, RetryPolicy, complete_with_retries
+from .stats import LLMStats, RoleStats
 
 log = logging.getLogger("spade_llm.llm")
 
@@ -260,12 +261,18 @@ def policy_from_config(llm_config: LLMConfig) -> RetryPolicy:
 class LiteLLM:
     """Chat completions through ``litellm.acompletion``: timeouts, counted retries, fault kinds.
 
-    Several ``api_base`` values spread requests round robin; a retry goes to the next one, so
-    one dead replica costs a retry, not a request.
+    Several ``api_base`` values spread requests over the servers (the least busy first, at most
+    ``llm.max_inflight_per_endpoint`` each); a retry goes to another one when one has room, so one
+    dead replica costs a retry, not a request. Answers are not streamed here: ``timeout_s`` bounds
+    each whole attempt. A server refusing ``json_schema`` by name gets ``json_object`` from then on.
     """
 
     def __init__(
-        self, role_config: RoleConfig, llm_config: LLMConfig, stats: LLMStats, policy: RetryPolicy | None = None
+        self,
+        role_config: RoleConfig,
+        llm_config: LLMConfig,
+        stats: LLMStats | RoleStats,
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.model = role_config.model
         self.role_config = role_config
@@ -274,9 +281,13 @@ class LiteLLM:
         self.policy = policy or policy_from_config(llm_config)
         self.timeout_s = float(llm_config.timeout_s)
         bases = role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]
-        self._bases = itertools.cycle(bases)
+        # a pool needs names: the provider's default endpoint (no api_base) is named after the model
+        self._urls = {(b or f"default:{self.model}"): b for b in bases}
+        self.pool = EndpointPool(list(self._urls), llm_config.max_inflight_per_endpoint)
+        self.refused: set[str] = set()
+        """Parameters a server refused by name (``json_schema``): never sent again."""
 
-    def _params(self, request: LLMRequest, timeout: float) -> dict[str, Any]:
+    def _params(self, request: LLMRequest, timeout: float, base: str | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [m.model_dump() for m in request.messages],
@@ -286,7 +297,6 @@ class LiteLLM:
             "max_retries": 0,  # the openai client's own retries
             "num_retries": 0,  # litellm's retry wrapper
         }
-        base = next(self._bases)
         if base:
             params["api_base"] = base
             if self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
@@ -299,9 +309,28 @@ class LiteLLM:
             params["drop_params"] = True
         if request.seed is not None:
             params["seed"] = request.seed
-        if request.json_mode:
+        form = request.response_format
+        if form == "json_schema" and ("json_schema" in self.refused or not request.json_schema):
+            form = "json_object"
+        if form == "json_schema":
+            params["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
+        elif form == "json_object":
             params["response_format"] = {"type": "json_object"}
         return params
+
+    def _refusal(self, params: dict[str, Any], exc: Exception) -> bool:
+        """Whether ``exc`` refuses the ``json_schema`` form by name; if so it is never sent again."""
+        fmt = params.get("response_format")
+        status = getattr(exc, "status_code", None)
+        if not (isinstance(fmt, dict) and fmt.get("type") == "json_schema"):
+            return False
+        if not refuses_json_schema(status if isinstance(status, int) else None, str(exc)):
+            return False
+        self.refused.add("json_schema")
+        detail = {"from": "json_schema", "to": "json_object", "status": status, "said": scrub(_describe(exc), 200)}
+        if self.stats.fallback("response_format", detail):
+            log.warning("%s refused response_format json_schema; asking for json_object from now on", self.model)
+        return True
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
@@ -309,10 +338,28 @@ class LiteLLM:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
         litellm = import_litellm()
 
-        async def attempt(timeout: float) -> LLMResponse:
-            params = self._params(request, timeout)
-            response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
-            return self._to_response(response, litellm)
+        failed_on: str | None = None
+
+        async def attempt(clock: RequestClock) -> LLMResponse:
+            nonlocal failed_on
+            queued = time.monotonic()
+            async with self.pool.slot(avoid=failed_on) as url:
+                clock.exclude(time.monotonic() - queued)  # waiting for a free slot is not the server failing
+                try:
+                    timeout = clock.timeout()
+                    params = self._params(request, timeout, self._urls[url])
+                    try:
+                        response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
+                    except Exception as exc:
+                        if not self._refusal(params, exc):
+                            raise
+                        self.stats.request()  # the re-send without the schema is a request of its own
+                        params = self._params(request, timeout, self._urls[url])
+                        response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
+                    return self._to_response(response, litellm)
+                except BaseException:
+                    failed_on = url
+                    raise
 
         return await complete_with_retries(
             self.model,

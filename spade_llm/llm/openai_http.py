@@ -8,6 +8,24 @@ speaks that format with one pooled ``httpx.AsyncClient`` and nothing else; every
 (OpenAI without an ``api_base``, ``anthropic/...``, ``ollama_chat/...``) keeps going through
 :mod:`spade_llm.llm.litellm`.
 
+Answers stream (server-sent events, ``stream: true``), because on a slow server (a small model on
+a CPU writes ~30 tokens a second) a whole-answer timeout cannot tell slow from dead: a long answer
+times out, and its retry, the identical request, is generated again just as slowly. Streaming
+lets ``llm.timeout_s`` be the longest *silence* allowed (httpx's per-read timeout: no byte for that
+long), while ``llm.answer_timeout_s`` caps a whole answer; an answer cut by the cap is returned as
+it stands with ``finish_reason="answer_cap"`` (a truncation the caller judges), never re-sent.
+Usage is read from the final chunk (``stream_options.include_usage``); a server that sends none
+gets its completion tokens counted as content chunks (one token per chunk on llama.cpp and vLLM).
+A server that answers a streaming request with a plain JSON body (some proxies) is understood too,
+and so is an event stream sent under another content type.
+
+Requests go through an :class:`~spade_llm.llm.endpoints.EndpointPool`: at most
+``llm.max_inflight_per_endpoint`` per server URL, the least busy server of the ``api_base`` list
+first. A server that refuses a parameter by name (4xx/5xx whose message names ``response_format``
+or ``json_schema``, or ``stream_options``) gets the request again at once without it, and no later
+request carries it: ``json_schema`` falls back to ``json_object``, once per run, recorded in
+``LLMStats.fallbacks`` (and from there in ``manifest.json``).
+
 It is hardened exactly as the litellm provider is, and shares its pieces so the two behave the same:
 
 * retries go through :func:`~spade_llm.llm.retry.call_with_retries` with the run's
@@ -30,11 +48,12 @@ lazily in ``import_litellm``), so importing this module costs httpx and nothing 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import os
+import re
 import socket
+import time
 from typing import Any
 
 import httpx
@@ -43,19 +62,15 @@ from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from . import litellm as _provider
-from .base import LLMRequest, LLMResponse
+from .base import LLMRequest, LLMResponse, refuses_json_schema
+from .endpoints import EndpointPool
 from .litellm import PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
-from .retry import RetryPolicy, complete_with_retries
-from .stats import LLMStats
+from .retry import RequestClock, RetryPolicy, complete_with_retries
+from .stats import LLMStats, RoleStats
 
 log = logging.getLogger("spade_llm.llm")
 
-__all__ = ["OpenAIHTTP", "StatusError", "classify", "parse_completion"]
-
-_GRACE_S = 5.0
-"""Slack on top of the per-attempt timeout before our own ``asyncio.wait_for`` gives up. httpx's
-timeouts bound each connect/read/write step, not the whole exchange: a server trickling bytes
-could otherwise hold an attempt far past ``timeout_s``."""
+__all__ = ["OpenAIHTTP", "StatusError", "StreamEnded", "classify", "parse_completion", "parse_completion_body"]
 
 KEEPALIVE_EXPIRY_S = 4.0
 """Idle pooled connections are dropped after this long. Under uvicorn's (vLLM's) 5 s keep-alive
@@ -77,10 +92,17 @@ class StatusError(Exception):
         self.headers = headers
 
 
+class StreamEnded(BadResponse):
+    """The event stream stopped before the answer finished (no ``finish_reason``, no ``[DONE]``): a
+    dropped connection, retried as ``connection``."""
+
+
 def classify(exc: BaseException) -> str:
     """Fault kind of an exception raised by one attempt (see the module docstring)."""
     if isinstance(exc, LLMCallError):
         return exc.kind
+    if isinstance(exc, StreamEnded):
+        return "connection"
     if isinstance(exc, StatusError):
         status = exc.status_code
         if status == 429:
@@ -143,7 +165,22 @@ def _int(value: Any) -> int:
 
 
 def parse_completion(response: httpx.Response, model: str) -> LLMResponse:
-    """An ``LLMResponse`` from a 2xx chat completion; ``BadResponse`` when the body is unusable.
+    """An ``LLMResponse`` from a 2xx chat completion response (see :func:`parse_completion_body`)."""
+    return parse_completion_body(response.content, response.headers.get("content-type", ""), model)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content)
+    raise BadResponse(f"message content is a {type(content).__name__}, not text")
+
+
+def parse_completion_body(content: bytes, content_type: str, model: str) -> LLMResponse:
+    """An ``LLMResponse`` from a 2xx chat completion body; ``BadResponse`` when the body is unusable.
 
     Unusable: not JSON (an HTML page from a proxy, half a body), not an object, no ``choices``
     or an empty list, a choice without a ``message`` object, or content that is neither text,
@@ -151,10 +188,10 @@ def parse_completion(response: httpx.Response, model: str) -> LLMResponse:
     through (``length`` for a truncated answer): judging the text is the caller's job.
     """
     try:
-        data = json.loads(response.content)
+        data = json.loads(content)
     except ValueError:
-        ctype = response.headers.get("content-type", "no content-type")
-        raise BadResponse(f"answer is not JSON ({ctype}): {_snippet(response)}") from None
+        snippet = " ".join(content[:_SNIPPET].decode("utf-8", "replace").split()) or "(empty body)"
+        raise BadResponse(f"answer is not JSON ({content_type or 'no content-type'}): {snippet}") from None
     if not isinstance(data, dict):
         raise BadResponse(f"answer is a JSON {type(data).__name__}, not an object")
     choices = data.get("choices")
@@ -166,15 +203,7 @@ def parse_completion(response: httpx.Response, model: str) -> LLMResponse:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise BadResponse("the first choice has no message object")
-    content = message.get("content")
-    if content is None:
-        text = ""
-    elif isinstance(content, str):
-        text = content
-    elif isinstance(content, list):  # content parts: keep the text ones
-        text = "".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content)
-    else:
-        raise BadResponse(f"message content is a {type(content).__name__}, not text")
+    text = _content_text(message.get("content"))
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     tokens = TokenUsage(
@@ -184,6 +213,108 @@ def parse_completion(response: httpx.Response, model: str) -> LLMResponse:
     )
     finish = choice.get("finish_reason")
     return LLMResponse(text=text, usage=tokens, finish_reason=str(finish or "stop"), model=model)
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class _StreamedAnswer:
+    """An answer assembled from server-sent events as they arrive (kept when the answer cap cuts it)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+        """Chunks that carried content: the completion-token estimate when the server sends no usage."""
+        self.done = False
+        self.saw_choice = False
+        self.streaming = False
+        """True once an event stream was recognised (a plain JSON body never sets it)."""
+        self._data: list[str] = []
+
+    def feed_line(self, line: str) -> None:
+        """One line of the event stream (SSE: ``data:`` lines, a blank line ends an event)."""
+        if not line.strip():
+            self._dispatch()
+        elif line.startswith("data:"):
+            self._data.append(line[5:].removeprefix(" "))
+        elif line.startswith("error:"):  # llama.cpp before PR 16109 sent a failure as its own field
+            self._dispatch()
+            self._data.append(json.dumps({"error": _json_or_text(line[6:].strip())}))
+            self._dispatch()
+        # "event:", "id:", "retry:" and ":" comments (keep-alive pings) carry nothing we need
+
+    def close(self) -> None:
+        """The stream ended: the last event, then a check that the answer was finished."""
+        self._dispatch()
+        if not self.saw_choice:
+            raise BadResponse("the event stream held no choices")
+        if self.finish_reason is None:
+            # a stream cut short: the connection dropped, or the server stopped it ([DONE] without a
+            # finish_reason: llama-cpp-python interrupts a streaming answer when another request arrives)
+            got = f" after {len(''.join(self.parts))} characters" if self.parts else ""
+            how = "was stopped ([DONE] without a finish_reason)" if self.done else "ended"
+            raise StreamEnded(f"the event stream {how} before the answer finished{got}")
+
+    def _dispatch(self) -> None:
+        if not self._data:
+            return
+        data, self._data = "\n".join(self._data), []
+        if data.strip() == "[DONE]":
+            self.done = True
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise BadResponse(f"an event of the stream is not JSON: {' '.join(data[:_SNIPPET].split())}") from None
+        if not isinstance(event, dict):
+            raise BadResponse(f"an event of the stream is a JSON {type(event).__name__}, not an object")
+        error = event.get("error")
+        if error:  # vLLM and others report a failure met mid-answer as an event
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            code = error.get("code") if isinstance(error, dict) else None
+            if isinstance(code, int) and 400 <= code < 600:
+                raise StatusError(code, str(message), httpx.Headers())
+            raise BadResponse(f"the stream reported an error: {message}")
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        choices = event.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return  # the usage chunk has no choices
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise BadResponse("a choice of the stream is not an object")
+        self.saw_choice = True
+        delta = choice.get("delta")
+        if delta is None:
+            delta = choice.get("message")  # a server sending whole messages as chunks
+        if isinstance(delta, dict):
+            text = _content_text(delta.get("content"))
+            if text:
+                self.parts.append(text)
+                self.chunks += 1
+        if choice.get("finish_reason"):
+            self.finish_reason = str(choice["finish_reason"])
+
+    def response(self, finish_reason: str | None = None) -> LLMResponse:
+        usage = self.usage or {}
+        completion = _int(usage.get("completion_tokens")) if "completion_tokens" in usage else self.chunks
+        return LLMResponse(
+            text="".join(self.parts),
+            usage=TokenUsage(prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=completion, cost=None),
+            finish_reason=finish_reason or self.finish_reason or "stop",
+            model=self.model,
+        )
+
+
+_NAMES_STREAM_OPTIONS = re.compile(r"stream_options", re.I)
 
 
 def _bases(api_base: str | list[str] | None) -> list[str]:
@@ -200,7 +331,7 @@ def _bases(api_base: str | list[str] | None) -> list[str]:
 
 
 class OpenAIHTTP:
-    """Chat completions over plain HTTP to an OpenAI-compatible server: pooled keep-alive, counted retries.
+    """Chat completions over HTTP to an OpenAI-compatible server: streamed, pooled, counted retries.
 
     ``max_connections`` bounds the connection pool; keep it at least the run's concurrency, or
     requests queue for a connection (and a long queue ends in a pool timeout, counted as
@@ -212,7 +343,7 @@ class OpenAIHTTP:
         self,
         role_config: RoleConfig,
         llm_config: LLMConfig,
-        stats: LLMStats,
+        stats: LLMStats | RoleStats,
         policy: RetryPolicy | None = None,
         *,
         max_connections: int = 64,
@@ -223,11 +354,15 @@ class OpenAIHTTP:
         self.stats = stats
         self.policy = policy or policy_from_config(llm_config)
         self.timeout_s = float(llm_config.timeout_s)
+        self.answer_timeout_s = float(llm_config.answer_timeout_s)
+        self.stream = bool(llm_config.stream)
         self.max_connections = max(1, int(max_connections))
         self.wire_model = self.model.removeprefix("openai/")
         """The model name the server sees: the part after ``openai/``, as litellm sends it."""
         self.bases = _bases(role_config.api_base)
-        self._next_base = itertools.cycle(self.bases)
+        self.pool = EndpointPool(self.bases, llm_config.max_inflight_per_endpoint)
+        self.refused: set[str] = set()
+        """Parameters a server refused by name (``json_schema``, ``stream_options``): never sent again."""
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -251,7 +386,8 @@ class OpenAIHTTP:
         return self._client
 
     def payload(self, request: LLMRequest) -> dict[str, Any]:
-        """The JSON body: what litellm sends for ``openai/`` (``role`` and ``metadata`` never leave us)."""
+        """The JSON body: what litellm sends for ``openai/`` (``role`` and ``metadata`` never leave us),
+        streamed unless ``llm.stream`` is off, without what a server refused earlier."""
         body: dict[str, Any] = {
             "model": self.wire_model,
             "messages": [m.model_dump() for m in request.messages],
@@ -260,30 +396,115 @@ class OpenAIHTTP:
         }
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.json_mode:
+        form = request.response_format
+        if form == "json_schema" and ("json_schema" in self.refused or not request.json_schema):
+            form = "json_object"
+        if form == "json_schema":
+            body["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
+        elif form == "json_object":
             body["response_format"] = {"type": "json_object"}
+        if self.stream:
+            body["stream"] = True
+            if "stream_options" not in self.refused:
+                body["stream_options"] = {"include_usage": True}
         return body
 
-    async def _attempt(self, body: dict[str, Any], timeout: float) -> LLMResponse:
+    def _refusal(self, body: dict[str, Any], exc: StatusError) -> str | None:
+        """The parameter ``exc`` refuses by name, now dropped for good; None when it is another fault."""
+        if exc.status_code in (401, 403, 404, 408, 429) or exc.status_code < 400:
+            return None
+        message = str(exc)
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and refuses_json_schema(exc.status_code, message):
+            self.refused.add("json_schema")
+            detail = {
+                "from": "json_schema",
+                "to": "json_object",
+                "status": exc.status_code,
+                "said": scrub(message, 200),
+            }
+            if self.stats.fallback("response_format", detail):
+                log.warning(
+                    "%s refused response_format json_schema (%s); asking for json_object from now on",
+                    self.model,
+                    scrub(message, 160),
+                )
+            return "json_schema"
+        if "stream_options" in body and _NAMES_STREAM_OPTIONS.search(message):
+            self.refused.add("stream_options")
+            self.stats.fallback("stream_options", {"dropped": "stream_options", "status": exc.status_code})
+            return "stream_options"
+        return None
+
+    async def _attempt(self, base: str, body: dict[str, Any], timeout: float) -> LLMResponse:
         client = self._client_for_loop()
-        url = f"{next(self._next_base)}/chat/completions"
+        url = f"{base}/chat/completions"
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         headers = {"Authorization": f"Bearer {key}"}
-        response = await asyncio.wait_for(
-            client.post(url, json=body, headers=headers, timeout=httpx.Timeout(timeout)), timeout + _GRACE_S
-        )
-        if not 200 <= response.status_code < 300:
-            raise StatusError(response.status_code, _error_message(response), response.headers)
-        return parse_completion(response, self.model)
+        answer = _StreamedAnswer(self.model)
+        plain: list[LLMResponse] = []
+
+        async def exchange() -> None:
+            # httpx's timeout bounds each connect/read/write/pool wait: with a stream, the longest silence
+            async with client.stream("POST", url, json=body, headers=headers, timeout=httpx.Timeout(timeout)) as r:
+                if not 200 <= r.status_code < 300:
+                    await r.aread()
+                    raise StatusError(r.status_code, _error_message(r), r.headers)
+                ctype = r.headers.get("content-type", "")
+                if "text/event-stream" in ctype:
+                    answer.streaming = True
+                    async for line in r.aiter_lines():
+                        answer.feed_line(line)
+                    answer.close()
+                    return
+                content = await r.aread()
+                if content.lstrip().startswith(b"data:"):  # an event stream under another content type
+                    answer.streaming = True
+                    for line in content.decode("utf-8", "replace").splitlines():
+                        answer.feed_line(line)
+                    answer.close()
+                    return
+                plain.append(parse_completion_body(content, ctype, self.model))
+
+        try:
+            await asyncio.wait_for(exchange(), self.answer_timeout_s)
+        except asyncio.TimeoutError:
+            if not answer.streaming:  # a plain answer has nothing to keep: the request timed out
+                raise TimeoutError(f"no whole answer within llm.answer_timeout_s={self.answer_timeout_s:g}s") from None
+            log.warning(
+                "%s: answer cut after llm.answer_timeout_s=%gs (%d chunks): kept as truncated",
+                self.model,
+                self.answer_timeout_s,
+                answer.chunks,
+            )
+            return answer.response(finish_reason="answer_cap")
+        return plain[0] if plain else answer.response()
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
         if not _provider.ALLOW_MODEL_REQUESTS:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
-        body = self.payload(request)
+        failed_on: str | None = None
 
-        async def attempt(timeout: float) -> LLMResponse:
-            return await self._attempt(body, timeout)
+        async def attempt(clock: RequestClock) -> LLMResponse:
+            nonlocal failed_on
+            queued = time.monotonic()
+            async with self.pool.slot(avoid=failed_on) as base:
+                clock.exclude(time.monotonic() - queued)  # waiting for a free slot is not the server failing
+                body = self.payload(request)
+                try:
+                    while True:
+                        try:
+                            return await self._attempt(base, body, clock.timeout())
+                        except StatusError as exc:
+                            # a refused parameter is dropped for good, so this re-sends at most once per parameter
+                            if self._refusal(body, exc) is None:
+                                raise
+                            body = self.payload(request)
+                            self.stats.request()  # the re-send is a request of its own
+                except BaseException:
+                    failed_on = base  # a retry goes to another server when one has room
+                    raise
 
         return await complete_with_retries(
             self.model,

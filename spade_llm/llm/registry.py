@@ -10,13 +10,13 @@ from __future__ import annotations
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
 from .base import LLM, LLMRequest, LLMResponse
-from .stats import LLMStats
+from .stats import LLMStats, RoleStats
 
 
 class CountingLLM:
     """Counts each request of an in-process model (the litellm provider counts its own attempts)."""
 
-    def __init__(self, llm: LLM, stats: LLMStats) -> None:
+    def __init__(self, llm: LLM, stats: LLMStats | RoleStats) -> None:
         self.llm = llm
         self.model = llm.model
         self.stats = stats
@@ -31,13 +31,14 @@ def get_llm(
     llm_config: LLMConfig,
     *,
     seed: int = 0,
-    stats: LLMStats | None = None,
+    stats: LLMStats | RoleStats | None = None,
     concurrency: int = 0,
 ) -> LLM:
     """Build the model for one role.
 
     ``concurrency`` (the run's requests in flight) sizes the HTTP transport's connection pool
-    (at least 64 connections).
+    (at least 64 connections). ``stats`` is where requests and faults are counted: a role's
+    ``LLMStats.view`` in a run.
 
     Raises:
         UserError: the model string names no known provider or fake profile.

@@ -145,12 +145,14 @@ async def call_with_retries(
     on_attempt: Callable[[], None] | None = None,
     on_retry: Callable[[str, float, BaseException], None] | None = None,
     on_failure: Callable[[str, BaseException], None] | None = None,
+    clock: RequestClock | None = None,
 ) -> T:
     """Await ``attempt()`` until it returns, retrying transient faults under ``policy``.
 
     Re-raises the last exception when the fault is not retryable or the budget is spent, after
     calling ``on_failure(kind, exc)``; ``on_retry(kind, delay, exc)`` runs before each wait and
-    ``on_attempt()`` before each attempt.
+    ``on_attempt()`` before each attempt. The budget is measured on ``clock`` when given
+    (time queued for a server left out), else from the first attempt.
     """
 
     def wait(state: RetryCallState) -> float:
@@ -159,7 +161,7 @@ async def call_with_retries(
 
     stop: stop_base = stop_after_attempt(policy.max_retries + 1)
     if policy.budget_s is not None:
-        stop = stop | stop_before_delay(policy.budget_s)
+        stop = stop | (_StopBeforeBudget(clock, policy.budget_s) if clock else stop_before_delay(policy.budget_s))
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -190,9 +192,44 @@ async def call_with_retries(
     raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
 
+class RequestClock:
+    """Time one request has used against its retry budget.
+
+    Waiting for a free slot on a busy server (``llm.max_inflight_per_endpoint``) is not the
+    endpoint failing: the provider reports it with :meth:`exclude` and it does not count.
+    """
+
+    def __init__(self, policy: RetryPolicy, timeout_s: float) -> None:
+        self.policy = policy
+        self.timeout_s = timeout_s
+        self.started = time.monotonic()
+        self.excluded_s = 0.0
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started - self.excluded_s
+
+    def exclude(self, seconds: float) -> None:
+        self.excluded_s += max(0.0, seconds)
+
+    def timeout(self) -> float:
+        """The timeout of an attempt starting now: ``timeout_s``, less when the budget is nearly spent."""
+        return self.policy.attempt_timeout(self.timeout_s, time.monotonic() - self.elapsed())
+
+
+class _StopBeforeBudget(stop_base):
+    """Stop before a wait would cross the budget, measured on a :class:`RequestClock`."""
+
+    def __init__(self, clock: RequestClock, budget_s: float) -> None:
+        self.clock = clock
+        self.budget_s = budget_s
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.clock.elapsed() + (retry_state.upcoming_sleep or 0.0) >= self.budget_s
+
+
 async def complete_with_retries(
     model: str,
-    attempt: Callable[[float], Awaitable[Any]],
+    attempt: Callable[[RequestClock], Awaitable[Any]],
     policy: RetryPolicy,
     timeout_s: float,
     stats: Any,
@@ -202,8 +239,9 @@ async def complete_with_retries(
 ) -> Any:
     """One model answer through :func:`call_with_retries`, the way every provider counts it.
 
-    ``attempt(timeout)`` makes one try with the time it may take (cut so the last try fits the
-    budget); ``stats`` (an ``LLMStats``) gets each attempt, retry and final failure;
+    ``attempt(clock)`` makes one try; ``clock.timeout()`` is the time it may take (cut so the last
+    try fits the budget), ``clock.exclude(s)`` takes time spent queueing for a server out of the
+    budget. ``stats`` (an ``LLMStats`` view) gets each attempt, retry and final failure;
     ``describe(exc, limit)`` gives an error's text with credentials scrubbed.
 
     Raises:
@@ -211,13 +249,13 @@ async def complete_with_retries(
     """
     from ..errors import LLMCallError
 
-    started = time.monotonic()
+    clock = RequestClock(policy, timeout_s)
     attempts = 0
 
     async def one() -> Any:
         nonlocal attempts
         attempts += 1
-        return await attempt(policy.attempt_timeout(timeout_s, started))
+        return await attempt(clock)
 
     def on_retry(kind: str, delay: float, exc: BaseException) -> None:
         stats.retry(kind)
@@ -232,6 +270,7 @@ async def complete_with_retries(
             on_attempt=stats.request,
             on_retry=on_retry,
             on_failure=lambda kind, exc: stats.failure(kind),
+            clock=clock,
         )
     except Exception as exc:
         kind = classify(exc)
