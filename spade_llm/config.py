@@ -32,20 +32,16 @@ class RoleConfig(_Section):
     """Sampling temperature."""
     max_tokens: int = Field(default=2048, gt=0)
     """Upper bound on tokens in one answer."""
-    response_format: Literal["text", "json_object", "json_schema"] = "text"
-    """What the answer is asked to be: ``text`` (no ``response_format`` sent), ``json_object`` (any
-    JSON object) or ``json_schema`` (JSON matching the answer's schema, enforced by grammar on vLLM,
-    llama.cpp, Ollama and OpenAI). A server that refuses ``json_schema`` gets ``json_object`` from
-    then on, once, recorded in ``manifest.json``. The older ``json_mode: true/false`` still reads as
-    ``json_object``/``text``."""
 
     @model_validator(mode="before")
     @classmethod
     def _json_mode(cls, data: Any) -> Any:
+        """The older ``json_mode: true/false`` reads as ``response_format: json_object/text`` where a
+        role has that field (the generator); elsewhere it meant nothing and is dropped."""
         if isinstance(data, dict) and "json_mode" in data:
             data = dict(data)
             legacy = data.pop("json_mode")
-            if "response_format" not in data and legacy is not None:
+            if "response_format" in cls.model_fields and "response_format" not in data and legacy is not None:
                 data["response_format"] = "json_object" if legacy else "text"
         return data
 
@@ -53,8 +49,11 @@ class RoleConfig(_Section):
 class GeneratorConfig(RoleConfig):
     response_format: Literal["text", "json_object", "json_schema"] = "json_schema"
     """What the answer is asked to be: ``json_schema`` sends the task schema (``{"tasks": [...]}``,
-    derived from the task model), ``json_object`` any JSON object, ``text`` nothing. A server that
-    refuses ``json_schema`` gets ``json_object`` from then on, once, recorded in ``manifest.json``."""
+    derived from the task model; vLLM, llama.cpp, Ollama and OpenAI enforce it by grammar),
+    ``json_object`` any JSON object, ``text`` nothing. A server that refuses ``json_schema`` gets
+    ``json_object`` from then on, once, recorded in ``manifest.json``. The older ``json_mode:
+    true/false`` still reads as ``json_object``/``text``. (Solver requests carry no
+    ``response_format``: an induction answer is code in prose.)"""
     temperature: float = Field(default=0.9, ge=0.0, le=2.0)
     """Sampling temperature: higher gives more varied tasks."""
     max_tokens: int = Field(default=4096, gt=0)
@@ -255,7 +254,7 @@ def _upgrade(layer: dict[str, Any]) -> dict[str, Any]:
         if isinstance(section, dict) and "json_mode" in section:
             section = dict(section)
             legacy = section.pop("json_mode")
-            if "response_format" not in section and legacy is not None:
+            if role == "generator" and "response_format" not in section and legacy is not None:
                 section["response_format"] = "json_object" if legacy else "text"
             out[role] = section
     return out
