@@ -8,7 +8,7 @@ pieces that need no sandbox at all (the command line, the mount plan, the seccom
 from __future__ import annotations
 
 import contextlib
-import json
+import marshal
 import os
 import shutil
 import stat
@@ -142,7 +142,7 @@ def _launch(script: str) -> tuple[subprocess.Popen[str], int]:
     """The launcher, as spade starts it (no root steps), running ``sh -c script`` in place of bwrap;
     the launcher and the write end of its lifeline."""
     life_r, life_w = os.pipe2(os.O_CLOEXEC)
-    config = json.dumps({"lifeline": life_r})
+    config = marshal.dumps({"lifeline": life_r}).hex()
     argv = [sys.executable, "-I", "-S", "-c", bw.LAUNCHER_SOURCE, config, "/bin/sh", "-c", script]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, pass_fds=[life_r], start_new_session=True)
     os.close(life_r)

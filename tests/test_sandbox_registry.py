@@ -98,3 +98,58 @@ def test_docker_image_reaches_the_docker_backend(monkeypatch):
     monkeypatch.setitem(BACKENDS, "docker", f"{__name__}:_DockerStub")
     get_sandbox("docker", docker_image="registry.local/py:3.11")
     assert _DockerStub.images == ["registry.local/py:3.11"]
+
+
+class _Counted(Sandbox):
+    name = "counted"
+    made: ClassVar[list[_Counted]] = []
+
+    def __init__(self) -> None:
+        self.closed = 0
+        self.made.append(self)
+
+    def run(self, program, limits):  # pragma: no cover - never called
+        raise AssertionError
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_start_sandbox_hands_over_what_get_sandbox_makes(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "counted", f"{__name__}:_Counted")
+    _Counted.made.clear()
+    starting = registry.start_sandbox("counted")
+    sandbox = starting.result()
+    assert _Counted.made == [sandbox]
+    starting.close()  # handed over: the caller closes it, not the start
+    assert sandbox.closed == 0
+
+
+def test_start_sandbox_never_taken_is_closed(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "counted", f"{__name__}:_Counted")
+    _Counted.made.clear()
+    starting = registry.start_sandbox("counted")
+    starting.close()
+    starting.close()
+    assert [s.closed for s in _Counted.made] == [1]
+
+
+def test_start_sandbox_raises_what_get_sandbox_raised(monkeypatch):
+    monkeypatch.setitem(BACKENDS, "future", "spade_llm.sandbox.not_written_yet:Future")
+    with pytest.raises(SandboxUnavailable, match="future sandbox is not available yet"):
+        registry.start_sandbox("future").result()
+    with pytest.raises(UserError, match="unknown sandbox backend"):
+        registry.start_sandbox("nope").result()
+
+
+def test_backends_import_without_the_data_models():
+    # what lets the CLI start a sandbox while it imports pydantic and the models on its main thread
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom spade_llm.sandbox import registry\nimport spade_llm.sandbox.bwrap\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from spade_llm.sandbox import verdict
 from spade_llm.sandbox.harness import MAX_DEPTH, encode_value
 from spade_llm.sandbox.runner import CallsOutcome, judge
 from spade_llm.sandbox.verdict import (
@@ -531,3 +532,7 @@ def test_load_error_record_is_allowed_in_check_mode_only():
     assert seen.load_error == "SyntaxError: bad" and not seen.check_passed and seen.result.status == "error"
     seen = interpret(raw(stdout), NONCE, "program")
     assert seen.result.status == "error" and "protocol violated" in seen.result.stderr
+
+
+def test_the_host_knows_the_harness_depth_without_importing_the_harness():
+    assert verdict.MAX_DEPTH == MAX_DEPTH

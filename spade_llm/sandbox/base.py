@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..types import ExecutionResult
+if TYPE_CHECKING:
+    from ..types import ExecutionResult
 
 
 @dataclass(frozen=True)

@@ -75,14 +75,14 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable
-from ..types import ExecutionResult
 from . import seccomp
 from .base import Limits, Program, Sandbox
 from .cgroups import Cgroup, CgroupManager
 from .common import (
+    HARNESS_MODULE,
     NOFILE,
     PROGRAM_FILE,
     THREAD_HEADROOM_BYTES,
@@ -91,11 +91,14 @@ from .common import (
     check_file_names,
     cpu_seconds,
     frame,
+    harness_program,
     host_uid,
     to_result,
     user_tasks,
 )
-from .runner import HARNESS_MODULE, harness_program
+
+if TYPE_CHECKING:
+    from ..types import ExecutionResult
 
 logger = logging.getLogger("spade_llm.sandbox")
 
@@ -785,7 +788,7 @@ class BwrapSandbox(Sandbox):
                     cgroup_procs=cgroup.procs_files if cgroup else [],
                     shadow=self.shadow,
                 )
-            argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config), *argv]
+            argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(config).hex(), *argv]
             try:
                 proc = subprocess.Popen(
                     argv,

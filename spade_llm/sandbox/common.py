@@ -1,8 +1,9 @@
-"""Pieces every backend shares: the environment a program gets, file-name checks, the mapping from
-how a process ended to an ``ExecutionResult``, the unprivileged uid used when we are root, and the
-user's task count that ``RLIMIT_NPROC`` is measured against.
+"""Pieces every backend shares: the environment a program gets, file-name checks, the harness as a
+program, the mapping from how a process ended to an ``ExecutionResult``, the unprivileged uid used
+when we are root, and the user's task count that ``RLIMIT_NPROC`` is measured against.
 
-Nothing here starts a process.
+Nothing here starts a process. Importing it (and a backend) costs no ``pydantic``: the CLI starts a
+sandbox while it is still importing the rest (``registry.start_sandbox``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..types import ExecStatus, ExecutionResult
 from .base import Limits, Program
+
+if TYPE_CHECKING:
+    from ..types import ExecStatus, ExecutionResult
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 NOFILE = 1024
@@ -72,6 +78,50 @@ def frame(obj: Any) -> bytes:
     return b"%010d\n" % len(data) + data
 
 
+HARNESS_STUB = """\
+# Runs the spade harness: its bytecode when it was compiled for this interpreter, else its source.
+import marshal, posix, sys
+
+
+def _elsewhere(path):  # the working (scratch) directory must not shadow modules the harness imports
+    try:
+        a, b = posix.stat(path or "."), posix.stat(".")
+    except OSError:
+        return True
+    return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
+
+
+sys.path[:] = [p for p in sys.path if _elsewhere(p)]
+_ext = sys.modules.get("_frozen_importlib_external")
+with open("harness.bin", "rb") as _f:
+    _data = _f.read()
+if _ext is not None and _data[:4] == getattr(_ext, "MAGIC_NUMBER", None):
+    _code = marshal.loads(_data[4:])
+else:
+    with open("harness.py", "rb") as _f:
+        _code = compile(_f.read(), "harness.py", "exec")
+del _ext, _data, _f, _elsewhere
+exec(_code)
+"""
+
+HARNESS_MODULE = "spade_harness"
+"""The name under which a fork-server backend may preload the harness (``harness_program()[1]["harness.bin"]``)
+and play its part itself for a program that is exactly ``harness_program()``, instead of running this stub."""
+
+
+@cache
+def harness_program() -> tuple[str, dict[str, bytes]]:
+    """The harness (``harness.py``) as a program: a stub source and the files it loads.
+
+    Compiling the harness costs several milliseconds, more than the rest of its start; a backend
+    whose interpreter has another bytecode version falls back to the source. This is the one
+    compile of it in this process (the host never imports the harness as a module).
+    """
+    source = (Path(__file__).parent / "harness.py").read_bytes()
+    code = compile(source, "harness.py", "exec")
+    return HARNESS_STUB, {"harness.py": source, "harness.bin": MAGIC_NUMBER + marshal.dumps(code)}
+
+
 def cpu_seconds(limits: Limits) -> int:
     """The CPU-time rlimit for a run: the wall limit rounded up plus one second."""
     return math.ceil(limits.timeout_s) + 1
@@ -101,6 +151,8 @@ def to_result(end: Ending) -> ExecutionResult:
     harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
     was killed for memory.
     """
+    from ..types import ExecutionResult  # here: a backend starts without pydantic (see the module's doc)
+
     stdout = end.stdout.decode("utf-8", "replace")
     stderr = end.stderr.decode("utf-8", "replace")
     rc = end.returncode

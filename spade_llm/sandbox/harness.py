@@ -2,7 +2,7 @@
 # (contextlib.suppress and f-strings' friends would cost imports; %-formatting is the cheap path)
 """The program that runs *inside* the sandbox and calls the code under test.
 
-The runner ships this file (and its bytecode, see ``runner.harness_program``) with every
+The runner ships this file (and its bytecode, see ``common.harness_program``) with every
 execution and runs it as ``python -s -S -B``, so it is self-contained standard-library code.
 Everything it imports is a built-in or tiny C module
 (``posix``, ``marshal``, ``select``, ``_json``, ``_signal``, ``_ctypes``, ``resource``): ``os``,
@@ -50,8 +50,8 @@ Modes
     know the right outputs, which is solving the task.
 ``check`` (imported benchmarks such as HumanEval; weaker)
     The child execs the program (an exception there is a load error, as in ``tests`` mode) and
-    then the benchmark's ``check_code`` in one namespace (with
-    the builtins restored to what they were before the program ran) and calls
+    then the benchmark's ``check_code`` in one namespace (the check code seeing the builtins as
+    they were before the program ran, whatever the program patched) and calls
     ``check(entry_point)`` when ``check_code`` defines ``check``. Only if that returns normally
     does the child write its done line and exit 0; the parent then reports the secret marker,
     which the program never saw. Exiting 0 early, printing, killing the parent or closing streams
@@ -319,10 +319,23 @@ def _flush_std() -> None:
             pass
 
 
-def _load(path: str, module: "Any") -> None:
+_CODE: "dict[str, Any]" = {}
+"""Code under test already compiled by a fork server's supervisor, by file name (``_apply_setup``):
+the modes take theirs before any of it runs and ``_load`` runs it instead of compiling the file
+(the same code: same source, name and flags)."""
+
+
+def _read(path: str) -> bytes:
     with _open(path, "rb") as f:
-        source = f.read()
-    _exec(_compile(source, path, "exec"), module.__dict__)
+        return f.read()
+
+
+def _load(path: str, module: "Any", code: "Any" = None, source: "bytes | None" = None) -> None:
+    """Run the file ``path`` in ``module``: ``code``, its code compiled already, or else ``source``,
+    its bytes read already, or else what the file holds now."""
+    if code is None:
+        code = _compile(_read(path) if source is None else source, path, "exec")
+    _exec(code, module.__dict__)
 
 
 def _new_module(name: str, path: str) -> "Any":
@@ -391,7 +404,7 @@ class _Child:
         stop_after = _int(stop_after) if stop_after is not None else -1
         timeouts = 0
         try:
-            _load(req["file"], module)
+            _load(req["file"], module, _CODE.pop(req["file"], None))
             fn = module.__dict__.get(name)
             if fn is None:
                 raise NameError(f"entry point {name!r} is not defined")
@@ -450,19 +463,23 @@ class _Child:
         req = self.req
         module = _new_module("solution", req["file"])
         sys.argv = [req["file"]]
-        saved = _dict(builtins.__dict__)
+        code, checks = _CODE.pop(req["file"], None), _CODE.pop(req["check_file"], None)
+        # the check code as given, whatever the program does to the file, and builtins as they are
+        # before the program runs: builtins it patches (abs, len, isinstance...) must not fool the
+        # asserts. A fork server's worker took those once for all its runs (copying them here would
+        # copy most of their pages too).
+        check_source = _read(req["check_file"]) if checks is None else None
+        pristine = _PRISTINE[0] if _PRISTINE else _dict(builtins.__dict__)
         try:
-            _load(req["file"], module)
+            _load(req["file"], module, code)
         except MemoryError:
             return self.failed_load(MemoryError(), True)
         except BaseException as e:  # the program never got to the asserts: a load error, as in tests mode
             return self.failed_load(e, False)
         try:
             before = module.__dict__.get("check")
-            # builtins the program patched (abs, len, isinstance...) must not fool the asserts
-            builtins.__dict__.clear()
-            builtins.__dict__.update(saved)
-            _load(req["check_file"], module)
+            module.__dict__["__builtins__"] = pristine  # what the check code (and all it defines) sees
+            _load(req["check_file"], module, checks, check_source)
             check = module.__dict__.get("check")
             if check is not before and _callable(check):
                 entry = req["entry_point"]
@@ -483,7 +500,7 @@ class _Child:
         module = _new_module("__main__", path)
         sys.argv = [path]
         try:
-            _load(path, module)
+            _load(path, module, _CODE.pop(path, None))
         except SystemExit as e:
             return _exit_code(e)
         except MemoryError as e:
@@ -772,11 +789,19 @@ _PRCTL: "list[Any]" = []
 """prctl, loaded ahead by ``__spade_warm__`` when a fork server preloads this module."""
 
 
+_PRISTINE: "list[dict[str, Any]]" = []
+"""builtins before any code under test ran (with ``exit`` and ``quit``), taken by ``__spade_warm__``."""
+
+
 def __spade_warm__() -> None:
     """Called once by a fork server that preloaded this module: do the per-run set-up that does not
     depend on the run, so every forked run inherits it instead of paying for it."""
     if not _PRCTL:
         _PRCTL.append(_load_prctl())
+    if not _PRISTINE:
+        builtins.__dict__["exit"] = _Quitter("exit")
+        builtins.__dict__["quit"] = _Quitter("quit")
+        _PRISTINE.append(_dict(builtins.__dict__))
 
 
 def _fork_child(req: "dict[str, Any]") -> "dict[str, Any]":
@@ -822,6 +847,7 @@ def _apply_setup(setup: "dict[str, Any]") -> None:
     if "orig_argv" in setup and hasattr(sys, "orig_argv"):
         sys.orig_argv[:] = setup["orig_argv"]
     sys.path[:] = setup["path"]
+    _CODE.update(setup.get("code") or {})
 
 
 def report_line(report: "dict[str, Any]", req: "dict[str, Any]", token: str, secret: "dict[str, Any]") -> bytes:

@@ -2,7 +2,8 @@
 """The launcher between spade and ``bwrap``: the sandbox's watchdog; as root also cgroups, a private
 view of the interpreter and the uid drop.
 
-Run as ``python -I -S -c SOURCE CONFIG_JSON BWRAP ARGS...`` by spade, root or not, with
+Run as ``python -I -S -c SOURCE CONFIG BWRAP ARGS...`` by spade, root or not (``CONFIG``: a dict,
+``marshal``'d and hex-encoded: ``json`` would cost this process more than the rest of its start), with
 ``CONFIG["lifeline"]`` the read end of a pipe whose write end only that spade process holds
 (close-on-exec: nothing it starts inherits it), and ``CONFIG["spade"]`` that process's pid (for
 whoever reads ``ps``). It forks at once. The child
@@ -39,13 +40,15 @@ for bwrap to write its uid map; if bwrap dies first (with its parent, or of ``SI
 
 The watchdog holds no descriptor but the lifeline and stdio (in particular none of the worker's
 control socket, whose EOF tells spade that the worker died), runs nothing it was sent, and is not
-in the worker's cgroups. Standard library only (``ctypes`` only when a mount namespace is needed).
+in the worker's cgroups. Standard library only, and only built-in or C modules besides ``os``
+(``json``, ``signal`` and ``ctypes`` cost a fresh interpreter more than its own start): every worker
+pays for this process's start.
 """
 
-import json
+import _signal as signal
+import marshal
 import os
 import select
-import signal
 import sys
 import time
 
@@ -72,24 +75,24 @@ def _fail(what: str, err: BaseException) -> None:
 
 def _shadow(plan: "list[list[object]]") -> None:
     """For each ``[top, [source, ...]]``: hide ``top`` behind a tmpfs that holds only the sources."""
-    import ctypes
+    import _ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
+    unshare, mount = _libc("unshare"), _libc("mount")
 
     def check(rc: int, what: str) -> None:
         if rc != 0:
-            err = ctypes.get_errno()
+            err = _ctypes.get_errno()
             raise OSError(err, f"{what}: {os.strerror(err)}")
 
-    check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    check(unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     for top, sources in plan:
         assert isinstance(top, str) and isinstance(sources, list)
         # open the sources in the new namespace (a bind from another namespace's mount is EINVAL),
         # before the tmpfs hides them
         opened = [(src, os.open(src, os.O_PATH | os.O_CLOEXEC), os.path.isdir(src)) for src in sources]
         flags = MS_NOSUID | MS_NODEV
-        check(libc.mount(b"spade", top.encode(), b"tmpfs", flags, b"mode=755,size=1m"), f"tmpfs on {top}")
+        check(mount(b"spade", top.encode(), b"tmpfs", flags, b"mode=755,size=1m"), f"tmpfs on {top}")
         for src, fd, is_dir in opened:
             if is_dir:
                 os.makedirs(src, 0o755, exist_ok=True)
@@ -97,7 +100,7 @@ def _shadow(plan: "list[list[object]]") -> None:
                 os.makedirs(os.path.dirname(src), 0o755, exist_ok=True)
                 with open(src, "a"):
                     pass
-            check(libc.mount(f"/proc/self/fd/{fd}".encode(), src.encode(), None, MS_BIND | MS_REC, None), f"bind {src}")
+            check(mount(f"/proc/self/fd/{fd}".encode(), src.encode(), None, MS_BIND | MS_REC, None), f"bind {src}")
             os.close(fd)
 
 
@@ -136,24 +139,30 @@ def _launch(config: "dict[str, Any]", argv: "list[str]") -> None:
         _fail(f"exec {argv[0]}", e)
 
 
+def _libc(name: str) -> "Any":
+    """libc's ``name`` through ``_ctypes``, as ``ctypes.CDLL(None, use_errno=True)`` would give it (int
+    result; arguments converted the same way: None, bytes, int), without importing ``ctypes``."""
+    import _ctypes
+
+    c: Any = _ctypes
+
+    class _CInt(c._SimpleCData):
+        _type_ = "i"
+
+    class _CFunc(c.CFuncPtr):
+        _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+        _restype_ = _CInt
+
+    class _Libc:
+        _handle = c.dlopen(None, 0)
+
+    return _CFunc((name, _Libc))
+
+
 def _subreaper() -> bool:
-    """Become a child subreaper (libc's prctl through ``_ctypes``, without importing ``ctypes``)."""
+    """Become a child subreaper (libc's prctl)."""
     try:
-        import _ctypes
-
-        c: Any = _ctypes
-
-        class _CInt(c._SimpleCData):
-            _type_ = "i"
-
-        class _CFunc(c.CFuncPtr):
-            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-            _restype_ = _CInt
-
-        class _Libc:
-            _handle = c.dlopen(None, 0)
-
-        return int(_CFunc(("prctl", _Libc))(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(_libc("prctl")(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except Exception:
         return False
 
@@ -260,7 +269,7 @@ def _watch(lifeline: int, bwrap: int) -> bool:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    config = marshal.loads(bytes.fromhex(sys.argv[1]))
     argv = sys.argv[2:]
     lifeline = int(config["lifeline"])
     os.set_inheritable(lifeline, False)

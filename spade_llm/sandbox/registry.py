@@ -4,12 +4,18 @@
 module). A backend's constructor probes the machine and raises ``SandboxUnavailable`` when it
 cannot run programs here, which is how ``auto`` picks: the first of ``AUTO_ORDER`` that
 constructs, else ``subprocess`` with a warning that it is not a security boundary.
+
+``start_sandbox`` does ``get_sandbox``'s work in a background thread, for a caller with other work
+meanwhile: a backend's start (the probe, its first workers) is mostly other processes starting,
+which need not wait for the caller's own imports.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
+import threading
 from typing import Any
 
 from ..errors import SandboxUnavailable, UserError
@@ -86,3 +92,58 @@ def backend_availability() -> dict[str, str | None]:
             sandbox.close()
             out[name] = None
     return out
+
+
+class SandboxStart:
+    """``get_sandbox(name)`` under way in a background thread (see ``start_sandbox``).
+
+    ``result()`` waits for it and hands the sandbox over (the caller closes it), or raises what
+    ``get_sandbox`` raised. One never handed over is closed by ``close()``, which also runs at
+    interpreter exit: the thread is not a daemon, so the start has finished by then, and nothing of
+    the sandbox outlives the process.
+    """
+
+    def __init__(self, name: str, *, docker_image: str | None = None) -> None:
+        self._sandbox: Sandbox | None = None
+        self._error: BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(target=self._start, args=(name, docker_image), name=f"sandbox-start-{name}")
+        atexit.register(self.close)
+        self._thread.start()
+
+    def _start(self, name: str, docker_image: str | None) -> None:
+        try:
+            self._sandbox = get_sandbox(name, docker_image=docker_image)
+        except BaseException as e:  # handed to whoever asks for the result
+            self._error = e
+
+    def result(self) -> Sandbox:
+        """The started sandbox, now the caller's to close.
+
+        Raises:
+            UserError: unknown name.
+            SandboxUnavailable: the backend cannot run programs on this machine.
+        """
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._sandbox is not None and not self._taken, "result() hands the sandbox over once"
+        self._taken = True
+        atexit.unregister(self.close)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Wait for the start to finish and close the sandbox unless it was handed over. Safe to call twice."""
+        self._thread.join()
+        if not self._taken and self._sandbox is not None:
+            sandbox, self._sandbox = self._sandbox, None
+            sandbox.close()
+
+
+def start_sandbox(name: str, *, docker_image: str | None = None) -> SandboxStart:
+    """Start ``get_sandbox(name, docker_image=...)`` in a background thread and return at once.
+
+    Importing this module and a backend costs no ``pydantic`` and little else, so a command that
+    calls this first gets its sandbox's workers started while it imports its own modules and reads
+    its input (``spade evaluate`` hides most of the backend's start-up that way)."""
+    return SandboxStart(name, docker_image=docker_image)

@@ -1,27 +1,24 @@
 """The sandbox API the pipeline calls: run a program, call an entry point on inputs, judge outputs.
 
 Everything here is backend-independent and blocking (the pipeline runs it in worker threads).
-Each call sends ``harness.py`` through ``Sandbox.run`` with the code under test as a file beside
-it, and turns the harness's report into an ``ExecutionResult`` with ``verdict.py``. Expected
+Each call sends ``harness.py`` (``common.harness_program``) through ``Sandbox.run`` with the code
+under test as a file beside it, and turns the harness's report into an ``ExecutionResult`` with
+``verdict.py``. The harness never runs here: this process does not even import it. Expected
 values never enter the sandbox: ``execute_calls`` brings back encoded outputs and ``judge``
 compares them outside.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import marshal
 import secrets
 from dataclasses import dataclass, field, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from .. import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
-from .harness import MAX_DEPTH, frame_message
-from .verdict import Interpretation, Mode, Output, Unsupported, interpret, matches, show
+from .common import HARNESS_MODULE, HARNESS_STUB, frame, harness_program
+from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, matches, show
 
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
@@ -29,7 +26,19 @@ MAIN_FILE = "main.py"
 RESULTS_FACTOR = 8
 """The results channel may carry this many times ``output_limit_bytes`` (all tests' outputs)."""
 
-__all__ = ["CallsOutcome", "Output", "execute_calls", "judge", "parse_input", "run_check", "run_program", "run_tests"]
+__all__ = [
+    "HARNESS_MODULE",
+    "HARNESS_STUB",
+    "CallsOutcome",
+    "Output",
+    "execute_calls",
+    "harness_program",
+    "judge",
+    "parse_input",
+    "run_check",
+    "run_program",
+    "run_tests",
+]
 
 
 @dataclass(frozen=True)
@@ -47,49 +56,6 @@ class CallsOutcome:
     load_error: str | None = None
     stopped: bool = False
     """The harness stopped calling the entry point after ``max_timeouts`` calls timed out."""
-
-
-HARNESS_STUB = """\
-# Runs the spade harness: its bytecode when it was compiled for this interpreter, else its source.
-import marshal, posix, sys
-
-
-def _elsewhere(path):  # the working (scratch) directory must not shadow modules the harness imports
-    try:
-        a, b = posix.stat(path or "."), posix.stat(".")
-    except OSError:
-        return True
-    return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
-
-
-sys.path[:] = [p for p in sys.path if _elsewhere(p)]
-_ext = sys.modules.get("_frozen_importlib_external")
-with open("harness.bin", "rb") as _f:
-    _data = _f.read()
-if _ext is not None and _data[:4] == getattr(_ext, "MAGIC_NUMBER", None):
-    _code = marshal.loads(_data[4:])
-else:
-    with open("harness.py", "rb") as _f:
-        _code = compile(_f.read(), "harness.py", "exec")
-del _ext, _data, _f, _elsewhere
-exec(_code)
-"""
-
-HARNESS_MODULE = "spade_harness"
-"""The name under which a fork-server backend may preload the harness (``harness_program()[1]["harness.bin"]``)
-and play its part itself for a program that is exactly ``harness_program()``, instead of running this stub."""
-
-
-@cache
-def harness_program() -> tuple[str, dict[str, bytes]]:
-    """The harness as a program: a stub source and the files it loads.
-
-    Compiling the harness costs several milliseconds, more than the rest of its start; a backend
-    whose interpreter has another bytecode version falls back to the source.
-    """
-    source = (Path(__file__).parent / "harness.py").read_bytes()
-    code = compile(source, "harness.py", "exec")
-    return HARNESS_STUB, {"harness.py": source, "harness.bin": importlib.util.MAGIC_NUMBER + marshal.dumps(code)}
 
 
 MAX_INPUT_CHARS = 100_000
@@ -154,7 +120,7 @@ def _execute(
         "results_limit": int(limits.output_limit_bytes) * RESULTS_FACTOR,
         **request,
     }
-    stdin = frame_message(request) + frame_message({"nonce": nonce, "marker": marker})
+    stdin = frame(request) + frame({"nonce": nonce, "marker": marker})
     stub, harness_files = harness_program()
     program = Program(
         source=stub,
