@@ -30,11 +30,17 @@ def limits_from(config: SandboxConfig) -> Limits:
 class CodeChecker:
     """Runs solutions and validations in the sandbox, ``concurrency`` executions at a time."""
 
-    def __init__(self, sandbox: Sandbox, config: SandboxConfig, concurrency: int) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        config: SandboxConfig,
+        concurrency: int,
+        banned_imports: frozenset[str] = frozenset(),
+    ) -> None:
         self.sandbox = sandbox
         self.config = config
         self.limits = limits_from(config)
-        self.validator = Validator(sandbox, self.limits, config.test_timeout_s)
+        self.validator = Validator(sandbox, self.limits, config.test_timeout_s, banned_imports)
         self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 

@@ -600,7 +600,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         reports: Iterator[Any] = iter(())
         if sandbox is not None:
-            validator = Validator(sandbox, settings.limits, settings.test_timeout_s)
+            validator = Validator(sandbox, settings.limits, settings.test_timeout_s, settings.banned_imports)
             reports = _run_concurrently(validator.validate, tasks, args.concurrency)
         for entry in entries:
             if entry.task is None:

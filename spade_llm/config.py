@@ -139,6 +139,17 @@ class SandboxConfig(_Section):
     """Image for the docker backend; default a slim Python of the host's minor version."""
 
 
+class ValidationConfig(_Section):
+    """Gates a proposed task passes besides SPEC's (which always apply)."""
+
+    banned_imports: list[str] = Field(default_factory=list)
+    """Modules a generated task's reference may not import (by top-level name), rejected as
+    ``banned_import``: a policy for deterministic, portable tasks, not security (the sandbox is the
+    boundary). Empty: off. Absolute Zero's list is an example: ``[random, time, datetime, os, sys,
+    subprocess, threading, multiprocessing, hashlib, socket, shutil, pathlib, signal, asyncio]``.
+    Imported benchmarks (tasks with ``check_code``) are not checked."""
+
+
 class ControllerConfig(_Section):
     epochs: int = Field(default=3, ge=1)
     """Number of epochs (propose, validate, solve, adapt)."""
@@ -229,6 +240,8 @@ class RunConfig(_Section):
     """Timeouts and retries of model calls."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Where and under which limits programs run."""
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    """Extra gates for proposed tasks (``banned_imports``)."""
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     """Epochs, difficulty band and concurrency."""
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)

@@ -128,6 +128,8 @@ class JudgeSettings:
     test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
     backend: str = "auto"
     docker_image: str | None = None
+    banned_imports: frozenset[str] = frozenset()
+    """``validation.banned_imports`` of the run config (``verify`` rejects such tasks as ``banned_import``)."""
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
@@ -143,7 +145,8 @@ def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSett
     if config_path is not None:
         from .config import load_config
 
-        sandbox = load_config(config_path).sandbox
+        config = load_config(config_path)
+        sandbox = config.sandbox
         settings = JudgeSettings(
             Limits(
                 timeout_s=sandbox.timeout_s,
@@ -155,6 +158,7 @@ def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSett
             sandbox.test_timeout_s,
             sandbox.backend,
             sandbox.docker_image,
+            frozenset(config.validation.banned_imports),
         )
     given = {k: v for k, v in overrides.items() if v is not None}
     limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}

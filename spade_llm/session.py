@@ -153,7 +153,7 @@ class Session:
         same ``RunConfig`` (``Session(config, need_generator=False).build_solver(...)``), so where an
         episode runs cannot change its record."""
         c = self.config
-        checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency)
+        checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency, frozenset(c.validation.banned_imports))
         solver = LLMSolver(
             LimitedLLM(self.sol_llm, slots),
             self.prompts,

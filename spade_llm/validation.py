@@ -1,8 +1,9 @@
 """Stage 2: prove a proposed task sound before anyone is asked to solve it.
 
 Gates, in SPEC order; the first that fails is the task's ``reason``:
-``syntax_error``, ``missing_entry_point``, ``bad_input``, ``too_few_tests``, ``timeout``,
-``runtime_error``, ``nondeterministic``, ``expected_mismatch``, ``weak_tests``.
+``syntax_error``, ``banned_import`` (only when ``validation.banned_imports`` names modules),
+``missing_entry_point``, ``bad_input``, ``too_few_tests``, ``timeout``, ``runtime_error``,
+``nondeterministic``, ``expected_mismatch``, ``weak_tests``.
 The reference runs on every test whenever its code loads, whatever the reason, so ``verify``
 always reports its own verdict (``judge.final_status``, as for any attempt). Near-duplicates are a
 run-level gate (the controller's). The reference runs and is compared through ``judge``, like
@@ -53,6 +54,32 @@ class ValidationReport:
         }
 
 
+def banned_import(tree: ast.Module, banned: frozenset[str]) -> str | None:
+    """Where the code imports a module of ``banned`` (by its top-level name), or None.
+
+    Sees ``import x.y``, ``from x import y``, and calls ``__import__("x")`` and
+    ``importlib.import_module("x")`` with a literal name. This is a policy for determinism and
+    portability, not security: the sandbox is the boundary, and computed names are not chased.
+    """
+    if not banned:
+        return None
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if called in ("__import__", "import_module") and isinstance(node.args[0].value, str):
+                names = [node.args[0].value]
+        for name in names:
+            if name.split(".")[0] in banned:
+                return f"line {getattr(node, 'lineno', '?')}: imports {name!r}, which validation.banned_imports bans"
+    return None
+
+
 def defines_name(tree: ast.Module, name: str) -> bool:
     """Whether the module's top level binds ``name`` (def, class, assignment or import)."""
     for node in tree.body:
@@ -86,10 +113,13 @@ def _children(node: ast.AST) -> list[ast.stmt]:
 class Validator:
     """Runs the gates for one task at a time; blocking (call it from a worker thread)."""
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, test_timeout_s: float) -> None:
+    def __init__(
+        self, sandbox: Sandbox, limits: Limits, test_timeout_s: float, banned_imports: frozenset[str] = frozenset()
+    ) -> None:
         self.sandbox = sandbox
         self.limits = limits
         self.test_timeout_s = test_timeout_s
+        self.banned_imports = frozenset(banned_imports)
         # every test is tried, however many time out: ``verify`` reports the reference on all of them
         self.judge = Judge(sandbox, limits, test_timeout_s, max_timeouts=None)
 
@@ -112,7 +142,10 @@ class Validator:
         if task.check_code and not task.tests:
             return self._validate_check_mode(task)
         static_reason: tuple[str, str] | None = None
-        if not defines_name(tree, task.entry_point):
+        banned = banned_import(tree, self.banned_imports)
+        if banned is not None:
+            static_reason = ("banned_import", banned)
+        elif not defines_name(tree, task.entry_point):
             static_reason = ("missing_entry_point", f"reference does not define {task.entry_point!r}")
         else:
             for i, test in enumerate(task.tests):

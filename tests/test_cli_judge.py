@@ -116,3 +116,14 @@ def test_verify_reports_a_raising_reference_as_runtime_error(tmp_path, capsys):
         ("ok", True, None, "passed"),
     ]
     assert rows[0]["tests_passed"] == 3 and rows[0]["tests_total"] == 4
+
+
+def test_verify_applies_the_configs_banned_imports(tmp_path, capsys):
+    code_with_random = "import random\ndef f(x):\n    return x * 2 + 1\n"
+    tasks = write_tasks(tmp_path / "tasks.jsonl", task("r", code_with_random), task("ok"))
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("validation:\n  banned_imports: [random, time]\n")
+    code, rows, _ = run(capsys, "verify", tasks, "--config", str(cfg))
+    assert code == 0 and [(r["task_id"], r["reason"]) for r in rows] == [("r", "banned_import"), ("ok", None)]
+    code, rows, _ = run(capsys, "verify", tasks)
+    assert [r["reason"] for r in rows] == [None, None]  # no config: no policy

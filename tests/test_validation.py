@@ -172,3 +172,30 @@ def test_bad_inputs_say_why(validator, text, fragment):
     tests = [TestCase(input=text), TestCase(input="(2,)"), TestCase(input="(3,)")]
     report = validator.validate(task(GOOD, tests))
     assert report.reason == "bad_input" and fragment in report.detail
+
+
+BANNED = frozenset({"random", "time", "os", "subprocess"})
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import random\ndef f(x):\n    return x * 2 + 1\n",
+        "import os.path as p\ndef f(x):\n    return x * 2 + 1\n",
+        "from time import sleep\ndef f(x):\n    return x * 2 + 1\n",
+        "def f(x):\n    __import__('subprocess')\n    return x * 2 + 1\n",
+        "import importlib\ndef f(x):\n    importlib.import_module('random')\n    return x * 2 + 1\n",
+    ],
+)
+def test_banned_imports_are_rejected_when_configured(validator, code):
+    strict = Validator(validator.sandbox, validator.limits, validator.test_timeout_s, BANNED)
+    report = strict.validate(task(code))
+    assert report.reason == "banned_import" and "validation.banned_imports" in report.detail
+    assert report.status == "passed"  # the reference still ran on its tests, as for every static reason
+    assert validator.validate(task(code)).valid  # off by default: the same task is fine
+
+
+def test_allowed_and_relative_imports_pass_the_import_policy(validator):
+    strict = Validator(validator.sandbox, validator.limits, validator.test_timeout_s, BANNED)
+    assert strict.validate(task("import math\ndef f(x):\n    return x * 2 + 1 + math.floor(0.5)\n")).valid
+    assert "line 2" in strict.validate(task("import math\nimport time\ndef f(x):\n    return x\n")).detail
