@@ -110,7 +110,13 @@ def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: walk(v) for k, v in node.items() if k not in ("$defs", "title", "description", "default")}
+            out = {}
+            for key, value in node.items():
+                if key == "properties" and isinstance(value, dict):  # field names: kept, whatever they are
+                    out[key] = {name: walk(field) for name, field in value.items()}
+                elif key not in ("$defs", "title", "description", "default"):  # keywords: noise for a grammar
+                    out[key] = walk(value)
+            return out
         if isinstance(node, list):
             return [walk(v) for v in node]
         return node

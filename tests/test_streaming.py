@@ -365,3 +365,59 @@ def test_a_run_against_a_server_refusing_json_schema_falls_back_and_accepts_task
     summary = json.loads((out / "summary.json").read_text())
     assert summary["llm"]["fallbacks"]["response_format"]["role"] == "generator"
     assert summary["llm"]["retries"] == 0
+
+
+# -- found in review -----------------------------------------------------------------------------------
+
+
+def test_the_schema_keeps_a_field_named_description() -> None:
+    """Stripping ``description`` keywords from the schema must not strip the task's description field."""
+    item = task_answer_schema(1)["schema"]["properties"]["tasks"]["items"]
+    assert set(item["required"]) <= set(item["properties"]) and "description" in item["properties"]
+
+
+async def test_a_finished_answer_on_a_stream_left_open_stands(fake_server: StartServer) -> None:
+    """A server that sends the finish chunk and [DONE], then holds the connection: the answer is whole."""
+
+    async def held(request: httpx.Request) -> httpx.Response:
+        async def body():  # type: ignore[no-untyped-def]
+            yield sse(chunk("whole", "stop"))
+            await asyncio.sleep(30)
+
+        return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+
+    llm, stats = make(BASE, timeout_s=0.5, answer_timeout_s=2.0)
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=held)
+        started = time.monotonic()
+        answer = await llm.complete(ask("x"))
+    assert (answer.text, answer.finish_reason) == ("whole", "stop") and time.monotonic() - started < 2.0
+    assert stats.summary()["retries"] == 0
+
+
+async def test_a_stream_that_never_says_a_word_before_the_cap_is_a_timeout() -> None:
+    async def pings(request: httpx.Request) -> httpx.Response:
+        async def body():  # type: ignore[no-untyped-def]
+            for _ in range(100):
+                yield b": ping\n\n"
+                await asyncio.sleep(0.1)
+
+        return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+
+    llm, stats = make(BASE, timeout_s=1.0, answer_timeout_s=0.5, max_retries=1)
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=pings)
+        with pytest.raises(LLMCallError) as info:
+            await llm.complete(ask("x"))
+    assert info.value.kind == "timeout" and stats.summary()["retried_by_kind"] == {"timeout": 1}
+
+
+def test_an_answer_cut_by_the_cap_is_not_cached(tmp_path: Path) -> None:
+    from spade_llm.llm.cache import CachedLLM
+    from spade_llm.llm.testing import ScriptedLLM
+
+    inner = ScriptedLLM([LLMResponse(text="part", finish_reason="answer_cap"), LLMResponse(text="whole")])
+    cached = CachedLLM(inner, tmp_path)
+    assert asyncio.run(cached.complete(ask("x"))).finish_reason == "answer_cap"
+    assert asyncio.run(cached.complete(ask("x"))).text == "whole"  # asked again, not answered from disk
+    assert asyncio.run(cached.complete(ask("x"))).text == "whole" and len(inner.calls) == 2

@@ -58,7 +58,8 @@ class CachedLLM:
 
     Only answers are stored: a request that raises (``LLMCallError`` after retries, anything
     else) is never cached, and neither is an empty answer, which is more often a hiccup than
-    what the model means. Identical requests in flight at once in this process share one call.
+    what the model means, nor one cut by ``llm.answer_timeout_s`` (it measures the server's
+    speed). Identical requests in flight at once in this process share one call.
     ``hits`` and ``misses`` count lookups (a shared in-flight call counts as a hit). A hit keeps
     the answer's token counts but costs 0.0.
     """
@@ -100,7 +101,8 @@ class CachedLLM:
         finally:
             self._inflight.pop(key, None)
         future.set_result(response)
-        if response.text:
+        if response.text and response.finish_reason != "answer_cap":
+            # an answer cut by the time cap says how fast the server was, not what the prompt asks for
             self._store(key, response)
         return response
 

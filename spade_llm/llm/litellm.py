@@ -282,7 +282,7 @@ class LiteLLM:
         self.timeout_s = float(llm_config.timeout_s)
         bases = role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]
         # a pool needs names: the provider's default endpoint (no api_base) is named after the model
-        self._urls = {(b or f"default:{self.model}"): b for b in bases}
+        self._urls = {(b.rstrip("/") if b else f"default:{self.model}"): b for b in bases}
         self.pool = EndpointPool(list(self._urls), llm_config.max_inflight_per_endpoint)
         self.refused: set[str] = set()
         """Parameters a server refused by name (``json_schema``): never sent again."""

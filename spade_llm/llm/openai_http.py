@@ -77,6 +77,9 @@ KEEPALIVE_EXPIRY_S = 4.0
 timeout on purpose: reusing a connection the server is closing at that moment fails the request
 with a dropped connection, a retry we would count for nothing."""
 
+_TAIL_S = 1.0
+"""How long the end of a stream may take once ``[DONE]`` arrived before the answer is taken as it is."""
+
 _SNIPPET = 200
 """Characters of an unusable body quoted in an error message."""
 
@@ -279,8 +282,12 @@ class _StreamedAnswer:
         if error:  # vLLM and others report a failure met mid-answer as an event
             message = error.get("message") if isinstance(error, dict) else str(error)
             code = error.get("code") if isinstance(error, dict) else None
-            if isinstance(code, int) and 400 <= code < 600:
+            code = int(code) if isinstance(code, str) and code.isdigit() else code
+            if isinstance(code, int) and 500 <= code < 600:
                 raise StatusError(code, str(message), httpx.Headers())
+            if isinstance(code, int) and code == 429:
+                raise StatusError(code, str(message), httpx.Headers())
+            # a 4xx met mid-answer is about this answer, not the request or the key: a bad answer, retried
             raise BadResponse(f"the stream reported an error: {message}")
         usage = event.get("usage")
         if isinstance(usage, dict):
@@ -453,12 +460,25 @@ class OpenAIHTTP:
                 ctype = r.headers.get("content-type", "")
                 if "text/event-stream" in ctype:
                     answer.streaming = True
-                    async for line in r.aiter_lines():
-                        answer.feed_line(line)
+                    lines = r.aiter_lines()
+                    try:
+                        while True:
+                            # after [DONE] the body's end should follow at once: read it (so the connection
+                            # goes back to the pool), but a server holding the stream open gets a second
+                            wait = _TAIL_S if answer.done else None
+                            try:
+                                line = await asyncio.wait_for(lines.__anext__(), wait)
+                            except StopAsyncIteration:
+                                break
+                            answer.feed_line(line)
+                    except (httpx.TimeoutException, asyncio.TimeoutError):
+                        if answer.finish_reason is None:
+                            raise
+                        # the answer had finished; only the stream's end never came: the answer stands
                     answer.close()
                     return
                 content = await r.aread()
-                if content.lstrip().startswith(b"data:"):  # an event stream under another content type
+                if content.lstrip().startswith((b"data:", b":")):  # an event stream under another content type
                     answer.streaming = True
                     for line in content.decode("utf-8", "replace").splitlines():
                         answer.feed_line(line)
@@ -469,8 +489,12 @@ class OpenAIHTTP:
         try:
             await asyncio.wait_for(exchange(), self.answer_timeout_s)
         except asyncio.TimeoutError:
-            if not answer.streaming:  # a plain answer has nothing to keep: the request timed out
-                raise TimeoutError(f"no whole answer within llm.answer_timeout_s={self.answer_timeout_s:g}s") from None
+            if answer.streaming and answer.finish_reason is not None:
+                answer.close()  # it had finished; only the stream's end was late
+                return answer.response()
+            if not answer.streaming or not answer.chunks:
+                # nothing to keep (a plain answer, or a stream that never said a word): the request timed out
+                raise TimeoutError(f"no answer within llm.answer_timeout_s={self.answer_timeout_s:g}s") from None
             log.warning(
                 "%s: answer cut after llm.answer_timeout_s=%gs (%d chunks): kept as truncated",
                 self.model,
