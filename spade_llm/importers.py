@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import zlib
@@ -11,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import UserError
-from .types import Task
+from .types import Task, TestCase
 
 HUMANEVAL_FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
 
@@ -31,13 +32,57 @@ def _read_bytes(path: Path) -> bytes:
         raise UserError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
+def docstring_examples(prompt: str, entry_point: str) -> list[TestCase]:
+    """The doctest examples of a prompt that call ``entry_point`` with literal arguments and show a
+    literal result on the next line (``>>> f(1, [2])`` then ``3``), as tests (input and expected).
+
+    Anything else is skipped: a call of another function, keyword or computed arguments, a result
+    spread over several lines, a value with no JSON form. These are examples, not verdicts: some are
+    wrong (HumanEval/47's docstring says ``15.0`` where its canonical solution returns ``8.0``).
+    """
+    from .sandbox.verdict import UnsupportedOutput, to_json
+
+    lines = prompt.splitlines()
+    examples: list[TestCase] = []
+    for i, line in enumerate(lines[:-1]):
+        text = line.strip()
+        if not text.startswith(">>> "):
+            continue
+        shown = lines[i + 1].strip()
+        if not shown or shown.startswith(">>>") or (i + 2 < len(lines) and _continues(lines[i + 2])):
+            continue
+        try:
+            call = ast.parse(text[4:], mode="eval").body
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == entry_point):
+                continue
+            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+                continue
+            args = tuple(ast.literal_eval(a) for a in call.args)
+            expected = to_json(ast.literal_eval(shown))
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError, UnsupportedOutput):
+            continue
+        inputs = ast.unparse(ast.Tuple(elts=call.args, ctx=ast.Load()))
+        inputs = inputs if inputs.startswith("(") else f"({inputs})"  # unparse may leave a tuple bare
+        if ast.literal_eval(inputs) != args:  # the literal must read back as these arguments
+            continue
+        examples.append(TestCase(input=inputs, expected=expected))
+    return examples
+
+
+def _continues(line: str) -> bool:
+    """Whether a line after an example's result is more of that result (not blank, prose, or the next example)."""
+    text = line.strip()
+    return bool(text) and not text.startswith(">>>") and not text.startswith('"""') and line.startswith(" " * 8)
+
+
 def import_humaneval(file: str | Path) -> list[Task]:
     """HumanEval-format problems as tasks.
 
     Each keeps its source ``task_id``; the benchmark's ``test`` (a ``check(candidate)`` assert
     script) becomes ``check_code``; the prompt is kept in ``meta.prompt`` so a sample's
     ``completion`` can be appended to it, as HumanEval does. ``reference_code`` is the prompt
-    plus the canonical solution.
+    plus the canonical solution. The prompt's doctest examples become ``examples``: shown to a
+    solver and fed back on every turn, they never decide a verdict (the hidden ``check_code`` does).
 
     Raises:
         UserError: the file cannot be read, or a line is not a HumanEval problem (named ``FILE:LINE``:
@@ -77,6 +122,7 @@ def import_humaneval(file: str | Path) -> list[Task]:
                 entry_point=row["entry_point"],
                 reference_code=row["prompt"] + row["canonical_solution"],
                 tests=[],
+                examples=docstring_examples(row["prompt"], row["entry_point"]),
                 check_code=row["test"],
                 difficulty=0.5,
                 tags=["humaneval"],

@@ -26,7 +26,7 @@ from .llm.base import LLM, TRUNCATED, LLMRequest
 from .llm.stats import RoleStats
 from .seeding import derive_seed
 from .templates import Prompts
-from .types import Attempt, ExecutionResult, Message, Task, TestResult, TokenUsage, Trajectory
+from .types import Attempt, ExecutionResult, Message, Task, TestCase, TestResult, TokenUsage, Trajectory
 
 __all__ = ["MIN_HIDDEN_TESTS", "JudgeTests", "LLMSolver", "Solver", "extract_code", "split_tests"]
 
@@ -44,6 +44,19 @@ def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:
         return [], []
     shown = max(1, min(public_tests, total - MIN_HIDDEN_TESTS))
     return list(range(shown)), list(range(shown, total))
+
+
+def public_cases(task: Task, public_tests: int) -> list[TestCase]:
+    """What the solver is shown and fed back on: the public tests, or an imported benchmark's examples."""
+    if task.check_code:
+        return list(task.examples)
+    public_idx, _ = split_tests(task, public_tests)
+    return [task.tests[i] for i in public_idx]
+
+
+def examples_task(task: Task) -> Task:
+    """An imported benchmark seen through its examples alone: judged like tests, its asserts left out."""
+    return task.model_copy(update={"tests": list(task.examples), "check_code": None, "examples": []})
 
 
 def stderr_tail(stderr: str, lines: int) -> str:
@@ -145,8 +158,7 @@ class LLMSolver:
         self.reward = reward or RewardConfig()
 
     def first_messages(self, task: Task) -> list[Message]:
-        public_idx, _ = split_tests(task, self.public_tests)
-        shown = [{"input": task.tests[i].input, "expected": repr(task.tests[i].expected)} for i in public_idx]
+        shown = [{"input": t.input, "expected": repr(t.expected)} for t in public_cases(task, self.public_tests)]
         task_view = {
             "description": task.description,
             "entry_point": task.entry_point,
@@ -160,16 +172,19 @@ class LLMSolver:
         ]
 
     def repair_message(self, task: Task, attempt: Attempt, public_result: ExecutionResult) -> Message:
-        """The next prompt, built from the public execution alone."""
-        public: list[TestResult] = [r for r in public_result.test_results or [] if not task.check_code]
+        """The next prompt, built from the public execution alone (for an imported benchmark: the run
+        of its docstring examples, never of its asserts)."""
+        cases = public_cases(task, self.public_tests)
+        asserts_only = bool(task.check_code) and not task.examples  # the execution ran the hidden asserts
+        public: list[TestResult] = [] if asserts_only else list(public_result.test_results or [])
         failing = [
-            {"input": r.input, "expected": repr(task.tests[r.index].expected), "output": r.output, "error": r.error}
+            {"input": r.input, "expected": repr(cases[r.index].expected), "output": r.output, "error": r.error}
             for r in public
-            if not r.passed
+            if not r.passed and r.index < len(cases)
         ]
         if not attempt.code.strip():
             tail = "No code found: put the function in a ```python code block."
-        elif task.check_code:
+        elif asserts_only:
             # the benchmark's asserts are its hidden tests: their traceback would quote them
             tail = public_result.load_error or ""
         else:
@@ -180,8 +195,8 @@ class LLMSolver:
             turn=attempt.turn + 1,
             code=attempt.code,
             status=public_result.status,
-            passed=sum(r.passed for r in public) if not task.check_code else 0,
-            total=len(public) if not task.check_code else 0,
+            passed=sum(r.passed for r in public),
+            total=len(public),
             failing=failing,
             stderr_tail=tail,
         )
@@ -191,9 +206,12 @@ class LLMSolver:
         self, task: Task, code: str, public_idx: list[int], hidden_idx: list[int], last: bool
     ) -> TurnVerdict:
         """How one attempt's code did: on the public tests alone, then (when needed) on the hidden ones."""
-        if task.check_code:  # an imported benchmark: its check script is one hidden test
+        if task.check_code:  # an imported benchmark: its check script is one hidden test, and decides
             result = await self.judge_tests(task, code, None)
-            return TurnVerdict(public=result, result=result, public_ok=result.all_passed, hidden_passed=None)
+            public = result
+            if task.examples:  # its docstring examples are the public tests: fed back, never a verdict
+                public = await self.judge_tests(examples_task(task), code, None)
+            return TurnVerdict(public=public, result=result, public_ok=result.all_passed, hidden_passed=None)
         public = await self.judge_tests(task, code, public_idx)
         public_ok = bool(public.test_results) and all(r.passed for r in public.test_results or [])
         hidden: ExecutionResult | None = None
@@ -268,13 +286,14 @@ class LLMSolver:
                     load_error=why,
                 )
                 verdict = TurnVerdict(public=failed, result=failed, public_ok=False, hidden_passed=None)
-            public_results = [r for r in verdict.public.test_results or [] if r.index < len(public_idx)]
+            n_public = len(public_cases(task, self.public_tests))
+            public_results = [] if task.check_code and not task.examples else verdict.public.test_results or []
             attempt = Attempt(
                 turn=turn,
                 code=code,
                 result=verdict.result,
-                public_passed=sum(r.passed for r in public_results),
-                public_total=len(public_idx),
+                public_passed=sum(r.passed for r in public_results if r.index < n_public),
+                public_total=n_public,
                 hidden_passed=verdict.hidden_passed,
                 hidden_total=len(hidden_idx),
                 raw=response.text,

@@ -48,6 +48,9 @@ class Task(BaseModel):
     reference_code: str
     tests: list[TestCase]
     check_code: str | None = None
+    examples: list[TestCase] = Field(default_factory=list)
+    """Examples shown to the solver and fed back after each turn that never decide a verdict (an
+    imported benchmark's docstring examples, which can be wrong); only ``tests`` or ``check_code`` do."""
     difficulty: float = Field(default=0.5, ge=0.0, le=1.0)
     tags: list[str] = Field(default_factory=list)
     source: str = "generated"
@@ -60,6 +63,10 @@ class Task(BaseModel):
     def dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]
+        if self.examples:
+            data["examples"] = [t.dump() for t in self.examples]
+        else:
+            data.pop("examples", None)  # records without examples keep SPEC's shape
         return data
 
 
