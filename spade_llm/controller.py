@@ -160,7 +160,8 @@ class Controller:
         """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
         earlier = [t for t in self.state.tasks if task_epoch(t) < epoch]
         earlier.sort(key=lambda t: (task_epoch(t), *_decision_key(t.meta.get("request_index"), t.meta.get("position"))))
-        return History(tasks=earlier, metrics=[m for m in self.state.metrics if m.epoch < epoch])
+        rates = {task_id: row.pass_rate for task_id, row in self.state.task_stats.items() if row.epoch < epoch}
+        return History(tasks=earlier, metrics=[m for m in self.state.metrics if m.epoch < epoch], pass_rates=rates)
 
     def plan_for(self, epoch: int) -> EpochPlan:
         plan = self.state.plans.get(epoch)
@@ -253,6 +254,8 @@ class Controller:
                 difficulty=plan.target_difficulty,
                 capability=plan.capability,
                 examples=examples,
+                example_rates=plan.example_rates,
+                band=self.config.controller.band,
                 avoid_tags=plan.avoid_tags,
                 seed=r.seed,
                 focus=r.focus,

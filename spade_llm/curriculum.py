@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -62,6 +62,9 @@ class EpochPlan(BaseModel):
     avoid_tags: list[str]
     example_ids: list[str]
     """Accepted tasks of earlier epochs the proposal prompts show, by id."""
+    example_rates: dict[str, float] = {}
+    """The measured pass rate of each example that has one: the prompt says which were at the edge
+    of the solver's ability (inside the band), too easy or too hard."""
     requests: list[RequestPlan]
 
 
@@ -73,6 +76,30 @@ class History:
     """Accepted tasks of earlier epochs, in the order they were accepted."""
     metrics: Sequence[EpochMetrics]
     """Metrics rows of earlier epochs, in epoch order."""
+    pass_rates: Mapping[str, float] = field(default_factory=dict)
+    """Task id -> its measured pass rate over its samples (``task_stats.jsonl``), earlier epochs only."""
+
+
+def frontier_examples(history: History, shown: int, band: tuple[float, float]) -> tuple[list[Task], dict[str, float]]:
+    """The examples a proposal prompt shows, and their measured pass rates.
+
+    Up to ``shown`` of the most recent tasks whose pass rate fell inside the band (the edge of the
+    solver's ability, what the generator should aim at), plus the most recent too-easy and too-hard
+    one, so the generator sees where the edge is; recent tasks fill up to ``shown`` (before anything
+    was measured, or with one sample per task, where every rate is 0 or 1).
+    """
+    if not shown:
+        return [], {}
+    lo, hi = band
+    rates = history.pass_rates
+    recent = list(reversed(history.tasks))
+    edge = [t for t in recent if t.task_id in rates and lo <= rates[t.task_id] <= hi][:shown]
+    easy = [t for t in recent if t.task_id in rates and rates[t.task_id] > hi][:1]
+    hard = [t for t in recent if t.task_id in rates and rates[t.task_id] < lo][:1]
+    picked = {t.task_id for t in (*edge, *easy, *hard)}
+    fill = [t for t in recent if t.task_id not in picked][: max(0, shown - len(edge) - len(easy) - len(hard))]
+    chosen = [*reversed(edge), *reversed(fill), *easy, *hard]
+    return chosen, {t.task_id: rates[t.task_id] for t in chosen if t.task_id in rates}
 
 
 def focus_topics(seed: int, epoch: int, n_requests: int, avoid: Sequence[str], topics: Sequence[str]) -> list[str]:
@@ -116,8 +143,7 @@ class Curriculum:
         n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
         avoid = saturated_tags(history.tasks)
         topics = focus_topics(self.config.seed, epoch, n_requests, avoid, cur.topics or TOPICS)
-        shown = self.config.generator.examples_shown
-        examples = list(history.tasks[-shown:]) if shown else []
+        examples, rates = frontier_examples(history, self.config.generator.examples_shown, c.band)
         measured = [m for m in history.metrics if m.pass_rate is not None]
         requests = [
             RequestPlan(
@@ -136,5 +162,6 @@ class Curriculum:
             goal=cur.goal,
             avoid_tags=avoid,
             example_ids=[t.task_id for t in examples],
+            example_rates=rates,
             requests=requests,
         )

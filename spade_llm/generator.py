@@ -317,6 +317,10 @@ class ProposalContext:
     """The capability the tasks should train (``curriculum.goal``)."""
     kind: str = "induction"
     run_seed: int = 0
+    example_rates: dict[str, float] = field(default_factory=dict)
+    """Measured pass rates of the examples that have one (see ``curriculum.frontier_examples``)."""
+    band: tuple[float, float] = (0.3, 0.7)
+    """The pass-rate band the run keeps to: an example inside it was at the edge of the solver's ability."""
     """The run's seed: task ids derive from it, so they do not depend on how request seeds are made."""
 
 
@@ -396,6 +400,8 @@ class LLMGenerator:
                 "reference_code": t.reference_code,
                 "tests": [x.dump() for x in t.tests],
                 "tags": t.tags,
+                "pass_rate": ctx.example_rates.get(t.task_id),
+                "edge": _edge(ctx.example_rates.get(t.task_id), ctx.band),
             }
             for t in ctx.examples
         ]
@@ -483,6 +489,13 @@ class LLMGenerator:
                 continue
             proposal.candidates.append(Candidate(position, task=task, raw=item))
         return proposal
+
+
+def _edge(rate: float | None, band: tuple[float, float]) -> str | None:
+    """Where a measured example sat against the band: ``edge``, ``too_easy``, ``too_hard`` (None: unmeasured)."""
+    if rate is None:
+        return None
+    return "too_easy" if rate > band[1] else "too_hard" if rate < band[0] else "edge"
 
 
 def _first_error(e: Exception) -> str:

@@ -214,6 +214,11 @@ def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path
     for name in ["config.yaml", "manifest.json", "metrics.jsonl"]:
         (cut / name).write_bytes((full / name).read_bytes())
     (cut / "metrics.jsonl").write_text((full / "metrics.jsonl").read_text().splitlines(keepends=True)[0])
+    # on disk at that kill too: both epochs' plans (each written before its first request) and the
+    # task_stats rows of epoch 0 (written as its tasks finished), which epoch 1's examples are chosen by
+    (cut / "plans.jsonl").write_bytes((full / "plans.jsonl").read_bytes())
+    epoch0_stats = [r for r in rows(full / "task_stats.jsonl") if r["epoch"] == 0]
+    (cut / "task_stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in epoch0_stats))
     # killed during epoch 1's proposals: only decisions of its first three requests reached the disk
     keep = lambda r, idx: r.get("epoch", r.get("meta", {}).get("epoch")) == 0 or idx < 3  # noqa: E731
     kept_tasks = [t for t in tasks if keep(t, t["meta"]["request_index"])]

@@ -322,3 +322,38 @@ def test_bad_answers_are_kept_in_their_rejections_and_make_no_phantom_tasks(tmp_
     llm = json.loads((run.path / "summary.json").read_text())["llm"]
     assert llm["by_kind"] == {} and llm["content_faults"] == {"bad_json": 4}  # two asks per request
     assert llm["by_role"]["generator"]["content_faults"] == {"bad_json": 4}
+
+
+def test_frontier_examples_show_the_edge_and_one_task_past_it_on_each_side():
+    from spade_llm.curriculum import History, frontier_examples
+
+    tasks = [
+        Task(task_id=f"t{i}", description="d", entry_point="f", reference_code="def f(x): return x", tests=[])
+        for i in range(8)
+    ]
+    rates = {"t0": 0.5, "t1": 1.0, "t2": 0.0, "t3": 0.4, "t4": 0.9, "t5": 0.6, "t6": 0.1}  # t7: not measured yet
+    chosen, shown_rates = frontier_examples(History(tasks, [], rates), shown=2, band=(0.3, 0.7))
+    assert [t.task_id for t in chosen] == ["t3", "t5", "t4", "t6"]  # the two latest in band, then easy, hard
+    assert shown_rates == {"t3": 0.4, "t5": 0.6, "t4": 0.9, "t6": 0.1}
+    unmeasured, none = frontier_examples(History(tasks, [], {}), shown=2, band=(0.3, 0.7))
+    assert [t.task_id for t in unmeasured] == ["t6", "t7"] and none == {}  # nothing measured: the latest
+    assert frontier_examples(History(tasks, [], rates), shown=0, band=(0.3, 0.7)) == ([], {})
+
+
+def test_the_plan_records_example_rates_and_the_prompt_shows_them(tmp_path):
+    from spade_llm.generator import LLMGenerator
+    from spade_llm.llm.testing import ScriptedLLM
+    from spade_llm.templates import Prompts
+
+    controller, gen, _, run = make(tmp_path, cfg(epochs=3, tasks_per_epoch=4), pass_prob=lambda d: 0.5)
+    asyncio.run(controller.run_all())
+    plans = rows(run.path / "plans.jsonl")
+    stats = {r["task_id"]: r["pass_rate"] for r in rows(run.path / "task_stats.jsonl")}
+    assert plans[0]["example_rates"] == {}
+    later = plans[-1]
+    assert later["example_ids"] and later["example_rates"]
+    assert all(stats[i] == rate for i, rate in later["example_rates"].items())  # rates of earlier epochs
+    ctx = gen.calls[-1]
+    assert ctx.example_rates == later["example_rates"] and ctx.band == (0.3, 0.7)
+    text = LLMGenerator(ScriptedLLM([]), Prompts(), temperature=0.9, max_tokens=10).messages(ctx)[1].content
+    assert "solver passed" in text and ("at the edge" in text or "too easy" in text or "too hard" in text)
