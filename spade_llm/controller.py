@@ -23,15 +23,22 @@ from .checking import CodeChecker
 from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
 from .evaluator import (
+    calibration,
     count_reasons,
+    difficulty_histogram,
+    failure_class,
     first_try_pass_rate,
+    funnel,
     mean_reward,
     mean_turns,
     novelty,
     pass_rate,
+    percentile,
     similarity,
     task_fingerprint,
     task_stats,
+    warning_signs,
+    zero_spread_share,
 )
 from .executors import Executor, WorkItem
 from .generator import Generator, Proposal, ProposalContext, kept_answer
@@ -146,13 +153,16 @@ class Controller:
         self._task_clock: dict[str, float] = {}
         self._warnings: dict[int, list[str]] = defaultdict(list)
         """Warnings of the running epoch that only timing can cause (budgets)."""
+        self._printed: set[str] = {w for m in self.state.metrics for w in m.warnings}
+        """Warnings already on the terminal: a sign that persists epoch after epoch is said once."""
 
     # -- the loop ------------------------------------------------------------------------------
 
     async def run_all(self) -> list[EpochMetrics]:
         for epoch in range(len(self.state.metrics), self.config.controller.epochs):
             row = await self.run_epoch(epoch)
-            self.log(describe_epoch(row))
+            self.log(describe_epoch(row, said=self._printed))
+            self._printed.update(row.warnings)
         self.write_summary(done=True)
         return self.state.metrics
 
@@ -436,13 +446,19 @@ class Controller:
         if suspects:
             warnings.append(f"{suspects} episodes passed the public tests but failed hidden ones (hardcoded_suspect)")
         ordered = sorted(tasks, key=lambda t: _decision_key(t.meta.get("request_index"), t.meta.get("position")))
+        parsed = sum(1 for p in proposals for cand in p.get("candidates") or [] if cand.get("task") is not None)
+        proposed = sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals)
+        earlier_tags = {tag for t in self.state.tasks if task_epoch(t) < epoch for tag in t.tags}
+        tags_now = earlier_tags | {tag for t in tasks for tag in t.tags}
+        by_id = {t.task_id: t for t in tasks}
+        measured = [(by_id[s.task_id].difficulty, s.pass_rate) for s in stats if s.task_id in by_id]
         row = EpochMetrics(
             epoch=epoch,
             difficulty=plan.target_difficulty,
             pass_rate=pass_rate(trajs),
             first_try_pass_rate=first_try_pass_rate(trajs),
             mean_turns=mean_turns(trajs),
-            tasks_proposed=sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals),
+            tasks_proposed=proposed,
             tasks_accepted=len(tasks),
             rejected_by_reason=count_reasons(r.reason for r in rejected),
             novelty=novelty([fingerprint[t.task_id] for t in ordered], earlier),
@@ -455,7 +471,18 @@ class Controller:
             generator_completion_tokens=generator.completion_tokens,
             wall_s=round(wall_s, 3),
             warnings=warnings,
+            funnel=funnel(proposed, parsed, (r.reason for r in rejected), len(tasks)),
+            failure_classes=count_reasons(c for c in map(failure_class, trajs) if c is not None),
+            p90_solve_s=percentile([t.wall_s for t in trajs], 0.9),
+            difficulty_histogram=difficulty_histogram(t.difficulty for t in tasks),
+            zero_spread_share=zero_spread_share(stats),
+            calibration=calibration([d for d, _ in measured], [p for _, p in measured]),
+            tags_seen=len(tags_now),
+            new_tags=len(tags_now - earlier_tags),
+            kinds=count_reasons(t.kind for t in tasks),
         )
+        signs = warning_signs([*[m for m in self.state.metrics if m.epoch < epoch], row], c.band)
+        row = row.model_copy(update={"warnings": [*warnings, *signs]})
         return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row)})
 
     def write_summary(self, *, done: bool, stopped_because: str | None = None) -> None:
@@ -495,8 +522,8 @@ def _percent(value: float | None) -> str:
     return "  n/a" if value is None else f"{value:>4.0%}"
 
 
-def describe_epoch(row: EpochMetrics) -> str:
-    """One log line per epoch."""
+def describe_epoch(row: EpochMetrics, said: set[str] | frozenset[str] = frozenset()) -> str:
+    """One log line per epoch, then its warnings but those in ``said`` (printed before)."""
     turns = "n/a" if row.mean_turns is None else f"{row.mean_turns:.2f}"
     reward = "n/a" if row.mean_reward is None else f"{row.mean_reward:+.2f}"
     line = (
@@ -505,4 +532,4 @@ def describe_epoch(row: EpochMetrics) -> str:
         f" on {row.episodes} episodes  turns {turns}  reward {reward}  novelty {row.novelty:.2f}"
         f"  -> next {row.next_difficulty:.2f}"
     )
-    return line + "".join(f"\n  warning: {w}" for w in row.warnings)
+    return line + "".join(f"\n  warning: {w}" for w in row.warnings if w not in said)

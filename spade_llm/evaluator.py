@@ -13,7 +13,7 @@ import re
 import tokenize
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .types import FinalStatus, TaskStats, Trajectory
 
@@ -225,3 +225,108 @@ def mean_reward(trajectories: Iterable[Trajectory]) -> float | None:
 
 def count_reasons(reasons: Iterable[str]) -> dict[str, int]:
     return dict(sorted(Counter(reasons).items()))
+
+
+# -- metrics that warn ------------------------------------------------------------------------------
+
+ANSWER_REASONS = frozenset(
+    {"bad_json", "truncated", "refusal", "empty", "too_long", "no_tasks", "invalid_task", "malformed"}
+)
+"""Rejections of the model's answer itself (nothing parsed into a task), as opposed to a task that failed a gate."""
+
+
+def funnel(proposed: int, parsed: int, rejected_reasons: Iterable[str], accepted: int) -> dict[str, int]:
+    """Where an epoch's proposals were lost: proposed -> parsed -> valid -> novel -> accepted.
+
+    ``parsed`` counts candidates that became tasks; a gate's rejection (any reason but an answer-level
+    one, ``llm_*`` or ``duplicate``) takes one from ``valid``, a ``duplicate`` one from ``novel``."""
+    reasons = list(rejected_reasons)
+    gate = sum(1 for r in reasons if r not in ANSWER_REASONS and not r.startswith("llm_") and r != "duplicate")
+    duplicates = sum(1 for r in reasons if r == "duplicate")
+    valid = max(0, parsed - gate)
+    return {"proposed": proposed, "parsed": parsed, "valid": valid, "novel": max(0, valid - duplicates),
+            "accepted": accepted}  # fmt: skip
+
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))\b")
+
+
+def failure_class(trajectory: Trajectory) -> str | None:
+    """Why an episode's last attempt failed, in one word: ``timeout``, an exception type (``IndexError``),
+    ``wrong_answer``, ``no_code`` or ``no_attempt``; None when it passed."""
+    if trajectory.final_status == "passed":
+        return None
+    if not trajectory.attempts:
+        return "no_attempt"
+    result = trajectory.attempts[-1].result
+    tests = result.test_results or []
+    if result.status == "timeout" or any(t.status == "timeout" for t in tests):
+        return "timeout"
+    if not trajectory.attempts[-1].code.strip():
+        return "no_code"
+    for text in [result.load_error or "", *(t.error or "" for t in tests if not t.passed)]:
+        match = _EXCEPTION.match(text.strip())
+        if match:
+            return match.group(1).rsplit(".", 1)[-1]
+    return "wrong_answer"
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile (0..1) of ``values`` by the nearest-rank rule; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def difficulty_histogram(difficulties: Iterable[float], bins: int = 5) -> dict[str, int]:
+    """Counts of difficulties in ``bins`` equal bins of [0, 1], keyed ``"0.0-0.2"``..."""
+    counts = [0] * bins
+    for d in difficulties:
+        counts[min(bins - 1, max(0, int(d * bins)))] += 1
+    return {f"{i / bins:.1f}-{(i + 1) / bins:.1f}": n for i, n in enumerate(counts)}
+
+
+def zero_spread_share(stats: Sequence[TaskStats]) -> float | None:
+    """Share of tasks whose samples all passed or all failed (TRL's ``frac_reward_zero_std``): a GRPO
+    group learns nothing from them. None without tasks."""
+    if not stats:
+        return None
+    return round(sum(1 for s in stats if s.pass_rate in (0.0, 1.0)) / len(stats), 4)
+
+
+def calibration(claimed: Sequence[float], measured_pass: Sequence[float]) -> dict[str, float] | None:
+    """How the difficulty tasks claimed compares with the difficulty measured (``1 - pass rate``):
+    their means and the mean absolute gap, over tasks with both. None without such tasks."""
+    pairs = list(zip(claimed, measured_pass, strict=True))
+    if not pairs:
+        return None
+    measured = [1.0 - p for _, p in pairs]
+    return {
+        "claimed": round(math.fsum(c for c, _ in pairs) / len(pairs), 4),
+        "measured": round(math.fsum(measured) / len(pairs), 4),
+        "mean_abs_gap": round(math.fsum(abs(c - m) for (c, _), m in zip(pairs, measured, strict=True)) / len(pairs), 4),
+    }
+
+
+def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 3) -> list[str]:
+    """The warning signs of a run going wrong, read off its metrics rows (the last one is the epoch
+    just finished): a pass rate stuck near 0 or 1, a difficulty that does not move while the pass
+    rate is out of the band, novelty collapsing, validity collapsing. Each sign is one stable string."""
+    signs: list[str] = []
+    recent = list(rows[-window:])
+    measured = [r.pass_rate for r in recent if r.pass_rate is not None]
+    if len(recent) == window and len(measured) == window:
+        if all(p >= 0.95 for p in measured):
+            signs.append(f"pass rate stuck near 1 for {window} epochs: the tasks are too easy to learn from")
+        elif all(p <= 0.05 for p in measured):
+            signs.append(f"pass rate stuck near 0 for {window} epochs: the tasks are too hard to learn from")
+        lo, hi = band
+        if len({r.difficulty for r in recent}) == 1 and all(not lo <= p <= hi for p in measured):
+            signs.append(f"difficulty has not moved for {window} epochs while the pass rate is outside the band")
+    last = rows[-1] if rows else None
+    if last is not None and last.tasks_accepted and last.novelty < 0.3:
+        signs.append(f"novelty collapsing: {last.novelty:.2f} of this epoch's tasks are new")
+    if last is not None and last.tasks_proposed >= 4 and last.tasks_accepted / last.tasks_proposed < 0.2:
+        signs.append(f"validity collapsing: {last.tasks_accepted} of {last.tasks_proposed} proposals accepted")
+    return signs

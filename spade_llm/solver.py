@@ -236,6 +236,7 @@ class LLMSolver:
         )
 
     async def solve(self, task: Task, epoch: int, sample_index: int = 0, deadline: float | None = None) -> Trajectory:
+        started = time.monotonic()
         kind = get_kind(task.kind)
         messages = self.first_messages(task)
         attempts: list[Attempt] = []
@@ -336,4 +337,5 @@ class LLMSolver:
             solver_model=self.llm.model,
             flags=flags,
             error=error,
+            wall_s=round(time.monotonic() - started, 3),
         )

@@ -177,6 +177,8 @@ class Trajectory(BaseModel):
     ``budget_exhausted`` (the task's time budget ran out before the turns did)."""
     error: str | None = None
     """Why the episode ended without a judged attempt (e.g. the endpoint failed for good)."""
+    wall_s: float = 0.0
+    """Seconds the episode took, model and sandbox time together (a time: not reproducible)."""
 
 
 class Rejection(BaseModel):
@@ -225,6 +227,27 @@ class EpochMetrics(BaseModel):
     next_difficulty: float = 0.5
     """The target the next epoch plans with."""
     warnings: list[str] = Field(default_factory=list)
+    """What went wrong or looks wrong: budgets run out, too few episodes, and the warning signs of
+    ``evaluator.warning_signs`` (pass rate stuck near 0 or 1, difficulty not moving, novelty or
+    validity collapsing)."""
+    funnel: dict[str, int] = Field(default_factory=dict)
+    """Where proposals were lost: ``proposed``, ``parsed``, ``valid``, ``novel``, ``accepted``."""
+    failure_classes: dict[str, int] = Field(default_factory=dict)
+    """Failed episodes by why their last attempt failed: ``timeout``, an exception type, ``wrong_answer``..."""
+    p90_solve_s: float | None = None
+    """90th percentile of the wall time of the epoch's episodes (model and sandbox time together)."""
+    difficulty_histogram: dict[str, int] = Field(default_factory=dict)
+    """Accepted tasks by their own (claimed) difficulty, in fifths of [0, 1]."""
+    zero_spread_share: float | None = None
+    """Share of the epoch's tasks whose samples all passed or all failed (TRL's ``frac_reward_zero_std``)."""
+    calibration: dict[str, float] | None = None
+    """Claimed against measured (``1 - pass rate``) difficulty: ``claimed``, ``measured``, ``mean_abs_gap``."""
+    tags_seen: int = 0
+    """Distinct tags over every task accepted so far."""
+    new_tags: int = 0
+    """Tags this epoch's tasks brought that no earlier task had."""
+    kinds: dict[str, int] = Field(default_factory=dict)
+    """Accepted tasks by kind."""
 
 
 class TaskStats(BaseModel):

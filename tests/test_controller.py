@@ -357,3 +357,16 @@ def test_the_plan_records_example_rates_and_the_prompt_shows_them(tmp_path):
     assert ctx.example_rates == later["example_rates"] and ctx.band == (0.3, 0.7)
     text = LLMGenerator(ScriptedLLM([]), Prompts(), temperature=0.9, max_tokens=10).messages(ctx)[1].content
     assert "solver passed" in text and ("at the edge" in text or "too easy" in text or "too hard" in text)
+
+
+def test_epoch_rows_carry_the_funnel_and_a_stuck_pass_rate_is_said_once(tmp_path):
+    lines: list[str] = []
+    controller, _, _, run = make(tmp_path, cfg(epochs=4, tasks_per_epoch=4), pass_prob=lambda d: 1.0)
+    controller.log = lines.append
+    asyncio.run(controller.run_all())
+    metrics = rows(run.path / "metrics.jsonl")
+    assert metrics[0]["funnel"] == {"proposed": 4, "parsed": 4, "valid": 4, "novel": 4, "accepted": 4}
+    assert metrics[0]["kinds"] == {"induction": 4} and metrics[0]["zero_spread_share"] == 1.0
+    stuck = "pass rate stuck near 1 for 3 epochs: the tasks are too easy to learn from"
+    assert [stuck in m["warnings"] for m in metrics] == [False, False, True, True]
+    assert sum(line.count(stuck) for line in lines) == 1  # written every epoch it holds, printed once

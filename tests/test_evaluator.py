@@ -93,3 +93,85 @@ def test_novelty_zero_for_copies_high_for_new():
     assert novelty([a], [a]) == 0.0
     assert novelty([c], [a]) > 0.7
     assert novelty([], [a]) == 0.0
+
+
+# -- metrics that warn ------------------------------------------------------------------------------
+
+from spade_llm.evaluator import (  # noqa: E402
+    calibration,
+    difficulty_histogram,
+    failure_class,
+    funnel,
+    percentile,
+    warning_signs,
+    zero_spread_share,
+)
+from spade_llm.types import (  # noqa: E402
+    Attempt,
+    EpochMetrics,
+    ExecutionResult,
+    TaskStats,
+    TestResult,
+    Trajectory,
+)
+
+
+def _traj(status, result=None, code="def f(): pass"):
+    attempts = [] if result is None else [Attempt(turn=1, code=code, result=result)]
+    return Trajectory(
+        trajectory_id="x", task_id="t", epoch=0, messages=[], attempts=attempts, final_status=status, reward=0.0
+    )
+
+
+def test_the_funnel_loses_proposals_where_they_were_lost():
+    reasons = ["bad_json", "llm_timeout", "weak_tests", "runtime_error", "duplicate"]
+    assert funnel(10, 8, reasons, 5) == {"proposed": 10, "parsed": 8, "valid": 6, "novel": 5, "accepted": 5}
+
+
+def test_failure_classes_name_what_went_wrong():
+    def run(**kw):
+        return ExecutionResult(status="ok", tests_passed=0, tests_total=1, **kw)
+
+    failed = TestResult(index=0, input="(1,)", status="error", error="IndexError: list index out of range")
+    assert failure_class(_traj("failed", run(test_results=[failed]))) == "IndexError"
+    wrong = TestResult(index=0, input="(1,)", status="failed", output="2")
+    assert failure_class(_traj("failed", run(test_results=[wrong]))) == "wrong_answer"
+    assert failure_class(_traj("timeout", ExecutionResult(status="timeout"))) == "timeout"
+    assert failure_class(_traj("error", run(load_error="SyntaxError: invalid syntax (line 1)"))) == "SyntaxError"
+    assert failure_class(_traj("error", run(load_error="no code in the answer"), code="")) == "no_code"
+    assert failure_class(_traj("error")) == "no_attempt"
+    assert failure_class(_traj("passed", run())) is None
+
+
+def test_percentiles_histograms_spread_and_calibration_are_plain_arithmetic():
+    assert percentile([], 0.9) is None and percentile([5.0], 0.9) == 5.0
+    assert percentile([float(i) for i in range(1, 11)], 0.9) == 9.0
+    assert difficulty_histogram([0.0, 0.19, 0.2, 0.99, 1.0]) == {
+        "0.0-0.2": 2, "0.2-0.4": 1, "0.4-0.6": 0, "0.6-0.8": 0, "0.8-1.0": 2,
+    }  # fmt: skip
+    stats = [
+        TaskStats(task_id=str(p), epoch=0, samples=4, passed=int(4 * p), pass_rate=p, learnability=0.0, mean_turns=1.0)
+        for p in (0.0, 0.5, 1.0, 1.0)
+    ]
+    assert zero_spread_share(stats) == 0.75 and zero_spread_share([]) is None
+    assert calibration([0.8, 0.2], [0.0, 1.0]) == {"claimed": 0.5, "measured": 0.5, "mean_abs_gap": 0.2}
+    assert calibration([], []) is None
+
+
+def _row(epoch, pass_rate, difficulty=0.5, novelty=0.9, proposed=8, accepted=8):
+    return EpochMetrics(
+        epoch=epoch, difficulty=difficulty, pass_rate=pass_rate, first_try_pass_rate=None, mean_turns=None,
+        tasks_proposed=proposed, tasks_accepted=accepted, rejected_by_reason={}, novelty=novelty, mean_reward=None,
+    )  # fmt: skip
+
+
+def test_warning_signs_of_a_run_going_wrong():
+    band = (0.3, 0.7)
+    assert warning_signs([_row(0, 1.0), _row(1, 0.97)], band) == []  # two epochs are not a trend
+    easy = warning_signs([_row(0, 1.0, 0.3), _row(1, 0.96, 0.4), _row(2, 1.0, 0.5)], band)
+    assert easy == ["pass rate stuck near 1 for 3 epochs: the tasks are too easy to learn from"]
+    stuck = warning_signs([_row(0, 0.0, 0.2), _row(1, 0.04, 0.2), _row(2, 0.0, 0.2)], band)
+    assert any("near 0" in w for w in stuck) and any("difficulty has not moved" in w for w in stuck)
+    assert warning_signs([_row(0, 0.5, 0.5), _row(1, 0.5, 0.5), _row(2, 0.5, 0.5)], band) == []  # in band: fine
+    assert any("novelty collapsing" in w for w in warning_signs([_row(0, 0.5, novelty=0.1)], band))
+    assert any("validity collapsing" in w for w in warning_signs([_row(0, 0.5, proposed=10, accepted=1)], band))
