@@ -35,18 +35,18 @@ import json
 import os
 import platform
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench_llm import background, free_port, spade_cmd, wait_up  # the same server plumbing (this folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,48 +57,14 @@ IMPORT_TARGETS = "httpx,openai,litellm,httpx+pydantic+openai"
 # -- the fake server ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def spade_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("spade")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "spade_llm.cli"]
-
-
-def wait_up(url: str, proc: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2.0) as r:
-                r.read()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up in {seconds:.0f}s")
-
-
 @contextmanager
 def fake_server(log: Path) -> Iterator[str]:
     """``spade serve-fake --latency 0`` on a free port; yields its base URL (``.../v1``)."""
     port = free_port()
     cmd = [*spade_cmd(), "serve-fake", "--host", "127.0.0.1", "--port", str(port), "--latency", "0"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-    try:
+    with background(cmd, log) as proc:
         wait_up(f"http://127.0.0.1:{port}/v1/models", proc)
         yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # -- one streamed answer, two ways ---------------------------------------------------------------
