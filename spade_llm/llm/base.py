@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -68,15 +67,3 @@ class LLM(Protocol):
     model: str
 
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
-
-
-_NAMES_FORMAT = re.compile(r"response_format|json_schema", re.I)
-
-
-def refuses_json_schema(status: int | None, message: str) -> bool:
-    """Whether an error answered to a request carrying ``response_format: json_schema`` refuses that
-    form: a 4xx or 5xx (not an auth, missing-model, timeout or rate-limit answer) whose message names
-    ``response_format`` or ``json_schema`` (llama-cpp-python answers 500, others 400 or 422)."""
-    if status is None or status < 400 or status in (401, 403, 404, 408, 429):
-        return False
-    return bool(_NAMES_FORMAT.search(message))

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
-__all__ = ["EndpointPool"]
+__all__ = ["EndpointPool", "Route"]
 
 
 class _LoopState:
@@ -93,3 +95,27 @@ class EndpointPool:
     def inflight(self, url: str) -> int:
         """Requests in flight to ``url`` now, from every pool of this loop."""
         return _state().inflight.get(url, 0)
+
+
+class Route:
+    """One request's way through a pool, attempt after attempt: each attempt holds a slot, the time it
+    queued for one is taken out of the request's retry budget (``clock.exclude``), and a retry avoids
+    the server the previous attempt failed on when another has room."""
+
+    def __init__(self, pool: EndpointPool) -> None:
+        self.pool = pool
+        self.failed_on: str | None = None
+
+    @asynccontextmanager
+    async def attempt(self, clock: Any = None) -> AsyncIterator[str]:
+        """A server URL with a free slot for one attempt (see :meth:`EndpointPool.slot`); ``clock`` is the
+        request's ``retry.RequestClock``."""
+        queued = time.monotonic()
+        async with self.pool.slot(avoid=self.failed_on) as url:
+            if clock is not None:
+                clock.exclude(time.monotonic() - queued)  # waiting for a free slot is not the server failing
+            try:
+                yield url
+            except BaseException:
+                self.failed_on = url
+                raise

@@ -26,14 +26,14 @@ import asyncio
 import logging
 import os
 import re
-import time
 from typing import Any
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
-from .base import LLMRequest, LLMResponse, refuses_json_schema
-from .endpoints import EndpointPool
+from .base import LLMRequest, LLMResponse
+from .endpoints import EndpointPool, Route
+from .formats import ResponseFormats
 from .retry import RequestClock, RetryPolicy, complete_with_retries
 from .stats import LLMStats, RoleStats
 
@@ -284,8 +284,7 @@ class LiteLLM:
         # a pool needs names: the provider's default endpoint (no api_base) is named after the model
         self._urls = {(b.rstrip("/") if b else f"default:{self.model}"): b for b in bases}
         self.pool = EndpointPool(list(self._urls), llm_config.max_inflight_per_endpoint)
-        self.refused: set[str] = set()
-        """Parameters a server refused by name (``json_schema``): never sent again."""
+        self.formats = ResponseFormats(self.model, stats)
 
     def _params(self, request: LLMRequest, timeout: float, base: str | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -309,28 +308,10 @@ class LiteLLM:
             params["drop_params"] = True
         if request.seed is not None:
             params["seed"] = request.seed
-        form = request.response_format
-        if form == "json_schema" and ("json_schema" in self.refused or not request.json_schema):
-            form = "json_object"
-        if form == "json_schema":
-            params["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
-        elif form == "json_object":
-            params["response_format"] = {"type": "json_object"}
+        response_format = self.formats.param(request)
+        if response_format is not None:
+            params["response_format"] = response_format
         return params
-
-    def _refusal(self, params: dict[str, Any], exc: Exception) -> bool:
-        """Whether ``exc`` refuses the ``json_schema`` form by name; if so it is never sent again."""
-        fmt = params.get("response_format")
-        status = getattr(exc, "status_code", None)
-        if not (isinstance(fmt, dict) and fmt.get("type") == "json_schema"):
-            return False
-        if not refuses_json_schema(status if isinstance(status, int) else None, str(exc)):
-            return False
-        self.refused.add("json_schema")
-        detail = {"from": "json_schema", "to": "json_object", "status": status, "said": scrub(_describe(exc), 200)}
-        if self.stats.fallback("response_format", detail):
-            log.warning("%s refused response_format json_schema; asking for json_object from now on", self.model)
-        return True
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
@@ -338,28 +319,25 @@ class LiteLLM:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
         litellm = import_litellm()
 
-        failed_on: str | None = None
+        route = Route(self.pool)
 
         async def attempt(clock: RequestClock) -> LLMResponse:
-            nonlocal failed_on
-            queued = time.monotonic()
-            async with self.pool.slot(avoid=failed_on) as url:
-                clock.exclude(time.monotonic() - queued)  # waiting for a free slot is not the server failing
+            async with route.attempt(clock) as url:
+                timeout = clock.timeout()
+                params = self._params(request, timeout, self._urls[url])
                 try:
-                    timeout = clock.timeout()
+                    response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
+                except Exception as exc:
+                    status = getattr(exc, "status_code", None)
+                    said = scrub(_describe(exc), 300)
+                    if not self.formats.refused(
+                        params.get("response_format"), status if isinstance(status, int) else None, said
+                    ):
+                        raise
+                    self.stats.request()  # the re-send without the schema is a request of its own
                     params = self._params(request, timeout, self._urls[url])
-                    try:
-                        response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
-                    except Exception as exc:
-                        if not self._refusal(params, exc):
-                            raise
-                        self.stats.request()  # the re-send without the schema is a request of its own
-                        params = self._params(request, timeout, self._urls[url])
-                        response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
-                    return self._to_response(response, litellm)
-                except BaseException:
-                    failed_on = url
-                    raise
+                    response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
+                return self._to_response(response, litellm)
 
         return await complete_with_retries(
             self.model,

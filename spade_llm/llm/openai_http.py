@@ -53,7 +53,6 @@ import logging
 import os
 import re
 import socket
-import time
 from typing import Any
 
 import httpx
@@ -62,8 +61,9 @@ from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from . import litellm as _provider
-from .base import LLMRequest, LLMResponse, refuses_json_schema
-from .endpoints import EndpointPool
+from .base import LLMRequest, LLMResponse
+from .endpoints import EndpointPool, Route
+from .formats import ResponseFormats
 from .litellm import PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
 from .retry import RequestClock, RetryPolicy, complete_with_retries
 from .stats import LLMStats, RoleStats
@@ -368,8 +368,9 @@ class OpenAIHTTP:
         """The model name the server sees: the part after ``openai/``, as litellm sends it."""
         self.bases = _bases(role_config.api_base)
         self.pool = EndpointPool(self.bases, llm_config.max_inflight_per_endpoint)
-        self.refused: set[str] = set()
-        """Parameters a server refused by name (``json_schema``, ``stream_options``): never sent again."""
+        self.formats = ResponseFormats(self.model, stats)
+        self.send_stream_options = True
+        """False once a server refused ``stream_options`` by name: never sent again."""
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -403,45 +404,28 @@ class OpenAIHTTP:
         }
         if request.seed is not None:
             body["seed"] = request.seed
-        form = request.response_format
-        if form == "json_schema" and ("json_schema" in self.refused or not request.json_schema):
-            form = "json_object"
-        if form == "json_schema":
-            body["response_format"] = {"type": "json_schema", "json_schema": request.json_schema}
-        elif form == "json_object":
-            body["response_format"] = {"type": "json_object"}
+        response_format = self.formats.param(request)
+        if response_format is not None:
+            body["response_format"] = response_format
         if self.stream:
             body["stream"] = True
-            if "stream_options" not in self.refused:
+            if self.send_stream_options:
                 body["stream_options"] = {"include_usage": True}
         return body
 
-    def _refusal(self, body: dict[str, Any], exc: StatusError) -> str | None:
-        """The parameter ``exc`` refuses by name, now dropped for good; None when it is another fault."""
-        if exc.status_code in (401, 403, 404, 408, 429) or exc.status_code < 400:
-            return None
-        message = str(exc)
-        fmt = body.get("response_format")
-        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and refuses_json_schema(exc.status_code, message):
-            self.refused.add("json_schema")
-            detail = {
-                "from": "json_schema",
-                "to": "json_object",
-                "status": exc.status_code,
-                "said": scrub(message, 200),
-            }
-            if self.stats.fallback("response_format", detail):
-                log.warning(
-                    "%s refused response_format json_schema (%s); asking for json_object from now on",
-                    self.model,
-                    scrub(message, 160),
-                )
-            return "json_schema"
+    def _refusal(self, body: dict[str, Any], exc: StatusError) -> bool:
+        """Whether ``exc`` refuses a parameter ``body`` carried by name (``json_schema``, ``stream_options``);
+        if so that parameter is never sent again."""
+        message = scrub(str(exc), 300)
+        if self.formats.refused(body.get("response_format"), exc.status_code, message):
+            return True
+        if exc.status_code < 400 or exc.status_code in (401, 403, 404, 408, 429):
+            return False
         if "stream_options" in body and _NAMES_STREAM_OPTIONS.search(message):
-            self.refused.add("stream_options")
+            self.send_stream_options = False
             self.stats.fallback("stream_options", {"dropped": "stream_options", "status": exc.status_code})
-            return "stream_options"
-        return None
+            return True
+        return False
 
     async def _attempt(self, base: str, body: dict[str, Any], timeout: float) -> LLMResponse:
         client = self._client_for_loop()
@@ -508,27 +492,20 @@ class OpenAIHTTP:
         """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
         if not _provider.ALLOW_MODEL_REQUESTS:
             raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
-        failed_on: str | None = None
+        route = Route(self.pool)
 
         async def attempt(clock: RequestClock) -> LLMResponse:
-            nonlocal failed_on
-            queued = time.monotonic()
-            async with self.pool.slot(avoid=failed_on) as base:
-                clock.exclude(time.monotonic() - queued)  # waiting for a free slot is not the server failing
+            async with route.attempt(clock) as base:
                 body = self.payload(request)
-                try:
-                    while True:
-                        try:
-                            return await self._attempt(base, body, clock.timeout())
-                        except StatusError as exc:
-                            # a refused parameter is dropped for good, so this re-sends at most once per parameter
-                            if self._refusal(body, exc) is None:
-                                raise
-                            body = self.payload(request)
-                            self.stats.request()  # the re-send is a request of its own
-                except BaseException:
-                    failed_on = base  # a retry goes to another server when one has room
-                    raise
+                while True:
+                    try:
+                        return await self._attempt(base, body, clock.timeout())
+                    except StatusError as exc:
+                        # a refused parameter is dropped for good, so this re-sends at most once per parameter
+                        if not self._refusal(body, exc):
+                            raise
+                        body = self.payload(request)
+                        self.stats.request()  # the re-send is a request of its own
 
         return await complete_with_retries(
             self.model,
