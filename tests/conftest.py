@@ -25,6 +25,7 @@ import pytest
 
 import spade_llm.llm.litellm as litellm_provider
 import spade_llm.llm.retry as retry_mod
+from spade_llm.llm.stats import LLMStats
 
 if TYPE_CHECKING:
     from spade_llm.server import FakeServer
@@ -197,3 +198,18 @@ def fault_proxy() -> Iterator[Callable[[str], FaultProxy]]:
         if proxy.proc.poll() is None:
             proxy.proc.terminate()
             proxy.proc.communicate(timeout=10)
+
+
+SpecCounts = Callable[[LLMStats], dict[str, object]]
+
+
+@pytest.fixture
+def spec_counts() -> SpecCounts:
+    """``spec_counts(stats)``: SPEC's four ``summary.llm`` counts (``requests``, ``retries``, ``failures``,
+    ``by_kind``), without the per-role, content-fault and fall-back rows the summary also has."""
+
+    def counts(stats: LLMStats) -> dict[str, object]:
+        summary = stats.summary()
+        return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
+
+    return counts

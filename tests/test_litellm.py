@@ -26,18 +26,12 @@ from spade_llm.llm.retry import RetryPolicy
 from spade_llm.llm.stats import LLMStats
 from spade_llm.types import Message
 
-
-def spec_counts(stats: LLMStats) -> dict[str, object]:
-    """SPEC's four ``summary.llm`` counts (the summary also has per-role and content-fault rows)."""
-    summary = stats.summary()
-    return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
-
-
 BASE = "http://127.0.0.1:9/v1"
 URL = f"{BASE}/chat/completions"
 
 
 Reply = Callable[..., httpx.Response]  # the conftest builders openai_response / openai_error
+SpecCounts = Callable[[LLMStats], dict[str, object]]  # the conftest fixture spec_counts
 
 
 def make(model: str = "openai/m", api_base: str | list[str] = BASE, **llm: Any) -> tuple[LiteLLM, LLMStats]:
@@ -53,7 +47,7 @@ def request(**kw: Any) -> LLMRequest:
 
 
 async def test_rate_limit_then_success_honours_retry_after(
-    waits: list[float], openai_response: Reply, openai_error: Reply
+    waits: list[float], openai_response: Reply, openai_error: Reply, spec_counts: SpecCounts
 ) -> None:
     llm, stats = make()
     with respx.mock(assert_all_called=True) as mock:
@@ -67,7 +61,9 @@ async def test_rate_limit_then_success_honours_retry_after(
     assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
 
 
-async def test_server_errors_until_the_budget_ends(waits: list[float], openai_error: Reply) -> None:
+async def test_server_errors_until_the_budget_ends(
+    waits: list[float], openai_error: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make(max_retries=3)
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=openai_error(500, "boom"))
@@ -95,7 +91,9 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
 @pytest.mark.parametrize(
     ("status", "kind"), [(400, "client_error"), (401, "auth"), (403, "auth"), (404, "not_found"), (422, "client_error")]
 )
-async def test_no_retry_on_client_errors(waits: list[float], status: int, kind: str, openai_error: Reply) -> None:
+async def test_no_retry_on_client_errors(
+    waits: list[float], status: int, kind: str, openai_error: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=openai_error(status, "bad request"))
@@ -119,7 +117,9 @@ async def test_html_error_page_is_retried(waits: list[float], openai_response: R
 
 
 @pytest.mark.parametrize("body", ['{"id": "x", "obj', "<html><body>oops</body></html>", "not json at all"])
-async def test_malformed_body_is_a_retried_bad_response(waits: list[float], body: str, openai_response: Reply) -> None:
+async def test_malformed_body_is_a_retried_bad_response(
+    waits: list[float], body: str, openai_response: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         mock.post(URL).mock(side_effect=[httpx.Response(200, text=body), openai_response("good")])
@@ -178,7 +178,7 @@ async def test_missing_content_and_refusal_are_text(waits: list[float], openai_r
     assert refusal.text.startswith("I'm sorry")
 
 
-async def test_transport_timeout_is_retried_then_fails_as_timeout(waits: list[float]) -> None:
+async def test_transport_timeout_is_retried_then_fails_as_timeout(waits: list[float], spec_counts: SpecCounts) -> None:
     llm, stats = make(max_retries=2)
     with respx.mock() as mock:
         route = mock.post(URL).mock(side_effect=httpx.ReadTimeout("read timed out"))

@@ -29,19 +29,13 @@ from spade_llm.llm.stats import LLMStats
 from spade_llm.server import FakeServer
 from spade_llm.types import Message, TokenUsage
 
-
-def spec_counts(stats: LLMStats) -> dict[str, object]:
-    """SPEC's four ``summary.llm`` counts (the summary also has per-role and content-fault rows)."""
-    summary = stats.summary()
-    return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
-
-
 BASE = "http://127.0.0.1:9/v1"
 URL = f"{BASE}/chat/completions"
 
 
 Reply = Callable[..., httpx.Response]  # the conftest builders openai_response / openai_error
 StartServer = Callable[..., FakeServer]  # the conftest fixture fake_server
+SpecCounts = Callable[[LLMStats], dict[str, object]]  # the conftest fixture spec_counts
 
 
 def make(
@@ -62,7 +56,7 @@ def request(**kw: Any) -> LLMRequest:
 
 
 async def test_request_body_auth_and_usage(
-    waits: list[float], allow_model_requests: str, openai_response: Reply
+    waits: list[float], allow_model_requests: str, openai_response: Reply, spec_counts: SpecCounts
 ) -> None:
     llm, stats = make()
     with respx.mock() as mock:
@@ -142,7 +136,7 @@ async def test_truncated_answer_surfaces_finish_reason_length(waits: list[float]
 
 @pytest.mark.parametrize("headers", [{"Retry-After": "2"}, {"retry-after-ms": "2000"}])
 async def test_rate_limit_then_success_honours_retry_after(
-    waits: list[float], headers: dict[str, str], openai_response: Reply, openai_error: Reply
+    waits: list[float], headers: dict[str, str], openai_response: Reply, openai_error: Reply, spec_counts: SpecCounts
 ) -> None:
     llm, stats = make()
     with respx.mock(assert_all_called=True) as mock:
@@ -154,7 +148,9 @@ async def test_rate_limit_then_success_honours_retry_after(
     assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"rate_limit": 1}}
 
 
-async def test_server_errors_until_the_budget_ends(waits: list[float], openai_error: Reply) -> None:
+async def test_server_errors_until_the_budget_ends(
+    waits: list[float], openai_error: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make(max_retries=3)
     with respx.mock() as mock:
         route = mock.post(URL).mock(return_value=openai_error(500, "boom"))
@@ -167,7 +163,9 @@ async def test_server_errors_until_the_budget_ends(waits: list[float], openai_er
     assert len(waits) == 3 and waits[0] < waits[2]  # exponential
 
 
-async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[float], openai_error: Reply) -> None:
+async def test_time_budget_stops_before_a_wait_that_would_cross_it(
+    waits: list[float], openai_error: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make(max_retries=10)
     llm.policy = RetryPolicy(max_retries=10, backoff_s=0.01, budget_s=10.0, max_retry_after_s=120.0)
     with respx.mock() as mock:
@@ -179,7 +177,9 @@ async def test_time_budget_stops_before_a_wait_that_would_cross_it(waits: list[f
     assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 1, "by_kind": {"rate_limit": 1}}
 
 
-async def test_html_error_page_is_a_retried_server_error(waits: list[float], openai_response: Reply) -> None:
+async def test_html_error_page_is_a_retried_server_error(
+    waits: list[float], openai_response: Reply, spec_counts: SpecCounts
+) -> None:
     """A 502 from a proxy in front of the model: the status is the server's word (server_error, as the
     litellm provider counts it), the HTML is quoted shortly in the log, and the retry gets through."""
     llm, stats = make(max_retries=1)
@@ -225,7 +225,7 @@ async def test_html_error_page_is_a_retried_server_error(waits: list[float], ope
     ],
 )
 async def test_unusable_bodies_are_retried_bad_responses(
-    waits: list[float], answer: httpx.Response, openai_response: Reply
+    waits: list[float], answer: httpx.Response, openai_response: Reply, spec_counts: SpecCounts
 ) -> None:
     llm, stats = make()
     with respx.mock() as mock:
@@ -235,7 +235,7 @@ async def test_unusable_bodies_are_retried_bad_responses(
     assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 0, "by_kind": {"bad_response": 1}}
 
 
-async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float]) -> None:
+async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float], spec_counts: SpecCounts) -> None:
     llm, stats = make(max_retries=1)
     with respx.mock() as mock:
         mock.post(URL).mock(return_value=httpx.Response(200, text='{"choices": [{"mess'))
@@ -253,7 +253,9 @@ async def test_unusable_bodies_for_good_raise_bad_response(waits: list[float]) -
         httpx.PoolTimeout("no free connection"),
     ],
 )
-async def test_transport_timeouts_are_retried_then_fail_as_timeout(waits: list[float], fault: Exception) -> None:
+async def test_transport_timeouts_are_retried_then_fail_as_timeout(
+    waits: list[float], fault: Exception, spec_counts: SpecCounts
+) -> None:
     llm, stats = make(max_retries=2)
     with respx.mock() as mock:
         route = mock.post(URL).mock(side_effect=fault)
@@ -273,7 +275,7 @@ async def test_server_408_is_a_timeout(waits: list[float], openai_response: Repl
 
 
 async def test_hung_endpoint_is_cut_by_our_own_guard(
-    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply
+    waits: list[float], monkeypatch: pytest.MonkeyPatch, openai_response: Reply, spec_counts: SpecCounts
 ) -> None:
     """A transport that never answers (mocked, so httpx's timeouts never fire) still ends: the answer
     cap bounds every attempt, and an attempt with nothing streamed is a timeout (retried)."""
@@ -297,7 +299,9 @@ async def test_hung_endpoint_is_cut_by_our_own_guard(
     assert spec_counts(stats) == {"requests": 2, "retries": 1, "failures": 1, "by_kind": {"timeout": 2}}
 
 
-async def test_dropped_connections_are_retried(waits: list[float], openai_response: Reply) -> None:
+async def test_dropped_connections_are_retried(
+    waits: list[float], openai_response: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make(max_retries=4)
     with respx.mock() as mock:
         mock.post(URL).mock(
@@ -313,7 +317,7 @@ async def test_dropped_connections_are_retried(waits: list[float], openai_respon
     assert spec_counts(stats) == {"requests": 4, "retries": 3, "failures": 0, "by_kind": {"connection": 3}}
 
 
-async def test_a_refused_connection_is_not_retried_here(waits: list[float]) -> None:
+async def test_a_refused_connection_is_not_retried_here(waits: list[float], spec_counts: SpecCounts) -> None:
     """Nobody listens: the request fails at once as ``unreachable``; the run's circuit breaker
     (llm/breaker.py) decides how long to wait for the endpoint, not each request's retries."""
     llm, stats = make(max_retries=4)
@@ -347,7 +351,9 @@ async def test_connection_failures_for_good_name_the_cause(waits: list[float]) -
         (301, "client_error"),
     ],
 )
-async def test_no_retry_on_client_errors(waits: list[float], status: int, kind: str, openai_error: Reply) -> None:
+async def test_no_retry_on_client_errors(
+    waits: list[float], status: int, kind: str, openai_error: Reply, spec_counts: SpecCounts
+) -> None:
     llm, stats = make()
     with respx.mock() as mock:
         route = mock.post(URL).mock(
@@ -481,7 +487,7 @@ def ask(text: str, seed: int | None = None) -> LLMRequest:
 
 
 async def test_concurrent_requests_overlap_and_connections_are_kept_alive(
-    waits: list[float], fake_server: StartServer
+    waits: list[float], fake_server: StartServer, spec_counts: SpecCounts
 ) -> None:
     server = fake_server(ECHO, latency=0.5)
     llm, stats = make(api_base=server.url, max_retries=0)
@@ -511,7 +517,7 @@ async def test_max_connections_bounds_requests_in_flight(waits: list[float], fak
     assert 2 <= server.stats.max_inflight <= 4  # the pool's cap, not the 12 asked for at once
 
 
-async def test_refused_connection_on_a_real_socket(waits: list[float]) -> None:
+async def test_refused_connection_on_a_real_socket(waits: list[float], spec_counts: SpecCounts) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nobody listens once the socket is closed
@@ -527,7 +533,7 @@ async def test_refused_connection_on_a_real_socket(waits: list[float]) -> None:
 
 @pytest.mark.slow
 async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
-    waits: list[float], fake_server: StartServer, fault_proxy: Callable[[str], Any]
+    waits: list[float], fake_server: StartServer, fault_proxy: Callable[[str], Any], spec_counts: SpecCounts
 ) -> None:
     """Real sockets, the proxy's fixed cycle: 429 + Retry-After, 500, 502 HTML, half a JSON body, a refusal,
     truncation, a slow answer (8 s, past our 3 s timeout), a dropped connection and no choices, each once.

@@ -33,12 +33,6 @@ from spade_llm.server import FakeServer
 from spade_llm.types import Message, TokenUsage
 
 
-def spec_counts(stats: LLMStats) -> dict[str, object]:
-    """SPEC's four ``summary.llm`` counts (the summary also has per-role and content-fault rows)."""
-    summary = stats.summary()
-    return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
-
-
 class StubLLM:
     """Echoes profile, role and the last message; records every request."""
 
@@ -69,6 +63,7 @@ STUB = SimpleNamespace(
 
 
 StartServer = Callable[..., FakeServer]  # the conftest fixture fake_server
+SpecCounts = Callable[[LLMStats], dict[str, object]]  # the conftest fixture spec_counts
 
 
 def chat(messages: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
@@ -243,7 +238,9 @@ def litellm_for(server: FakeServer, model: str = "openai/default", **llm: Any) -
     return LiteLLM(RoleConfig(model=model, api_base=server.url), config, stats=stats), stats
 
 
-async def test_through_litellm_concurrently(allow_model_requests: str, fake_server: StartServer) -> None:
+async def test_through_litellm_concurrently(
+    allow_model_requests: str, fake_server: StartServer, spec_counts: SpecCounts
+) -> None:
     server = fake_server(STUB, latency=0.5)
     llm, stats = litellm_for(server)
     first = await llm.complete(LLMRequest(messages=[Message(role="user", content="warm")], role="solver"))
