@@ -36,14 +36,20 @@ class RoleConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _json_mode(cls, data: Any) -> Any:
-        """The older ``json_mode: true/false`` reads as ``response_format: json_object/text`` where a
-        role has that field (the generator); elsewhere it meant nothing and is dropped."""
-        if isinstance(data, dict) and "json_mode" in data:
-            data = dict(data)
-            legacy = data.pop("json_mode")
-            if "response_format" in cls.model_fields and "response_format" not in data and legacy is not None:
-                data["response_format"] = "json_object" if legacy else "text"
-        return data
+        return _read_json_mode(data, cls) if isinstance(data, dict) else data
+
+
+def _read_json_mode(section: dict[str, Any], role: type[RoleConfig]) -> dict[str, Any]:
+    """A role's section with the older ``json_mode: true/false`` read as ``response_format:
+    json_object/text`` where the role has that field (the generator); elsewhere it meant nothing and is
+    dropped. An explicit ``response_format`` wins."""
+    if "json_mode" not in section:
+        return section
+    section = dict(section)
+    legacy = section.pop("json_mode")
+    if "response_format" in role.model_fields and "response_format" not in section and legacy is not None:
+        section["response_format"] = "json_object" if legacy else "text"
+    return section
 
 
 class GeneratorConfig(RoleConfig):
@@ -262,14 +268,9 @@ def _upgrade(layer: dict[str, Any]) -> dict[str, Any]:
     """A config layer with older keys in today's names (``json_mode`` -> ``response_format``), so an old
     file still overrides the defaults it meant to."""
     out = dict(layer)
-    for role in ("generator", "solver"):
-        section = out.get(role)
-        if isinstance(section, dict) and "json_mode" in section:
-            section = dict(section)
-            legacy = section.pop("json_mode")
-            if role == "generator" and "response_format" not in section and legacy is not None:
-                section["response_format"] = "json_object" if legacy else "text"
-            out[role] = section
+    for name, role in (("generator", GeneratorConfig), ("solver", SolverConfig)):
+        if isinstance(out.get(name), dict):
+            out[name] = _read_json_mode(out[name], role)
     return out
 
 

@@ -244,6 +244,7 @@ class LLMSolver:
         error: str | None = None
         flags: list[str] = []
         public_idx, hidden_idx = split_tests(task, self.public_tests)
+        n_public = len(public_cases(task, self.public_tests))
         for turn in range(1, self.max_turns + 1):
             if deadline is not None and time.time() >= deadline:
                 flags.append("budget_exhausted")
@@ -287,7 +288,6 @@ class LLMSolver:
                     load_error=why,
                 )
                 verdict = TurnVerdict(public=failed, result=failed, public_ok=False, hidden_passed=None)
-            n_public = len(public_cases(task, self.public_tests))
             public_results = [] if task.check_code and not task.examples else verdict.public.test_results or []
             attempt = Attempt(
                 turn=turn,
