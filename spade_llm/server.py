@@ -179,7 +179,7 @@ def completion_body(model: str, response: LLMResponse, completion_id: str, creat
     }
 
 
-def assert_refusals(body: Any, refuse: frozenset[str]) -> None:
+def refuse_unsupported(body: Any, refuse: frozenset[str]) -> None:
     """``HTTPError`` for a request using a feature the server plays to lack (see ``FakeServer``)."""
     if not isinstance(body, dict):
         return
@@ -445,7 +445,7 @@ class FakeServer:
             body = json.loads(raw.decode("utf-8")) if raw else None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise HTTPError(400, f"the body is not JSON: {e}") from None
-        assert_refusals(body, self.refuse)
+        refuse_unsupported(body, self.refuse)
         request = to_llm_request(body, self._fake_module.infer_role)
         assert isinstance(body, dict)  # to_llm_request refuses anything else
         model_name = str(body.get("model") or "default")
