@@ -36,11 +36,22 @@ class CodeChecker:
         config: SandboxConfig,
         concurrency: int,
         banned_imports: frozenset[str] = frozenset(),
+        *,
+        min_kill_rate: float = 1.0,
+        max_mutants: int = 40,
     ) -> None:
         self.sandbox = sandbox
         self.config = config
         self.limits = limits_from(config)
-        self.validator = Validator(sandbox, self.limits, config.test_timeout_s, banned_imports)
+        self.validator = Validator(
+            sandbox,
+            self.limits,
+            config.test_timeout_s,
+            banned_imports,
+            min_kill_rate=min_kill_rate,
+            max_mutants=max_mutants,
+            fingerprint_behaviour=True,
+        )
         self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 

@@ -578,6 +578,7 @@ def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
     from .judge import load_settings
+    from .kinds import get_kind
     from .validation import Validator
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
@@ -600,8 +601,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     try:
         reports: Iterator[Any] = iter(())
         if sandbox is not None:
-            validator = Validator(sandbox, settings.limits, settings.test_timeout_s, settings.banned_imports)
-            reports = _run_concurrently(validator.validate, tasks, args.concurrency)
+            validator = Validator(
+                sandbox,
+                settings.limits,
+                settings.test_timeout_s,
+                settings.banned_imports,
+                min_kill_rate=settings.min_kill_rate,
+                max_mutants=settings.max_mutants,
+            )
+            reports = _run_concurrently(lambda t: get_kind(t.kind).gates(validator, t), tasks, args.concurrency)
         for entry in entries:
             if entry.task is None:
                 row = _malformed_row(entry)
@@ -687,6 +695,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from . import evaluator
     from .judge import Judge, final_status, load_settings
+    from .kinds import get_kind
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
@@ -696,7 +705,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     samples = (
         _read_samples(args.samples, by_id, skip_invalid=args.skip_invalid)
         if args.samples
-        else [(t, t.reference_code) for t in tasks]
+        else [(t, get_kind(t.kind).reference_answer(t)) for t in tasks]
     )
     if not samples:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
@@ -705,7 +714,9 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     per_task: dict[str, list[bool]] = {}
     try:
         for (task, _code), result in zip(
-            samples, _run_concurrently(lambda s: judge(s[0], s[1]), samples, args.concurrency), strict=True
+            samples,
+            _run_concurrently(lambda s: get_kind(s[0].kind).judge(judge, s[0], s[1], None), samples, args.concurrency),
+            strict=True,
         ):
             status = final_status(result)
             passed = status == "passed"

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .types import TaskKind
 
 
 class _Section(BaseModel):
@@ -154,6 +155,14 @@ class ValidationConfig(_Section):
     boundary). Empty: off. Absolute Zero's list is an example: ``[random, time, datetime, os, sys,
     subprocess, threading, multiprocessing, hashlib, socket, shutil, pathlib, signal, asyncio]``.
     Imported benchmarks (tasks with ``check_code``) are not checked."""
+    min_kill_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    """Share of the reference's non-equivalent mutants (an operator swapped, a literal moved by one,
+    ``and``/``or`` swapped, a ``not`` dropped, a constant returned) the tests must tell apart from
+    it, or the task is rejected as ``weak_tests`` with a surviving mutant in ``detail``. A mutant
+    that agrees with the reference on the tests' inputs and their neighbours is equivalent and
+    ignored. 0 turns the mutation check off (the stand-in check stays)."""
+    max_mutants: int = Field(default=40, ge=1)
+    """Mutants run per task at most (chosen by a stable key when the reference has more sites)."""
 
 
 class ControllerConfig(_Section):
@@ -188,6 +197,10 @@ class ControllerConfig(_Section):
         return self
 
 
+def _induction_only() -> list[TaskKind]:
+    return ["induction"]
+
+
 class CurriculumConfig(_Section):
     """What the generator is asked for, epoch after epoch."""
 
@@ -196,8 +209,9 @@ class CurriculumConfig(_Section):
     proposal prompt carries it."""
     topics: list[str] | None = None
     """Focus topics handed round an epoch's requests; unset: the built-in list (strings, lists, ...)."""
-    kinds: list[Literal["induction"]] = Field(default_factory=lambda: ["induction"])  # type: ignore[arg-type]
-    """Task kinds to propose, handed round an epoch's requests (``induction``: write the function)."""
+    kinds: dict[TaskKind, float] | list[TaskKind] = Field(default_factory=_induction_only)
+    """Task kinds to propose: a mix ``{induction: 0.6, deduction: 0.2, abduction: 0.2}`` (weights), or a
+    list of names (equal weights); an epoch's requests get their kinds by ``kinds.allocate_kinds``."""
 
     @model_validator(mode="after")
     def _topics_not_empty(self) -> CurriculumConfig:
@@ -205,6 +219,9 @@ class CurriculumConfig(_Section):
             raise ValueError("topics must name at least one topic (or be left unset)")
         if not self.kinds:
             raise ValueError("kinds must name at least one task kind")
+        from .kinds.mix import normalize_mix
+
+        normalize_mix(self.kinds)  # ValueError: a negative weight, or none positive
         return self
 
 

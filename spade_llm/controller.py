@@ -29,8 +29,10 @@ from .evaluator import (
     failure_class,
     first_try_pass_rate,
     funnel,
+    mean_or_none,
     mean_reward,
     mean_turns,
+    mutant_summary,
     novelty,
     pass_rate,
     percentile,
@@ -149,6 +151,12 @@ class Controller:
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
         self.fingerprints = [task_fingerprint(t.reference_code) for t in self.state.tasks]
+        self.behaviours: dict[str, str] = {}
+        """Behaviour fingerprint -> the accepted task that has it (``behaviour.py``)."""
+        for t in self.state.tasks:
+            if isinstance(t.meta.get("behaviour"), str):
+                self.behaviours.setdefault(f"{t.kind}:{t.meta['behaviour']}", t.task_id)
+        self._mutation_s: dict[int, list[float]] = defaultdict(list)
         self._episode_slots = asyncio.Semaphore(config.controller.concurrency)
         self._task_clock: dict[str, float] = {}
         self._warnings: dict[int, list[str]] = defaultdict(list)
@@ -342,6 +350,8 @@ class Controller:
     def decide(self, task: Task, report: ValidationReport, request_index: int, position: int) -> Task | None:
         """Accept a validated candidate unless it failed a gate or nearly copies an accepted task."""
         epoch = task_epoch(task)
+        if report.mutation is not None:
+            self._mutation_s[epoch].append(report.mutation.seconds)
         if not report.valid or report.task is None:
             self.reject(
                 Rejection(
@@ -356,7 +366,16 @@ class Controller:
             )
             return None
         fp = task_fingerprint(report.task.reference_code)
-        twin = max(((similarity(fp, other), i) for i, other in enumerate(self.fingerprints)), default=(0.0, -1))
+        # a program may come back as another kind (predict its output rather than write it): only
+        # tasks of the same kind are compared
+        twin = max(
+            (
+                (similarity(fp, other), i)
+                for i, other in enumerate(self.fingerprints)
+                if self.state.tasks[i].kind == task.kind
+            ),
+            default=(0.0, -1),
+        )
         if twin[0] >= self.config.controller.novelty_threshold:
             self.reject(
                 Rejection(
@@ -370,9 +389,29 @@ class Controller:
                 )
             )
             return None
-        accepted = report.task.model_copy(
-            update={"meta": {**report.task.meta, "request_index": request_index, "position": position}}
-        )
+        behaviour = f"{task.kind}:{report.behaviour}" if report.behaviour else None
+        same = self.behaviours.get(behaviour) if behaviour else None
+        if same is not None:
+            self.reject(
+                Rejection(
+                    epoch=epoch,
+                    request_index=request_index,
+                    position=position,
+                    reason="duplicate",
+                    task_id=task.task_id,
+                    task=task.dump(),
+                    detail=f"computes what {same} computes: the same outputs on every shared probe input",
+                )
+            )
+            return None
+        meta: dict[str, Any] = {**report.task.meta, "request_index": request_index, "position": position}
+        if behaviour:
+            meta["behaviour"] = report.behaviour
+            self.behaviours[behaviour] = task.task_id
+        if report.mutation is not None:
+            # only what the code fixes: how many mutants were killed or equivalent can hang on timing
+            meta["mutants"] = report.mutation.total
+        accepted = report.task.model_copy(update={"meta": meta})
         self.fingerprints.append(fp)
         self.state.tasks.append(accepted)
         self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
@@ -480,6 +519,8 @@ class Controller:
             tags_seen=len(tags_now),
             new_tags=len(tags_now - earlier_tags),
             kinds=count_reasons(t.kind for t in tasks),
+            mutants=mutant_summary([t.meta.get("mutants") for t in tasks]),
+            mutation_s=mean_or_none(self._mutation_s.get(epoch, [])),
         )
         signs = warning_signs([*[m for m in self.state.metrics if m.epoch < epoch], row], c.band)
         row = row.model_copy(update={"warnings": [*warnings, *signs]})

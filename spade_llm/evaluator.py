@@ -279,6 +279,20 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def mean_or_none(values: Sequence[float], digits: int = 4) -> float | None:
+    """The rounded mean, or None for no values."""
+    return round(math.fsum(values) / len(values), digits) if values else None
+
+
+def mutant_summary(rows: Sequence[Any]) -> dict[str, int | float] | None:
+    """The mutation gate over tasks (each ``meta["mutants"]``, the mutants it ran; None where it did
+    not run): ``tasks`` it ran on and mutants ``per_task``."""
+    ran = [r for r in rows if type(r) is int]
+    if not ran:
+        return None
+    return {"tasks": len(ran), "per_task": round(math.fsum(ran) / len(ran), 2)}
+
+
 def difficulty_histogram(difficulties: Iterable[float], bins: int = 5) -> dict[str, int]:
     """Counts of difficulties in ``bins`` equal bins of [0, 1], keyed ``"0.0-0.2"``..."""
     counts = [0] * bins

@@ -130,6 +130,10 @@ class JudgeSettings:
     docker_image: str | None = None
     banned_imports: frozenset[str] = frozenset()
     """``validation.banned_imports`` of the run config (``verify`` rejects such tasks as ``banned_import``)."""
+    min_kill_rate: float = 1.0
+    """``validation.min_kill_rate`` of the run config (the mutation part of ``weak_tests``)."""
+    max_mutants: int = 40
+    """``validation.max_mutants`` of the run config."""
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
@@ -159,6 +163,8 @@ def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSett
             sandbox.backend,
             sandbox.docker_image,
             frozenset(config.validation.banned_imports),
+            config.validation.min_kill_rate,
+            config.validation.max_mutants,
         )
     given = {k: v for k, v in overrides.items() if v is not None}
     limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}

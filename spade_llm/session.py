@@ -153,7 +153,14 @@ class Session:
         same ``RunConfig`` (``Session(config, need_generator=False).build_solver(...)``), so where an
         episode runs cannot change its record."""
         c = self.config
-        checker = CodeChecker(self.sandbox, c.sandbox, c.controller.concurrency, frozenset(c.validation.banned_imports))
+        checker = CodeChecker(
+            self.sandbox,
+            c.sandbox,
+            c.controller.concurrency,
+            frozenset(c.validation.banned_imports),
+            min_kill_rate=c.validation.min_kill_rate,
+            max_mutants=c.validation.max_mutants,
+        )
         solver = LLMSolver(
             LimitedLLM(self.sol_llm, slots),
             self.prompts,

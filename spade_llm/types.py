@@ -248,6 +248,11 @@ class EpochMetrics(BaseModel):
     """Tags this epoch's tasks brought that no earlier task had."""
     kinds: dict[str, int] = Field(default_factory=dict)
     """Accepted tasks by kind."""
+    mutants: dict[str, int | float] | None = None
+    """The mutation gate on the epoch's accepted tasks: ``tasks`` it ran on, mutants ``per_task``."""
+    mutation_s: float | None = None
+    """Mean seconds the mutation gate added to validating one of the epoch's candidates (timing:
+    measured by the process that validated them)."""
 
 
 class TaskStats(BaseModel):

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import ast
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import pyast
+from . import behaviour, pyast
 from .judge import Judge, final_status, parse_input, verdicts
+from .mutation import DISPATCHER, MAX_MUTANTS, Mutant, dispatcher_source, mutants, probe_inputs
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import CallsOutcome
-from .sandbox.verdict import Unsupported, UnsupportedOutput, matches, to_json
+from .sandbox.runner import CallsOutcome, execute_calls
+from .sandbox.verdict import Output, Unsupported, UnsupportedOutput, matches, to_json
 from .types import Task, TestCase, TestStatus
 
 MIN_TESTS = 3
+MUTANT_CALL_FLOOR_S = 0.1
+"""Shortest per-call budget of the mutation gate: far above what a task-sized call takes, so
+whether a mutant times out does not hang on the machine's load (one that loops costs it once)."""
 STAND_INS: list[tuple[str, Any]] = [("None", None), ("0", 0), ("[]", []), ("''", ""), ("{}", {})]
 
 
@@ -41,9 +46,13 @@ class ValidationReport:
     tests_total: int
     task: Task | None = None
     """The task with every ``expected`` filled from the reference, when it loaded."""
+    mutation: MutationStats | None = None
+    """What the mutation part of ``weak_tests`` ran, when it got that far."""
+    behaviour: str | None = None
+    """A valid task's behaviour fingerprint (``behaviour.py``), for the run's duplicate gate."""
 
     def row(self) -> dict[str, Any]:
-        return {
+        row = {
             "task_id": self.task_id,
             "valid": self.valid,
             "reason": self.reason,
@@ -51,6 +60,40 @@ class ValidationReport:
             "tests_passed": self.tests_passed,
             "tests_total": self.tests_total,
             "detail": self.detail,
+        }
+        if self.mutation is not None:
+            row["mutants"] = self.mutation.row()
+        return row
+
+
+@dataclass(frozen=True)
+class MutationStats:
+    """The mutation gate on one task: how many mutants ran and what became of them."""
+
+    total: int
+    killed: int
+    equivalent: int
+    survived: int
+    """Survivors that differ from the reference on some probe input: what the tests miss."""
+    unknown: int
+    """Mutants the execution did not get to (it ran out of time or memory): counted neither way."""
+    seconds: float
+    """Wall time of the gate's executions (the cost it adds to validation)."""
+
+    @property
+    def kill_rate(self) -> float:
+        judged = self.killed + self.survived
+        return 1.0 if judged == 0 else self.killed / judged
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "killed": self.killed,
+            "equivalent": self.equivalent,
+            "survived": self.survived,
+            "unknown": self.unknown,
+            "kill_rate": round(self.kill_rate, 4),
+            "mutation_s": round(self.seconds, 3),
         }
 
 
@@ -114,19 +157,36 @@ class Validator:
     """Runs the gates for one task at a time; blocking (call it from a worker thread)."""
 
     def __init__(
-        self, sandbox: Sandbox, limits: Limits, test_timeout_s: float, banned_imports: frozenset[str] = frozenset()
+        self,
+        sandbox: Sandbox,
+        limits: Limits,
+        test_timeout_s: float,
+        banned_imports: frozenset[str] = frozenset(),
+        *,
+        min_kill_rate: float = 1.0,
+        max_mutants: int = MAX_MUTANTS,
+        fingerprint_behaviour: bool = False,
     ) -> None:
+        """``min_kill_rate``: the share of non-equivalent mutants the tests must kill (0: mutants are
+        not run); ``max_mutants``: mutants run per task at most; ``fingerprint_behaviour``: run a
+        valid task's reference on its signature's shared probes (the run's duplicate gate needs it,
+        ``verify`` does not)."""
+        self.fingerprint_behaviour = fingerprint_behaviour
         self.sandbox = sandbox
         self.limits = limits
         self.test_timeout_s = test_timeout_s
         self.banned_imports = frozenset(banned_imports)
+        self.min_kill_rate = min_kill_rate
+        self.max_mutants = max_mutants
         # every test is tried, however many time out: ``verify`` reports the reference on all of them
         self.judge = Judge(sandbox, limits, test_timeout_s, max_timeouts=None)
 
     def _run(self, task: Task, hash_seed: int) -> CallsOutcome:
         return self.judge.outputs(task, task.reference_code, hash_seed=hash_seed)
 
-    def validate(self, task: Task) -> ValidationReport:
+    def validate(self, task: Task, *, test_strength: bool = True) -> ValidationReport:
+        """SPEC's gates in order. ``test_strength=False`` stops before ``weak_tests`` (stand-ins and
+        mutants): kinds whose tests are queries rather than a specification judge that their own way."""
         total = len(task.tests)
 
         def report(
@@ -192,10 +252,43 @@ class Validator:
                     passed=passed,
                     filled=filled,
                 )
+        if not test_strength:
+            shared = report(None, "", status=status, passed=passed, filled=filled)
+            if self.fingerprint_behaviour:
+                shared.behaviour = self._behaviour(filled)
+            return shared
         weak = self._weak_tests(filled)
         if weak:
             return report("weak_tests", weak, status=status, passed=passed, filled=filled)
-        return report(None, "", status=status, passed=passed, filled=filled)
+        stats, survivor = self._mutation_gate(filled, first)
+        checked = report(None, "", status=status, passed=passed, filled=filled)
+        if stats is not None and stats.kill_rate < self.min_kill_rate:
+            assert survivor is not None
+            detail = (
+                f"the tests miss {stats.survived} of {stats.total} mutants of the reference (kill rate "
+                f"{stats.kill_rate:.0%}, {self.min_kill_rate:.0%} needed); this one passes every test but "
+                f"differs on a nearby input, add a test that tells them apart:\n{survivor.diff}"
+            )
+            checked = report("weak_tests", detail, status=status, passed=passed, filled=filled)
+        checked.mutation = stats
+        if checked.valid and self.fingerprint_behaviour:
+            checked.behaviour = self._behaviour(filled)
+        return checked
+
+    def _behaviour(self, task: Task) -> str | None:
+        """The reference's outputs on the shared probes of its signature, as one fingerprint."""
+        first = parse_input(task.tests[0].input) if task.tests else None
+        sig = behaviour.signature(first) if isinstance(first, tuple) else None
+        if sig is None:
+            return None
+        probes = behaviour.probes(sig)
+        calls = [(0, j, p) for j, p in enumerate(probes)]
+        # whether a probe times out depends on the machine: a reference that times out on any
+        # probe gets no fingerprint (and costs one test budget), so a fingerprint is always the same
+        outcomes = self._digests(task, [task.reference_code], calls, self.test_timeout_s, max_timeouts=1)
+        if outcomes is None or any(o is None or o == (False, "timeout") for o in outcomes):
+            return None
+        return behaviour.fingerprint(sig, outcomes)
 
     def _validate_check_mode(self, task: Task) -> ValidationReport:
         """Imported benchmarks: the reference must get through the benchmark's own asserts."""
@@ -245,6 +338,101 @@ class Validator:
         verdict = verdicts(outcome, filled_tests)
         return filled, final_status(verdict), verdict.tests_passed or 0, reason
 
+    def _mutation_gate(self, task: Task, first: CallsOutcome) -> tuple[MutationStats | None, Mutant | None]:
+        """Run the reference's mutants on the tests, then the survivors on the probe inputs.
+
+        Two executions at most, each one call per (version, input) through ``mutation``'s
+        dispatcher. A mutant's calls get a short budget (the reference's slowest call times 20, at
+        least 0.25 s): a mutant that loops is cut off early and dies once. Returns the stats and
+        the first non-equivalent survivor (None when none).
+        """
+        if self.min_kill_rate <= 0:
+            return None, None
+        found = mutants(task.reference_code, self.max_mutants, key=task.reference_code)
+        if not found:
+            return None, None
+        started = time.monotonic()
+        args_list = [parse_input(t.input) for t in task.tests]
+        slowest_s = max((o.duration_ms or 0.0 for o in first.outputs), default=0.0) / 1000
+        budget = min(self.test_timeout_s, max(MUTANT_CALL_FLOOR_S, 20 * slowest_s))
+        versions = [task.reference_code, *(m.source for m in found)]
+        calls = [(k, i, args) for k in range(len(versions)) for i, args in enumerate(args_list)]
+        digests = self._digests(task, versions, calls, budget)
+        if digests is None:
+            return None, None
+        reference = digests[: len(args_list)]
+        if any(d is None or not d[0] for d in reference):  # the reference itself failed here: no baseline
+            return None, None
+        survivors: list[int] = []
+        unknown = 0
+        for k in range(1, len(versions)):
+            own = digests[k * len(args_list) : (k + 1) * len(args_list)]
+            if any(d is not None and d != r for d, r in zip(own, reference, strict=True)):
+                continue  # killed: some test saw another output, an exception or a timeout
+            if any(d is None for d in own):
+                unknown += 1
+            else:
+                survivors.append(k)
+        real: list[int] = []
+        if survivors:
+            probes = probe_inputs([a for a in args_list if isinstance(a, tuple)])
+            probe_calls = [(k, i, p) for k in (0, *survivors) for i, p in enumerate(probes)]
+            seen = self._digests(task, versions, probe_calls, budget) or []
+            base = seen[: len(probes)]
+            for n, k in enumerate(survivors, start=1):
+                own = seen[n * len(probes) : (n + 1) * len(probes)]
+                # only a probe the reference answers could become a test (one where it raises or
+                # times out would make the task invalid), and one the run never got to proves nothing
+                if any(d is not None and b is not None and b[0] and d != b for d, b in zip(own, base, strict=False)):
+                    real.append(k)
+        killed = len(found) - len(survivors) - unknown
+        stats = MutationStats(
+            total=len(found),
+            killed=killed,
+            equivalent=len(survivors) - len(real),
+            survived=len(real),
+            unknown=unknown,
+            seconds=time.monotonic() - started,
+        )
+        return stats, (found[real[0] - 1] if real else None)
+
+    def _digests(
+        self,
+        task: Task,
+        versions: list[str],
+        calls: list[tuple[int, int, Any]],
+        budget: float,
+        max_timeouts: int | None = None,
+    ) -> list[tuple[bool, Any] | None] | None:
+        """(ok, digest) of each call, None for a call the execution did not get to; None when a
+        call cannot be written as a literal (the gate is then skipped rather than guessed)."""
+        written: dict[int, str] = {}  # each distinct input written and read back once, not per version
+        inputs = []
+        for k, i, args in calls:
+            text = written.get(i)
+            if text is None:
+                try:
+                    text = repr(tuple(args))
+                except ValueError:  # an int too long for repr: no literal to send
+                    return None
+                if parse_input(text) != tuple(args):
+                    return None
+                written[i] = text
+            inputs.append(f"({k}, {i}, {text[1:]}")
+        outcome = execute_calls(
+            self.sandbox,
+            dispatcher_source(task.entry_point, versions, budget, self.test_timeout_s),
+            DISPATCHER,
+            inputs,
+            self.limits,
+            budget,
+            max_timeouts=max_timeouts,
+        )
+        if outcome.load_error is not None:
+            return None
+        out: list[tuple[bool, Any] | None] = [_digest(o) for o in outcome.outputs]
+        return out + [None] * (len(calls) - len(out))
+
     @staticmethod
     def _weak_tests(task: Task) -> str:
         """Why the tests are too weak, or '' when every trivial stand-in fails some test."""
@@ -261,6 +449,14 @@ class Validator:
             if fooled:
                 return f"the tests do not reject a function returning {name}"
         return ""
+
+
+def _digest(output: Output) -> tuple[bool, Any]:
+    """A call's outcome as the gate compares it: (True, its digest), (False, "timeout"), or
+    (False, None) for an exception."""
+    if output.ok:
+        return True, output.value
+    return False, "timeout" if output.status == "timeout" else None
 
 
 def same_value(a: Any, b: Any) -> bool:

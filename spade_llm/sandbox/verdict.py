@@ -166,8 +166,15 @@ def to_json(value: Any) -> Any:
 
 
 def show(value: Any) -> str:
-    """The repr of an output for feedback, truncated."""
-    text = repr(value)
+    """The repr of an output for feedback, truncated (an int too long for ``repr`` is shown by size)."""
+    try:
+        text = repr(value)
+    except ValueError:  # Python refuses to print an int of over 4300 digits
+        text = (
+            f"<an int of {value.bit_length()} bits>"
+            if type(value) is int
+            else f"<a {type(value).__name__} too long to print>"
+        )
     return text if len(text) <= OUTPUT_REPR_CHARS else text[:OUTPUT_REPR_CHARS] + "..."
 
 
