@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from .config import RunConfig
 from .evaluator import next_difficulty
+from .kinds.mix import allocate_kinds
 from .seeding import derive_seed
 from .types import EpochMetrics, Task
 
@@ -145,12 +146,13 @@ class Curriculum:
         topics = focus_topics(self.config.seed, epoch, n_requests, avoid, cur.topics or TOPICS)
         examples, rates = frontier_examples(history, self.config.generator.examples_shown, c.band)
         measured = [m for m in history.metrics if m.pass_rate is not None]
+        kinds = allocate_kinds(cur.kinds, n_requests, epoch, self.config.seed)
         requests = [
             RequestPlan(
                 request_index=i,
                 n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
                 focus=topics[i],
-                kind=cur.kinds[i % len(cur.kinds)],
+                kind=kinds[i],
                 seed=derive_seed(self.config.seed, "generate", epoch, i),
             )
             for i in range(n_requests)

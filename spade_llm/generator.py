@@ -338,7 +338,7 @@ def make_task_id(seed: int, epoch: int, position: tuple[int, int], item: dict[st
     return f"e{epoch}-{hashlib.sha256(content.encode()).hexdigest()[:10]}"
 
 
-def parse_task(item: Any, *, task_id: str, epoch: int, target: float) -> Task:
+def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str = "induction") -> Task:
     """A Task from one proposed JSON object (pydantic-validated)."""
     if not isinstance(item, dict):
         raise ValueError(f"a task must be a JSON object, got {type(item).__name__}")
@@ -355,6 +355,7 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float) -> Task:
     except (TypeError, ValueError):
         data["difficulty"] = target
     data["task_id"] = task_id
+    data["kind"] = kind  # the request's kind, whatever the model wrote
     data["source"] = "generated"
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     data["meta"] = {**meta, "epoch": epoch, "target_difficulty": target}
@@ -415,6 +416,7 @@ class LLMGenerator:
             focus=ctx.focus,
             goal=ctx.goal,
             json_shape=JSON_SHAPE,
+            kind=ctx.kind,
         )
         return [
             Message(role="system", content=self.prompts.render("generator/system.j2")),
@@ -482,7 +484,7 @@ class LLMGenerator:
             item_dict = item if isinstance(item, dict) else {}
             task_id = make_task_id(ctx.run_seed, ctx.epoch, position, item_dict)
             try:
-                task = parse_task(item, task_id=task_id, epoch=ctx.epoch, target=ctx.difficulty)
+                task = parse_task(item, task_id=task_id, epoch=ctx.epoch, target=ctx.difficulty, kind=ctx.kind)
             except (ValidationError, ValueError) as e:
                 detail = _first_error(e)
                 proposal.candidates.append(Candidate(position, raw=item, reason="invalid_task", detail=detail))

@@ -168,7 +168,10 @@ class LLMSolver:
         kind = get_kind(task.kind)
         return [
             Message(role="system", content=self.prompts.render("solver/system.j2")),
-            Message(role="user", content=self.prompts.render(kind.first_template, task=task_view, public_tests=shown)),
+            Message(
+                role="user",
+                content=self.prompts.render(kind.first_template, task=task_view, public_tests=shown, **kind.view(task)),
+            ),
         ]
 
     def repair_message(self, task: Task, attempt: Attempt, public_result: ExecutionResult) -> Message:
@@ -189,8 +192,9 @@ class LLMSolver:
             tail = public_result.load_error or ""
         else:
             tail = stderr_tail(public_result.stderr, self.stderr_lines)
+        kind = get_kind(task.kind)
         content = self.prompts.render(
-            get_kind(task.kind).repair_template,
+            kind.repair_template,
             entry_point=task.entry_point,
             turn=attempt.turn + 1,
             code=attempt.code,
@@ -199,6 +203,7 @@ class LLMSolver:
             total=len(public),
             failing=failing,
             stderr_tail=tail,
+            **kind.view(task),
         )
         return Message(role="user", content=content)
 
@@ -310,8 +315,9 @@ class LLMSolver:
             status = final_status(last_attempt.result)
             total = last_attempt.result.tests_total or len(task.tests) or 1
             fraction = (last_attempt.result.tests_passed or 0) / total
-            if (
-                status != "passed"
+            if (  # a wrong hidden prediction (deduction, abduction) is a mistake, not hardcoding
+                task.kind == "induction"
+                and status != "passed"
                 and last_attempt.public_total
                 and last_attempt.public_passed == last_attempt.public_total
                 and last_attempt.hidden_passed is not None

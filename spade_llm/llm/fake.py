@@ -78,6 +78,7 @@ from typing import Any
 from ..errors import UserError
 from ..types import Message, TokenUsage
 from . import fake_bank as bank
+from . import fake_kinds
 from .base import LLMRequest, LLMResponse, Role
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
@@ -333,6 +334,9 @@ class FakeLLM:
     # -- solver -------------------------------------------------------------------------------
 
     def _solve(self, request: LLMRequest) -> tuple[str, str]:
+        kind_answer = fake_kinds.answer_kind(self, request)
+        if kind_answer is not None:  # a deduction or abduction prompt: values or inputs, not code
+            return kind_answer, "stop"
         messages = request.messages
         first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
         task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")

@@ -1,0 +1,245 @@
+"""``abduction``: the solver reads the program and finds inputs that make it return given outputs.
+
+Design (one query per test, all asked at once, as for ``deduction``):
+
+* Each test of an abduction task is a query: its ``expected`` output (filled from the reference by
+  validation) is shown, its ``input`` is one answer among possibly many and is never shown. The
+  first prompt shows the description, the reference program and every query's output.
+* The answer is one line per output, ``f(args) == <output>``, in order, in a ```python block or
+  bare (``f(args)`` alone, or a bare argument tuple such as ``(3, [1, 2])``, also count). A line
+  whose ``== <output>`` matches a query's output answers that query; the other lines fill the
+  queries left, in order, the last ones written winning.
+* Judging runs the *reference* (never the solver's code) on each proposed input in the sandbox,
+  all in one execution (``execute_calls``), and compares what it returned with the query's
+  expected output outside the sandbox (``verdict.matches``). Any input that gives the output
+  passes. An input that makes the reference raise is a ``failed`` test (the input is wrong), one
+  that makes it run out of time a ``timeout``; a malformed answer is an ``error`` with
+  ``load_error``, never an exception.
+* Feedback: a repair prompt may show what the program returned on the solver's own inputs (the
+  program is public), and the output asked for (the question); never the task's original inputs,
+  which the ``TestResult``s of this kind do not even hold (their ``input`` is the proposal).
+* Gates: validation's shared gates (see ``deduction``), then ``weak_tests`` here means the queries
+  make no exercise: every output is the same (one input answers all), an output too long to show,
+  or the program gives back each output when called with that output as its one argument (an
+  identity-like program: no search needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
+from ..sandbox.verdict import Unsupported, matches, show
+from ..types import TestCase, TestResult
+from . import TaskKind
+from .deduction import (
+    Item,
+    all_same,
+    answer_text,
+    call_text,
+    chosen_tests,
+    malformed,
+    output_too_long,
+    read_items,
+    shared_gates,
+    tests_result,
+    unreadable,
+    with_own_gate,
+)
+
+if TYPE_CHECKING:
+    from ..judge import Judge
+    from ..types import ExecutionResult, Task, TestStatus
+    from ..validation import ValidationReport, Validator
+
+
+def _args_of(item: Item) -> tuple[Any, ...] | None:
+    """The arguments an item proposes: a call's, or a bare literal (a tuple of arguments, or one argument)."""
+    if item.args is not None:
+        return item.args
+    if item.has_value:
+        return item.value if type(item.value) is tuple else (item.value,)
+    return None
+
+
+def proposals(task: Task, answer: str) -> dict[int, tuple[Any, ...]] | str:
+    """Each query's proposed arguments by test index, or why the answer holds none."""
+    region = answer_text(answer)
+    why = unreadable(region)
+    if why is not None:
+        return why
+    found: dict[int, tuple[Any, ...]] = {}
+    pool: list[tuple[Any, ...]] = []
+    for item in read_items(region):
+        args = _args_of(item)
+        if args is None:
+            continue
+        target = None
+        if item.args is not None and item.has_value:
+            hits = [i for i, t in enumerate(task.tests) if t.has_expected and matches(item.value, t.expected)]
+            target = next((i for i in hits if i not in found), hits[0] if hits else None)
+        if target is None:
+            pool.append(args)
+        else:
+            found[target] = args
+    missing = [i for i in range(len(task.tests)) if i not in found]
+    if pool and missing:
+        for i, args in zip(missing, pool[-len(missing) :], strict=False):
+            found[i] = args
+    if not found:
+        return (
+            "no input could be read: write one line per output, "
+            f"`{task.entry_point}(args) == output`, the arguments Python literals"
+        )
+    return found
+
+
+def _verdict(task: Task, i: int, shown: str, outcome: CallsOutcome, k: int) -> TestResult:
+    """Test ``i``'s verdict from the ``k``-th call of the execution (its proposed input ``shown``)."""
+    out = outcome.outputs[k] if k < len(outcome.outputs) else None
+    if out is None:
+        if outcome.load_error is not None:
+            return TestResult(index=i, input=shown, status="error", error=outcome.load_error)
+        if outcome.stopped:
+            return TestResult(index=i, input=shown, status="timeout", error=NOT_RUN_AFTER_TIMEOUTS)
+        status: TestStatus = "timeout" if outcome.result.status == "timeout" else "error"
+        return TestResult(index=i, input=shown, status=status, error=f"not run ({outcome.result.status})")
+    if out.status == "timeout":
+        return TestResult(index=i, input=shown, status="timeout", error=out.error, duration_ms=out.duration_ms)
+    if out.status != "ok":
+        error = f"the program raised {out.error}" if out.error else "the program failed on this input"
+        return TestResult(index=i, input=shown, status="failed", error=error, duration_ms=out.duration_ms)
+    right = not isinstance(out.value, Unsupported) and matches(out.value, task.tests[i].expected)
+    return TestResult(
+        index=i,
+        input=shown,
+        status="passed" if right else "failed",
+        output=show(out.value),
+        duration_ms=out.duration_ms,
+    )
+
+
+def _literal(args: tuple[Any, ...]) -> str | None:
+    try:
+        return repr(args)
+    except ValueError:  # an int too long for repr
+        return None
+
+
+def _out_of_shape(task: Task, i: int, args: tuple[Any, ...]) -> str | None:
+    """Why proposed arguments cannot count for query ``i``: another number of arguments than the
+    task's own inputs (a default or extra parameter would let any output be forced through it)."""
+    own = parse_input(task.tests[i].input)
+    if isinstance(own, tuple) and len(own) != len(args):
+        return f"{len(args)} arguments given; the program's inputs have {len(own)}"
+    return None
+
+
+def judge(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+    """The reference run on each chosen query's proposed input, its output compared outside."""
+    chosen = chosen_tests(task, tests)
+    found = proposals(task, answer)
+    if isinstance(found, str):
+        return malformed(task, chosen, found, inputs_public=False)
+    shown: dict[int, str] = {}
+    refused: dict[int, str] = {}
+    for i in chosen:
+        if i not in found or not task.tests[i].has_expected:
+            continue
+        why = _out_of_shape(task, i, found[i])
+        text = _literal(found[i])
+        if why is None and text is None:
+            why = "an argument too long to write as a literal"
+        if why is not None:
+            refused[i] = why
+        else:
+            shown[i] = text  # type: ignore[assignment]
+    runnable = [i for i in chosen if i in shown]
+    outcome = None
+    if runnable:
+        outcome = execute_calls(
+            judge.sandbox,
+            task.reference_code,
+            task.entry_point,
+            [shown[i] for i in runnable],
+            judge.limits,
+            judge.test_timeout_s,
+            max_timeouts=judge.max_timeouts,
+        )
+    position = {i: k for k, i in enumerate(runnable)}
+    results = []
+    for i in chosen:
+        if i not in found:
+            results.append(TestResult(index=i, input="", status="error", error="no input given for this output"))
+        elif i in refused:
+            results.append(TestResult(index=i, input=_literal(found[i]) or "", status="failed", error=refused[i]))
+        elif outcome is None or i not in position:
+            results.append(
+                TestResult(index=i, input=_literal(found[i]) or "", status="error", error="no expected value")
+            )
+        else:
+            results.append(_verdict(task, i, shown[i], outcome, position[i]))
+    base = outcome.result.model_copy(update={"load_error": outcome.load_error}) if outcome else None
+    return tests_result(results, base)
+
+
+# -- gates ---------------------------------------------------------------------------------------
+
+
+def _identity_like(validator: Validator, task: Task) -> bool:
+    """Whether the reference gives back every query's output when called with it as its one argument."""
+    probes = [TestCase(input=repr((t.expected,))) for t in task.tests]
+    outcome = validator.judge.outputs(task.model_copy(update={"tests": probes}), task.reference_code)
+    return len(outcome.outputs) == len(task.tests) and all(
+        o.ok and matches(o.value, t.expected) for o, t in zip(outcome.outputs, task.tests, strict=True)
+    )
+
+
+def _weak_queries(validator: Validator, task: Task) -> str | None:
+    expected = [t.expected for t in task.tests]
+    too_long = output_too_long(expected)
+    if too_long:
+        return too_long
+    if len(expected) > 1 and all_same(expected):
+        return "every query has the same output: one input answers them all"
+    if _identity_like(validator, task):
+        return "the program returns its argument unchanged on every query's output: no input to search for"
+    return None
+
+
+def gates(validator: Validator, task: Task) -> ValidationReport:
+    report = shared_gates(validator, task)
+    if report.reason not in (None, "weak_tests") or report.task is None:
+        return report
+    return with_own_gate(report, _weak_queries(validator, report.task))
+
+
+# -- prompts -------------------------------------------------------------------------------------
+
+
+def view(task: Task) -> dict[str, Any]:
+    """The program and every query's output (never the task's inputs)."""
+    return {
+        "program": task.reference_code.rstrip("\n"),
+        "queries": [{"output": repr(t.expected) if t.has_expected else "?"} for t in task.tests],
+    }
+
+
+def reference_answer(task: Task) -> str:
+    """The task's own inputs, one per output: an answer that passes."""
+    lines = [f"{call_text(task.entry_point, t.input)} == {t.expected!r}" for t in task.tests if t.has_expected]
+    return "```python\n" + "\n".join(lines) + "\n```\n"
+
+
+KIND = TaskKind(
+    name="abduction",
+    first_template="solver/abduction_first.j2",
+    repair_template="solver/abduction_repair.j2",
+    parse_answer=answer_text,
+    gates=gates,
+    judge=judge,
+    summary="find inputs that make the program return given outputs",
+    view=view,
+    reference_answer=reference_answer,
+)
