@@ -314,21 +314,25 @@ def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
 def test_fake_default_settles_in_the_band_and_the_extremes_move(tmp_path):
     """SPEC's fake profiles against the controller (benchmarks/bench_band.py measures all seeds)."""
 
-    def metrics(profile: str, epochs: int, tasks: int) -> list[dict]:
-        out = tmp_path / profile
+    def metrics(profile: str, epochs: int, tasks: int, seed: int = 1) -> list[dict]:
+        out = tmp_path / f"{profile}-{seed}"
         proc = spade(
-            "run", "--model", f"fake/{profile}", "--seed", "1", "--epochs", str(epochs), "--tasks-per-epoch",
+            "run", "--model", f"fake/{profile}", "--seed", str(seed), "--epochs", str(epochs), "--tasks-per-epoch",
             str(tasks), "--out", str(out), "--quiet",
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         return rows(out / "metrics.jsonl")
 
-    default = metrics("default", 12, 16)
-    late = [m for m in default if m["epoch"] >= 4]
+    # one seed's 8 late epochs of about 13 episodes each are a lottery (each epoch's pass rate has a
+    # standard deviation near 0.14): the band is kept over several seeds' epochs together
+    late: list[dict] = []
+    for seed in (1, 2, 3, 4, 5):
+        default = metrics("default", 12, 16, seed)
+        late += [m for m in default if m["epoch"] >= 4]
+        for before, after in itertools.pairwise(default):
+            if 0.3 <= before["pass_rate"] <= 0.7:
+                assert after["difficulty"] == before["difficulty"]
     assert 3 * sum(0.3 <= m["pass_rate"] <= 0.7 for m in late) >= 2 * len(late)
-    for before, after in itertools.pairwise(default):
-        if 0.3 <= before["pass_rate"] <= 0.7:
-            assert after["difficulty"] == before["difficulty"]
     strong = metrics("strong-solver", 10, 8)
     assert strong[-1]["next_difficulty"] - strong[0]["difficulty"] >= 0.3
     weak = metrics("weak-solver", 10, 8)

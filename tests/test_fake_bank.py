@@ -78,7 +78,7 @@ def test_reference_is_correct_deterministic_and_fast_on_its_own_tests(variant: V
         task = _task(variant, pi, seed, target)
         data = task.to_json()
         assert set(data) == {"description", "entry_point", "reference_code", "tests", "difficulty", "tags"}
-        assert 5 <= len(data["tests"]) <= 8
+        assert 5 <= len(data["tests"]) <= 8 + bank.MAX_KILLER_TESTS
         assert data["tags"][0] == variant.family and 0.0 <= data["difficulty"] <= 1.0
         inputs = []
         for test in data["tests"]:
@@ -308,7 +308,7 @@ def test_composed_tasks_are_valid_recognisable_and_near_the_target(family: str, 
         keys.add(variant.key)
         task = bank.build_task(variant, rng, target)
         data = task.to_json()
-        assert 5 <= len(data["tests"]) <= 8 and data["tags"] == [family, variant.topic]
+        assert 5 <= len(data["tests"]) <= 8 + bank.MAX_KILLER_TESTS and data["tags"] == [family, variant.topic]
         assert abs(variant.difficulty - target) <= 0.2 and 0.0 < data["difficulty"] < 1.0
         inputs = [ast.literal_eval(t["input"]) for t in data["tests"]]
         first = bank.run_in_process(data["reference_code"], task.entry_point, inputs, time_limit_s=2.0)
@@ -389,3 +389,25 @@ def test_a_time_limit_is_not_swallowed_by_a_gc_callback():
             assert outcome.status == "timeout"
     finally:
         gc.callbacks.remove(slow_callback)
+
+
+def test_tasks_are_the_same_in_any_thread() -> None:
+    """The mutant-killing tests a task gets are found under a line budget, not a timer: a task built
+    off the main thread (an embedding app, a server thread) is the same task."""
+    import threading
+
+    def build(out: list[dict]) -> None:
+        rng = random.Random(7)
+        for i in range(12):
+            target = 0.2 + 0.06 * i
+            variant = bank.random_pipeline(rng, target, None) if i % 2 else bank.VARIANTS[(5 * i) % len(bank.VARIANTS)]
+            out.append(bank.build_task(variant, random.Random(i), target).to_json())
+
+    here: list[dict] = []
+    build(here)
+    there: list[dict] = []
+    thread = threading.Thread(target=build, args=(there,))
+    thread.start()
+    thread.join()
+    assert here == there
+    assert any(len(t["tests"]) > 8 for t in here)  # some task did get a test that kills a mutant

@@ -141,7 +141,7 @@ async def test_generator_answers_a_json_object_of_valid_tasks() -> None:
     for task in tasks:
         assert {"description", "entry_point", "reference_code", "tests", "difficulty", "tags"} <= task.keys()
         assert task["entry_point"] in task["description"] and "`" in task["description"]
-        assert 5 <= len(task["tests"]) <= 8
+        assert 5 <= len(task["tests"]) <= 8 + bank.MAX_KILLER_TESTS
         passed, feedback = judge(f"```python\n{task['reference_code']}```", task)
         assert passed, feedback
 

@@ -46,6 +46,7 @@ import random
 import re
 import signal
 import string
+import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import pyast
+from ..mutation import mutants, probe_inputs
 
 __all__ = [
     "FAMILIES",
@@ -575,6 +577,111 @@ class BankTask:
         }
 
 
+MAX_KILLER_TESTS = 3
+"""Tests a bank task may add to tell its reference from its mutants."""
+MUTANT_STEPS = 5_000
+"""Most lines a mutant's (or a neighbour input's) call may run in the search: the bank's references
+run a few hundred on these inputs, so only a call that never stops reaches it. Counted, not timed:
+the tests a task gets do not depend on the machine, its load or the calling thread."""
+
+
+class _OutOfSteps(BaseException):
+    """Raised by the line counter; a BaseException so that ``except Exception`` cannot eat it."""
+
+
+MUTANT_VALUE_BITS = 1 << 16
+"""Largest int a mutant's local may hold (and, in items, the longest str or container): one line
+of a mutant that squares a number every loop would otherwise outgrow the memory in a few dozen lines."""
+
+
+def _runaway(frame: Any) -> bool:
+    for value in frame.f_locals.values():
+        t = type(value)
+        if t is int and value.bit_length() > MUTANT_VALUE_BITS:
+            return True
+        if (t is str or t is list or t is dict or t is set) and len(value) > MUTANT_VALUE_BITS:
+            return True
+    return False
+
+
+def _bounded(function: Callable[..., Any], args: Args) -> Any:
+    """``function(*args)`` on a copy of the arguments, stopped with :class:`_OutOfSteps` after
+    :data:`MUTANT_STEPS` lines, or when a local grows past :data:`MUTANT_VALUE_BITS` (checked every
+    8 lines). Counted, not timed, and runs in any thread (``sys.settrace`` is per thread)."""
+    steps = [0]
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            steps[0] += 1
+            if steps[0] > MUTANT_STEPS or (steps[0] % 8 == 0 and _runaway(frame)):
+                raise _OutOfSteps
+        return local
+
+    def on_call(frame: Any, event: str, arg: Any) -> Any:
+        return local
+
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        return function(*copy.deepcopy(args))
+    finally:
+        sys.settrace(previous)
+
+
+def _mutant_killers(
+    code: str,
+    entry_point: str,
+    inputs: Sequence[Args],
+    outputs: Sequence[Any],
+    variant: Variant,
+    params: Params,
+    rng: random.Random,
+) -> list[tuple[Args, Any]]:
+    """Inputs, with the reference's outputs, that tell apart mutants of the reference the tests miss.
+
+    Mutants are our own code with one operator changed, run in this process under a line budget
+    (:func:`_bounded`), so one that never stops is cut off, deterministically. Candidates are the
+    tests' inputs with one integer moved by one, then fresh inputs of the variant, small ones first,
+    where boundaries are likeliest to be hit.
+    """
+    reference = load_function(code, entry_point)
+    alive: list[Callable[..., Any]] = []
+    for mutant in mutants(code, key=code):
+        try:
+            function = load_function(mutant.source, entry_point)
+        except Exception:
+            continue
+        if not any(_differs(function, args, out) for args, out in zip(inputs, outputs, strict=True)):
+            alive.append(function)
+    added: list[tuple[Args, Any]] = []
+    if not alive:
+        return added
+    neighbours = probe_inputs(list(inputs))[len(inputs) :]
+    rng.shuffle(neighbours)
+    fresh = [variant.make_input(rng, params, scale) for scale in (0.0, 0.0, 0.1, 0.2, 0.3, 0.5) * 4]
+    for args in [*neighbours[:24], *fresh]:
+        if len(added) >= MAX_KILLER_TESTS or not alive:
+            break
+        try:  # a neighbour may lie outside what the reference was written for: it may raise or loop
+            out = _bounded(reference, args)
+        except (_OutOfSteps, Exception):
+            continue
+        killed = [m for m in alive if _differs(m, args, out)]
+        if killed and json_roundtrips(out):
+            added.append((args, out))
+            alive = [m for m in alive if m not in killed]
+    return added
+
+
+def _differs(mutant: Callable[..., Any], args: Args, expected: Any) -> bool:
+    """Whether ``mutant`` returns something other than ``expected`` on ``args`` (raising, or running
+    out of steps, counts as different)."""
+    try:
+        return not same_value(_bounded(mutant, args), expected)
+    except (_OutOfSteps, Exception):
+        return True
+
+
 def _input_literal(args: Args) -> str:
     return repr(tuple(args))
 
@@ -595,8 +702,10 @@ def build_task(
 
     Tests are the variant's fixed edge cases plus random inputs (5 to 8 in all), shuffled; the
     reference's outputs are computed in-process, more random tests are added while a trivial
-    stand-in (None, 0, first argument, [], "", {}) would still pass them all, and a few tests carry
-    an explicit ``expected`` when it survives JSON unchanged.
+    stand-in (None, 0, first argument, [], "", {}) would still pass them all, up to
+    ``MAX_KILLER_TESTS`` more that tell the reference from its one-token mutants (as validation's
+    ``weak_tests`` gate asks), and a few tests carry an explicit ``expected`` when it survives JSON
+    unchanged.
     """
     pi = rng.randrange(len(variant.params)) if params_index is None else params_index
     ep = rng.choice(variant.entry_points) if entry_point is None else entry_point
@@ -636,6 +745,13 @@ def build_task(
         if add(variant.make_input(rng, params, scale)):
             outputs.append(function(*copy.deepcopy(inputs[-1])))
             randoms.append(inputs[-1])
+    # a careful author adds the cases that tell the reference from its one-token mutants (x == t,
+    # an empty run, one digit), drawn from their own stream so the rest of the task stays as it was
+    search = random.Random(stable_hash("killers", variant.family, variant.name, pi, ep, len(inputs)))
+    for args, out in _mutant_killers(code, ep, inputs, outputs, variant, params, search):
+        if add(args):
+            outputs.append(out)
+            randoms.append(args)
 
     order = list(range(len(inputs)))
     rng.shuffle(order)
