@@ -324,10 +324,23 @@ def test_fake_default_settles_in_the_band_and_the_extremes_move(tmp_path):
         return rows(out / "metrics.jsonl")
 
     # one seed's 8 late epochs of about 13 episodes each are a lottery (each epoch's pass rate has a
-    # standard deviation near 0.14): the band is kept over several seeds' epochs together
+    # standard deviation near 0.14): the band is kept over several seeds' epochs together. The runs
+    # go side by side (each waits on its sandbox much of the time): 1.5x faster than one by one.
+    seeds = (1, 2, 3, 4, 5)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    procs = []
+    for seed in seeds:
+        cmd = [
+            *SPADE, "run", "--model", "fake/default", "--seed", str(seed), "--epochs", "12", "--tasks-per-epoch",
+            "16", "--out", str(tmp_path / f"default-{seed}"), "--quiet",
+        ]  # fmt: skip
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env))
+    for proc in procs:
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err
     late: list[dict] = []
-    for seed in (1, 2, 3, 4, 5):
-        default = metrics("default", 12, 16, seed)
+    for seed in seeds:
+        default = rows(tmp_path / f"default-{seed}" / "metrics.jsonl")
         late += [m for m in default if m["epoch"] >= 4]
         for before, after in itertools.pairwise(default):
             if 0.3 <= before["pass_rate"] <= 0.7:
