@@ -376,22 +376,14 @@ class Controller:
             ),
             default=(0.0, -1),
         )
-        if twin[0] >= self.config.controller.novelty_threshold:
-            self.reject(
-                Rejection(
-                    epoch=epoch,
-                    request_index=request_index,
-                    position=position,
-                    reason="duplicate",
-                    task_id=task.task_id,
-                    task=task.dump(),
-                    detail=f"{twin[0]:.0%} similar to {self.state.tasks[twin[1]].task_id}",
-                )
-            )
-            return None
         behaviour = f"{task.kind}:{report.behaviour}" if report.behaviour else None
         same = self.behaviours.get(behaviour) if behaviour else None
-        if same is not None:
+        twin_detail = None
+        if twin[0] >= self.config.controller.novelty_threshold:
+            twin_detail = f"{twin[0]:.0%} similar to {self.state.tasks[twin[1]].task_id}"
+        elif same is not None:
+            twin_detail = f"computes what {same} computes: the same outputs on every shared probe input"
+        if twin_detail is not None:
             self.reject(
                 Rejection(
                     epoch=epoch,
@@ -400,7 +392,7 @@ class Controller:
                     reason="duplicate",
                     task_id=task.task_id,
                     task=task.dump(),
-                    detail=f"computes what {same} computes: the same outputs on every shared probe input",
+                    detail=twin_detail,
                 )
             )
             return None

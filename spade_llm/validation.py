@@ -252,25 +252,21 @@ class Validator:
                     passed=passed,
                     filled=filled,
                 )
-        if not test_strength:
-            shared = report(None, "", status=status, passed=passed, filled=filled)
-            if self.fingerprint_behaviour:
-                shared.behaviour = self._behaviour(filled)
-            return shared
-        weak = self._weak_tests(filled)
-        if weak:
-            return report("weak_tests", weak, status=status, passed=passed, filled=filled)
-        stats, survivor = self._mutation_gate(filled, first)
         checked = report(None, "", status=status, passed=passed, filled=filled)
-        if stats is not None and stats.kill_rate < self.min_kill_rate:
-            assert survivor is not None
-            detail = (
-                f"the tests miss {stats.survived} of {stats.total} mutants of the reference (kill rate "
-                f"{stats.kill_rate:.0%}, {self.min_kill_rate:.0%} needed); this one passes every test but "
-                f"differs on a nearby input, add a test that tells them apart:\n{survivor.diff}"
-            )
-            checked = report("weak_tests", detail, status=status, passed=passed, filled=filled)
-        checked.mutation = stats
+        if test_strength:
+            weak = self._weak_tests(filled)
+            if weak:
+                return report("weak_tests", weak, status=status, passed=passed, filled=filled)
+            stats, survivor = self._mutation_gate(filled, first)
+            if stats is not None and stats.kill_rate < self.min_kill_rate:
+                assert survivor is not None
+                detail = (
+                    f"the tests miss {stats.survived} of {stats.total} mutants of the reference (kill rate "
+                    f"{stats.kill_rate:.0%}, {self.min_kill_rate:.0%} needed); this one passes every test but "
+                    f"differs on a nearby input, add a test that tells them apart:\n{survivor.diff}"
+                )
+                checked = report("weak_tests", detail, status=status, passed=passed, filled=filled)
+            checked.mutation = stats
         if checked.valid and self.fingerprint_behaviour:
             checked.behaviour = self._behaviour(filled)
         return checked

@@ -37,11 +37,11 @@ from .deduction import (
     Item,
     all_same,
     answer_text,
-    call_text,
     chosen_tests,
     malformed,
     output_too_long,
     read_items,
+    reference_answer,
     shared_gates,
     tests_result,
     unreadable,
@@ -224,12 +224,6 @@ def view(task: Task) -> dict[str, Any]:
         "program": task.reference_code.rstrip("\n"),
         "queries": [{"output": repr(t.expected) if t.has_expected else "?"} for t in task.tests],
     }
-
-
-def reference_answer(task: Task) -> str:
-    """The task's own inputs, one per output: an answer that passes."""
-    lines = [f"{call_text(task.entry_point, t.input)} == {t.expected!r}" for t in task.tests if t.has_expected]
-    return "```python\n" + "\n".join(lines) + "\n```\n"
 
 
 KIND = TaskKind(

@@ -631,6 +631,7 @@ def _bounded(function: Callable[..., Any], args: Args) -> Any:
 def _mutant_killers(
     code: str,
     entry_point: str,
+    reference: Callable[..., Any],
     inputs: Sequence[Args],
     outputs: Sequence[Any],
     variant: Variant,
@@ -644,7 +645,6 @@ def _mutant_killers(
     tests' inputs with one integer moved by one, then fresh inputs of the variant, small ones first,
     where boundaries are likeliest to be hit.
     """
-    reference = load_function(code, entry_point)
     alive: list[Callable[..., Any]] = []
     for mutant in mutants(code, key=code):
         try:
@@ -748,7 +748,7 @@ def build_task(
     # a careful author adds the cases that tell the reference from its one-token mutants (x == t,
     # an empty run, one digit), drawn from their own stream so the rest of the task stays as it was
     search = random.Random(stable_hash("killers", variant.family, variant.name, pi, ep, len(inputs)))
-    for args, out in _mutant_killers(code, ep, inputs, outputs, variant, params, search):
+    for args, out in _mutant_killers(code, ep, function, inputs, outputs, variant, params, search):
         if add(args):
             outputs.append(out)
             randoms.append(args)

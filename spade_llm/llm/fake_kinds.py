@@ -23,7 +23,6 @@ fixed list per task); an output none of them gives cannot be answered right.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections.abc import Sequence
@@ -87,12 +86,7 @@ def _abduction_queries(prompt: str) -> list[tuple[bool, Any]]:
 
 
 def _rng(llm: FakeLLM, request: LLMRequest, *parts: Any) -> random.Random:
-    if request.seed is not None:
-        tail: list[Any] = [request.seed]
-    else:
-        digest = hashlib.sha256("\x00".join(f"{m.role}:{m.content}" for m in request.messages).encode()).hexdigest()
-        tail = [llm.seed, digest]
-    return random.Random(bank.stable_hash(llm.profile.name, "solver", *parts, *tail))
+    return llm._rng(request, "solver", *parts)
 
 
 def _perturb(value: Any, rng: random.Random) -> Any:
