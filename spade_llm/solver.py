@@ -28,7 +28,16 @@ from .seeding import derive_seed
 from .templates import Prompts
 from .types import Attempt, ExecutionResult, Message, Task, TestCase, TestResult, TokenUsage, Trajectory
 
-__all__ = ["MIN_HIDDEN_TESTS", "JudgeTests", "LLMSolver", "Solver", "extract_code", "split_tests"]
+__all__ = [
+    "MIN_HIDDEN_TESTS",
+    "JudgeTests",
+    "LLMSolver",
+    "Solver",
+    "extract_code",
+    "first_messages",
+    "public_cases",
+    "split_tests",
+]
 
 MIN_HIDDEN_TESTS = 2
 
@@ -104,6 +113,26 @@ def merge_results(
     )
 
 
+def first_messages(prompts: Prompts, task: Task, public_tests: int) -> list[Message]:
+    """The conversation's opening (system prompt, then the task as the solver sees it): what an
+    episode starts from, and what exports hand a trainer as a task's prompt."""
+    shown = [{"input": t.input, "expected": repr(t.expected)} for t in public_cases(task, public_tests)]
+    task_view = {
+        "description": task.description,
+        "entry_point": task.entry_point,
+        "difficulty": task.difficulty,
+        "tags": task.tags,
+    }
+    kind = get_kind(task.kind)
+    return [
+        Message(role="system", content=prompts.render("solver/system.j2")),
+        Message(
+            role="user",
+            content=prompts.render(kind.first_template, task=task_view, public_tests=shown, **kind.view(task)),
+        ),
+    ]
+
+
 @dataclass(frozen=True)
 class TurnVerdict:
     """One attempt's judgement."""
@@ -158,21 +187,7 @@ class LLMSolver:
         self.reward = reward or RewardConfig()
 
     def first_messages(self, task: Task) -> list[Message]:
-        shown = [{"input": t.input, "expected": repr(t.expected)} for t in public_cases(task, self.public_tests)]
-        task_view = {
-            "description": task.description,
-            "entry_point": task.entry_point,
-            "difficulty": task.difficulty,
-            "tags": task.tags,
-        }
-        kind = get_kind(task.kind)
-        return [
-            Message(role="system", content=self.prompts.render("solver/system.j2")),
-            Message(
-                role="user",
-                content=self.prompts.render(kind.first_template, task=task_view, public_tests=shown, **kind.view(task)),
-            ),
-        ]
+        return first_messages(self.prompts, task, self.public_tests)
 
     def repair_message(self, task: Task, attempt: Attempt, public_result: ExecutionResult) -> Message:
         """The next prompt, built from the public execution alone (for an imported benchmark: the run
