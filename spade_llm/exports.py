@@ -1,0 +1,704 @@
+"""Training data from a run directory (``spade export``): the formats TRL and verl read.
+
+Only accepted tasks (``tasks.jsonl``) and judged trajectories (at least one attempt) are exported. One
+file holds every row, each with a ``split`` column; rows come in a stable order (tasks by epoch,
+generator request and position, samples by ``sample_index``), so the same run directory always
+gives a byte-identical file, and a run still being written (a torn last line) exports what is whole.
+
+Formats:
+
+* ``sft`` (TRL conversational): ``{"messages": [...]}`` ending with the passing answer, one row per
+  passing trajectory. A repair conversation (failed answer, feedback, fix) is kept whole, as the
+  process signal, and flagged ``repair: true``; ``turns`` is how many answers the episode took to
+  pass. ``--final-only`` keeps the first prompt (system + user) and the passing answer alone. Also
+  ``task_id``, ``kind``, ``trajectory_id``, ``sample_index``, ``split``, ``difficulty``.
+* ``dpo`` (TRL preference, conversational): ``{"prompt", "chosen", "rejected"}`` as message lists,
+  chosen and rejected one assistant message each, chosen always a passing answer and rejected a
+  failing one. ``pair_type`` says where a pair comes from:
+
+  - ``samples``: two samples of one task on the same first prompt, a passing one's answer against a
+    failing one's first answer. Passing samples (fewest turns first, then sample order: a first-try
+    pass answers the very prompt) and failing ones (sample order) are paired round robin,
+    ``max(#passing, #failing)`` pairs and at most ``MAX_SAMPLE_PAIRS`` per task, so every sample is
+    used when the bound allows and the pairing never depends on anything but the records;
+  - ``repair``: inside a trajectory that passed after failing, each failed answer against the passing
+    one, the prompt being the conversation before the failed answer.
+
+  A pair whose two answers hold the same text or code (a flaky verdict, not a preference) is skipped.
+* ``grpo`` (TRL prompt-only): ``{"prompt": [...]}`` and what a reward function needs: ``task_id``,
+  ``kind``, ``entry_point``, ``tests`` and ``ground_truth`` (JSON strings, see ``groundtruth``),
+  ``split``, ``difficulty``; one row per task.
+* ``verl`` (parquet, verl's RL dataset): ``data_source`` (``"spade_llm"``), ``prompt`` (messages),
+  ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
+  task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
+  (``pip install 'spade_llm[parquet]'``).
+
+A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
+with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
+
+Filters (all optional, all must hold):
+
+* ``difficulty`` is *measured*: ``1 - pass rate`` over the task's samples (``task_stats.jsonl``, or its
+  trajectories while the row is not written yet). ``--min-difficulty``/``--max-difficulty`` and
+  ``--tier`` drop tasks with no judged sample (their difficulty is ``null``).
+* ``--tier`` by measured pass rate ``p``, as Absolute Zero stratifies: ``easy`` ``p > 2/3``, ``hard``
+  ``p < 1/3`` (unsolved tasks included), ``medium`` in between, bounds included. Strict outer bounds
+  keep ``medium`` non-empty at 3 samples per task (p = 1/3 or 2/3) and 4 (p = 1/2); computed from
+  counts, so no rounding moves a task across a bound.
+* ``--status``: ``sft`` rows only ever end with a passing answer, so ``passed`` (the default) is the
+  only status it takes; ``grpo``/``verl`` keep tasks with at least one judged sample that ended so;
+  ``dpo`` pairs passing with failing answers by construction and refuses it.
+* ``--kinds``: task kinds to keep. ``--split``: one split. ``--final-only``: ``sft`` only.
+
+Split: a task is in ``test`` when the first 64 bits of ``sha256(task_id)``, as a fraction of 2**64, are
+below ``test_fraction``: stable across runs, processes (unlike ``hash``) and formats, and every row of
+a task lands in the same split, so no test task leaks into training through another format.
+
+Identical rows are written once, the first kept: rows with the same training content (``sft``: the
+messages; ``dpo``: prompt, chosen and rejected; ``grpo``/``verl``: the prompt and the tests), whatever
+their ids. A filter combination that can never match, or a filter that means nothing for the format,
+is a ``UserError``; filters that happen to leave nothing write an empty file and say ``0 rows``.
+
+Writes are atomic (a temporary file beside the output, then ``os.replace``): a failed export leaves
+no half file and never destroys an earlier one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import UserError
+from .groundtruth import ground_truth
+from .kinds import KIND_NAMES
+from .store import JOURNALS, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_jsonl
+from .types import Attempt, Message, Task, Trajectory
+
+__all__ = [
+    "DATA_SOURCE",
+    "FORMATS",
+    "MAX_SAMPLE_PAIRS",
+    "TIERS",
+    "ExportFilters",
+    "ExportResult",
+    "export_run",
+    "split_of",
+    "tier_of",
+]
+
+FORMATS = ("sft", "dpo", "grpo", "verl")
+TIERS = ("easy", "medium", "hard")
+STATUSES = ("passed", "failed", "error", "timeout")
+DATA_SOURCE = "spade_llm"
+"""verl's ``data_source`` column: which reward a verl trainer dispatches to."""
+MAX_SAMPLE_PAIRS = 4
+"""At most this many ``samples`` DPO pairs per task: a task with many samples must not swamp the set."""
+_RUN_FILES = frozenset({*JOURNALS, "config.yaml", "manifest.json", "summary.json", "report.html"})
+"""A run's own records: an export never overwrites one."""
+
+
+@dataclass(frozen=True)
+class ExportFilters:
+    """Which tasks and trajectories an export keeps (module docstring: what each means per format)."""
+
+    status: str | None = None
+    min_difficulty: float | None = None
+    max_difficulty: float | None = None
+    kinds: Sequence[str] | None = None
+    tier: str | None = None
+    split: str | None = None
+    final_only: bool = False
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: where, and how many rows of each split."""
+
+    path: Path
+    fmt: str
+    rows: int
+    train: int
+    test: int
+    tasks: int
+
+    def describe(self) -> str:
+        """One line for the user (the CLI prints it on stderr)."""
+        line = f"{self.rows} {self.fmt} rows ({self.train} train, {self.test} test) from {self.tasks} tasks"
+        if self.rows == 0:
+            line += ", nothing matched"
+        return f"{line} -> {self.path}"
+
+
+# -- what a run holds ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A task's samples and how many passed: its measured difficulty and tier."""
+
+    samples: int
+    passed: int
+
+    @property
+    def difficulty(self) -> float:
+        return round(1.0 - self.passed / self.samples, 6)
+
+    @property
+    def tier(self) -> str:
+        return tier_of(self.passed, self.samples)
+
+
+@dataclass
+class TaskRecord:
+    """One accepted task with its trajectories (sample order) and measured difficulty."""
+
+    task: Task
+    split: str
+    trajectories: list[Trajectory] = field(default_factory=list)
+    measured: Measured | None = None
+
+    @property
+    def judged(self) -> list[Trajectory]:
+        """The samples that got to an attempt (an endpoint failure before any answer judged nothing)."""
+        return [t for t in self.trajectories if t.attempts]
+
+    @property
+    def difficulty(self) -> float | None:
+        return None if self.measured is None else self.measured.difficulty
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    """What an export reads from a run directory."""
+
+    path: Path
+    public_tests: int
+    prompts_dir: str | None
+    tasks: list[TaskRecord]
+
+
+def split_of(task_id: str, test_fraction: float) -> str:
+    """``test`` or ``train``, by sha256 of the task id: the same in every process, run and format."""
+    h = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64
+    return "test" if h < test_fraction else "train"
+
+
+def tier_of(passed: int, samples: int) -> str:
+    """``easy`` (p > 2/3), ``hard`` (p < 1/3) or ``medium``, in integers so no rounding moves a bound."""
+    if 3 * passed > 2 * samples:
+        return "easy"
+    if 3 * passed < samples:
+        return "hard"
+    return "medium"
+
+
+def _records(path: Path, model: Any, what: str) -> Iterator[Any]:
+    """``path``'s records validated as ``model``; a record that is not one is a damaged run (UserError)."""
+    for n, record in enumerate(read_jsonl(path), 1):
+        try:
+            yield model.model_validate(record)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "record"
+            raise UserError(f"{path}: record {n} is not a {what} ({where}: {first['msg']})") from None
+
+
+def _task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
+    """Epoch, generator request, position, then file order: the same rows whatever order concurrent
+    workers appended the tasks in (a ``solve`` run's tasks have none of these and keep file order)."""
+    i, task = indexed
+
+    def num(key: str) -> int:
+        value = task.meta.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return num("epoch"), num("request_index"), num("position"), i
+
+
+def load_run(run_dir: Path, test_fraction: float) -> RunRecords:
+    """The run's accepted tasks, their trajectories and measured difficulty.
+
+    Raises:
+        UserError: no such directory, not a run directory, or a damaged record.
+    """
+    if not run_dir.exists():
+        raise UserError(f"run directory not found: {run_dir}")
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a directory")
+    if not (run_dir / "config.yaml").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no config.yaml)")
+    config = RunDir(run_dir).read_yaml("config.yaml")
+    config = config if isinstance(config, dict) else {}
+    solver = config.get("solver") if isinstance(config.get("solver"), dict) else {}
+    public_tests = solver.get("public_tests", 3) if isinstance(solver, dict) else 3
+    prompts_dir = config.get("prompts_dir")
+
+    seen: dict[str, Task] = {}
+    for task in _records(run_dir / TASKS, Task, "task"):
+        seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
+    ordered = sorted(enumerate(seen.values()), key=_task_order)
+    by_id = {t.task_id: TaskRecord(task=t, split=split_of(t.task_id, test_fraction)) for _, t in ordered}
+
+    trajectory_ids: set[str] = set()
+    for traj in _records(run_dir / TRAJECTORIES, Trajectory, "trajectory"):
+        record = by_id.get(traj.task_id)
+        if record is None or traj.trajectory_id in trajectory_ids:
+            continue  # a rejected task's episode, or a record written twice
+        trajectory_ids.add(traj.trajectory_id)
+        record.trajectories.append(traj)
+    for record in by_id.values():
+        record.trajectories.sort(key=lambda t: (t.sample_index, t.trajectory_id))
+        if record.trajectories:  # until its task_stats row is written (a run going on)
+            passed = sum(t.final_status == "passed" for t in record.trajectories)
+            record.measured = Measured(samples=len(record.trajectories), passed=passed)
+    for row in read_jsonl(run_dir / TASK_STATS):
+        stats = by_id.get(str(row.get("task_id")))
+        n, k = row.get("samples"), row.get("passed")
+        if stats is not None and isinstance(n, int) and isinstance(k, int) and n > 0:
+            stats.measured = Measured(samples=n, passed=k)
+    return RunRecords(
+        path=run_dir,
+        public_tests=public_tests if isinstance(public_tests, int) and public_tests > 0 else 3,
+        prompts_dir=prompts_dir if isinstance(prompts_dir, str) else None,
+        tasks=list(by_id.values()),
+    )
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+
+def check_filters(fmt: str, filters: ExportFilters, test_fraction: float) -> None:
+    """Refuse what can never match or means nothing for ``fmt``, before reading anything.
+
+    Raises:
+        UserError: one line saying which flags clash.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
+    if not 0.0 <= test_fraction <= 1.0:
+        raise UserError(f"--test-fraction must be between 0 and 1, got {test_fraction}")
+    f = filters
+    if f.status is not None and f.status not in STATUSES:
+        raise UserError(f"unknown status {f.status!r}; known: {', '.join(STATUSES)}")
+    if f.status is not None and fmt == "dpo":
+        raise UserError("--status does not apply to dpo: its pairs are a passing against a failing answer")
+    if f.status not in (None, "passed") and fmt == "sft":
+        raise UserError(f"sft rows end with a passing answer: --status {f.status} can never match (use passed)")
+    if f.final_only and fmt != "sft":
+        raise UserError(f"--final-only applies to sft only, not {fmt}")
+    if f.kinds is not None:
+        if not f.kinds:
+            raise UserError(f"--kinds names no kind; known: {', '.join(KIND_NAMES)}")
+        unknown = [k for k in f.kinds if k not in KIND_NAMES]
+        if unknown:
+            raise UserError(f"unknown task kind {unknown[0]!r} in --kinds; known: {', '.join(KIND_NAMES)}")
+    if f.tier is not None and f.tier not in TIERS:
+        raise UserError(f"unknown tier {f.tier!r}; known: {', '.join(TIERS)}")
+    if f.split is not None and f.split not in ("train", "test"):
+        raise UserError(f"unknown split {f.split!r}; known: train, test")
+    for name, value in (("--min-difficulty", f.min_difficulty), ("--max-difficulty", f.max_difficulty)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise UserError(f"{name} must be between 0 and 1, got {value}")
+    lo = 0.0 if f.min_difficulty is None else f.min_difficulty
+    hi = 1.0 if f.max_difficulty is None else f.max_difficulty
+    if lo > hi:
+        raise UserError(f"--min-difficulty {lo} is above --max-difficulty {hi}: no task can match")
+    # measured difficulty d = 1 - p: easy d < 1/3, hard d > 2/3 (rounded to 6 places: <= .333333, >= .666667)
+    eps = 1e-6
+    clash = {
+        "easy": lo >= 1 / 3,
+        "hard": hi <= 2 / 3,
+        "medium": hi < 1 / 3 - eps or lo > 2 / 3 + eps,
+    }
+    if f.tier is not None and clash[f.tier]:
+        raise UserError(f"--tier {f.tier} and difficulty range [{lo}, {hi}] can never both hold")
+    if f.split == "test" and test_fraction == 0.0:
+        raise UserError("--split test with --test-fraction 0: the test split is empty")
+    if f.split == "train" and test_fraction == 1.0:
+        raise UserError("--split train with --test-fraction 1: the train split is empty")
+
+
+def keep_task(record: TaskRecord, filters: ExportFilters, fmt: str) -> bool:
+    """Whether the task-level filters keep ``record`` (``--status`` too, for grpo and verl)."""
+    f = filters
+    if f.kinds is not None and record.task.kind not in f.kinds:
+        return False
+    if f.split is not None and record.split != f.split:
+        return False
+    if f.min_difficulty is not None or f.max_difficulty is not None or f.tier is not None:
+        measured = record.measured
+        if measured is None:
+            return False
+        if f.min_difficulty is not None and measured.difficulty < f.min_difficulty:
+            return False
+        if f.max_difficulty is not None and measured.difficulty > f.max_difficulty:
+            return False
+        if f.tier is not None and measured.tier != f.tier:
+            return False
+    if f.status is not None and fmt in ("grpo", "verl"):
+        return any(t.final_status == f.status for t in record.judged)
+    return True
+
+
+# -- conversations ------------------------------------------------------------------------------
+
+
+def _messages(messages: Iterable[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def opening(traj: Trajectory) -> list[Message]:
+    """The messages before the first answer: what the solver saw first (system, then the task)."""
+    for i, m in enumerate(traj.messages):
+        if m.role == "assistant":
+            return traj.messages[:i]
+    return list(traj.messages)
+
+
+def answer_index(traj: Trajectory, n: int) -> int | None:
+    """Index in ``messages`` of attempt ``n``'s answer: its ``message_index``, else the n-th assistant
+    message (each attempt comes from one answer, in order); None when the records disagree."""
+    attempt = traj.attempts[n]
+    i = attempt.message_index
+    if i is not None and 0 <= i < len(traj.messages) and traj.messages[i].role == "assistant":
+        return i
+    answers = [k for k, m in enumerate(traj.messages) if m.role == "assistant"]
+    return answers[n] if n < len(answers) else None
+
+
+def passing_answer(traj: Trajectory) -> tuple[int, Attempt] | None:
+    """The passing attempt and the index of its answer, when the trajectory passed."""
+    if traj.final_status != "passed" or not traj.attempts or not traj.attempts[-1].result.all_passed:
+        return None
+    i = answer_index(traj, len(traj.attempts) - 1)
+    return None if i is None else (i, traj.attempts[-1])
+
+
+class Openings:
+    """A task's prompt: a trajectory's recorded opening, else rendered from the run's templates."""
+
+    def __init__(self, run: RunRecords) -> None:
+        self.run = run
+        self._prompts: Any = None
+
+    def of(self, record: TaskRecord) -> list[Message]:
+        for traj in record.trajectories:
+            first = opening(traj)
+            if first and first[-1].role == "user":
+                return first
+        return self.render(record.task)
+
+    def render(self, task: Task) -> list[Message]:
+        from .solver import first_messages
+        from .templates import Prompts
+
+        if self._prompts is None:
+            folder = self.run.prompts_dir
+            self._prompts = Prompts(folder if folder and Path(folder).is_dir() else None)
+        return first_messages(self._prompts, task, self.run.public_tests)
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+
+def _task_columns(record: TaskRecord) -> dict[str, Any]:
+    return {
+        "task_id": record.task.task_id,
+        "kind": record.task.kind,
+        "split": record.split,
+        "difficulty": record.difficulty,
+    }
+
+
+def sft_rows(records: Iterable[TaskRecord], final_only: bool) -> Iterator[dict[str, Any]]:
+    """One row per passing trajectory, cut at its passing answer."""
+    for record in records:
+        for traj in record.judged:
+            found = passing_answer(traj)
+            if found is None:
+                continue
+            i, _ = found
+            turns = len(traj.attempts)
+            messages = [*opening(traj), traj.messages[i]] if final_only else traj.messages[: i + 1]
+            yield {
+                "messages": _messages(messages),
+                **_task_columns(record),
+                "trajectory_id": traj.trajectory_id,
+                "sample_index": traj.sample_index,
+                "repair": turns > 1 and not final_only,
+                "turns": turns,
+            }
+
+
+def _same_answer(a: Attempt, b: Attempt, a_text: str, b_text: str) -> bool:
+    return a_text == b_text or (bool(a.code.strip()) and a.code == b.code)
+
+
+def _pair(
+    record: TaskRecord,
+    pair_type: str,
+    prompt: Sequence[Message],
+    chosen: tuple[Trajectory, int],
+    rejected: tuple[Trajectory, int],
+) -> dict[str, Any]:
+    (good, gi), (bad, bi) = chosen, rejected
+    return {
+        "prompt": _messages(prompt),
+        "chosen": _messages([good.messages[gi]]),
+        "rejected": _messages([bad.messages[bi]]),
+        "pair_type": pair_type,
+        **_task_columns(record),
+        "chosen_trajectory_id": good.trajectory_id,
+        "rejected_trajectory_id": bad.trajectory_id,
+    }
+
+
+def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
+    """``samples`` pairs then ``repair`` pairs, task by task (module docstring: the pairing)."""
+    for record in records:
+        # first-try passes first: their answer replies to the very prompt, not to feedback
+        passing = [(t, found) for t in record.judged if (found := passing_answer(t)) is not None]
+        passing.sort(key=lambda pair: len(pair[0].attempts))  # stable: sample order within a turn count
+        failing = [
+            (t, i) for t in record.judged if t.final_status != "passed" and (i := answer_index(t, 0)) is not None
+        ]
+        if passing and failing:
+            for n in range(min(max(len(passing), len(failing)), MAX_SAMPLE_PAIRS)):
+                good, (gi, good_attempt) = passing[n % len(passing)]
+                bad, bi = failing[n % len(failing)]
+                prompt = opening(good)
+                if opening(bad) != prompt:  # not the same question (another template): no preference
+                    continue
+                if _same_answer(good_attempt, bad.attempts[0], good.messages[gi].content, bad.messages[bi].content):
+                    continue
+                yield _pair(record, "samples", prompt, (good, gi), (bad, bi))
+        for good, (gi, good_attempt) in passing:
+            for n, failed in enumerate(good.attempts[:-1]):
+                fi = answer_index(good, n)
+                if fi is None or fi >= gi or failed.result.all_passed:
+                    continue
+                if _same_answer(good_attempt, failed, good.messages[gi].content, good.messages[fi].content):
+                    continue
+                yield _pair(record, "repair", good.messages[:fi], (good, gi), (good, fi))
+
+
+def _ground_truth(run: RunRecords, task: Task) -> str:
+    from .solver import split_tests
+
+    public = len(split_tests(task, run.public_tests)[0])
+    return json.dumps(ground_truth(task, public), ensure_ascii=False, sort_keys=True)
+
+
+def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
+    """One prompt per task, with the columns TRL hands a reward function."""
+    openings = Openings(run)
+    for record in records:
+        task = record.task
+        yield {
+            "prompt": _messages(openings.of(record)),
+            "task_id": task.task_id,
+            "kind": task.kind,
+            "entry_point": task.entry_point,
+            "tests": json.dumps([t.dump() for t in task.tests], ensure_ascii=False),
+            "ground_truth": _ground_truth(run, task),
+            "split": record.split,
+            "difficulty": record.difficulty,
+        }
+
+
+def verl_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
+    """verl's RL dataset rows (``index`` is filled in once duplicates are gone)."""
+    openings = Openings(run)
+    for record in records:
+        yield {
+            "data_source": DATA_SOURCE,
+            "prompt": _messages(openings.of(record)),
+            "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": _ground_truth(run, record.task)},
+            "extra_info": {
+                "split": record.split,
+                "index": 0,
+                "task_id": record.task.task_id,
+                "kind": record.task.kind,
+                "difficulty": record.difficulty,
+            },
+        }
+
+
+def _content_key(fmt: str) -> Callable[[dict[str, Any]], str]:
+    """What makes two rows the same training example (module docstring), as a canonical string."""
+
+    def key(row: dict[str, Any]) -> str:
+        if fmt == "sft":
+            content: Any = row["messages"]
+        elif fmt == "dpo":
+            content = [row["prompt"], row["chosen"], row["rejected"]]
+        elif fmt == "grpo":
+            content = [row["prompt"], row["tests"]]
+        else:
+            tests = json.loads(row["reward_model"]["ground_truth"])["tests"]
+            content = [row["prompt"], tests]
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+    return key
+
+
+def unique(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
+    """``rows`` with each training example once, the first kept, order unchanged."""
+    seen: set[str] = set()
+    kept = []
+    for row in rows:
+        k = key(row)
+        if k not in seen:
+            seen.add(k)
+            kept.append(row)
+    return kept
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def default_output(run_dir: Path, fmt: str) -> Path:
+    return run_dir / "exports" / f"{fmt}.{'parquet' if fmt == 'verl' else 'jsonl'}"
+
+
+def _check_output(output: Path, run_dir: Path) -> None:
+    """Refuse an output that is a directory or one of the run's own records."""
+    if output.is_dir():
+        raise UserError(f"output {output} is a directory; give a file path")
+    with contextlib.suppress(OSError):
+        if output.resolve().parent == run_dir.resolve() and output.name in _RUN_FILES:
+            raise UserError(f"output {output} is one of the run's own records; choose another path")
+
+
+def _atomic_write(output: Path, write: Callable[[Path], None]) -> None:
+    """``write`` a temporary file beside ``output``, then rename it over: all or nothing.
+
+    Raises:
+        UserError: the folder cannot be made or written (the earlier file, if any, is kept).
+    """
+    tmp: Path | None = None
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+        os.close(fd)
+        tmp = Path(name)
+        write(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, output)
+        tmp = None
+    except OSError as e:
+        raise UserError(f"cannot write {output}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with path.open("w", encoding="utf-8", newline="\n") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+
+    return write
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet  # the submodule write_table lives in
+    except ImportError:
+        raise UserError("verl export writes parquet, which needs pyarrow: pip install 'spade_llm[parquet]'") from None
+    return pyarrow
+
+
+def verl_schema(pa: Any) -> Any:
+    """The parquet schema, explicit so an empty export still has every column and nested field."""
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    return pa.schema(
+        [
+            ("data_source", pa.string()),
+            ("prompt", pa.list_(message)),
+            ("ability", pa.string()),
+            ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            (
+                "extra_info",
+                pa.struct(
+                    [
+                        ("split", pa.string()),
+                        ("index", pa.int64()),
+                        ("task_id", pa.string()),
+                        ("kind", pa.string()),
+                        ("difficulty", pa.float64()),
+                    ]
+                ),
+            ),
+        ]
+    )
+
+
+def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
+    pa = _pyarrow()
+
+    def write(path: Path) -> None:
+        table = pa.Table.from_pylist(list(rows), schema=verl_schema(pa))
+        pa.parquet.write_table(table, str(path))
+
+    return write
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def build_rows(run: RunRecords, fmt: str, filters: ExportFilters) -> list[dict[str, Any]]:
+    """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered)."""
+    records = [r for r in run.tasks if keep_task(r, filters, fmt)]
+    if fmt == "sft":
+        rows: Iterable[dict[str, Any]] = sft_rows(records, filters.final_only)
+    elif fmt == "dpo":
+        rows = dpo_rows(records)
+    elif fmt == "grpo":
+        rows = grpo_rows(run, records)
+    else:
+        rows = verl_rows(run, records)
+    kept = unique(rows, _content_key(fmt))
+    if fmt == "verl":
+        for index, row in enumerate(kept):
+            row["extra_info"]["index"] = index
+    return kept
+
+
+def _split_column(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["split"] if "extra_info" in row else row["split"])
+
+
+def export_run(
+    run_dir: Path, fmt: str, output: Path | None, filters: ExportFilters, *, test_fraction: float = 0.1
+) -> ExportResult:
+    """Write ``run_dir``'s training data in ``fmt`` to ``output`` (default: ``RUN_DIR/exports/``).
+
+    Raises:
+        UserError: a missing or damaged run directory, filters that clash or mean nothing for
+            ``fmt``, pyarrow missing for verl, an output that cannot be written.
+    """
+    check_filters(fmt, filters, test_fraction)
+    if fmt == "verl":
+        _pyarrow()  # before any work: say what to install
+    run = load_run(run_dir, test_fraction)
+    path = output if output is not None else default_output(run_dir, fmt)
+    _check_output(path, run_dir)
+    rows = build_rows(run, fmt, filters)
+    _atomic_write(path, _write_parquet(rows) if fmt == "verl" else _write_jsonl(rows))
+    test = sum(_split_column(r) == "test" for r in rows)
+    tasks = len({r["extra_info"]["task_id"] if fmt == "verl" else r["task_id"] for r in rows})
+    return ExportResult(path=path, fmt=fmt, rows=len(rows), train=len(rows) - test, test=test, tasks=tasks)

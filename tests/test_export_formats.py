@@ -1,0 +1,449 @@
+"""``spade export``: each format's rows, the split, the filters, and bad input, on one small run.
+
+The run (fake model, mixed kinds, 4 samples per task) is made once per module; tests that need a
+damaged or unfinished run work on a copy of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade_llm import exports
+from spade_llm.cli import main
+from spade_llm.errors import UserError
+from spade_llm.exports import MAX_SAMPLE_PAIRS, ExportFilters, export_run, split_of, tier_of
+from spade_llm.groundtruth import task_from_ground_truth
+from spade_llm.solver import first_messages, split_tests
+from spade_llm.templates import Prompts
+from spade_llm.types import Task, Trajectory
+
+FORMATS = ("sft", "dpo", "grpo", "verl")
+KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("export")
+    config = base / "kinds.yaml"
+    config.write_text(KINDS_CONFIG)
+    out = base / "run"
+    argv = ["run", "--config", str(config), "--epochs", "2", "--tasks-per-epoch", "4", "--samples-per-task", "4"]
+    assert main([*argv, "--sandbox", "auto", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def records(run: Path) -> dict[str, Any]:
+    """The run's own records, to check the exports against."""
+    tasks = [Task.model_validate(r) for r in read_rows(run / "tasks.jsonl")]
+    trajs = [Trajectory.model_validate(r) for r in read_rows(run / "trajectories.jsonl")]
+    stats = {r["task_id"]: r for r in read_rows(run / "task_stats.jsonl")}
+    kinds = {t.kind for t in tasks}
+    assert len(kinds) >= 2, f"the fixture run needs a kind mix, got {kinds}"
+    assert all(s["samples"] >= 2 for s in stats.values())
+    return {
+        "tasks": {t.task_id: t for t in tasks},
+        "trajs": {t.trajectory_id: t for t in trajs},
+        "stats": stats,
+    }
+
+
+def export(run: Path, out: Path, fmt: str, *flags: str) -> list[dict[str, Any]]:
+    """Export through the CLI and read the rows back (verl through pyarrow)."""
+    assert main(["export", str(run), "--format", fmt, "-o", str(out), *flags]) == 0
+    if fmt == "verl":
+        pq = pytest.importorskip("pyarrow.parquet")
+        return list(pq.read_table(out).to_pylist())
+    return read_rows(out)
+
+
+def task_of(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["task_id"] if "extra_info" in row else row["task_id"])
+
+
+def split_col(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["split"] if "extra_info" in row else row["split"])
+
+
+def measured(stats: dict[str, Any]) -> float:
+    return round(1 - stats["passed"] / stats["samples"], 6)
+
+
+def opening(traj: Trajectory) -> list[dict[str, str]]:
+    first = next(i for i, m in enumerate(traj.messages) if m.role == "assistant")
+    return [m.model_dump() for m in traj.messages[:first]]
+
+
+# -- sft ------------------------------------------------------------------------------------------
+
+
+def test_sft_rows_end_with_the_passing_answer(run: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    rows = export(run, tmp_path / "sft.jsonl", "sft")
+    assert rows
+    assert {r["repair"] for r in rows} == {True, False}, "the fixture run needs first-try and repaired passes"
+    for row in rows:
+        traj: Trajectory = records["trajs"][row["trajectory_id"]]
+        passing = traj.attempts[-1]
+        assert traj.final_status == "passed" and passing.result.all_passed
+        assert passing.message_index is not None
+        assert row["messages"] == [m.model_dump() for m in traj.messages[: passing.message_index + 1]]
+        assert row["messages"][-1] == {"role": "assistant", "content": passing.raw}
+        assert [m["role"] for m in row["messages"][:2]] == ["system", "user"]
+        assert row["turns"] == len(traj.attempts) and row["repair"] == (len(traj.attempts) > 1)
+        assert row["task_id"] == traj.task_id and row["kind"] == records["tasks"][traj.task_id].kind
+        assert row["difficulty"] == measured(records["stats"][traj.task_id])
+        assert row["split"] in ("train", "test")
+    repaired = next(r for r in rows if r["repair"])
+    roles = [m["role"] for m in repaired["messages"]]
+    assert roles == ["system", "user", *["assistant", "user"] * (repaired["turns"] - 1), "assistant"]
+
+
+def test_sft_final_only_keeps_the_first_prompt_and_the_passing_answer(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    rows = export(run, tmp_path / "sft.jsonl", "sft", "--final-only")
+    assert rows and any(r["turns"] > 1 for r in rows)
+    for row in rows:
+        traj: Trajectory = records["trajs"][row["trajectory_id"]]
+        assert row["messages"] == [*opening(traj), {"role": "assistant", "content": traj.attempts[-1].raw}]
+        assert row["repair"] is False
+
+
+def test_sft_cuts_a_conversation_that_goes_on_after_the_passing_answer(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    lines = (copy / "trajectories.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    target = next(r for r in records if r["final_status"] == "passed")
+    target["messages"].append({"role": "user", "content": "thanks, and one more thing"})
+    (copy / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows = export(copy, tmp_path / "sft.jsonl", "sft")
+    row = next(r for r in rows if r["trajectory_id"] == target["trajectory_id"])
+    assert row["messages"][-1]["role"] == "assistant"
+    assert row["messages"] == target["messages"][: target["attempts"][-1]["message_index"] + 1]
+
+
+# -- dpo ------------------------------------------------------------------------------------------
+
+
+def test_dpo_chosen_passes_and_rejected_fails(run: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    rows = export(run, tmp_path / "dpo.jsonl", "dpo")
+    assert {r["pair_type"] for r in rows} == {"samples", "repair"}
+    for row in rows:
+        good: Trajectory = records["trajs"][row["chosen_trajectory_id"]]
+        bad: Trajectory = records["trajs"][row["rejected_trajectory_id"]]
+        assert good.final_status == "passed" and good.attempts[-1].result.all_passed
+        assert row["chosen"] == [{"role": "assistant", "content": good.attempts[-1].raw}]
+        assert len(row["rejected"]) == 1 and row["rejected"][0]["role"] == "assistant"
+        assert row["chosen"] != row["rejected"]
+        assert row["task_id"] == good.task_id == bad.task_id
+        failed = next(a for a in bad.attempts if a.message_index == len(row["prompt"]))
+        assert row["rejected"] == [{"role": "assistant", "content": failed.raw}]
+        assert not failed.result.all_passed
+        assert row["prompt"] == [m.model_dump() for m in bad.messages[: len(row["prompt"])]]
+        if row["pair_type"] == "samples":
+            assert bad.final_status != "passed" and failed is bad.attempts[0]
+            assert row["prompt"] == opening(good)
+        else:
+            assert good.trajectory_id == bad.trajectory_id
+    per_task = Counter(r["task_id"] for r in rows if r["pair_type"] == "samples")
+    assert max(per_task.values()) <= MAX_SAMPLE_PAIRS
+
+
+def test_dpo_samples_pairs_come_from_tasks_with_both_outcomes_and_are_bounded(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    rows = export(run, tmp_path / "dpo.jsonl", "dpo")
+    for task_id in records["tasks"]:
+        samples = [t for t in records["trajs"].values() if t.task_id == task_id and t.attempts]
+        passing = sum(t.final_status == "passed" for t in samples)
+        failing = len(samples) - passing
+        pairs = [r for r in rows if r["task_id"] == task_id and r["pair_type"] == "samples"]
+        assert len(pairs) <= min(max(passing, failing), MAX_SAMPLE_PAIRS), task_id
+        assert bool(pairs) == bool(passing and failing), task_id
+        repairs = [r for r in rows if r["task_id"] == task_id and r["pair_type"] == "repair"]
+        assert len(repairs) <= sum(len(t.attempts) - 1 for t in samples if t.final_status == "passed")
+
+
+# -- grpo and verl ----------------------------------------------------------------------------------
+
+
+def test_grpo_one_row_per_task_with_a_ground_truth_that_round_trips(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    rows = export(run, tmp_path / "grpo.jsonl", "grpo")
+    assert [r["task_id"] for r in rows] == list(records["tasks"])  # every task once, epoch order
+    for row in rows:
+        task: Task = records["tasks"][row["task_id"]]
+        assert set(row) == {"prompt", "task_id", "kind", "entry_point", "tests", "ground_truth", "split", "difficulty"}
+        assert row["kind"] == task.kind and row["entry_point"] == task.entry_point
+        assert json.loads(row["tests"]) == [t.dump() for t in task.tests]
+        judged, public = task_from_ground_truth(row["ground_truth"])
+        assert public == len(split_tests(task, 3)[0])
+        assert [t.dump() for t in judged.tests] == [t.dump() for t in task.tests]
+        assert (judged.kind, judged.entry_point, judged.task_id) == (task.kind, task.entry_point, task.task_id)
+        first = next(t for t in records["trajs"].values() if t.task_id == task.task_id and t.sample_index == 0)
+        assert row["prompt"] == opening(first)
+        assert row["difficulty"] == measured(records["stats"][task.task_id])
+
+
+def test_verl_parquet_has_the_nested_fields(run: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = export(run, tmp_path / "verl.parquet", "verl")
+    grpo = {r["task_id"]: r for r in export(run, tmp_path / "grpo.jsonl", "grpo")}
+    schema = pq.read_schema(tmp_path / "verl.parquet")
+    assert schema.field("reward_model").type == pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
+    assert [f.name for f in schema.field("extra_info").type] == ["split", "index", "task_id", "kind", "difficulty"]
+    assert len(rows) == len(records["tasks"])
+    for index, row in enumerate(rows):
+        extra, task_id = row["extra_info"], row["extra_info"]["task_id"]
+        assert row["data_source"] == "spade_llm" and row["ability"] == "code"
+        assert row["reward_model"] == {"style": "rule", "ground_truth": grpo[task_id]["ground_truth"]}
+        assert row["prompt"] == grpo[task_id]["prompt"]
+        assert extra == {
+            "split": grpo[task_id]["split"],
+            "index": index,
+            "task_id": task_id,
+            "kind": records["tasks"][task_id].kind,
+            "difficulty": measured(records["stats"][task_id]),
+        }
+
+
+def test_a_task_without_trajectories_gets_the_prompt_the_solver_would_see(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    original = {r["task_id"]: r for r in export(run, tmp_path / "before.jsonl", "grpo")}
+    task_id = next(iter(original))
+    for name in ("trajectories.jsonl", "task_stats.jsonl"):
+        kept = [line for line in (copy / name).read_text().splitlines(True) if json.loads(line)["task_id"] != task_id]
+        (copy / name).write_text("".join(kept))
+    rows = {r["task_id"]: r for r in export(copy, tmp_path / "after.jsonl", "grpo")}
+    assert rows[task_id]["prompt"] == original[task_id]["prompt"]  # rendered from the templates: the same
+    assert rows[task_id]["difficulty"] is None
+    rendered = first_messages(Prompts(), records["tasks"][task_id], 3)
+    assert rows[task_id]["prompt"] == [m.model_dump() for m in rendered]
+    assert task_id not in {r["task_id"] for r in export(copy, tmp_path / "m.jsonl", "grpo", "--min-difficulty", "0")}
+
+
+# -- split ----------------------------------------------------------------------------------------
+
+
+def test_split_is_a_sha256_of_the_task_id_and_the_same_in_every_format(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    h = int(hashlib.sha256(b"e0-abc").hexdigest()[:16], 16) / 2**64
+    assert split_of("e0-abc", h + 1e-9) == "test" and split_of("e0-abc", h - 1e-9) == "train"
+    expected = {t: split_of(t, 0.5) for t in records["tasks"]}
+    assert set(expected.values()) == {"train", "test"}, "the fixture needs tasks in both splits at 0.5"
+    for fmt in FORMATS:
+        out = tmp_path / f"{fmt}.out"
+        rows = export(run, out, fmt, "--test-fraction", "0.5")
+        assert rows
+        assert all(split_col(r) == expected[task_of(r)] for r in rows), fmt
+        kept = export(run, out, fmt, "--test-fraction", "0.5", "--split", "test")
+        assert kept and {split_col(r) for r in kept} == {"test"}, fmt
+        assert kept == [r for r in rows if split_col(r) == "test"] or fmt == "verl", fmt
+    default = export(run, tmp_path / "grpo.jsonl", "grpo")
+    assert all(r["split"] == split_of(r["task_id"], 0.1) for r in default)
+
+
+# -- filters --------------------------------------------------------------------------------------
+
+
+def test_kinds_filter_keeps_exactly_those_kinds(run: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    kind = Counter(t.kind for t in records["tasks"].values()).most_common()[-1][0]
+    wanted = [t for t, task in records["tasks"].items() if task.kind == kind]
+    rows = export(run, tmp_path / "grpo.jsonl", "grpo", "--kinds", kind)
+    assert [r["task_id"] for r in rows] == wanted
+    sft = export(run, tmp_path / "sft.jsonl", "sft", "--kinds", f"{kind}, induction")
+    assert {r["kind"] for r in sft} <= {kind, "induction"} and kind in {r["kind"] for r in sft}
+
+
+def test_difficulty_and_tier_filters_use_the_measured_pass_rate(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    stats = records["stats"]
+    tiers = {t: tier_of(s["passed"], s["samples"]) for t, s in stats.items()}
+    assert set(tiers.values()) == {"easy", "medium", "hard"}, "the fixture needs every tier"
+    for tier in ("easy", "medium", "hard"):
+        rows = export(run, tmp_path / "grpo.jsonl", "grpo", "--tier", tier)
+        assert {r["task_id"] for r in rows} == {t for t, v in tiers.items() if v == tier}, tier
+    rows = export(run, tmp_path / "grpo.jsonl", "grpo", "--min-difficulty", "0.25", "--max-difficulty", "0.5")
+    assert {r["task_id"] for r in rows} == {t for t, s in stats.items() if 0.25 <= measured(s) <= 0.5}
+    assert all(0.25 <= r["difficulty"] <= 0.5 for r in rows)
+    sft = export(run, tmp_path / "sft.jsonl", "sft", "--max-difficulty", "0.25")
+    assert sft and {r["task_id"] for r in sft} <= {t for t, s in stats.items() if measured(s) <= 0.25}
+
+
+def test_tiers_have_strict_bounds() -> None:
+    assert [tier_of(k, 3) for k in range(4)] == ["hard", "medium", "medium", "easy"]
+    assert [tier_of(k, 4) for k in range(5)] == ["hard", "hard", "medium", "easy", "easy"]
+
+
+def test_status_keeps_tasks_with_a_sample_that_ended_so(run: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    failed = {t.task_id for t in records["trajs"].values() if t.final_status == "failed" and t.attempts}
+    assert failed and failed != set(records["tasks"])
+    rows = export(run, tmp_path / "verl.parquet", "verl", "--status", "failed")
+    assert {task_of(r) for r in rows} == failed
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
+    assert export(run, tmp_path / "sft.jsonl", "sft", "--status", "passed") == export(
+        run, tmp_path / "sft2.jsonl", "sft"
+    )
+
+
+def test_filters_that_leave_nothing_write_an_empty_file(run: Path, tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "grpo.jsonl"
+    assert export(run, out, "grpo", "--status", "timeout", "--tier", "easy") == []
+    assert out.is_file() and out.read_bytes() == b""
+    assert "0 grpo rows" in capsys.readouterr().err
+
+
+# -- identical rows, stable bytes, unfinished runs --------------------------------------------------
+
+
+def test_identical_rows_are_written_once(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    before = {fmt: export(run, tmp_path / f"{fmt}.jsonl", fmt) for fmt in ("sft", "dpo", "grpo")}
+    trajs = [json.loads(line) for line in (copy / "trajectories.jsonl").read_text().splitlines()]
+    twin = next(t for t in trajs if t["final_status"] == "passed" and len(t["attempts"]) > 1)
+    twin.update(trajectory_id=twin["trajectory_id"] + "-twin", sample_index=99)
+    task = json.loads((copy / "tasks.jsonl").read_text().splitlines()[0])
+    task.update(task_id=task["task_id"] + "-twin")  # no trajectory: its prompt is rendered, the same text
+    with (copy / "trajectories.jsonl").open("a") as f:
+        f.write(json.dumps(twin) + "\n")
+    with (copy / "tasks.jsonl").open("a") as f:
+        f.write(json.dumps(task) + "\n")
+    after = {fmt: export(copy, tmp_path / f"{fmt}-twin.jsonl", fmt) for fmt in before}
+    assert after["sft"] == before["sft"]
+    assert after["grpo"] == before["grpo"]
+
+    def repairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if r["pair_type"] == "repair"]
+
+    assert repairs(after["dpo"]) == repairs(before["dpo"])  # the twin's pairs are the original's
+    for fmt, rows in after.items():
+        keys = [json.dumps([r.get("messages"), r.get("prompt"), r.get("chosen"), r.get("rejected")]) for r in rows]
+        assert len(keys) == len(set(keys)), fmt
+
+
+def test_same_run_gives_byte_identical_files(run: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    for fmt in FORMATS:
+        a, b = tmp_path / f"a-{fmt}", tmp_path / f"b-{fmt}"
+        export(run, a, fmt)
+        export(run, b, fmt)
+        assert a.read_bytes() == b.read_bytes(), fmt
+
+
+def test_a_run_still_being_written_exports_its_whole_lines(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    for name in ("tasks.jsonl", "trajectories.jsonl", "task_stats.jsonl"):
+        with (copy / name).open("a") as f:
+            f.write('{"task_id": "e9-torn", "kin')
+    for fmt in ("sft", "grpo"):
+        assert export(copy, tmp_path / f"{fmt}-torn.jsonl", fmt) == export(run, tmp_path / f"{fmt}.jsonl", fmt)
+
+
+def test_default_output_is_in_the_run_directory(run: Path, tmp_path: Path, capsys: Any) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    assert main(["export", str(copy), "--format", "sft"]) == 0
+    out = copy / "exports" / "sft.jsonl"
+    rows = read_rows(out)
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{len(rows)} sft rows" in err and str(out) in err
+
+
+def test_a_failed_write_keeps_the_earlier_file(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "sft.jsonl"
+    export(run, out, "sft")
+    earlier = out.read_bytes()
+
+    def broken(rows: Any) -> Any:
+        def write(path: Path) -> None:
+            path.write_text('{"messages": [')
+            raise OSError(28, "No space left on device")
+
+        return write
+
+    monkeypatch.setattr(exports, "_write_jsonl", broken)
+    with pytest.raises(UserError, match="No space left"):
+        export_run(run, "sft", out, ExportFilters())
+    assert out.read_bytes() == earlier
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sft.jsonl"]  # no temporary file left
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["{missing}", "--format", "sft"], "not found"),
+        (["{tmp}", "--format", "sft"], "not a run directory"),
+        (["{run}", "--format", "sft", "--kinds", "induction,poetry"], "unknown task kind 'poetry'"),
+        (["{run}", "--format", "sft", "--kinds", ","], "names no kind"),
+        (["{run}", "--format", "dpo", "--status", "passed"], "does not apply to dpo"),
+        (["{run}", "--format", "sft", "--status", "failed"], "can never match"),
+        (["{run}", "--format", "grpo", "--final-only"], "sft only"),
+        (["{run}", "--format", "sft", "--min-difficulty", "0.8", "--max-difficulty", "0.2"], "no task can match"),
+        (["{run}", "--format", "grpo", "--tier", "easy", "--min-difficulty", "0.5"], "can never both hold"),
+        (["{run}", "--format", "grpo", "--split", "test", "--test-fraction", "0"], "test split is empty"),
+        (["{run}", "--format", "sft", "-o", "{run}/tasks.jsonl"], "run's own records"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(run: Path, tmp_path: Path, capsys: Any, args: list[str], says: str) -> None:
+    before = (run / "tasks.jsonl").read_bytes()
+    argv = [a.format(run=run, tmp=tmp_path, missing=tmp_path / "nope") for a in args]
+    assert main(["export", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err and "Traceback" not in err
+    assert (run / "tasks.jsonl").read_bytes() == before
+    assert not (run / "exports").exists() or not any((run / "exports").glob(".*.tmp"))
+
+
+def test_verl_without_pyarrow_says_what_to_install(
+    run: Path, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    assert main(["export", str(run), "--format", "verl", "-o", str(tmp_path / "v.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "pyarrow" in err and "spade_llm[parquet]" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "v.parquet").exists()
+
+
+# -- datasets reads each ----------------------------------------------------------------------------
+
+
+def test_datasets_loads_every_format(run: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    pytest.importorskip("pyarrow")
+    for fmt in FORMATS:
+        out = tmp_path / ("verl.parquet" if fmt == "verl" else f"{fmt}.jsonl")
+        rows = export(run, out, fmt)
+        loader = "parquet" if fmt == "verl" else "json"
+        data = datasets.load_dataset(loader, data_files=str(out), split="train", cache_dir=str(tmp_path / "cache"))
+        assert len(data) == len(rows), fmt
+        first = data[0]
+        key = "messages" if fmt == "sft" else "prompt"
+        assert first[key] == rows[0][key], fmt
+        if fmt == "verl":
+            assert first["reward_model"]["style"] == "rule" and first["extra_info"]["index"] == 0
