@@ -48,6 +48,16 @@ def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
     return parse
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
 def _port(text: str) -> int:
     """A TCP port for argparse: 0 (any free port) to 65535."""
     try:
@@ -174,6 +184,42 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive(float, 0.0),
         default=0.0,
         help="stream answers at this many tokens per second, like a model on a CPU (0: at once)",
+    )
+
+    xp = sub.add_parser(
+        "export",
+        help="training data from a run: sft, dpo, grpo (TRL) or verl (parquet)",
+        description="Write a run's validated tasks and judged trajectories in the format a trainer reads. "
+        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one.",
+    )
+    xp.add_argument("run_dir", help="run directory (of spade run or spade solve)")
+    xp.add_argument("--format", required=True, choices=["sft", "dpo", "grpo", "verl"], help="what to write")
+    xp.add_argument("-o", "--output", help="file to write (default: RUN_DIR/exports/FORMAT.jsonl, .parquet for verl)")
+    xp.add_argument(
+        "--status", choices=["passed", "failed", "error", "timeout"], help="keep trajectories that ended so"
+    )
+    xp.add_argument(
+        "--min-difficulty", type=_fraction, help="keep tasks whose measured difficulty (1 - pass rate) >= X"
+    )
+    xp.add_argument("--max-difficulty", type=_fraction, help="keep tasks whose measured difficulty <= X")
+    xp.add_argument("--kinds", help="comma-separated task kinds to keep (induction,deduction,abduction)")
+    xp.add_argument("--tier", choices=["easy", "medium", "hard"], help="keep tasks of this tier by measured pass rate")
+    xp.add_argument("--split", choices=["train", "test"], help="keep one split")
+    xp.add_argument("--test-fraction", type=_fraction, default=0.1, help="share of tasks in the test split")
+    xp.add_argument("--final-only", action="store_true", help="sft: the first prompt and the passing answer only")
+
+    ss = sub.add_parser(
+        "serve-sandbox",
+        help="SandboxFusion's /run_code over this sandbox (for verl's sandbox_fusion reward and tool)",
+    )
+    ss.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    ss.add_argument("--port", type=_port, default=8080, help="port to listen on (0: any free port)")
+    ss.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], default="auto", help="backend")
+    ss.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2, help="programs running at once")
+    ss.add_argument(
+        "--allow-unsafe",
+        action="store_true",
+        help="serve on a backend that is no security boundary (subprocess): only for code you trust",
     )
 
     pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
@@ -378,6 +424,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             metrics = session.run(run, resumed=bool(args.resume), log=log)
     except EndpointDown as e:
         return _endpoint_down("run", e, run.path)
+    finally:  # at once, not when the error's traceback is collected: a caller in this process may resume
+        run.unlock()
     if args.quiet:
         print(run.path)
         return 0
@@ -522,6 +570,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             )
         except EndpointDown as e:
             return _endpoint_down("solve", e, run.path)
+        finally:
+            run.unlock()
     print(
         f"{summary['trajectories']} trajectories, pass rate {_fmt(summary['pass_rate'], '.0%')} "
         f"(first try {_fmt(summary['first_try_pass_rate'], '.0%')}) -> {run.path}"
@@ -778,6 +828,38 @@ def cmd_serve_fake(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .exports import ExportFilters, export_run
+
+    filters = ExportFilters(
+        status=args.status,
+        min_difficulty=args.min_difficulty,
+        max_difficulty=args.max_difficulty,
+        kinds=[k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None,
+        tier=args.tier,
+        split=args.split,
+        final_only=args.final_only,
+    )
+    written = export_run(
+        Path(args.run_dir),
+        args.format,
+        Path(args.output) if args.output else None,
+        filters,
+        test_fraction=args.test_fraction,
+    )
+    print(written.describe(), file=sys.stderr)
+    return 0
+
+
+def cmd_serve_sandbox(args: argparse.Namespace) -> int:
+    from .sandbox_server import serve_sandbox
+
+    serve_sandbox(
+        args.host, args.port, backend=args.sandbox, concurrency=args.concurrency, allow_unsafe=args.allow_unsafe
+    )
+    return 0
+
+
 def cmd_prompts(args: argparse.Namespace) -> int:
     from .templates import PACKAGED_DIR, Prompts, list_templates
 
@@ -818,6 +900,8 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "import": cmd_import,
     "serve-fake": cmd_serve_fake,
+    "export": cmd_export,
+    "serve-sandbox": cmd_serve_sandbox,
     "prompts": cmd_prompts,
 }
 

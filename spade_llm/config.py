@@ -233,6 +233,31 @@ class HooksConfig(_Section):
     epoch, metrics row, config): exports, reports, a trainer step. A hook that raises stops the run."""
 
 
+ExportFormat = Literal["sft", "dpo", "grpo", "verl"]
+
+
+def _trainer_formats() -> list[ExportFormat]:
+    return ["sft", "grpo"]
+
+
+class TrainerConfig(_Section):
+    """A training step between epochs: fresh exports, the user's command, maybe a new solver."""
+
+    command: str | list[str] | None = None
+    """The command to run (a list, or a string split like a shell's words; no shell runs it):
+    ``{exports}``, ``{run_dir}`` and ``{epoch}`` in it are replaced, and without ``{exports}`` the
+    export folder is appended as the last argument. If the last line of its stdout that is a JSON
+    object names ``solver_model`` (or ``model``) and/or ``api_base``, later epochs solve with that.
+    None: no training step."""
+    every_epochs: int = Field(default=1, ge=1)
+    """Run the command after every this many epochs (after epochs N-1, 2N-1, ...)."""
+    formats: list[ExportFormat] = Field(default_factory=_trainer_formats)
+    """What is exported for the command, each to ``RUN_DIR/exports/epoch-NNN/<format>.jsonl``
+    (``verl.parquet``, which needs pyarrow)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Longest time the command may take (None: no limit); past it the run stops, ``--resume`` retries."""
+
+
 class RewardConfig(_Section):
     pass_base: float = 1.0
     """Reward for passing every test at difficulty 0 on the first turn."""
@@ -273,6 +298,8 @@ class RunConfig(_Section):
     """Shape of the reward."""
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Code run at points of the loop (``on_epoch_end``)."""
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    """A training command run between epochs, which may hand the solver a new model."""
     executor: Literal["local"] = "local"
     """Where episodes run: ``local`` (asyncio in this process; the only executor so far)."""
     prompts_dir: str | None = None

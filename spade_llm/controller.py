@@ -48,6 +48,7 @@ from .hooks import EpochEnd, EpochHook, call_epoch_hooks
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
 from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir
+from .trainer import SolverSwitch, Trainer
 from .types import EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory
 from .validation import ValidationReport
 
@@ -135,8 +136,12 @@ class Controller:
         *,
         curriculum: Curriculum | None = None,
         hooks: list[tuple[str, EpochHook]] | None = None,
+        trainer: Trainer | None = None,
+        switch_solver: Callable[[SolverSwitch], None] | None = None,
         log: Callable[[str], None] = print,
     ) -> None:
+        """``trainer`` runs the training step between epochs; ``switch_solver`` points the solver at the
+        model a step hands back (and updates ``config.solver``)."""
         self.config = config
         self.run = run
         self.generator = generator
@@ -145,6 +150,8 @@ class Controller:
         self.stats = stats
         self.curriculum = curriculum or Curriculum(config)
         self.hooks = hooks or []
+        self.trainer = trainer
+        self.switch_solver = switch_solver
         self.log = log
         self.state = RunState.load(run)
         previous = run.read_json("summary.json")
@@ -167,7 +174,10 @@ class Controller:
     # -- the loop ------------------------------------------------------------------------------
 
     async def run_all(self) -> list[EpochMetrics]:
-        for epoch in range(len(self.state.metrics), self.config.controller.epochs):
+        finished = len(self.state.metrics)
+        if finished:  # resume: a training step killed (or failed) after its epoch runs before the next
+            await self.train_after(finished - 1)
+        for epoch in range(finished, self.config.controller.epochs):
             row = await self.run_epoch(epoch)
             self.log(describe_epoch(row, said=self._printed))
             self._printed.update(row.warnings)
@@ -223,7 +233,19 @@ class Controller:
         self.state.metrics.append(row)
         self.write_summary(done=False)
         call_epoch_hooks(self.hooks, EpochEnd(self.run.path, epoch, row, self.config))
+        await self.train_after(epoch)
         return row
+
+    async def train_after(self, epoch: int) -> None:
+        """The training step due after ``epoch``, unless it already ran; a model it hands back solves
+        the later epochs."""
+        trainer = self.trainer
+        if trainer is None or not trainer.due(epoch) or trainer.done(epoch):
+            return
+        outcome = await asyncio.to_thread(trainer.step, epoch, self.config.solver.model)
+        if outcome.switch is not None and self.switch_solver is not None:
+            self.switch_solver(outcome.switch)  # a model that cannot be used stops here, the step unrecorded
+        trainer.record(outcome)
 
     # -- proposals and decisions -----------------------------------------------------------------
 

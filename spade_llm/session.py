@@ -30,6 +30,7 @@ from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
+from .trainer import SolverSwitch, Trainer, last_switch, require_pyarrow
 from .types import EpochMetrics, Task, Trajectory
 
 
@@ -117,6 +118,8 @@ class Session:
             config.llm.breaker_s,
         )
         self.hooks = load_hooks(config.hooks.on_epoch_end)  # a typo fails before a run directory exists
+        if config.trainer.command is not None and "verl" in config.trainer.formats:
+            require_pyarrow("trainer.formats: verl")
         self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
 
     def close(self) -> None:
@@ -176,11 +179,38 @@ class Session:
         )
         return checker, solver
 
+    def use_solver_model(self, switch: SolverSwitch) -> LLM:
+        """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
+        model it replaces (to close when the run ends).
+
+        Raises:
+            UserError: the model string names no known provider or fake profile.
+        """
+        update = switch.dump()
+        role = self.config.solver.model_copy(update=update)
+        try:
+            llm = get_llm(
+                role,
+                self.config.llm,
+                seed=self.config.seed,
+                stats=self.stats.view("solver"),
+                concurrency=self.config.controller.concurrency,
+            )
+        except UserError as e:
+            raise UserError(f"the trainer's solver model: {e}") from None
+        replaced, self.sol_llm = self.sol_llm, guarded(llm, role, self.config.llm.breaker_s)
+        self.config.solver = role
+        return replaced
+
     def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> list[EpochMetrics]:
         """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
         assert self.gen_llm is not None
         gen_llm = self.gen_llm
         self._write_header(run, resumed)
+        retired: list[LLM] = []
+        switched = last_switch(run) if resumed else None
+        if switched is not None:  # a resumed run solves with the model its last training step chose
+            retired.append(self.use_solver_model(switched))
 
         async def main() -> list[EpochMetrics]:
             c = self.config
@@ -195,14 +225,30 @@ class Session:
                 stats=self.stats.view("generator"),
             )
             executor = LocalExecutor(solver)
-            controller = Controller(c, run, generator, executor, checker, self.stats, hooks=self.hooks, log=log)
+
+            def switch_solver(switch: SolverSwitch) -> None:
+                retired.append(self.use_solver_model(switch))
+                solver.llm = LimitedLLM(self.sol_llm, slots)
+
+            controller = Controller(
+                c,
+                run,
+                generator,
+                executor,
+                checker,
+                self.stats,
+                hooks=self.hooks,
+                trainer=Trainer(c.trainer, run, log) if c.trainer.command is not None else None,
+                switch_solver=switch_solver,
+                log=log,
+            )
             try:
                 return await controller.run_all()
             except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
                 raise
             finally:
-                for llm in (gen_llm, self.sol_llm):
+                for llm in (gen_llm, self.sol_llm, *retired):
                     await aclose_llm(llm)
 
         return asyncio.run(main())

@@ -1,0 +1,224 @@
+"""The trainer in the loop: between epochs, fresh exports go to the user's training command, and the
+model it reports back solves the epochs after it (the seed article's last step: "feed the
+evaluator's reward back into policy optimisation, closing the training loop").
+
+``trainer.command`` runs after every ``trainer.every_epochs`` epochs, once the epoch's records, its
+metrics row and the ``on_epoch_end`` hooks are done. Before it runs, the formats in
+``trainer.formats`` are exported from the whole run so far into ``RUN_DIR/exports/epoch-NNN/``; the
+command gets that folder (``{exports}`` in it, else as its last argument) and the environment
+variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH`` and ``SPADE_SOLVER_MODEL``. Its
+stdout and stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` (tail them to follow a
+long training). If the last JSON object it prints names ``solver_model`` (or ``model``) and/or
+``api_base``, the solver switches to it for the later epochs.
+
+Each finished step is appended to ``manifest.json``'s ``trainer_steps`` (epoch, exit code, seconds,
+the switch if any): that is what makes it resumable. A step that fails or is killed is not
+recorded, so ``--resume`` runs it again before the next epoch; the switches recorded are applied
+again on resume, so a resumed run solves with the model its last step chose.
+
+Why a subprocess and not a Python hook: training runs in its own environment (torch, TRL, verl, a
+GPU job launcher), often far heavier than this package; a command is what every trainer has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .hooks import HookError
+from .store import scrub_secrets
+
+if TYPE_CHECKING:
+    from .config import TrainerConfig
+    from .store import RunDir
+
+__all__ = ["MANIFEST_KEY", "SolverSwitch", "Trainer", "read_switch", "recorded_steps", "require_pyarrow"]
+
+MANIFEST_KEY = "trainer_steps"
+"""Key of ``manifest.json`` listing the finished training steps."""
+SUFFIXES = {"verl": "parquet"}
+"""File suffix of each export format (``jsonl`` unless named here)."""
+
+
+@dataclass(frozen=True)
+class SolverSwitch:
+    """The solver model a training step handed back (None: keep the current value)."""
+
+    model: str | None = None
+    api_base: str | None = None
+
+    def dump(self) -> dict[str, str]:
+        return {k: v for k, v in (("model", self.model), ("api_base", self.api_base)) if v is not None}
+
+
+def _switch_of(obj: dict[str, Any]) -> SolverSwitch | None:
+    model = obj.get("solver_model", obj.get("model"))
+    api_base = obj.get("api_base")
+    for name, value in (("solver_model", model), ("api_base", api_base)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise HookError(f"trainer command printed {name}={value!r}: expected a non-empty string")
+    if model is None and api_base is None:
+        return None
+    return SolverSwitch(model.strip() if model else None, api_base.strip() if api_base else None)
+
+
+def read_switch(stdout: str) -> SolverSwitch | None:
+    """The switch in a training command's stdout: its last line that is a JSON object (or the whole
+    output, when it is one pretty-printed object); None when that object names no model or endpoint,
+    or when no JSON object was printed (training logs may print anything else).
+
+    Raises:
+        HookError: the object names a model or endpoint that is not a non-empty string.
+    """
+    text = stdout.strip()
+    candidates = [text] if text.startswith("{") else []
+    candidates += [line.strip() for line in reversed(text.splitlines()) if line.strip().startswith("{")]
+    for candidate in candidates:
+        try:
+            obj = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return _switch_of(obj)
+    return None
+
+
+def command_line(command: str | list[str], exports: Path, run_dir: Path, epoch: int) -> list[str]:
+    """The argv to run: placeholders filled, the export folder appended when none names it."""
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if not words:
+        raise HookError("trainer.command is empty")
+    values = {"exports": str(exports), "run_dir": str(run_dir), "epoch": str(epoch)}
+    filled = [w.replace("{exports}", values["exports"]).replace("{run_dir}", values["run_dir"]) for w in words]
+    filled = [w.replace("{epoch}", values["epoch"]) for w in filled]
+    if not any("{exports}" in w for w in words):
+        filled.append(values["exports"])
+    return filled
+
+
+def require_pyarrow(what: str) -> None:
+    """Fail now, not after an epoch, when ``what`` needs the parquet extra and it is missing."""
+    import importlib.util
+
+    from .errors import UserError
+
+    if importlib.util.find_spec("pyarrow") is None:
+        raise UserError(f"{what} writes parquet, which needs pyarrow: pip install spade_llm[parquet]")
+
+
+def recorded_steps(run: RunDir) -> list[dict[str, Any]]:
+    """The finished training steps of ``run``, in order (``manifest.json``'s ``trainer_steps``)."""
+    manifest = run.read_json("manifest.json")
+    steps = manifest.get(MANIFEST_KEY) if isinstance(manifest, dict) else None
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+
+
+def last_switch(run: RunDir) -> SolverSwitch | None:
+    """The model and endpoint the recorded steps leave the solver with (each field's latest value)."""
+    model = api_base = None
+    for step in recorded_steps(run):
+        switch = step.get("switch")
+        if isinstance(switch, dict):
+            model = switch.get("model") or model
+            api_base = switch.get("api_base") or api_base
+    return SolverSwitch(model, api_base) if model or api_base else None
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    switch: SolverSwitch | None
+    record: dict[str, Any]
+    """The ``trainer_steps`` entry: epoch, exports, returncode, seconds, switch, finished_at."""
+
+
+class Trainer:
+    """Runs ``trainer.command`` for a run directory (blocking: the controller calls it in a thread)."""
+
+    def __init__(self, config: TrainerConfig, run: RunDir, log: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.run = run
+        self.log = log
+
+    def due(self, epoch: int) -> bool:
+        """Whether a step follows ``epoch`` (0-based)."""
+        return self.config.command is not None and (epoch + 1) % self.config.every_epochs == 0
+
+    def done(self, epoch: int) -> bool:
+        return any(step.get("epoch") == epoch for step in recorded_steps(self.run))
+
+    def export(self, epoch: int) -> Path:
+        """The run so far, in each configured format, in a fresh ``exports/epoch-NNN/``."""
+        from .exports import ExportFilters, export_run
+
+        folder = self.run.path / "exports" / f"epoch-{epoch:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for fmt in self.config.formats:
+            export_run(self.run.path, fmt, folder / f"{fmt}.{SUFFIXES.get(fmt, 'jsonl')}", ExportFilters())
+        return folder
+
+    def step(self, epoch: int, solver_model: str) -> StepOutcome:
+        """Export and run the command: the switch it asked for, if any, and the step's record (which
+        ``record`` writes once the switch is in use).
+
+        Raises:
+            HookError: the command could not start, failed, timed out, or printed a bad switch; the
+                step is not recorded, so ``--resume`` runs it again.
+        """
+        assert self.config.command is not None
+        exports = self.export(epoch)
+        argv = command_line(self.config.command, exports, self.run.path, epoch)
+        logs = self.run.path / "trainer"
+        logs.mkdir(exist_ok=True)
+        out_path, err_path = logs / f"epoch-{epoch:03d}.stdout", logs / f"epoch-{epoch:03d}.stderr"
+        env = {
+            **os.environ,
+            "SPADE_EXPORTS": str(exports),
+            "SPADE_RUN_DIR": str(self.run.path),
+            "SPADE_EPOCH": str(epoch),
+            "SPADE_SOLVER_MODEL": solver_model,
+        }
+        self.log(f"trainer: epoch {epoch}: {shlex.join(argv)}")
+        started = time.monotonic()
+        where = f"(output in {out_path.parent}; --resume runs it again)"
+        try:
+            with out_path.open("wb") as out, err_path.open("wb") as err:
+                code = subprocess.run(
+                    argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, timeout=self.config.timeout_s
+                ).returncode
+        except FileNotFoundError:
+            raise HookError(f"trainer command not found: {argv[0]}") from None
+        except PermissionError:
+            raise HookError(f"trainer command is not executable: {argv[0]}") from None
+        except subprocess.TimeoutExpired:
+            raise HookError(
+                f"trainer command ran past trainer.timeout_s={self.config.timeout_s} after epoch {epoch} {where}"
+            ) from None
+        seconds = round(time.monotonic() - started, 3)
+        if code != 0:
+            raise HookError(f"trainer command exited with {code} after epoch {epoch} {where}")
+        switch = read_switch(out_path.read_text(encoding="utf-8", errors="replace"))
+        record = {
+            "epoch": epoch,
+            "exports": str(exports),
+            "returncode": code,
+            "seconds": seconds,
+            "switch": scrub_secrets(switch.dump()) if switch else None,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return StepOutcome(switch, record)
+
+    def record(self, outcome: StepOutcome) -> None:
+        """Mark the step finished in ``manifest.json`` (once its switch, if any, is in use)."""
+        manifest = self.run.read_json("manifest.json")
+        manifest = manifest if isinstance(manifest, dict) else {}
+        self.run.write_json("manifest.json", {**manifest, MANIFEST_KEY: [*recorded_steps(self.run), outcome.record]})
+        switch = outcome.record["switch"]
+        said = f"; solver -> {', '.join(f'{k} {v}' for k, v in switch.items())}" if switch else ""
+        self.log(f"trainer: epoch {outcome.record['epoch']}: done in {outcome.record['seconds']:.1f}s{said}")

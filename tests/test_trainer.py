@@ -1,0 +1,158 @@
+"""The trainer in the loop: a command between epochs on fresh exports, whose answer switches the solver."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spade_llm.cli import main
+from spade_llm.hooks import HookError
+from spade_llm.trainer import SolverSwitch, command_line, read_switch
+
+# A training command: checks it was handed the exports, then names a new solver after epoch 0 only.
+TRAIN_SCRIPT = """\
+import json, os, sys
+from pathlib import Path
+exports = Path(sys.argv[-1])
+assert exports == Path(os.environ["SPADE_EXPORTS"]), (exports, os.environ["SPADE_EXPORTS"])
+rows = [json.loads(l) for l in (exports / "grpo.jsonl").read_text().splitlines()]
+assert rows and all(r["prompt"] for r in rows), "no grpo rows"
+gate = Path(os.environ["SPADE_RUN_DIR"]).parent / "gate"
+if gate.exists() and gate.read_text() == "fail":
+    print("training diverged", file=sys.stderr)
+    sys.exit(1)
+print("epoch", os.environ["SPADE_EPOCH"], "trained on", len(rows), "tasks, solver", os.environ["SPADE_SOLVER_MODEL"])
+if os.environ["SPADE_EPOCH"] == "0":
+    print(json.dumps({"solver_model": "fake/strong-solver"}))
+"""
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _config(tmp_path: Path, **trainer: object) -> Path:
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN_SCRIPT)
+    config = {
+        "solver": {"model": "fake/weak-solver", "samples_per_task": 1},
+        "trainer": {"command": [sys.executable, str(script)], "formats": ["grpo"], **trainer},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _run(tmp_path: Path, *extra: str) -> int:
+    return main(["run", "--quiet", "--sandbox", "auto", "--tasks-per-epoch", "3", *extra])
+
+
+def _models_by_epoch(out: Path) -> dict[int, set[str]]:
+    seen: dict[int, set[str]] = {}
+    for t in rows(out / "trajectories.jsonl"):
+        seen.setdefault(t["epoch"], set()).add(t["solver_model"])
+    return seen
+
+
+@pytest.mark.e2e
+def test_trainer_switches_the_solver_mid_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, "--config", str(_config(tmp_path)), "--epochs", "3", "--out", str(out)) == 0
+    assert _models_by_epoch(out) == {0: {"fake/weak-solver"}, 1: {"fake/strong-solver"}, 2: {"fake/strong-solver"}}
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert [s["epoch"] for s in steps] == [0, 1, 2]
+    assert steps[0]["switch"] == {"model": "fake/strong-solver"}
+    assert steps[1]["switch"] is None and steps[2]["switch"] is None
+    for epoch in range(3):  # each step saw the run so far, exported fresh
+        grpo = rows(out / "exports" / f"epoch-{epoch:03d}" / "grpo.jsonl")
+        assert {r["task_id"] for r in grpo} <= {t["task_id"] for t in rows(out / "tasks.jsonl")}
+        assert "trained on" in (out / "trainer" / f"epoch-{epoch:03d}.stdout").read_text()
+    assert "solver fake/strong-solver" in (out / "trainer" / "epoch-002.stdout").read_text()
+
+
+@pytest.mark.e2e
+def test_failed_step_stops_the_run_and_resume_runs_it_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    (tmp_path / "gate").write_text("fail")
+    config = _config(tmp_path, every_epochs=2)
+    assert _run(tmp_path, "--config", str(config), "--epochs", "3", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "trainer command exited with 1 after epoch 1" in err and "--resume" in err
+    assert len(rows(out / "metrics.jsonl")) == 2  # both epochs kept; the step is what failed
+    assert "trainer_steps" not in json.loads((out / "manifest.json").read_text())
+    assert "training diverged" in (out / "trainer" / "epoch-001.stderr").read_text()
+
+    (tmp_path / "gate").write_text("ok")  # the user fixes their script, then resumes
+    assert main(["run", "--quiet", "--resume", str(out)]) == 0
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert [s["epoch"] for s in steps] == [1]  # every_epochs=2: after epoch 1 only (not after 0 or 2)
+    assert len(rows(out / "metrics.jsonl")) == 3
+    # the step after epoch 1 ran before epoch 2 and named no switch (SPADE_EPOCH was 1)
+    assert _models_by_epoch(out)[2] == {"fake/weak-solver"}
+
+
+@pytest.mark.e2e
+def test_resume_keeps_the_model_the_last_step_chose(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _run(tmp_path, "--config", str(_config(tmp_path)), "--epochs", "1", "--out", str(out)) == 0
+    assert main(["run", "--quiet", "--resume", str(out), "--epochs", "2"]) == 0
+    assert _models_by_epoch(out) == {0: {"fake/weak-solver"}, 1: {"fake/strong-solver"}}
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert [s["epoch"] for s in steps] == [0, 1]
+
+
+def test_unknown_model_from_the_trainer_stops_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text('print(\'{"solver_model": "nosuchprovider/x"}\')\n')
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "trainer": {"command": f"{sys.executable} {script}", "formats": ["grpo"]},
+                "solver": {"samples_per_task": 1},
+            }
+        )
+    )
+    out = tmp_path / "run"
+    assert _run(tmp_path, "--config", str(config), "--epochs", "2", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "the trainer's solver model" in err and "nosuchprovider/x" in err
+    assert "trainer_steps" not in json.loads((out / "manifest.json").read_text())  # unrecorded: resume retries
+
+
+def test_read_switch_takes_the_last_json_object() -> None:
+    assert read_switch('step 1 loss 0.3\n{"solver_model": "a"}\nsaving\n{"api_base": "http://h:1/v1"}\n') == (
+        SolverSwitch(api_base="http://h:1/v1")
+    )
+    assert read_switch('{\n  "model": "openai/m",\n  "api_base": "http://x/v1"\n}\n') == SolverSwitch(
+        "openai/m", "http://x/v1"
+    )
+    assert read_switch("loss 0.1\n{not json}\n") is None
+    assert read_switch('{"loss": 0.1}') is None  # a JSON log line naming no model: no switch
+    with pytest.raises(HookError, match="solver_model"):
+        read_switch('{"solver_model": 3}')
+    with pytest.raises(HookError, match="api_base"):
+        read_switch('{"api_base": ""}')
+
+
+def test_command_line_fills_placeholders_or_appends_the_exports(tmp_path: Path) -> None:
+    exports, run = tmp_path / "e", tmp_path / "r"
+    assert command_line("train --data {exports} --tag e{epoch}", exports, run, 4) == [
+        "train",
+        "--data",
+        str(exports),
+        "--tag",
+        "e4",
+    ]
+    assert command_line(["train", "--out", "{run_dir}/m"], exports, run, 0) == [
+        "train",
+        "--out",
+        f"{run}/m",
+        str(exports),
+    ]
+    with pytest.raises(HookError, match="empty"):
+        command_line("  ", exports, run, 0)
