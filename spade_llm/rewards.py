@@ -1,0 +1,678 @@
+"""Reward functions for trainers: TRL's ``code_reward`` and verl's ``compute_score``.
+
+A trainer's reward must mean what the loop's verdict means, or the policy learns something else:
+so an answer is judged here by the same code as in the loop (``Judge``, the task kind's ``judge``,
+``final_status``), on *every* test of the task's ground truth, hidden ones included
+(``spade_llm.groundtruth``: exports put it in the GRPO rows' ``ground_truth`` column and in verl's
+``reward_model.ground_truth``).
+
+Scoring (one rule for both trainers):
+
+* **1.0** when the answer passes every test, else **0.0**. With partial credit
+  (``make_code_reward(partial_credit=True)``, verl's ``reward_kwargs: {partial_credit: true}``) the
+  fraction of tests passed instead. Binary is the default: a partial score pays for code that
+  hard-codes the public examples.
+* **0.0** for an answer with nothing to judge: for ``induction`` tasks the code is the *last*
+  fenced block tagged ``python``/``py``/``python3`` and there is no fallback (the loop's
+  ``extract_code`` also takes untagged blocks and bare code; a trainer should teach the format it
+  is asked for); for ``deduction`` and ``abduction`` the kind's own ``parse_answer``. Code that does
+  not load, crashes, times out or runs out of memory scores what it passed: 0.0 when binary.
+* **Errors raise**, they are never a silent 0.0 (which a trainer would read as a weak policy): a
+  malformed ground truth raises one ``UserError`` before anything runs, as does a bad setting (an
+  unknown backend); a sandbox that cannot run programs (``SandboxUnavailable``) is restarted once
+  and retried, then raised. An unexpected exception while judging one answer (an answer our
+  readers choke on) is logged as a warning and scores 0.0 with status ``error``.
+* A TRL row whose ``ground_truth`` is None (a mixed dataset) gets None: TRL's "does not apply".
+
+Use:
+
+* TRL: ``GRPOTrainer(reward_funcs=[code_reward], train_dataset=<the GRPO export>)``, or
+  ``code_reward_async``, or ``make_code_reward(partial_credit=True)``; multi-turn with tools:
+  ``spade_llm.trl.SpadeCodingEnv``.
+* verl: ``custom_reward_function.path=pkg://spade_llm.rewards``, ``custom_reward_function.name=
+  compute_score`` (or ``compute_score_async``). The dict's extra keys are the same for every answer
+  and never None: verl's agent loop takes the first answer's keys for all, and its validation
+  metrics take means of every key whose values are not strings (``status`` is a string, skipped
+  there and kept in rollout dumps; ``status_code`` is its number). ``acc`` makes verl report the
+  all-tests pass rate as its core validation metric.
+
+Speed: the sandbox is created once and kept (bwrap keeps warm workers, which is what makes a call
+cheap), and one call's completions are judged concurrently on a bounded thread pool. The module's
+functions share a default ``Rewarder`` built on first use: backend from ``$SPADE_SANDBOX``
+(default ``auto``), SPEC's default limits and per-test timeout, closed at interpreter exit. Build a
+``Rewarder`` of your own for other settings. A ``Rewarder`` pickles (TRL's ``AsyncGRPOTrainer``
+pickles reward functions into its rollout process; Ray ships verl's to workers): the copy starts
+its own sandbox on first use, as does a forked child.
+
+Importing this module costs no ``litellm``/``openai`` (trainer processes import it early).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from .errors import SandboxUnavailable, UserError
+from .groundtruth import task_from_ground_truth
+from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
+from .kinds import get_kind
+from .kinds.induction import _fenced_blocks
+from .sandbox.base import Limits, Sandbox
+from .types import ExecutionResult, Task
+
+__all__ = [
+    "STATUS_CODES",
+    "CodeReward",
+    "Rewarder",
+    "Verdict",
+    "code_reward",
+    "code_reward_async",
+    "completion_text",
+    "compute_score",
+    "compute_score_async",
+    "default_rewarder",
+    "extract_answer",
+    "make_code_reward",
+    "parse_ground_truth",
+    "row_task",
+    "strict_python_block",
+    "task_from_columns",
+]
+
+logger = logging.getLogger("spade_llm.rewards")
+
+RewardStatus = Literal["passed", "failed", "timeout", "error", "no_code"]
+STATUS_CODES: Final[dict[str, int]] = {"passed": 0, "failed": 1, "timeout": 2, "error": 3, "no_code": 4}
+"""``status_code`` in ``compute_score``'s dict: a number for each status, for loggers that keep numbers only."""
+PYTHON_TAGS: Final = ("python", "py", "python3")
+ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", "reference_code", "public", "task_id")
+"""The dataset columns a reward reads; TRL passes every column, and its own objects, as keywords."""
+SANDBOX_ENV: Final = "SPADE_SANDBOX"
+"""Environment variable naming the default rewarder's backend (``auto``, ``bwrap``, ``subprocess``, ``docker``)."""
+
+
+# -- reading answers ---------------------------------------------------------------------------------
+
+
+def strict_python_block(text: str) -> str:
+    """The last fenced block tagged python (``python``, ``py``, ``python3``), or '' when there is none.
+
+    Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
+    without the asked-for block would teach the policy that the format does not matter."""
+    bodies = [body for lang, body in _fenced_blocks(text) if lang in PYTHON_TAGS]
+    if not bodies or not bodies[-1].strip():
+        return ""
+    return bodies[-1].strip("\n") + "\n"
+
+
+def extract_answer(task: Task, text: str) -> str:
+    """What gets judged in a model's answer ``text``: the strict python block for ``induction``, the
+    kind's ``parse_answer`` for the others; '' when there is nothing to judge."""
+    if task.kind == "induction":
+        return strict_python_block(text)
+    return get_kind(task.kind).parse_answer(text)
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion's text: a string as is; for a conversational one (a list of message dicts),
+    the content of the last assistant message (multi-turn tool use interleaves tool messages);
+    content given as parts keeps their text. '' when there is no assistant text."""
+    if completion is None:
+        return ""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        return _content_text(completion.get("content"))
+    for message in reversed(list(completion)):
+        if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant":
+            return _content_text(message.get("content"))
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "".join(parts)
+
+
+# -- ground truths ------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> tuple[Task, int]:
+    """GRPO batches repeat each row's ground truth once per generation: parse each string once."""
+    return task_from_ground_truth(text)
+
+
+def parse_ground_truth(value: Any) -> tuple[Task, int]:
+    """The task and public test count a ground truth (JSON string or mapping) describes.
+
+    Raises:
+        UserError: not a spade_llm ground truth.
+    """
+    if isinstance(value, bytes):
+        value = value.decode()
+    if isinstance(value, str):
+        return _parse_cached(value)
+    if isinstance(value, Mapping):
+        return task_from_ground_truth(value)
+    raise UserError(f"a ground truth is a JSON string or object, got {type(value).__name__}")
+
+
+def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: Any) -> tuple[Task, int]:
+    """The task behind a GRPO row without a ``ground_truth`` column, from its ``tests`` (JSON string
+    or list), ``entry_point`` and ``kind`` columns (``reference_code``, ``public`` and ``task_id``
+    when the row has them: deduction and abduction need the reference).
+
+    Raises:
+        UserError: the columns do not describe a task.
+    """
+    if isinstance(tests, (str, bytes)):
+        try:
+            tests = json.loads(tests)
+        except ValueError as e:
+            raise UserError(f"the tests column is not JSON: {e}") from None
+    kind = kind or "induction"
+    if kind != "induction" and not extra.get("reference_code"):
+        raise UserError(f"a {kind} task needs its program: use the `ground_truth` column (the `tests` column lacks it)")
+    value: dict[str, Any] = {"tests": tests, "entry_point": entry_point, "kind": kind}
+    for key in ("reference_code", "public", "task_id"):
+        if extra.get(key) is not None:
+            value[key] = extra[key]
+    if "public" not in value:
+        value["public"] = 1
+    return task_from_ground_truth(value)
+
+
+def row_task(row: Mapping[str, Any]) -> tuple[Task, int] | None:
+    """A dataset row's task: from its ``ground_truth``, else its ``tests``/``entry_point``/``kind``
+    columns; None when the row has neither (TRL's sign that a reward does not apply to a row).
+
+    Raises:
+        UserError: the row's ground truth is malformed.
+    """
+    if row.get("ground_truth") is not None:
+        return parse_ground_truth(row["ground_truth"])
+    if row.get("tests") is not None and row.get("entry_point") is not None:
+        extra = {k: row.get(k) for k in ("reference_code", "public", "task_id")}
+        return task_from_columns(row["tests"], row["entry_point"], row.get("kind"), **extra)
+    return None
+
+
+def _rows(n: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """TRL hands each dataset column as a list, one value per completion: one dict per completion
+    with the columns a reward reads (trainer objects such as ``trainer_state`` are left alone)."""
+    present = [k for k in ROW_COLUMNS if k in columns]
+    if "ground_truth" not in present and not {"tests", "entry_point"} <= set(present):
+        given = ", ".join(sorted(k for k in columns if not k.startswith("_"))) or "none"
+        raise UserError(
+            "code_reward needs the GRPO export's `ground_truth` column (or its `tests` and `entry_point` "
+            f"columns); the columns given: {given}"
+        )
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key in present:
+        values = columns[key]
+        if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+            raise UserError(f"column {key!r} must hold one value per completion (a list), got {type(values).__name__}")
+        values = list(values)  # a list from TRL; an array or a datasets column from a caller of one's own
+        if len(values) != n:
+            raise UserError(f"column {key!r} has {len(values)} values for {n} completions")
+        for row, value in zip(rows, values, strict=True):
+            row[key] = value
+    return rows
+
+
+def _tasks(rows: Sequence[Mapping[str, Any]]) -> list[tuple[Task, int] | None]:
+    """Every row's task, parsed before anything runs: a bad row is one clear error, not a batch
+    half-judged."""
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(row_task(row))
+        except UserError as e:
+            raise UserError(f"row {i}: {e}") from None
+    return out
+
+
+# -- verdicts -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One answer's judgement: its score and why."""
+
+    score: float
+    status: RewardStatus
+    tests_passed: int
+    tests_total: int
+    result: ExecutionResult | None = None
+    """The execution over all tests (None when there was nothing to run)."""
+
+    @property
+    def pass_fraction(self) -> float:
+        return self.tests_passed / self.tests_total if self.tests_total else 0.0
+
+    def as_verl(self) -> dict[str, float | int | str]:
+        """verl's ``compute_score`` dict: ``score`` plus extra keys, the same keys for every answer
+        (verl's agent loop reads the first answer's keys from all) and never None (its metrics
+        take means). ``acc`` (1.0 when every test passed) is the key verl's validation reports
+        as its core metric; ``status`` is a string, which verl's validation metrics skip and its
+        rollout dumps keep; ``status_code`` is the same as a number (``STATUS_CODES``)."""
+        return {
+            "score": self.score,
+            "acc": 1.0 if self.status == "passed" else 0.0,
+            "pass_fraction": self.pass_fraction,
+            "tests_passed": self.tests_passed,
+            "tests_total": self.tests_total,
+            "status": self.status,
+            "status_code": STATUS_CODES[self.status],
+        }
+
+
+def verdict_of(task: Task, result: ExecutionResult, partial_credit: bool) -> Verdict:
+    """The score of an execution over all of a task's tests."""
+    status = final_status(result)
+    total = result.tests_total or len(task.tests) or 1
+    passed = min(result.tests_passed or 0, total)
+    partial = passed / total if partial_credit else 0.0
+    score = 1.0 if status == "passed" else partial
+    return Verdict(score, status, passed, total, result)
+
+
+def no_code(task: Task) -> Verdict:
+    return Verdict(0.0, "no_code", 0, max(1, len(task.tests)))
+
+
+class Rewarder:
+    """Judges answers against ground truths in one long-lived sandbox.
+
+    ``backend``: a sandbox backend name (default ``$SPADE_SANDBOX``, else ``auto``), or pass a
+    started ``sandbox`` (the rewarder then does not close it). ``limits`` and ``test_timeout_s``
+    default to SPEC's (as ``spade verify``), ``max_timeouts`` to the loop's (tests that may time out
+    before an execution stops calling the entry point). ``max_workers`` bounds how many answers of one call are
+    judged at once (default: twice the CPU count, at most 32: an execution waits on
+    its sandbox's process part of the time; on 2 cores 4 judged 1.4x as fast as 2).
+
+    Thread-safe. The sandbox starts on first use (or ``start()``); ``close()`` ends it, and the
+    next use starts another. A pickled or forked copy starts its own.
+    """
+
+    def __init__(
+        self,
+        backend: str | None = None,
+        *,
+        limits: Limits | None = None,
+        test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S,
+        max_timeouts: int | None = MAX_TEST_TIMEOUTS,
+        max_workers: int | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        self.backend = backend or (sandbox.name if sandbox is not None else os.environ.get(SANDBOX_ENV) or "auto")
+        self.limits = limits or Limits()
+        self.test_timeout_s = test_timeout_s
+        self.max_timeouts = max_timeouts
+        self.max_workers = max_workers or min(32, 2 * (os.cpu_count() or 2))
+        self._owns_sandbox = sandbox is None
+        self._init_state(sandbox)
+
+    def _init_state(self, sandbox: Sandbox | None = None) -> None:
+        self._lock = threading.Lock()
+        self._sandbox = sandbox
+        self._judge: Judge | None = self._judge_over(sandbox) if sandbox else None
+        self._generation = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
+
+    # -- pickling and forks: sandboxes and threads never cross a process boundary --
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "limits": self.limits,
+            "test_timeout_s": self.test_timeout_s,
+            "max_timeouts": self.max_timeouts,
+            "max_workers": self.max_workers,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._owns_sandbox = True
+        self._init_state()
+
+    def _check_process(self) -> None:
+        """A forked child inherits the parent's sandbox handles and pool, but not their threads and
+        workers: it starts its own (and leaves the parent's alone)."""
+        if self._pid != os.getpid():
+            self._owns_sandbox = True
+            self._init_state()
+
+    # -- the sandbox --
+
+    def start(self) -> Judge:
+        """Start the sandbox now (else it starts on first use) and return the judge over it.
+
+        Raises:
+            UserError: unknown backend.
+            SandboxUnavailable: the backend cannot run programs here.
+        """
+        self._check_process()
+        with self._lock:
+            if self._judge is None:
+                from .sandbox.registry import get_sandbox
+
+                self._sandbox = get_sandbox(self.backend)
+                self._judge = self._judge_over(self._sandbox)
+                _LIVE.add(self)
+            return self._judge
+
+    def _judge_over(self, sandbox: Sandbox) -> Judge:
+        return Judge(sandbox, self.limits, self.test_timeout_s, self.max_timeouts)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.start().sandbox
+
+    def _restart(self, generation: int) -> None:
+        """Replace a sandbox that failed (once per failure, however many threads saw it)."""
+        with self._lock:
+            if generation != self._generation or not self._owns_sandbox:
+                return
+            self._generation += 1
+            old, self._sandbox, self._judge = self._sandbox, None, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:  # a broken sandbox may fail to close; the new one is what matters
+                logger.debug("closing the failed sandbox raised", exc_info=True)
+
+    def close(self) -> None:
+        """End the thread pool and the sandbox when this rewarder started it (a sandbox it was
+        given stays, the caller's to close). Safe to call twice; a later use starts them anew."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            sandbox = None
+            if self._owns_sandbox:
+                sandbox, self._sandbox, self._judge = self._sandbox, None, None
+                self._generation += 1
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if sandbox is not None and self._pid == os.getpid():
+            sandbox.close()
+        _LIVE.discard(self)
+
+    def __enter__(self) -> Rewarder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        self._check_process()
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.max_workers, thread_name_prefix="spade-reward")
+            return self._pool
+
+    # -- judging --
+
+    def run(self, task: Task, answer: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+        """The kind's judge on ``answer`` (already extracted) over ``tests`` (default all), in the
+        sandbox; a sandbox failure is retried once on a fresh sandbox, then raised.
+
+        Raises:
+            SandboxUnavailable: the sandbox failed twice.
+        """
+        kind = get_kind(task.kind)
+        for retry in (True, False):
+            generation = self._generation
+            judge = self.start()
+            try:
+                return kind.judge(judge, task, answer, tests)
+            except SandboxUnavailable as e:
+                if not retry:
+                    raise SandboxUnavailable(f"the {self.backend} sandbox failed again after a restart: {e}") from e
+                logger.warning("sandbox failed while judging %s (%s); restarting it and retrying once", task.task_id, e)
+                self._restart(generation)
+        raise AssertionError("unreachable")
+
+    def judge_answer(self, task: Task, answer: str, *, partial_credit: bool = False) -> Verdict:
+        """The verdict on an extracted answer over all the task's tests (no answer: ``no_code``)."""
+        if not answer.strip():
+            return no_code(task)
+        try:
+            result = self.run(task, answer)
+        except (SandboxUnavailable, UserError):  # the setup's fault, not the answer's
+            raise
+        except Exception as e:  # an answer our readers choke on scores 0, loudly
+            logger.warning("judging an answer to %s raised %s: %s; scoring it 0", task.task_id, type(e).__name__, e)
+            return Verdict(0.0, "error", 0, max(1, len(task.tests)))
+        return verdict_of(task, result, partial_credit)
+
+    def judge_text(self, task: Task, text: str, *, partial_credit: bool = False) -> Verdict:
+        """The verdict on a model's whole answer ``text`` (see ``extract_answer``)."""
+        return self.judge_answer(task, extract_answer(task, text), partial_credit=partial_credit)
+
+    def score(self, text: str, ground_truth: Any, *, partial_credit: bool = False) -> Verdict:
+        """The verdict on ``text`` for the task ``ground_truth`` describes.
+
+        Raises:
+            UserError: malformed ground truth.
+            SandboxUnavailable: the sandbox failed twice.
+        """
+        task, _ = parse_ground_truth(ground_truth)
+        return self.judge_text(task, text, partial_credit=partial_credit)
+
+    def judge_many(
+        self, texts: Sequence[str], tasks: Sequence[Task | None], *, partial_credit: bool = False
+    ) -> list[Verdict | None]:
+        """Verdicts on each text against its task (None where the task is), concurrently."""
+        jobs = [(t, task) for t, task in zip(texts, tasks, strict=True) if task is not None]
+        if len(jobs) <= 1:
+            done = iter([self.judge_text(task, t, partial_credit=partial_credit) for t, task in jobs])
+        else:
+            pool = self._executor()
+            done = iter(
+                list(pool.map(lambda job: self.judge_text(job[1], job[0], partial_credit=partial_credit), jobs))
+            )
+        return [None if task is None else next(done) for task in tasks]
+
+    async def judge_many_async(
+        self, texts: Sequence[str], tasks: Sequence[Task | None], *, partial_credit: bool = False
+    ) -> list[Verdict | None]:
+        """``judge_many`` without blocking the event loop: the same pool, awaited."""
+        loop = asyncio.get_running_loop()
+        pool = self._executor()
+        futures = [
+            loop.run_in_executor(pool, functools.partial(self.judge_text, task, text, partial_credit=partial_credit))
+            for text, task in zip(texts, tasks, strict=True)
+            if task is not None
+        ]
+        done = iter(await asyncio.gather(*futures))
+        return [None if task is None else next(done) for task in tasks]
+
+
+_LIVE: set[Rewarder] = set()
+"""Rewarders with a started sandbox, closed at interpreter exit."""
+
+
+@atexit.register
+def _close_all() -> None:
+    for rewarder in list(_LIVE):
+        rewarder.close()
+
+
+_default: Rewarder | None = None
+_default_lock = threading.Lock()
+
+
+def default_rewarder() -> Rewarder:
+    """The rewarder the module's functions use, built on first use (``$SPADE_SANDBOX``, default ``auto``)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Rewarder()
+        return _default
+
+
+# -- TRL -----------------------------------------------------------------------------------------------
+
+
+class CodeReward:
+    """A TRL reward function (``reward_funcs=[...]``): ``(prompts, completions, **columns) -> list[float]``.
+
+    Reads each completion's text (see ``completion_text``) and its row's ``ground_truth`` column
+    (else ``tests``/``entry_point``/``kind``); every other keyword TRL passes (``completion_ids``,
+    ``trainer_state``, ``environments``...) is ignored. A row whose ground truth is None gets None:
+    TRL's way of saying a reward does not apply to a row (a mixed dataset).
+
+    ``__name__`` is what TRL logs the reward under (``rewards/<name>/mean``). When TRL passes its
+    ``log_extra`` callable, each completion's status goes to the completions table as column
+    ``<name>_status``. Picklable (TRL's ``AsyncGRPOTrainer`` pickles reward functions).
+    """
+
+    def __init__(self, rewarder: Rewarder | None = None, *, partial_credit: bool = False, name: str | None = None):
+        self.rewarder = rewarder
+        self.partial_credit = partial_credit
+        self.__name__ = name or ("code_reward_partial" if partial_credit else "code_reward")
+
+    def _rewarder(self) -> Rewarder:
+        return self.rewarder or default_rewarder()
+
+    def _inputs(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> tuple[list[str], list[Task | None]]:
+        texts = [completion_text(c) for c in completions]
+        rows = _rows(len(texts), columns)
+        tasks = [None if t is None else t[0] for t in _tasks(rows)]
+        return texts, tasks
+
+    def _finish(self, verdicts: list[Verdict | None], columns: Mapping[str, Any]) -> list[float | None]:
+        log_extra = columns.get("log_extra")
+        if callable(log_extra):
+            log_extra(f"{self.__name__}_status", [v.status if v else "n/a" for v in verdicts])
+        return [None if v is None else v.score for v in verdicts]
+
+    def __call__(
+        self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
+    ) -> list[float | None]:
+        texts, tasks = self._inputs(completions or [], kwargs)
+        verdicts = self._rewarder().judge_many(texts, tasks, partial_credit=self.partial_credit)
+        return self._finish(verdicts, kwargs)
+
+    async def call_async(
+        self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
+    ) -> list[float | None]:
+        """``__call__``, awaitable: answers judged on the rewarder's pool, the event loop free."""
+        texts, tasks = self._inputs(completions or [], kwargs)
+        verdicts = await self._rewarder().judge_many_async(texts, tasks, partial_credit=self.partial_credit)
+        return self._finish(verdicts, kwargs)
+
+    def __repr__(self) -> str:
+        return f"CodeReward(name={self.__name__!r}, partial_credit={self.partial_credit})"
+
+
+_CODE_REWARD = CodeReward()
+
+
+def code_reward(
+    prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """TRL reward: 1.0 for a completion whose last ```python block passes every test of its row's
+    ground truth (hidden ones included), else 0.0 (see the module docstring; ``CodeReward``).
+
+    Raises:
+        UserError: no ``ground_truth`` (or ``tests``/``entry_point``) column, or a malformed one.
+        SandboxUnavailable: the sandbox failed, and again after a restart.
+    """
+    return _CODE_REWARD(prompts, completions, **kwargs)
+
+
+async def code_reward_async(
+    prompts: Sequence[Any] | None = None,
+    completions: Sequence[Any] | None = None,
+    *,
+    _reward: CodeReward | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """``code_reward`` as a coroutine function (TRL awaits ``async def`` rewards concurrently with
+    the others). ``_reward``: the ``CodeReward`` to run (``make_code_reward(asynchronous=True)`` binds it)."""
+    return await (_reward or _CODE_REWARD).call_async(prompts, completions, **kwargs)
+
+
+def make_code_reward(
+    *,
+    partial_credit: bool = False,
+    rewarder: Rewarder | None = None,
+    name: str | None = None,
+    asynchronous: bool = False,
+) -> Any:
+    """A TRL reward with its own settings: ``partial_credit`` (the fraction of tests passed instead
+    of all-or-nothing), a ``rewarder`` (backend, limits), a ``name`` for TRL's logs.
+
+    ``asynchronous``: a ``functools.partial`` of ``code_reward_async`` (TRL recognises it as a
+    coroutine function on every Python; it logs under ``code_reward_async`` whatever ``name``).
+    Both forms pickle.
+    """
+    reward = CodeReward(rewarder, partial_credit=partial_credit, name=name)
+    if asynchronous:
+        return functools.partial(code_reward_async, _reward=reward)
+    return reward
+
+
+# -- verl ----------------------------------------------------------------------------------------------
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any = None,
+    *,
+    partial_credit: bool = False,
+    **kwargs: Any,
+) -> dict[str, float | int | str]:
+    """verl's ``custom_reward_function`` (``path: pkg://spade_llm.rewards``, ``name: compute_score``):
+    ``{"score": ..., "acc", "pass_fraction", "tests_passed", "tests_total", "status", "status_code"}``
+    (see ``Verdict.as_verl``). ``data_source`` and ``extra_info`` are not needed (the ground truth
+    says everything); ``partial_credit`` comes from ``custom_reward_function.reward_kwargs``; other
+    keywords verl may add are ignored.
+
+    Raises:
+        UserError: malformed ground truth.
+        SandboxUnavailable: the sandbox failed, and again after a restart.
+    """
+    return default_rewarder().score(solution_str or "", ground_truth, partial_credit=partial_credit).as_verl()
+
+
+async def compute_score_async(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any = None,
+    *,
+    partial_credit: bool = False,
+    **kwargs: Any,
+) -> dict[str, float | int | str]:
+    """``compute_score`` as a coroutine function (verl's reward loop awaits ``async def`` scores
+    instead of running them on its default executor)."""
+    rewarder = default_rewarder()
+    task, _ = parse_ground_truth(ground_truth)
+    loop = asyncio.get_running_loop()
+    call = functools.partial(rewarder.judge_text, task, solution_str or "", partial_credit=partial_credit)
+    verdict = await loop.run_in_executor(rewarder._executor(), call)
+    return verdict.as_verl()

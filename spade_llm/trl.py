@@ -1,0 +1,260 @@
+"""A multi-turn coding environment for TRL's ``GRPOTrainer(environment_factory=SpadeCodingEnv)``.
+
+TRL's protocol (``trl/trainer/grpo_trainer.py``, docs "Agent Training" -> "Environments"): the
+trainer builds one instance per rollout with no arguments (pass ``functools.partial(SpadeCodingEnv,
+...)`` for settings) and reuses instances across steps; at the start of each rollout it calls
+``reset(**row)`` with every column of the dataset row (``prompt`` included), and when ``reset``
+returns a string it *appends* it to the prompt's last message; every public method but ``reset``
+and ``get_reward`` becomes a tool (its type hints and Google-style docstring are the schema);
+``get_reward()`` (no argument) is called once per finished rollout and is summed into the reward,
+logged under the class name.
+
+So, with the GRPO export's rows (``prompt`` messages plus ``ground_truth``):
+
+* ``reset(**row)`` reads the task from the row's ``ground_truth`` (or ``tests``/``entry_point``/
+  ``kind``) and returns None: the row's ``prompt`` is already the task as the solver sees it, and
+  returning it would show it twice. A row without a ``prompt`` gets the task rendered with the
+  solver's first template (its description from a ``description`` column when there is one: a
+  ground truth does not carry it), which TRL then shows as the prompt. ``env.prompt`` holds the
+  task's messages either way (for loops of one's own).
+* ``run_tests(code)`` is the one tool: it judges the code on the task's **public** tests alone and
+  returns what the loop's repair prompts may show: how many passed, each public test's verdict,
+  the failing ones' inputs, expected values (not for ``deduction``, whose expected values are the
+  answer) and outputs, and the end of stderr. That execution never holds a hidden test, so
+  nothing it prints can hand one to the model.
+* ``get_reward()`` judges the **last code given to run_tests** on *all* the tests, hidden ones
+  included (the loop's final verdict): 1.0 when it passes them all (with ``partial_credit``, the
+  fraction passed), 0.0 when the model never called the tool. TRL does not give the environment
+  the final completion; to score code the model only wrote in its last message, add
+  ``spade_llm.rewards.code_reward`` to ``reward_funcs`` (it reads the last assistant message).
+
+Judging goes through ``spade_llm.rewards`` (the same judge, kinds and verdicts as the loop; one
+warm sandbox shared by every instance). ``AsyncSpadeCodingEnv`` is the same with coroutine methods,
+for ``AsyncGRPOTrainer`` (its rollouts share an event loop). Importing this module does not import TRL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .errors import UserError
+from .kinds import get_kind
+from .kinds.deduction import call_text
+from .kinds.induction import extract_code
+from .rewards import Rewarder, Verdict, default_rewarder, no_code, row_task
+from .solver import examples_task, first_messages, stderr_tail
+from .types import ExecutionResult, Message, Task, TestCase, TestResult
+
+__all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv"]
+
+_T = TypeVar("_T")
+
+MAX_FEEDBACK_CHARS = 6000
+"""Longest text ``run_tests`` returns (a tool result goes back into the model's context)."""
+
+
+class SpadeCodingEnv:
+    """One rollout's coding task: ``reset(**row)``, the ``run_tests`` tool, ``get_reward()``.
+
+    ``rewarder``: the sandbox to judge in (default: ``spade_llm.rewards``'s shared one);
+    ``partial_credit``: ``get_reward`` pays the fraction of tests passed instead of all-or-nothing;
+    ``stderr_lines``: how much of stderr ``run_tests`` shows (the loop's default).
+
+    After a rollout: ``task``, ``public`` (public test count), ``last_code`` (what ``get_reward``
+    judges), ``calls`` (run_tests calls) and ``verdict`` (``get_reward``'s ``Verdict``).
+    """
+
+    def __init__(
+        self, rewarder: Rewarder | None = None, *, partial_credit: bool = False, stderr_lines: int = 15
+    ) -> None:
+        self._rewarder = rewarder
+        self.partial_credit = partial_credit
+        self.stderr_lines = stderr_lines
+        self.task: Task | None = None
+        self.public = 0
+        self.prompt: list[dict[str, str]] = []
+        self.last_code: str | None = None
+        self.calls = 0
+        self.verdict: Verdict | None = None
+
+    # -- TRL's reserved methods --
+
+    def reset(self, **row: Any) -> str | None:
+        """Start a rollout on the row's task; the prompt to add when the row has none (see the module docstring).
+
+        Raises:
+            UserError: the row has no ground truth (nor ``tests``/``entry_point``), or a malformed one.
+        """
+        found = row_task(row)
+        if found is None:
+            raise UserError("SpadeCodingEnv.reset needs the row's `ground_truth` (or `tests` and `entry_point`)")
+        task, public = found
+        if row.get("description"):
+            task = task.model_copy(update={"description": str(row["description"])})
+        self.task, self.public = task, public
+        self.last_code, self.calls, self.verdict = None, 0, None
+        given = row.get("prompt")
+        if given:
+            self.prompt = _messages(given)
+            return None
+        self.prompt = [m.model_dump() for m in _first_messages(task, public)]
+        return self.prompt[-1]["content"]
+
+    def get_reward(self) -> float:
+        """The last code given to run_tests, judged on every test (hidden ones included); 0.0 without one."""
+        task = self._task()
+        if self.verdict is None:
+            if self.last_code is None:
+                self.verdict = no_code(task)
+            else:
+                self.verdict = self._judge_all(task, self.last_code)
+        return self.verdict.score
+
+    # -- the tool --
+
+    def run_tests(self, code: str) -> str:
+        """Run your solution on the task's public tests and report how it did.
+
+        Call it with your complete solution whenever you want to check it; the last solution you
+        test is the one that gets graded, on these tests and on hidden ones.
+
+        Args:
+            code: The complete solution: for a function-writing task, the full Python source of the function
+                (a ```python fenced block is accepted); for a task asking for values or inputs, the lines
+                `f(args) == value`, as the task asks.
+
+        Returns:
+            How many public tests passed, each public test's verdict, and for the failing ones the input, the
+            expected result and what your solution gave, with the end of stderr.
+        """
+        task = self._task()
+        self.calls += 1
+        answer = self._answer(task, code if isinstance(code, str) else "")
+        self.last_code = answer
+        self.verdict = None
+        if not answer.strip():
+            return "No code given: call run_tests with your complete solution as `code`."
+        if task.check_code:
+            if not task.examples:
+                return "This task has no public tests; your solution was recorded and will be graded on hidden tests."
+            shown = examples_task(task)
+            result = self._rewarder_().run(shown, answer)
+            return self._feedback(shown, result, list(range(len(shown.tests))))
+        public = list(range(self.public))
+        if not public:
+            return "This task has no public tests; your solution was recorded and will be graded on hidden tests."
+        result = self._rewarder_().run(task, answer, public)
+        return self._feedback(task, result, public)
+
+    # -- the rest is private: TRL exposes every public method as a tool --
+
+    def _task(self) -> Task:
+        if self.task is None:
+            raise UserError("call reset(**row) before using the environment")
+        return self.task
+
+    def _rewarder_(self) -> Rewarder:
+        return self._rewarder or default_rewarder()
+
+    def _answer(self, task: Task, code: str) -> str:
+        """The answer in a tool argument: lenient, unlike a completion (the argument *is* the code):
+        a fenced block is unwrapped, bare source taken whole."""
+        if task.kind == "induction":
+            return extract_code(code) or (code.strip("\n") + "\n" if code.strip() else "")
+        return get_kind(task.kind).parse_answer(code)
+
+    def _judge_all(self, task: Task, answer: str) -> Verdict:
+        return self._rewarder_().judge_answer(task, answer, partial_credit=self.partial_credit)
+
+    def _feedback(self, task: Task, result: ExecutionResult, shown: Sequence[int]) -> str:
+        """What the public execution may tell the model (the loop's repair prompt's content, per kind)."""
+        results = {r.index: r for r in result.test_results or []}
+        passed = sum(1 for i in shown if i in results and results[i].passed)
+        lines = [f"{passed}/{len(shown)} public tests passed."]
+        if result.load_error:
+            lines.append(f"Your answer could not be used: {result.load_error}")
+        elif result.status != "ok" and passed < len(shown):
+            lines.append(f"The run ended with status `{result.status}`.")
+        for i in shown:
+            r = results.get(i)
+            lines.append(_verdict_line(task, task.tests[i], r))
+        tail = stderr_tail(result.stderr, self.stderr_lines) if passed < len(shown) else ""
+        if tail and task.kind != "deduction":
+            lines += ["The end of stderr:", "```", tail, "```"]
+        text = "\n".join(lines) + "\n"
+        if len(text) > MAX_FEEDBACK_CHARS:
+            text = text[: MAX_FEEDBACK_CHARS - 20] + "\n... (cut)\n"
+        return text
+
+
+class AsyncSpadeCodingEnv(SpadeCodingEnv):
+    """``SpadeCodingEnv`` with ``run_tests`` and ``get_reward`` as coroutines (TRL awaits async tools
+    and rewards): judging runs on the rewarder's thread pool, so TRL's ``AsyncGRPOTrainer``, whose
+    rollouts share one event loop, keeps generating meanwhile. Same results as the sync class."""
+
+    async def run_tests(self, code: str) -> str:  # type: ignore[override]
+        """Run your solution on the task's public tests and report how it did.
+
+        Call it with your complete solution whenever you want to check it; the last solution you
+        test is the one that gets graded, on these tests and on hidden ones.
+
+        Args:
+            code: The complete solution: for a function-writing task, the full Python source of the function
+                (a ```python fenced block is accepted); for a task asking for values or inputs, the lines
+                `f(args) == value`, as the task asks.
+
+        Returns:
+            How many public tests passed, each public test's verdict, and for the failing ones the input, the
+            expected result and what your solution gave, with the end of stderr.
+        """
+        return await self._off_loop(super().run_tests, code)
+
+    async def get_reward(self) -> float:  # type: ignore[override]
+        """The last code given to run_tests, judged on every test (hidden ones included); 0.0 without one."""
+        return await self._off_loop(super().get_reward)
+
+    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._rewarder_()._executor(), fn, *args)
+
+
+def _verdict_line(task: Task, test: TestCase, r: TestResult | None) -> str:
+    """One public test's verdict, saying only what that kind's repair prompt may say."""
+    entry = task.entry_point
+    if task.kind == "abduction":  # the output asked for is the question; the input is the model's own
+        asked = f"for output {test.expected!r}"
+        if r is None or not r.input:
+            return f"- FAIL {asked}: {r.error if r and r.error else 'no input given'}"
+        got = f"raised {r.error}" if r.error else f"returned {r.output}"
+        return f"- {'PASS' if r.passed else 'FAIL'} {asked}: {call_text(entry, r.input)} {got}"
+    call = call_text(entry, test.input)
+    if r is None:
+        return f"- FAIL {call}: not run"
+    if r.passed:
+        return f"- PASS {call}"
+    if task.kind == "deduction":  # never the right value: it is the answer
+        said = r.error or f"you predicted {r.output}, which is not what it returns"
+        return f"- FAIL {call}: {said}"
+    got = f"raised {r.error}" if r.error else f"got {r.output}"
+    return f"- FAIL {call}: expected {test.expected!r}, {got}"
+
+
+def _messages(prompt: Any) -> list[dict[str, str]]:
+    """A row's prompt as messages (a plain string is one user message)."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    out = []
+    for m in prompt:
+        if isinstance(m, Mapping):
+            out.append({"role": str(m.get("role", "user")), "content": str(m.get("content") or "")})
+    return out
+
+
+def _first_messages(task: Task, public: int) -> list[Message]:
+    """The solver's opening for ``task``, its first ``public`` tests shown (exports took the count from
+    the same split, ``split_tests``, so it comes back unchanged)."""
+    from .templates import Prompts
+
+    return first_messages(Prompts(), task, public)
