@@ -4,13 +4,14 @@ Why it exists: to exercise the real network path (litellm, retries, timeouts, co
 fault proxy in ``shared/tools``) offline, with answers as good as the fake's, and to measure
 how many requests a run keeps in flight against a slow endpoint (``--latency``).
 
-Why this server: the standard library's asyncio streams and a small HTTP/1.1 parser, no new
-dependency. The fake model is async already, so one event loop serves any number of
-connections: ``--latency`` is an ``asyncio.sleep``, and concurrent requests overlap instead of
-queueing (a ThreadingHTTPServer would need a thread and an event loop per request for the same
-effect; aiohttp/uvicorn would add dependencies to a package that only needs this for tests and
-benchmarks). Keep-alive is supported, as clients (httpx, via litellm and openai) pool
-connections; so is ``stream: true`` (server-sent events, one content chunk) for clients that ask.
+Why this server: the standard library's asyncio streams and a small HTTP/1.1 parser
+(``httpserve.py``, shared with ``spade serve-sandbox``), no new dependency. The fake model is
+async already, so one event loop serves any number of connections: ``--latency`` is an
+``asyncio.sleep``, and concurrent requests overlap instead of queueing (a ThreadingHTTPServer
+would need a thread and an event loop per request for the same effect; aiohttp/uvicorn would add
+dependencies to a package that only needs this for tests and benchmarks). Keep-alive is
+supported, as clients (httpx, via litellm and openai) pool connections; so is ``stream: true``
+(server-sent events, one content chunk) for clients that ask.
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/models/{id}`` (also
 without the ``/v1`` prefix), ``GET /health``, and ``GET /stats`` (requests served, in flight
@@ -29,56 +30,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
-from http import HTTPStatus
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
+from .httpserve import CannotListen, HTTPError, HTTPServer, HTTPStats, Request, serve_until_stopped
 from .llm.base import LLMRequest, LLMResponse
 from .types import Message
 
-MAX_HEADER_BYTES = 64 * 1024
-MAX_BODY_BYTES = 32 * 1024 * 1024
-IDLE_TIMEOUT_S = 75.0
-"""A keep-alive connection with no new request for this long is closed (frees idle sockets)."""
-READ_TIMEOUT_S = 30.0
-"""Time allowed to send the rest of a request once its first line arrived."""
-
-
-class HTTPError(Exception):
-    """An error answered to the client as an OpenAI-style error object."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.kind = kind
+__all__ = ["FakeServer", "HTTPError", "ServerStats", "serve", "to_llm_request"]
 
 
 @dataclass
-class ServerStats:
-    """Counters kept by the server (``GET /stats``)."""
+class ServerStats(HTTPStats):
+    """Counters kept by the server (``GET /stats``): ``inflight`` counts completions being answered."""
 
-    requests: int = 0
     completions: int = 0
-    inflight: int = 0
-    max_inflight: int = 0
-    errors: int = 0
-    started: float = field(default_factory=time.time)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "completions": self.completions,
-            "inflight": self.inflight,
-            "max_inflight": self.max_inflight,
-            "errors": self.errors,
-            "uptime_s": round(time.time() - self.started, 3),
-        }
+        return {**super().as_dict(), "completions": self.completions}
 
 
 # -- mapping between the OpenAI wire format and LLMRequest/LLMResponse ------------------------
@@ -225,8 +197,10 @@ def stream_chunks(
 # -- the server -------------------------------------------------------------------------------
 
 
-class FakeServer:
-    """The fake model behind HTTP/1.1 on asyncio streams. ``start()``, then ``url``; ``close()`` to stop."""
+class FakeServer(HTTPServer):
+    """The fake model behind HTTP/1.1 (``httpserve``). ``start()``, then ``url``; ``close()`` to stop."""
+
+    server_name = "spade-serve-fake"
 
     def __init__(
         self,
@@ -254,205 +228,66 @@ class FakeServer:
             from .llm import fake
 
             backend = fake
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.latency = max(0.0, float(latency))
         self.tokens_per_s = max(0.0, float(tokens_per_s))
         self.answer_s = max(0.0, float(answer_s))
         self.chunk_s = max(0.001, float(chunk_s))
         self.refuse = frozenset(refuse)
         self.seed = seed
-        self.stats = ServerStats()
+        self.stats: ServerStats = ServerStats()
         self._fake_module = backend
         self._profiles = backend.PROFILES
         self._models: dict[str, Any] = {}
-        self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
         """Base URL for OpenAI clients (``.../v1``)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
+        return f"{self.origin}/v1"
 
     def model_for(self, profile: str) -> Any:
         if profile not in self._models:
             self._models[profile] = self._fake_module.FakeLLM(profile=profile, seed=self.seed)
         return self._models[profile]
 
-    async def start(self) -> None:
-        # a deep backlog: a run opens a burst of connections at once (the default of 100 is
-        # fine; the stdlib HTTP servers' 5 is what stalls bursts)
-        self._server = await asyncio.start_server(
-            self._on_connection, self.host, self.port, backlog=512, limit=MAX_HEADER_BYTES
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+    def canonical_path(self, path: str) -> str:
+        return path[3:] if path.startswith("/v1/") else path
 
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+    def error_payload(self, error: HTTPError) -> Any:
+        """An OpenAI-style error object."""
+        return {"error": {"message": error.message, "type": error.kind, "param": None, "code": None}}
 
-    # -- connection handling --------------------------------------------------------------------
-
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            while True:
-                keep_alive = await self._one_request(reader, writer)
-                if not keep_alive:
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
-            pass  # the client went away, or idled out: nothing to answer
-        except asyncio.CancelledError:
-            pass  # server shutting down
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.wait_closed(), 1.0)
-
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Read and answer one request; True when the connection stays open for another."""
-        try:
-            line = await asyncio.wait_for(reader.readline(), IDLE_TIMEOUT_S)
-        except ValueError:  # line longer than the limit
-            await self._send_error(writer, HTTPError(431, "request line too long"), keep_alive=False)
-            return False
-        if not line:
-            return False  # clean close between requests
-        if line in (b"\r\n", b"\n"):
-            return True  # tolerated stray CRLF between requests (RFC 9112 2.2)
-        try:
-            method, target, version = line.decode("latin-1").strip().split(" ", 2)
-        except ValueError:
-            await self._send_error(writer, HTTPError(400, "malformed request line"), keep_alive=False)
-            return False
-        try:
-            headers = await asyncio.wait_for(self._read_headers(reader), READ_TIMEOUT_S)
-        except HTTPError as e:
-            await self._send_error(writer, e, keep_alive=False)
-            return False
-        conn = headers.get("connection", "").lower()
-        keep_alive = ("close" not in conn) if version == "HTTP/1.1" else ("keep-alive" in conn)
-        try:
-            body = await asyncio.wait_for(self._read_body(reader, writer, headers), READ_TIMEOUT_S)
-        except HTTPError as e:
-            await self._send_error(writer, e, keep_alive=False)
-            return False
-        path = unquote(urlsplit(target).path).rstrip("/") or "/"
-        self.stats.requests += 1
-        try:
-            return await self._route(method.upper(), path, body, writer, keep_alive)
-        except HTTPError as e:
-            self.stats.errors += 1
-            await self._send_error(writer, e, keep_alive)
-            return keep_alive
-
-    async def _read_headers(self, reader: asyncio.StreamReader) -> dict[str, str]:
-        headers: dict[str, str] = {}
-        total = 0
-        while True:
-            try:
-                line = await reader.readline()
-            except ValueError:
-                raise HTTPError(431, "header line too long") from None
-            total += len(line)
-            if total > MAX_HEADER_BYTES:
-                raise HTTPError(431, "headers too large")
-            if not line:
-                raise asyncio.IncompleteReadError(b"", None)
-            if line in (b"\r\n", b"\n"):
-                return headers
-            name, sep, value = line.decode("latin-1").partition(":")
-            if not sep:
-                raise HTTPError(400, "malformed header line")
-            headers[name.strip().lower()] = value.strip()
-
-    async def _read_body(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
-    ) -> bytes:
-        if headers.get("expect", "").lower() == "100-continue":  # curl does this for larger bodies
-            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            await writer.drain()
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            size_total = 0
-            while True:
-                size_line = await reader.readline()
-                try:
-                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
-                except ValueError:
-                    raise HTTPError(400, "malformed chunk size") from None
-                if size == 0:
-                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    return b"".join(parts)
-                size_total += size
-                if size_total > MAX_BODY_BYTES:
-                    raise HTTPError(413, "request body too large")
-                parts.append(await reader.readexactly(size))
-                await reader.readline()
-        length_text = headers.get("content-length", "0") or "0"
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise HTTPError(400, "bad Content-Length") from None
-        if length < 0:
-            raise HTTPError(400, "bad Content-Length")
-        if length > MAX_BODY_BYTES:
-            raise HTTPError(413, "request body too large")
-        return await reader.readexactly(length) if length else b""
-
-    async def _route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
-        if path.startswith("/v1/"):
-            path = path[3:]
+    async def route(self, request: Request, writer: asyncio.StreamWriter) -> None:
+        method, path, keep_alive = request.method, request.path, request.keep_alive
         if path == "/chat/completions":
             if method != "POST":
                 raise HTTPError(405, "use POST for /v1/chat/completions")
-            return await self._chat(body, writer, keep_alive)
+            await self._chat(request, writer)
+            return
         if method != "GET":
-            raise HTTPError(405 if path in ("/models", "/health", "/stats") else 404, f"{method} {path} not supported")
+            raise HTTPError(405 if path == "/models" else 404, f"{method} {path} not supported")
         if path == "/models":
             names = ["default", *(p for p in self._profiles if p != "default")]
             data = [{"id": n, "object": "model", "created": 0, "owned_by": "spade-fake"} for n in names]
-            await self._send_json(writer, 200, {"object": "list", "data": data}, keep_alive)
+            await self.send_json(writer, 200, {"object": "list", "data": data}, keep_alive)
         elif path.startswith("/models/"):
             name = path[len("/models/") :]
-            await self._send_json(
+            await self.send_json(
                 writer, 200, {"id": name, "object": "model", "created": 0, "owned_by": "spade-fake"}, keep_alive
             )
-        elif path == "/health":
-            await self._send_json(writer, 200, {"status": "ok"}, keep_alive)
-        elif path == "/stats":
-            await self._send_json(writer, 200, self.stats.as_dict(), keep_alive)
         else:
             raise HTTPError(404, f"no route for {path}", "not_found_error")
-        return keep_alive
 
-    async def _chat(self, raw: bytes, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
-        try:
-            body = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise HTTPError(400, f"the body is not JSON: {e}") from None
+    async def _chat(self, http_request: Request, writer: asyncio.StreamWriter) -> None:
+        keep_alive = http_request.keep_alive
+        body = http_request.json()
         refuse_unsupported(body, self.refuse)
         request = to_llm_request(body, self._fake_module.infer_role)
         assert isinstance(body, dict)  # to_llm_request refuses anything else
         model_name = str(body.get("model") or "default")
         llm = self.model_for(profile_for(model_name, self._profiles))
         stats = self.stats
-        stats.inflight += 1
-        stats.max_inflight = max(stats.max_inflight, stats.inflight)
+        stats.enter()
         try:
             # the wait and the fake's own work overlap: an answer takes max(latency, work)
             waited = asyncio.ensure_future(asyncio.sleep(self.latency)) if self.latency else None
@@ -477,10 +312,9 @@ class FakeServer:
                 if gap:
                     await asyncio.sleep(gap * len(pieces))  # a plain server is silent until the answer is whole
                 payload = completion_body(model_name, response, completion_id, created)
-                await self._send_json(writer, 200, payload, keep_alive)
+                await self.send_json(writer, 200, payload, keep_alive)
         finally:
-            stats.inflight -= 1  # a streamed answer keeps its slot until its last chunk
-        return keep_alive
+            stats.leave()  # a streamed answer keeps its slot until its last chunk
 
     def _pace(self, response: LLMResponse) -> tuple[list[str], float]:
         """The answer's text in the pieces it streams in, and the gap between two (0: all at once)."""
@@ -498,34 +332,10 @@ class FakeServer:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _head(status: int, headers: list[tuple[str, str]], keep_alive: bool) -> bytes:
-        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Unknown"
-        lines = [
-            f"HTTP/1.1 {status} {reason}",
-            *(f"{k}: {v}" for k, v in headers),
-            f"Connection: {'keep-alive' if keep_alive else 'close'}",
-            "Server: spade-serve-fake",
-        ]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-    async def _send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any, keep_alive: bool) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        head = self._head(
-            status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))], keep_alive
-        )
-        writer.write(head + data)
-        await writer.drain()
-
-    async def _send_error(self, writer: asyncio.StreamWriter, error: HTTPError, keep_alive: bool) -> None:
-        payload = {"error": {"message": error.message, "type": error.kind, "param": None, "code": None}}
-        with contextlib.suppress(ConnectionError):
-            await self._send_json(writer, error.status, payload, keep_alive)
-
     async def _send_stream(
         self, writer: asyncio.StreamWriter, chunks: list[dict[str, Any]], keep_alive: bool, gap: float = 0.0
     ) -> None:
-        head = self._head(
+        head = self.head(
             200,
             [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")],
             keep_alive,
@@ -547,32 +357,6 @@ class FakeServer:
         await writer.drain()
 
 
-class _CannotListen(Exception):
-    """The server could not bind its address (carries the one-line reason)."""
-
-
-async def _serve_until_stopped(server: FakeServer) -> None:
-    try:
-        await server.start()
-    except (OSError, OverflowError, ValueError) as e:  # in use, not permitted, no such host; bad port or name
-        raise _CannotListen(getattr(e, "strerror", None) or str(e)) from None
-    print(
-        f"spade serve-fake: listening on {server.url} (latency {server.latency:g}s, seed {server.seed}); "
-        "Ctrl-C to stop",
-        file=sys.stderr,
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await server.close()
-
-
 def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: float = 0.0) -> None:
     """Run the server until Ctrl-C or SIGTERM (blocking); prints the listening URL on stderr.
 
@@ -590,9 +374,16 @@ def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: flo
     if not tokens_per_s >= 0 or tokens_per_s == float("inf"):
         raise UserError(f"--tokens-per-s must be a finite number >= 0, got {tokens_per_s}")
     server = FakeServer(host, port, latency, seed, tokens_per_s=tokens_per_s)
+
+    def banner() -> str:
+        return (
+            f"spade serve-fake: listening on {server.url} (latency {server.latency:g}s, seed {server.seed}); "
+            "Ctrl-C to stop"
+        )
+
     try:
         with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
-            asyncio.run(_serve_until_stopped(server))
-    except _CannotListen as e:
+            asyncio.run(serve_until_stopped(server, banner))
+    except CannotListen as e:
         raise UserError(f"cannot listen on {host}:{port}: {e}") from None
     print("spade serve-fake: stopped", file=sys.stderr, flush=True)

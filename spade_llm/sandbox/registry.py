@@ -49,6 +49,11 @@ def _load(name: str) -> type[Sandbox]:
     return cls
 
 
+def is_isolating(name: str) -> bool:
+    """Whether the backend called ``name`` is a security boundary, known before starting it."""
+    return bool(_load(name).isolating)
+
+
 def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
     """A ready sandbox backend by name: ``auto``, or a key of ``BACKENDS``.
 

@@ -1,0 +1,344 @@
+"""The small HTTP/1.1 server under ``spade serve-fake`` and ``spade serve-sandbox``.
+
+Why it exists: both servers need the same plumbing (read a request, keep the connection alive,
+answer errors, ``/health``, stop cleanly on SIGINT/SIGTERM) and neither is worth a dependency. The
+standard library's asyncio streams serve any number of connections from one event loop; a
+``ThreadingHTTPServer`` would spend a thread per connection, and aiohttp/uvicorn would be new
+dependencies of a package that serves only tests, benchmarks and a local trainer.
+
+What it does: HTTP/1.1 and 1.0 with keep-alive (clients such as httpx and requests pool
+connections), ``Content-Length`` and chunked request bodies, ``Expect: 100-continue`` (curl sends
+it for larger bodies), bounded request lines, headers and bodies, an idle timeout between requests
+and a read timeout within one. A subclass answers its own routes (``route``) in its own error shape
+(``error_payload``); the base answers ``GET /health`` and ``GET /stats`` (``HTTPStats``) for both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024
+IDLE_TIMEOUT_S = 75.0
+"""A keep-alive connection with no new request for this long is closed (frees idle sockets)."""
+READ_TIMEOUT_S = 30.0
+"""Time allowed to send the rest of a request once its first line arrived."""
+BACKLOG = 512
+"""Listen backlog: a client opens a burst of connections at once (the stdlib HTTP servers' 5 stalls bursts)."""
+
+
+class HTTPError(Exception):
+    """An error answered to the client: ``status``, a one-line ``message`` and a ``kind``.
+
+    ``payload``, when given, is sent as the body as it is (a server whose clients expect a
+    particular error document, FastAPI's validation ``detail`` list say); otherwise the server's
+    ``error_payload`` shapes it.
+    """
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", payload: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+        self.payload = payload
+
+
+@dataclass
+class HTTPStats:
+    """Counters every server keeps (``GET /stats``); ``inflight`` is the subclass's unit of work."""
+
+    requests: int = 0
+    inflight: int = 0
+    max_inflight: int = 0
+    errors: int = 0
+    connections: int = 0
+    """Connections open now."""
+    max_connections: int = 0
+    started: float = field(default_factory=time.time)
+
+    def enter(self) -> None:
+        """One more unit of work in flight."""
+        self.inflight += 1
+        self.max_inflight = max(self.max_inflight, self.inflight)
+
+    def leave(self) -> None:
+        self.inflight -= 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "inflight": self.inflight,
+            "max_inflight": self.max_inflight,
+            "errors": self.errors,
+            "connections": self.connections,
+            "max_connections": self.max_connections,
+            "uptime_s": round(time.time() - self.started, 3),
+        }
+
+
+@dataclass(frozen=True)
+class Request:
+    """One parsed request. ``path`` is the decoded path without query or trailing ``/``, after the
+    server's ``canonical_path``; ``headers`` have lower-case names."""
+
+    method: str
+    target: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool
+
+    def json(self) -> Any:
+        """The body as JSON (None when empty); ``HTTPError(400)`` when it is not JSON."""
+        try:
+            return json.loads(self.body.decode("utf-8")) if self.body else None
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise HTTPError(400, f"the body is not JSON: {e}") from None
+
+
+class HTTPServer:
+    """HTTP/1.1 on asyncio streams. Subclasses set ``server_name`` and implement ``route``.
+
+    ``start()``, then ``port`` holds the real port (0 asks for any free one); ``close()`` stops
+    listening and cancels every connection.
+    """
+
+    server_name = "spade"
+    """Sent as the ``Server`` header (``spade-serve-fake``...)."""
+
+    def __init__(self, host: str, port: int, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.host = host
+        self.port = port
+        self.max_body_bytes = max_body_bytes
+        self.stats: HTTPStats = HTTPStats()
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def origin(self) -> str:
+        """``http://host:port`` (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._on_connection, self.host, self.port, backlog=BACKLOG, limit=MAX_HEADER_BYTES
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+
+    # -- what subclasses provide ---------------------------------------------------------------
+
+    def canonical_path(self, path: str) -> str:
+        """The path routes are matched on (serve-fake drops a ``/v1`` prefix)."""
+        return path
+
+    async def route(self, request: Request, writer: asyncio.StreamWriter) -> None:
+        """Answer ``request`` on ``writer``; raise ``HTTPError`` for an error answer."""
+        raise HTTPError(404, f"no route for {request.path}", "not_found_error")
+
+    def error_payload(self, error: HTTPError) -> Any:
+        """The JSON body of an error answer (FastAPI's shape by default)."""
+        return {"detail": error.message}
+
+    def health_payload(self) -> Any:
+        """The body of ``GET /health``."""
+        return {"status": "ok"}
+
+    # -- connection handling --------------------------------------------------------------------
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        stats = self.stats
+        stats.connections += 1
+        stats.max_connections = max(stats.max_connections, stats.connections)
+        try:
+            while await self._one_request(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            pass  # the client went away, or idled out: nothing to answer
+        except asyncio.CancelledError:
+            pass  # server shutting down
+        finally:
+            stats.connections -= 1
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Read and answer one request; True when the connection stays open for another."""
+        try:
+            line = await asyncio.wait_for(reader.readline(), IDLE_TIMEOUT_S)
+        except ValueError:  # line longer than the limit
+            await self.send_error(writer, HTTPError(431, "request line too long"), keep_alive=False)
+            return False
+        if not line:
+            return False  # clean close between requests
+        if line in (b"\r\n", b"\n"):
+            return True  # tolerated stray CRLF between requests (RFC 9112 2.2)
+        try:
+            method, target, version = line.decode("latin-1").strip().split(" ", 2)
+        except ValueError:
+            await self.send_error(writer, HTTPError(400, "malformed request line"), keep_alive=False)
+            return False
+        try:
+            headers = await asyncio.wait_for(self._read_headers(reader), READ_TIMEOUT_S)
+            conn = headers.get("connection", "").lower()
+            keep_alive = ("close" not in conn) if version == "HTTP/1.1" else ("keep-alive" in conn)
+            body = await asyncio.wait_for(self._read_body(reader, writer, headers), READ_TIMEOUT_S)
+        except HTTPError as e:
+            await self.send_error(writer, e, keep_alive=False)
+            return False
+        path = self.canonical_path(unquote(urlsplit(target).path).rstrip("/") or "/")
+        request = Request(method.upper(), target, path, headers, body, keep_alive)
+        self.stats.requests += 1
+        try:
+            await self._dispatch(request, writer)
+        except HTTPError as e:
+            self.stats.errors += 1
+            await self.send_error(writer, e, keep_alive)
+        return keep_alive
+
+    async def _dispatch(self, request: Request, writer: asyncio.StreamWriter) -> None:
+        if request.path in ("/health", "/stats"):
+            if request.method != "GET":
+                raise HTTPError(405, f"use GET for {request.path}")
+            payload = self.health_payload() if request.path == "/health" else self.stats.as_dict()
+            await self.send_json(writer, 200, payload, request.keep_alive)
+            return
+        await self.route(request, writer)
+
+    async def _read_headers(self, reader: asyncio.StreamReader) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        total = 0
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:
+                raise HTTPError(431, "header line too long") from None
+            total += len(line)
+            if total > MAX_HEADER_BYTES:
+                raise HTTPError(431, "headers too large")
+            if not line:
+                raise asyncio.IncompleteReadError(b"", None)
+            if line in (b"\r\n", b"\n"):
+                return headers
+            name, sep, value = line.decode("latin-1").partition(":")
+            if not sep:
+                raise HTTPError(400, "malformed header line")
+            headers[name.strip().lower()] = value.strip()
+
+    async def _read_body(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
+    ) -> bytes:
+        if headers.get("expect", "").lower() == "100-continue":  # curl does this for larger bodies
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await writer.drain()
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            return await self._read_chunked(reader)
+        length_text = headers.get("content-length", "0") or "0"
+        try:
+            length = int(length_text)
+        except ValueError:
+            raise HTTPError(400, "bad Content-Length") from None
+        if length < 0:
+            raise HTTPError(400, "bad Content-Length")
+        if length > self.max_body_bytes:
+            raise HTTPError(413, f"request body too large (at most {self.max_body_bytes} bytes)")
+        return await reader.readexactly(length) if length else b""
+
+    async def _read_chunked(self, reader: asyncio.StreamReader) -> bytes:
+        parts: list[bytes] = []
+        size_total = 0
+        while True:
+            size_line = await reader.readline()
+            try:
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            except ValueError:
+                raise HTTPError(400, "malformed chunk size") from None
+            if size == 0:
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(parts)
+            size_total += size
+            if size_total > self.max_body_bytes:
+                raise HTTPError(413, f"request body too large (at most {self.max_body_bytes} bytes)")
+            parts.append(await reader.readexactly(size))
+            await reader.readline()
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def head(self, status: int, headers: list[tuple[str, str]], keep_alive: bool) -> bytes:
+        """The status line and headers of an answer, ``Connection`` and ``Server`` included."""
+        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Unknown"
+        lines = [
+            f"HTTP/1.1 {status} {reason}",
+            *(f"{k}: {v}" for k, v in headers),
+            f"Connection: {'keep-alive' if keep_alive else 'close'}",
+            f"Server: {self.server_name}",
+        ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any, keep_alive: bool) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        head = self.head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))], keep_alive)
+        writer.write(head + data)
+        await writer.drain()
+
+    async def send_error(self, writer: asyncio.StreamWriter, error: HTTPError, keep_alive: bool) -> None:
+        payload = error.payload if error.payload is not None else self.error_payload(error)
+        with contextlib.suppress(ConnectionError):
+            await self.send_json(writer, error.status, payload, keep_alive)
+
+
+# -- running one until Ctrl-C ---------------------------------------------------------------------
+
+
+class CannotListen(Exception):
+    """The server could not bind its address (carries the one-line reason)."""
+
+
+async def serve_until_stopped(server: HTTPServer, banner: Any) -> None:
+    """Start ``server``, print ``banner()`` (a line, once the port is known) on stderr, serve until
+    SIGINT or SIGTERM, then close it.
+
+    Raises:
+        CannotListen: the address cannot be listened on (in use, not permitted, no such host, bad port).
+    """
+    try:
+        await server.start()
+    except (OSError, OverflowError, ValueError) as e:  # in use, not permitted, no such host; bad port or name
+        raise CannotListen(getattr(e, "strerror", None) or str(e)) from None
+    print(banner(), file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()

@@ -1,0 +1,376 @@
+"""``spade serve-sandbox`` (spade_llm.sandbox_server): SandboxFusion's ``/run_code`` over our sandbox.
+
+One server per module, in-process on a free 127.0.0.1 port, on the bwrap backend where it works;
+where it does not, the subprocess backend serves the harmless tests and every test whose code
+could do harm (network) is skipped. The answers are checked against what verl's ``sandbox_fusion``
+client reads: top-level ``status`` (Success/Failed/SandboxError) and ``run_result`` (``status``
+Finished/TimeLimitExceeded, ``return_code``, ``stdout``, ``stderr``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from spade_llm.errors import UserError
+from spade_llm.sandbox import registry
+from spade_llm.sandbox.base import Sandbox
+from spade_llm.sandbox.registry import backend_availability, get_sandbox
+from spade_llm.sandbox_server import (
+    FETCH_WRAPPER,
+    WRAPPER_SLACK_S,
+    SandboxServer,
+    ServeLimits,
+    memory_bucket,
+    parse_request,
+    plan,
+    serve_sandbox,
+)
+
+REASON = backend_availability()["bwrap"]
+needs_bwrap = pytest.mark.skipif(REASON is not None, reason=f"bwrap: {REASON}")
+BACKEND = "bwrap" if REASON is None else "subprocess"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    sandbox: Sandbox = get_sandbox(BACKEND)
+    loop = asyncio.new_event_loop()
+    srv = SandboxServer("127.0.0.1", 0, sandbox, concurrency=4)
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(srv.start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10), "server did not start"
+    yield srv
+    asyncio.run_coroutine_threadsafe(srv.close(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
+
+
+@pytest.fixture(scope="module")
+def client(server: SandboxServer) -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as c:
+        yield c
+
+
+def run_code(client: httpx.Client, server: SandboxServer, code: str, **fields: Any) -> dict[str, Any]:
+    response = client.post(server.url, json={"code": code, "language": "python", **fields})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert set(body) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
+    return body
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+
+def test_success_has_sandboxfusions_shape(client: httpx.Client, server: SandboxServer) -> None:
+    body = run_code(client, server, "print('hello')")
+    assert body["status"] == "Success" and body["message"] == "" and body["compile_result"] is None
+    run = body["run_result"]
+    assert set(run) == {"status", "execution_time", "return_code", "stdout", "stderr"}
+    assert (run["status"], run["return_code"], run["stdout"], run["stderr"]) == ("Finished", 0, "hello\n", "")
+    assert isinstance(run["execution_time"], float) and run["execution_time"] >= 0
+    assert body["files"] == {}
+
+
+def test_nonzero_exit_is_failed_but_finished(client: httpx.Client, server: SandboxServer) -> None:
+    body = run_code(client, server, "import sys\nprint('out')\nsys.exit(3)")
+    assert body["status"] == "Failed"
+    run = body["run_result"]
+    assert (run["status"], run["return_code"], run["stdout"]) == ("Finished", 3, "out\n")
+    body = run_code(client, server, "raise ValueError('boom')")
+    assert body["status"] == "Failed" and body["run_result"]["return_code"] == 1
+    assert "ValueError: boom" in body["run_result"]["stderr"]
+
+
+def test_stdin_reaches_the_program(client: httpx.Client, server: SandboxServer) -> None:
+    body = run_code(client, server, "import sys\nprint(sys.stdin.read()[::-1])", stdin="abc\n")
+    assert body["status"] == "Success" and body["run_result"]["stdout"] == "\ncba\n"
+    body = run_code(client, server, "import sys\nprint(repr(sys.stdin.read()))", stdin=None)
+    assert body["run_result"]["stdout"] == "''\n"
+
+
+def test_files_in_and_fetch_files_out(client: httpx.Client, server: SandboxServer) -> None:
+    code = (
+        "import sys\n"
+        "data = open('in/data.txt').read()\n"
+        "open('out.txt', 'w').write(data.upper())\n"
+        "print(sys.stdin.read(), end='')\n"
+        "sys.stderr.write('note\\n')\n"
+    )
+    body = run_code(
+        client,
+        server,
+        code,
+        stdin="from stdin",
+        files={"in/data.txt": b64(b"payload"), "ignored.txt": None},
+        fetch_files=["out.txt", "missing.txt", "./in/data.txt"],
+    )
+    assert body["status"] == "Success", body
+    run = body["run_result"]
+    assert (run["status"], run["return_code"], run["stdout"], run["stderr"]) == ("Finished", 0, "from stdin", "note\n")
+    assert {name: base64.b64decode(v) for name, v in body["files"].items()} == {
+        "out.txt": b"PAYLOAD",
+        "./in/data.txt": b"payload",
+    }
+
+
+def test_fetch_files_keeps_failures_and_timeouts(client: httpx.Client, server: SandboxServer) -> None:
+    body = run_code(client, server, "open('o', 'w').write('x')\nraise SystemExit(4)", fetch_files=["o"])
+    assert body["status"] == "Failed" and body["run_result"]["return_code"] == 4
+    assert body["files"] == {"o": b64(b"x")}
+    started = time.monotonic()
+    body = run_code(client, server, "import time\ntime.sleep(30)", run_timeout=0.5, fetch_files=["o"])
+    assert body["status"] == "Failed" and body["run_result"]["status"] == "TimeLimitExceeded"
+    assert body["run_result"]["return_code"] is None
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"language": "cpp"}, "language 'cpp' is not supported"),
+        ({"files": {"../escape": b64(b"x")}}, "'../escape'"),
+        ({"files": {"/etc/x": b64(b"x")}}, "'/etc/x'"),
+        ({"files": {"program.py": b64(b"x")}}, "server's own"),
+        ({"files": {"a": "***not base64"}}, "not base64"),
+        ({"fetch_files": ["/etc/passwd"]}, "'/etc/passwd'"),
+    ],
+)
+def test_what_cannot_run_is_a_sandbox_error(
+    fields: dict[str, Any], needle: str, client: httpx.Client, server: SandboxServer
+) -> None:
+    body = run_code(client, server, "print(1)", **fields)
+    assert body["status"] == "SandboxError" and needle in body["message"], body
+    assert body["run_result"] is None
+
+
+def test_python3_is_an_alias(client: httpx.Client, server: SandboxServer) -> None:
+    assert run_code(client, server, "print(2)", language="python3")["status"] == "Success"
+
+
+def test_bad_json_and_bad_fields_get_fastapis_422(client: httpx.Client, server: SandboxServer) -> None:
+    response = client.post(server.url, content=b"{not json", headers={"Content-Type": "application/json"})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail[0]["type"] == "json_invalid" and detail[0]["loc"] == ["body", 1]
+    response = client.post(server.url, json={"language": "python"})
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "code"]
+    response = client.post(server.url, json={"code": "1", "language": "python", "run_timeout": "soon"})
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "run_timeout"]
+    response = client.post(server.url, json=[1, 2])
+    assert response.status_code == 422
+    assert run_code(client, server, "print(3)")["status"] == "Success"  # the server is still serving
+
+
+def test_health_ping_stats_and_unknown_routes(client: httpx.Client, server: SandboxServer) -> None:
+    base = server.origin
+    assert client.get(f"{base}/v1/ping").json() == "pong"
+    health = client.get(f"{base}/health").json()
+    assert health == {"status": "ok", "backend": BACKEND, "isolating": BACKEND == "bwrap", "concurrency": 4}
+    stats = client.get(f"{base}/stats").json()
+    assert stats["runs"] >= 0 and "by_status" in stats
+    response = client.get(f"{base}/nothing")
+    assert response.status_code == 404 and response.json() == {"detail": "Not Found"}
+    response = client.get(server.url)
+    assert response.status_code == 405 and response.json() == {"detail": "Method Not Allowed"}
+
+
+def test_request_body_size_is_bounded(server: SandboxServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n\r\n")
+        answer = s.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+def test_run_timeout_is_enforced(client: httpx.Client, server: SandboxServer) -> None:
+    started = time.monotonic()
+    body = run_code(client, server, "print('started', flush=True)\nwhile True:\n    pass", run_timeout=0.5)
+    assert body["status"] == "Failed"
+    run = body["run_result"]
+    assert run["status"] == "TimeLimitExceeded" and run["return_code"] is None
+    assert run["stdout"] == "started\n"
+    assert time.monotonic() - started < 6  # the backend's own grace past the limit, at most
+
+
+def test_memory_limit_is_enforced(client: httpx.Client, server: SandboxServer) -> None:
+    code = "x = bytearray(400 << 20)\nprint(len(x))"
+    body = run_code(client, server, code, memory_limit_MB=128)
+    assert body["status"] == "Failed" and body["run_result"]["status"] == "Finished"
+    assert body["run_result"]["return_code"] != 0 and body["run_result"]["stdout"] == ""
+    body = run_code(client, server, code, memory_limit_MB=1024)
+    assert body["status"] == "Success" and body["run_result"]["stdout"] == f"{400 << 20}\n"
+
+
+def test_memory_values_share_few_buckets() -> None:
+    bounds = ServeLimits(default_memory_mb=1024, min_memory_mb=64, max_memory_mb=4096)
+    assert [memory_bucket(v, bounds) for v in (-1, 0, 1, 64, 65, 100, 128, 129, 1000, 1024, 1025)] == [
+        1024, 1024, 64, 64, 96, 128, 128, 192, 1024, 1024, 1536,
+    ]  # fmt: skip
+    assert memory_bucket(10**9, bounds) == 4096
+    assert len({memory_bucket(v, bounds) for v in range(1, 5000)}) == 13
+
+
+def test_parse_request_defaults() -> None:
+    request = parse_request({"code": "x", "language": "python", "memory_limit_MB": 512.0})
+    assert (request.stdin, request.run_timeout, request.memory_limit_mb, request.files, request.fetch_files) == (
+        None,
+        None,
+        512,
+        {},
+        [],
+    )
+    job = plan(request, ServeLimits(default_run_timeout_s=7.0, max_run_timeout_s=60.0))
+    assert (job.limits.timeout_s, job.limits.memory_mb, job.wrapped) == (7.0, 512, False)
+    job = plan(
+        parse_request({"code": "x", "language": "python", "run_timeout": 1e9, "fetch_files": ["o"]}), ServeLimits()
+    )
+    assert job.wrapped and job.limits.timeout_s == ServeLimits().max_run_timeout_s + WRAPPER_SLACK_S
+    assert "json.loads(" in FETCH_WRAPPER  # the config travels as a JSON literal, never as code
+
+
+@needs_bwrap
+def test_network_is_closed(client: httpx.Client, server: SandboxServer) -> None:
+    code = (
+        "import socket\n"
+        f"for addr in [('127.0.0.1', {server.port}), ('1.1.1.1', 53)]:\n"
+        "    try:\n"
+        "        socket.create_connection(addr, timeout=2).close()\n"
+        "        print('open', addr)\n"
+        "    except OSError as e:\n"
+        "        print('blocked', type(e).__name__)\n"
+    )
+    body = run_code(client, server, code)
+    assert body["status"] == "Success", body
+    lines = body["run_result"]["stdout"].splitlines()
+    assert len(lines) == 2 and all(line.startswith("blocked") for line in lines), lines
+
+
+@needs_bwrap
+async def test_thirty_two_requests_sixteen_at_a_time(server: SandboxServer) -> None:
+    limits = httpx.Limits(max_connections=16)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def one(i: int) -> dict[str, Any]:
+            code = f"import sys\nn = int(sys.stdin.read())\nprint(n * n)\nsys.exit({i % 2})"
+            response = await client.post(server.url, json={"code": code, "language": "python", "stdin": str(i)})
+            assert response.status_code == 200
+            return dict(response.json())
+
+        answers = await asyncio.gather(*(one(i) for i in range(32)))
+    for i, body in enumerate(answers):
+        assert body["run_result"]["stdout"] == f"{i * i}\n", body
+        assert body["run_result"]["return_code"] == i % 2
+        assert body["status"] == ("Success" if i % 2 == 0 else "Failed")
+    assert server.stats.max_inflight <= server.concurrency
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def test_refuses_a_backend_that_is_no_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UserError, match="subprocess sandbox is no security boundary"):
+        serve_sandbox("127.0.0.1", 0, backend="subprocess")
+    monkeypatch.setattr(registry, "AUTO_ORDER", ())  # auto finds no isolating backend: it falls back
+    with pytest.raises(UserError, match=r"subprocess sandbox is no security boundary.*--allow-unsafe"):
+        serve_sandbox("127.0.0.1", 0, backend="auto")
+    with pytest.raises(UserError, match="--port"):
+        serve_sandbox("127.0.0.1", 70000, backend="subprocess")
+
+
+def test_cli_refusal_exits_2() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "spade_llm.cli", "serve-sandbox", "--sandbox", "subprocess", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "no security boundary" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_in_a_process_prints_its_url_and_stops_on_sigterm(tmp_path: Path) -> None:
+    unsafe = "" if BACKEND == "bwrap" else ", allow_unsafe=True"
+    code = (
+        "from spade_llm.sandbox_server import serve_sandbox; "
+        f"serve_sandbox('127.0.0.1', 0, backend={BACKEND!r}, concurrency=2{unsafe})"
+    )
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while line and "listening on" not in line:  # the subprocess backend warns first
+            line = proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        url = line.split("listening on ")[1].split()[0]
+        body = httpx.post(url, json={"code": "print(6 * 7)", "language": "python"}, timeout=30).json()
+        assert body["status"] == "Success" and body["run_result"]["stdout"] == "42\n"
+        spawned = descendants(proc.pid)
+        assert spawned or BACKEND != "bwrap"  # its warm workers
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert "stopped" in rest and "Traceback" not in rest
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in spawned) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in spawned if alive(pid)], "sandbox processes outlived the server"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (from /proc's children lists)."""
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                kids = [int(k) for k in Path(f"/proc/{parent}/task/{task}/children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            frontier += kids
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
