@@ -203,10 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     xp.add_argument("--max-difficulty", type=_fraction, help="keep tasks whose measured difficulty <= X")
     xp.add_argument("--kinds", help="comma-separated task kinds to keep (induction,deduction,abduction)")
-    xp.add_argument("--tier", choices=["easy", "medium", "hard"], help="keep tasks of this tier by measured pass rate")
+    xp.add_argument(
+        "--tier",
+        choices=["easy", "medium", "hard"],
+        help="keep tasks of this tier by measured pass rate p: easy p > 2/3, hard p < 1/3, medium between",
+    )
     xp.add_argument("--split", choices=["train", "test"], help="keep one split")
     xp.add_argument("--test-fraction", type=_fraction, default=0.1, help="share of tasks in the test split")
     xp.add_argument("--final-only", action="store_true", help="sft: the first prompt and the passing answer only")
+    xp.add_argument(
+        "--verl-reward",
+        choices=["spade", "sandbox_fusion"],
+        default="spade",
+        help="verl: judged by spade_llm.rewards.compute_score (default), or by verl's built-in SandboxFusion "
+        "judge through spade serve-sandbox (induction tasks only)",
+    )
 
     ss = sub.add_parser(
         "serve-sandbox",
@@ -846,6 +857,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         Path(args.output) if args.output else None,
         filters,
         test_fraction=args.test_fraction,
+        verl_reward=args.verl_reward,
     )
     print(written.describe(), file=sys.stderr)
     return 0

@@ -31,7 +31,9 @@ Formats:
 * ``verl`` (parquet, verl's RL dataset): ``data_source`` (``"spade_llm"``), ``prompt`` (messages),
   ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
   task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
-  (``pip install 'spade_llm[parquet]'``).
+  (``pip install 'spade_llm[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
+  built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as
+  ``assert_case``s; induction tasks only): see ``groundtruth.sandbox_fusion_ground_truth``.
 
 A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
 with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
@@ -78,7 +80,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import UserError
-from .groundtruth import ground_truth
+from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_ground_truth
 from .kinds import KIND_NAMES
 from .store import JOURNALS, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_jsonl
 from .types import Attempt, Message, Task, Trajectory
@@ -99,6 +101,8 @@ FORMATS = ("sft", "dpo", "grpo", "verl")
 TIERS = ("easy", "medium", "hard")
 STATUSES = ("passed", "failed", "error", "timeout")
 DATA_SOURCE = "spade_llm"
+VERL_REWARDS = ("spade", "sandbox_fusion")
+"""Who judges a verl export: ``spade_llm.rewards.compute_score``, or verl's SandboxFusion judge."""
 """verl's ``data_source`` column: which reward a verl trainer dispatches to."""
 MAX_SAMPLE_PAIRS = 4
 """At most this many ``samples`` DPO pairs per task: a task with many samples must not swamp the set."""
@@ -515,15 +519,24 @@ def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[s
         }
 
 
-def verl_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
-    """verl's RL dataset rows (``index`` is filled in once duplicates are gone)."""
+def verl_rows(run: RunRecords, records: Iterable[TaskRecord], reward: str = "spade") -> Iterator[dict[str, Any]]:
+    """verl's RL dataset rows (``index`` is filled in once duplicates are gone). ``reward``: who judges
+    them, ``spade`` (``spade_llm.rewards.compute_score``) or ``sandbox_fusion`` (verl's built-in judge
+    through ``spade serve-sandbox``; induction tasks only, the others are left out)."""
     openings = Openings(run)
     for record in records:
+        if reward == "sandbox_fusion":
+            if record.task.kind != "induction" or record.task.check_code:
+                continue
+            source = SANDBOX_FUSION_DATA_SOURCE
+            truth = json.dumps(sandbox_fusion_ground_truth(record.task), ensure_ascii=False, sort_keys=True)
+        else:
+            source, truth = DATA_SOURCE, _ground_truth(run, record.task)
         yield {
-            "data_source": DATA_SOURCE,
+            "data_source": source,
             "prompt": _messages(openings.of(record)),
             "ability": "code",
-            "reward_model": {"style": "rule", "ground_truth": _ground_truth(run, record.task)},
+            "reward_model": {"style": "rule", "ground_truth": truth},
             "extra_info": {
                 "split": record.split,
                 "index": 0,
@@ -545,8 +558,8 @@ def _content_key(fmt: str) -> Callable[[dict[str, Any]], str]:
         elif fmt == "grpo":
             content = [row["prompt"], row["tests"]]
         else:
-            tests = json.loads(row["reward_model"]["ground_truth"])["tests"]
-            content = [row["prompt"], tests]
+            truth = json.loads(row["reward_model"]["ground_truth"])
+            content = [row["prompt"], truth.get("tests", truth.get("assert_case"))]
         return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
     return key
@@ -660,7 +673,7 @@ def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
 # -- the command --------------------------------------------------------------------------------
 
 
-def build_rows(run: RunRecords, fmt: str, filters: ExportFilters) -> list[dict[str, Any]]:
+def build_rows(run: RunRecords, fmt: str, filters: ExportFilters, verl_reward: str = "spade") -> list[dict[str, Any]]:
     """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered)."""
     records = [r for r in run.tasks if keep_task(r, filters, fmt)]
     if fmt == "sft":
@@ -670,7 +683,7 @@ def build_rows(run: RunRecords, fmt: str, filters: ExportFilters) -> list[dict[s
     elif fmt == "grpo":
         rows = grpo_rows(run, records)
     else:
-        rows = verl_rows(run, records)
+        rows = verl_rows(run, records, verl_reward)
     kept = unique(rows, _content_key(fmt))
     if fmt == "verl":
         for index, row in enumerate(kept):
@@ -683,21 +696,35 @@ def _split_column(row: dict[str, Any]) -> str:
 
 
 def export_run(
-    run_dir: Path, fmt: str, output: Path | None, filters: ExportFilters, *, test_fraction: float = 0.1
+    run_dir: Path,
+    fmt: str,
+    output: Path | None,
+    filters: ExportFilters,
+    *,
+    test_fraction: float = 0.1,
+    verl_reward: str = "spade",
 ) -> ExportResult:
     """Write ``run_dir``'s training data in ``fmt`` to ``output`` (default: ``RUN_DIR/exports/``).
+
+    ``verl_reward`` (verl only): ``spade`` writes our ground truth for ``spade_llm.rewards.
+    compute_score``; ``sandbox_fusion`` writes the form verl's built-in SandboxFusion judge runs
+    (``groundtruth.sandbox_fusion_ground_truth``), induction tasks only.
 
     Raises:
         UserError: a missing or damaged run directory, filters that clash or mean nothing for
             ``fmt``, pyarrow missing for verl, an output that cannot be written.
     """
     check_filters(fmt, filters, test_fraction)
+    if verl_reward not in VERL_REWARDS:
+        raise UserError(f"unknown verl reward {verl_reward!r}; known: {', '.join(VERL_REWARDS)}")
+    if verl_reward != "spade" and fmt != "verl":
+        raise UserError(f"--verl-reward is for --format verl, not {fmt}")
     if fmt == "verl":
         _pyarrow()  # before any work: say what to install
     run = load_run(run_dir, test_fraction)
     path = output if output is not None else default_output(run_dir, fmt)
     _check_output(path, run_dir)
-    rows = build_rows(run, fmt, filters)
+    rows = build_rows(run, fmt, filters, verl_reward)
     _atomic_write(path, _write_parquet(rows) if fmt == "verl" else _write_jsonl(rows))
     test = sum(_split_column(r) == "test" for r in rows)
     tasks = len({r["extra_info"]["task_id"] if fmt == "verl" else r["task_id"] for r in rows})

@@ -18,6 +18,7 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +26,13 @@ from typing import Any
 from .errors import UserError
 from .types import Task, TestCase
 
-__all__ = ["GROUND_TRUTH_VERSION", "ground_truth", "task_from_ground_truth"]
+__all__ = [
+    "GROUND_TRUTH_VERSION",
+    "SANDBOX_FUSION_DATA_SOURCE",
+    "ground_truth",
+    "sandbox_fusion_ground_truth",
+    "task_from_ground_truth",
+]
 
 GROUND_TRUTH_VERSION = 1
 
@@ -93,3 +100,70 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
     if task.kind != "induction" and not task.reference_code:
         raise UserError(f"a {task.kind} ground truth needs its reference_code")
     return task, max(0, min(public, len(tests)))
+
+
+# -- verl's built-in SandboxFusion judge ------------------------------------------------------------
+
+SANDBOX_FUSION_DATA_SOURCE = "codecontests"
+"""A data source verl's ``default_compute_score`` sends to its SandboxFusion judge (with
+``reward_model.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
+
+_CANON = """\
+def __spade_canon(v):
+    t = type(v)
+    if t is bool or t is str or v is None:
+        return (t.__name__, v)
+    if t is int:
+        return ("int", v)
+    if t is float:
+        return ("float", "nan" if v != v else float(f"{v:.9g}"))
+    if t is list or t is tuple:
+        return ("list", [__spade_canon(x) for x in v])
+    if t is dict:
+        return ("dict", sorted((repr(__spade_canon(k)), __spade_canon(x)) for k, x in v.items()))
+    return ("other", object())
+"""
+"""Our verdicts' comparison (``sandbox.verdict.matches``) as a canonical form; exact types, so a
+subclass with its own ``__eq__`` compares as nothing."""
+
+
+def _marker(task: Task) -> str:
+    """A line the program cannot know (it is not in any prompt): seen on stdout only if the asserts ran."""
+    digest = hashlib.sha256(f"spade-sandbox-fusion:{task.task_id}:{task.reference_code}".encode()).hexdigest()
+    return f"spade-ok-{digest[:24]}"
+
+
+def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any]:
+    """``task``'s tests in the form verl's SandboxFusion judge runs (``assert_case``), for an
+    induction task with expected values.
+
+    verl runs ``answer + "\n\n" + assert_case`` through ``/run_code`` once per test and passes the
+    test when the run succeeds and its stdout equals ``outputs[i]``. Each case here compares like our
+    verdicts (a tuple is a list, floats to 9 significant digits, ``True`` is not ``1``, NaN equals
+    nothing), with what the call prints swallowed, then prints a marker the program cannot know: a
+    program that exits early (``os._exit(0)``, ``sys.exit``) never prints it, so it cannot pass.
+    Weaker than ``compute_score`` all the same: the answer shares the process with the check (see
+    SPEC "check_code"; code that rebinds builtins can still fool an in-process check), and anything
+    it prints at import time fails the test. Prefer ``spade_llm.rewards.compute_score``.
+
+    Raises:
+        UserError: not an induction task, or a test without its expected value.
+    """
+    if task.kind != "induction" or task.check_code:
+        raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
+    missing = [t.input for t in task.tests if not t.has_expected]
+    if missing:
+        raise UserError(f"task {task.task_id}: test {missing[0]} has no expected value; validate the task first")
+    marker = _marker(task)
+    cases = []
+    for test in task.tests:
+        cases.append(
+            _CANON
+            + "import contextlib as __spade_cl, io as __spade_io\n"
+            + "with __spade_cl.redirect_stdout(__spade_io.StringIO()):\n"
+            + f"    __spade_got = {task.entry_point}(*{test.input})\n"
+            + f"__spade_want = __import__('json').loads({json.dumps(test.expected)!r})\n"
+            + "assert __spade_canon(__spade_got) == __spade_canon(__spade_want), 'wrong answer'\n"
+            + f"print({marker!r})\n"
+        )
+    return {"inputs": [""] * len(cases), "outputs": [marker] * len(cases), "assert_case": cases}

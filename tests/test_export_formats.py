@@ -222,6 +222,24 @@ def test_verl_parquet_has_the_nested_fields(run: Path, records: dict[str, Any], 
         }
 
 
+def test_verl_for_sandbox_fusion_writes_assert_cases_for_induction_tasks(
+    run: Path, records: dict[str, Any], tmp_path: Path, capsys: Any
+) -> None:
+    pytest.importorskip("pyarrow")
+    rows = export(run, tmp_path / "sf.parquet", "verl", "--verl-reward", "sandbox_fusion")
+    induction = {i for i, t in records["tasks"].items() if t.kind == "induction"}
+    assert induction and {r["extra_info"]["task_id"] for r in rows} == induction
+    for row in rows:
+        task = records["tasks"][row["extra_info"]["task_id"]]
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        assert row["data_source"] == "codecontests"  # a source verl's default_compute_score sends to SandboxFusion
+        assert len(truth["assert_case"]) == len(truth["inputs"]) == len(truth["outputs"]) == len(task.tests)
+        for test, case in zip(task.tests, truth["assert_case"], strict=True):
+            assert f"{task.entry_point}(*{test.input})" in case
+    assert main(["export", str(run), "--format", "grpo", "--verl-reward", "sandbox_fusion"]) == 2
+    assert "--verl-reward is for --format verl" in capsys.readouterr().err
+
+
 def test_a_task_without_trajectories_gets_the_prompt_the_solver_would_see(
     run: Path, records: dict[str, Any], tmp_path: Path
 ) -> None:

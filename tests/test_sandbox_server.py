@@ -374,3 +374,55 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+# -- verl's built-in judge on a spade export -------------------------------------------------------
+
+
+def verl_passes(client: httpx.Client, server: SandboxServer, answer: str, truth: dict[str, Any]) -> list[bool]:
+    """verl's ``sandbox_fusion.check_correctness`` decision, per case: the answer plus the case's
+    assert code, run once; passed when ``Success``, ``Finished`` and stdout equals the case's output."""
+    verdicts = []
+    for case, output in zip(truth["assert_case"], truth["outputs"], strict=True):
+        body = run_code(client, server, answer + "\n\n" + case, stdin="", run_timeout=10, memory_limit_MB=1024)
+        run = body["run_result"] or {}
+        verdicts.append(
+            body["status"] == "Success"
+            and run.get("status") == "Finished"
+            and str(run.get("stdout") or "").rstrip("\n") == str(output).rstrip("\n")
+        )
+    return verdicts
+
+
+def test_sandbox_fusion_export_is_judged_like_spade(client: httpx.Client, server: SandboxServer) -> None:
+    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.types import Task, TestCase
+
+    task = Task(
+        task_id="t1",
+        description="",
+        entry_point="pairs",
+        reference_code="def pairs(xs):\n    return [(x, x * 2) for x in xs]\n",
+        tests=[
+            TestCase(input="([1, 2],)", expected=[[1, 2], [2, 4]]),
+            TestCase(input="([],)", expected=[]),
+            TestCase(input="([0.1],)", expected=[[0.1, 0.2]]),
+        ],
+    )
+    truth = sandbox_fusion_ground_truth(task)
+    assert verl_passes(client, server, task.reference_code, truth) == [True, True, True]
+    # it prints while it works: swallowed, the answer still passes
+    chatty = "def pairs(xs):\n    print('debug', xs)\n    return [(x, x + x) for x in xs]\n"
+    assert verl_passes(client, server, chatty, truth) == [True, True, True]
+    wrong = "def pairs(xs):\n    return [(x, x * 2) for x in xs][:1]\n"
+    assert verl_passes(client, server, wrong, truth) == [False, True, True]
+    hacks = {
+        "exits before the asserts": "import os\nos._exit(0)\n",
+        "sys.exit(0)": "import sys\nsys.exit(0)\n",
+        "equal to everything": (
+            "class list(list):\n    def __eq__(self, other):\n        return True\ndef pairs(xs):\n    return list()\n"
+        ),
+        "False for []": "def pairs(xs):\n    return [[x, x * 2] for x in xs] or False\n",
+    }
+    for name, answer in hacks.items():
+        assert not all(verl_passes(client, server, answer, truth)), name
