@@ -246,8 +246,8 @@ class TrainerConfig(_Section):
     command: str | list[str] | None = None
     """The command to run (a list, or a string split like a shell's words; no shell runs it):
     ``{exports}``, ``{run_dir}`` and ``{epoch}`` in it are replaced, and without ``{exports}`` the
-    export folder is appended as the last argument. If the last line of its stdout that is a JSON
-    object names ``solver_model`` (or ``model``) and/or ``api_base``, later epochs solve with that.
+    export folder is appended as the last argument. If it prints a JSON object (one line) naming
+    ``solver_model`` (or ``model``) and/or ``api_base``, later epochs solve with the last such.
     None: no training step."""
     every_epochs: int = Field(default=1, ge=1)
     """Run the command after every this many epochs (after epochs N-1, 2N-1, ...)."""

@@ -181,6 +181,7 @@ class Controller:
             row = await self.run_epoch(epoch)
             self.log(describe_epoch(row, said=self._printed))
             self._printed.update(row.warnings)
+            await self.train_after(epoch)  # after the epoch's line: a training step may take hours
         self.write_summary(done=True)
         return self.state.metrics
 
@@ -233,7 +234,6 @@ class Controller:
         self.state.metrics.append(row)
         self.write_summary(done=False)
         call_epoch_hooks(self.hooks, EpochEnd(self.run.path, epoch, row, self.config))
-        await self.train_after(epoch)
         return row
 
     async def train_after(self, epoch: int) -> None:
@@ -242,7 +242,11 @@ class Controller:
         trainer = self.trainer
         if trainer is None or not trainer.due(epoch) or trainer.done(epoch):
             return
-        outcome = await asyncio.to_thread(trainer.step, epoch, self.config.solver.model)
+        try:
+            outcome = await asyncio.to_thread(trainer.step, epoch, self.config.solver.model)
+        except BaseException:  # Ctrl-C or a kill of the loop: the command (its own process group) ends too
+            trainer.stop()
+            raise
         if outcome.switch is not None and self.switch_solver is not None:
             self.switch_solver(outcome.switch)  # a model that cannot be used stops here, the step unrecorded
         trainer.record(outcome)
@@ -265,6 +269,9 @@ class Controller:
         by_id = {t.task_id: t for t in self.state.tasks}
         examples = [by_id[i] for i in plan.example_ids if i in by_id]
         decided = self.decided(epoch)
+        # every validation started: those an epoch budget leaves undecided are cancelled with the
+        # epoch, so nothing of it runs on into the training step or the next epoch
+        validations: list[asyncio.Task[ValidationReport]] = []
 
         async def answer(ctx: ProposalContext) -> Proposal:
             kept = self.state.proposals.get((epoch, ctx.request_index))
@@ -284,6 +291,7 @@ class Controller:
                 else None
                 for c in proposal.candidates
             ]
+            validations.extend(c for c in checks if c is not None)
             return proposal, checks
 
         contexts = [
@@ -357,7 +365,9 @@ class Controller:
         finally:
             for future in pending:
                 future.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            for validation in validations:
+                validation.cancel()
+            await asyncio.gather(*pending, *validations, return_exceptions=True)
 
     @staticmethod
     async def _until(deadline: float | None, future: asyncio.Future[Any]) -> Any:

@@ -24,7 +24,8 @@ Formats:
   - ``repair``: inside a trajectory that passed after failing, each failed answer against the passing
     one, the prompt being the conversation before the failed answer.
 
-  A pair whose two answers hold the same text or code (a flaky verdict, not a preference) is skipped.
+  A pair whose two answers hold the same text or code, or whose rejected code passed in another
+  attempt at the task (a flaky verdict, not a preference), is skipped.
 * ``grpo`` (TRL prompt-only): ``{"prompt": [...]}`` and what a reward function needs: ``task_id``,
   ``kind``, ``entry_point``, ``tests`` and ``ground_truth`` (JSON strings, see ``groundtruth``),
   ``split``, ``difficulty``; one row per task.
@@ -50,16 +51,19 @@ Filters (all optional, all must hold):
 * ``--status``: ``sft`` rows only ever end with a passing answer, so ``passed`` (the default) is the
   only status it takes; ``grpo``/``verl`` keep tasks with at least one judged sample that ended so;
   ``dpo`` pairs passing with failing answers by construction and refuses it.
-* ``--kinds``: task kinds to keep. ``--split``: one split. ``--final-only``: ``sft`` only.
+* ``--kinds``: task kinds to keep. ``--final-only``: ``sft`` only.
+* ``--split``: one split, taken after identical rows are merged, so its rows are exactly those of the
+  whole export with that ``split`` value (exporting each split alone never writes one example twice).
 
 Split: a task is in ``test`` when the first 64 bits of ``sha256(task_id)``, as a fraction of 2**64, are
 below ``test_fraction``: stable across runs, processes (unlike ``hash``) and formats, and every row of
 a task lands in the same split, so no test task leaks into training through another format.
 
 Identical rows are written once, the first kept: rows with the same training content (``sft``: the
-messages; ``dpo``: prompt, chosen and rejected; ``grpo``/``verl``: the prompt and the tests), whatever
-their ids. A filter combination that can never match, or a filter that means nothing for the format,
-is a ``UserError``; filters that happen to leave nothing write an empty file and say ``0 rows``.
+messages; ``dpo``: prompt, chosen and rejected; ``grpo``/``verl``: the prompt and the ground truth but
+its task id: the tests, kind, entry point, public count, ``check_code``...), whatever their ids. A
+filter combination that can never match, or a filter that means nothing for the format, is a
+``UserError``; filters that happen to leave nothing write an empty file and say ``0 rows``.
 
 Writes are atomic (a temporary file beside the output, then ``os.replace``): a failed export leaves
 no half file and never destroys an earlier one.
@@ -101,9 +105,9 @@ FORMATS = ("sft", "dpo", "grpo", "verl")
 TIERS = ("easy", "medium", "hard")
 STATUSES = ("passed", "failed", "error", "timeout")
 DATA_SOURCE = "spade_llm"
+"""verl's ``data_source`` column: which reward a verl trainer dispatches to."""
 VERL_REWARDS = ("spade", "sandbox_fusion")
 """Who judges a verl export: ``spade_llm.rewards.compute_score``, or verl's SandboxFusion judge."""
-"""verl's ``data_source`` column: which reward a verl trainer dispatches to."""
 MAX_SAMPLE_PAIRS = 4
 """At most this many ``samples`` DPO pairs per task: a task with many samples must not swamp the set."""
 _RUN_FILES = frozenset({*JOURNALS, "config.yaml", "manifest.json", "summary.json", "report.html"})
@@ -332,11 +336,10 @@ def check_filters(fmt: str, filters: ExportFilters, test_fraction: float) -> Non
 
 
 def keep_task(record: TaskRecord, filters: ExportFilters, fmt: str) -> bool:
-    """Whether the task-level filters keep ``record`` (``--status`` too, for grpo and verl)."""
+    """Whether the task-level filters keep ``record`` (``--status`` too, for grpo and verl). Not
+    ``--split``: that one applies to the rows once duplicates are gone (``build_rows``)."""
     f = filters
     if f.kinds is not None and record.task.kind not in f.kinds:
-        return False
-    if f.split is not None and record.split != f.split:
         return False
     if f.min_difficulty is not None or f.max_difficulty is not None or f.tier is not None:
         measured = record.measured
@@ -447,6 +450,12 @@ def _same_answer(a: Attempt, b: Attempt, a_text: str, b_text: str) -> bool:
     return a_text == b_text or (bool(a.code.strip()) and a.code == b.code)
 
 
+def _passed_elsewhere(failed: Attempt, passed_codes: set[str]) -> bool:
+    """Whether a failed answer's code passed in some attempt of the task: a flaky verdict (a timeout
+    under load), not a wrong answer, so it is no one's ``rejected``."""
+    return bool(failed.code.strip()) and failed.code in passed_codes
+
+
 def _pair(
     record: TaskRecord,
     pair_type: str,
@@ -475,6 +484,7 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
         failing = [
             (t, i) for t in record.judged if t.final_status != "passed" and (i := answer_index(t, 0)) is not None
         ]
+        passed_codes = {a.code for t in record.judged for a in t.attempts if a.result.all_passed}
         if passing and failing:
             for n in range(min(max(len(passing), len(failing)), MAX_SAMPLE_PAIRS)):
                 good, (gi, good_attempt) = passing[n % len(passing)]
@@ -484,6 +494,8 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
                     continue
                 if _same_answer(good_attempt, bad.attempts[0], good.messages[gi].content, bad.messages[bi].content):
                     continue
+                if _passed_elsewhere(bad.attempts[0], passed_codes):
+                    continue
                 yield _pair(record, "samples", prompt, (good, gi), (bad, bi))
         for good, (gi, good_attempt) in passing:
             for n, failed in enumerate(good.attempts[:-1]):
@@ -492,14 +504,19 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
                     continue
                 if _same_answer(good_attempt, failed, good.messages[gi].content, good.messages[fi].content):
                     continue
+                if _passed_elsewhere(failed, passed_codes):
+                    continue
                 yield _pair(record, "repair", good.messages[:fi], (good, gi), (good, fi))
 
 
-def _ground_truth(run: RunRecords, task: Task) -> str:
+def _truth(run: RunRecords, task: Task) -> dict[str, Any]:
     from .solver import split_tests
 
-    public = len(split_tests(task, run.public_tests)[0])
-    return json.dumps(ground_truth(task, public), ensure_ascii=False, sort_keys=True)
+    return ground_truth(task, len(split_tests(task, run.public_tests)[0]))
+
+
+def _ground_truth(run: RunRecords, task: Task) -> str:
+    return json.dumps(_truth(run, task), ensure_ascii=False, sort_keys=True)
 
 
 def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
@@ -547,19 +564,22 @@ def verl_rows(run: RunRecords, records: Iterable[TaskRecord], reward: str = "spa
         }
 
 
-def _content_key(fmt: str) -> Callable[[dict[str, Any]], str]:
-    """What makes two rows the same training example (module docstring), as a canonical string."""
+def _content_key(fmt: str, run: RunRecords) -> Callable[[dict[str, Any]], str]:
+    """What makes two rows the same training example (module docstring), as a canonical string.
+
+    For ``grpo`` and ``verl`` that is the prompt and all a reward judges: the whole ground truth but
+    the task id (tests alone would merge imported benchmarks whose ``check_code`` differs), whichever
+    form the row holds it in (verl's SandboxFusion cases carry a marker made from the task id)."""
+    tasks = {r.task.task_id: r.task for r in run.tasks}
 
     def key(row: dict[str, Any]) -> str:
         if fmt == "sft":
             content: Any = row["messages"]
         elif fmt == "dpo":
             content = [row["prompt"], row["chosen"], row["rejected"]]
-        elif fmt == "grpo":
-            content = [row["prompt"], row["tests"]]
         else:
-            truth = json.loads(row["reward_model"]["ground_truth"])
-            content = [row["prompt"], truth.get("tests", truth.get("assert_case"))]
+            truth = _truth(run, tasks[_task_id(row)])
+            content = [row["prompt"], {k: v for k, v in truth.items() if k != "task_id"}]
         return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
     return key
@@ -676,15 +696,18 @@ def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
 def build_rows(run: RunRecords, fmt: str, filters: ExportFilters, verl_reward: str = "spade") -> list[dict[str, Any]]:
     """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered)."""
     records = [r for r in run.tasks if keep_task(r, filters, fmt)]
+    rows: Iterable[dict[str, Any]]
     if fmt == "sft":
-        rows: Iterable[dict[str, Any]] = sft_rows(records, filters.final_only)
+        rows = sft_rows(records, filters.final_only)
     elif fmt == "dpo":
         rows = dpo_rows(records)
     elif fmt == "grpo":
         rows = grpo_rows(run, records)
     else:
         rows = verl_rows(run, records, verl_reward)
-    kept = unique(rows, _content_key(fmt))
+    # --split once duplicates are gone: an example that tasks of both splits share is kept once, in the
+    # first one's split, so exporting each split alone never writes it into both files
+    kept = [r for r in unique(rows, _content_key(fmt, run)) if filters.split in (None, _split_column(r))]
     if fmt == "verl":
         for index, row in enumerate(kept):
             row["extra_info"]["index"] = index
@@ -693,6 +716,10 @@ def build_rows(run: RunRecords, fmt: str, filters: ExportFilters, verl_reward: s
 
 def _split_column(row: dict[str, Any]) -> str:
     return str(row["extra_info"]["split"] if "extra_info" in row else row["split"])
+
+
+def _task_id(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["task_id"] if "extra_info" in row else row["task_id"])
 
 
 def export_run(
@@ -727,5 +754,5 @@ def export_run(
     rows = build_rows(run, fmt, filters, verl_reward)
     _atomic_write(path, _write_parquet(rows) if fmt == "verl" else _write_jsonl(rows))
     test = sum(_split_column(r) == "test" for r in rows)
-    tasks = len({r["extra_info"]["task_id"] if fmt == "verl" else r["task_id"] for r in rows})
+    tasks = len({_task_id(r) for r in rows})
     return ExportResult(path=path, fmt=fmt, rows=len(rows), train=len(rows) - test, test=test, tasks=tasks)

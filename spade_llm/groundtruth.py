@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import UserError
+from .sandbox.verdict import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from .types import Task, TestCase
 
 __all__ = [
@@ -108,23 +109,30 @@ SANDBOX_FUSION_DATA_SOURCE = "codecontests"
 """A data source verl's ``default_compute_score`` sends to its SandboxFusion judge (with
 ``reward_model.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
 
-_CANON = """\
-def __spade_canon(v):
-    t = type(v)
-    if t is bool or t is str or v is None:
-        return (t.__name__, v)
-    if t is int:
-        return ("int", v)
-    if t is float:
-        return ("float", "nan" if v != v else float(f"{v:.9g}"))
-    if t is list or t is tuple:
-        return ("list", [__spade_canon(x) for x in v])
-    if t is dict:
-        return ("dict", sorted((repr(__spade_canon(k)), __spade_canon(x)) for k, x in v.items()))
-    return ("other", object())
+_MATCH = f"""\
+def __spade_match(v, e):
+    t, te = type(v), type(e)
+    if e is None:
+        return v is None
+    if te is bool or te is str:
+        return t is te and v == e
+    if te is int:
+        return t is int and v == e
+    if te is float:
+        return t is float and __import__("math").isclose(v, e, rel_tol={FLOAT_REL_TOL!r}, abs_tol={FLOAT_ABS_TOL!r})
+    if te is list:
+        return (t is list or t is tuple) and len(v) == len(e) and all(__spade_match(x, y) for x, y in zip(v, e))
+    if te is dict:
+        return (
+            t is dict
+            and all(type(k) is str for k in v)
+            and v.keys() == e.keys()
+            and all(__spade_match(v[k], y) for k, y in e.items())
+        )
+    return False
 """
-"""Our verdicts' comparison (``sandbox.verdict.matches``) as a canonical form; exact types, so a
-subclass with its own ``__eq__`` compares as nothing."""
+"""Our verdicts' comparison, ``sandbox.verdict.matches``, rule for rule (the same float tolerances; exact
+types, so a subclass with its own ``__eq__`` compares as nothing; NaN equals nothing)."""
 
 
 def _marker(task: Task) -> str:
@@ -139,12 +147,13 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any]:
 
     verl runs ``answer + "\n\n" + assert_case`` through ``/run_code`` once per test and passes the
     test when the run succeeds and its stdout equals ``outputs[i]``. Each case here compares like our
-    verdicts (a tuple is a list, floats to 9 significant digits, ``True`` is not ``1``, NaN equals
-    nothing), with what the call prints swallowed, then prints a marker the program cannot know: a
-    program that exits early (``os._exit(0)``, ``sys.exit``) never prints it, so it cannot pass.
-    Weaker than ``compute_score`` all the same: the answer shares the process with the check (see
-    SPEC "check_code"; code that rebinds builtins can still fool an in-process check), and anything
-    it prints at import time fails the test. Prefer ``spade_llm.rewards.compute_score``.
+    verdicts (``sandbox.verdict.matches``: a tuple is a list, floats within the same tolerances,
+    ``True`` is not ``1``, NaN equals nothing), with what the call prints swallowed, then prints a
+    marker the program cannot know: a program that exits early (``os._exit(0)``, ``sys.exit``) never
+    prints it, so it cannot pass. Weaker than ``compute_score`` all the same: the answer shares the
+    process with the check (see SPEC "check_code"; code that rebinds builtins can still fool an
+    in-process check), and anything it prints at import time fails the test. Prefer
+    ``spade_llm.rewards.compute_score``.
 
     Raises:
         UserError: not an induction task, or a test without its expected value.
@@ -158,12 +167,14 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any]:
     cases = []
     for test in task.tests:
         cases.append(
-            _CANON
+            _MATCH
             + "import contextlib as __spade_cl, io as __spade_io\n"
             + "with __spade_cl.redirect_stdout(__spade_io.StringIO()):\n"
             + f"    __spade_got = {task.entry_point}(*{test.input})\n"
             + f"__spade_want = __import__('json').loads({json.dumps(test.expected)!r})\n"
-            + "assert __spade_canon(__spade_got) == __spade_canon(__spade_want), 'wrong answer'\n"
+            # not an assert statement: ``python -O`` would drop it and print the marker for any answer
+            + "if not __spade_match(__spade_got, __spade_want):\n"
+            + "    raise AssertionError('wrong answer')\n"
             + f"print({marker!r})\n"
         )
     return {"inputs": [""] * len(cases), "outputs": [marker] * len(cases), "assert_case": cases}

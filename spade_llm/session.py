@@ -7,6 +7,7 @@ both start runs through ``start_run``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import platform
 import sys
@@ -246,6 +247,10 @@ class Session:
                 return await controller.run_all()
             except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
+                raise
+            except UserError as e:  # a hook or the training step failed: the summary says why the run stopped
+                with contextlib.suppress(UserError, OSError):  # unless the run directory is what failed
+                    controller.write_summary(done=False, stopped_because=str(e))
                 raise
             finally:
                 for llm in (gen_llm, self.sol_llm, *retired):

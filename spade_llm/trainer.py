@@ -8,8 +8,10 @@ metrics row and the ``on_epoch_end`` hooks are done. Before it runs, the formats
 command gets that folder (``{exports}`` in it, else as its last argument) and the environment
 variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH`` and ``SPADE_SOLVER_MODEL``. Its
 stdout and stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` (tail them to follow a
-long training). If the last JSON object it prints names ``solver_model`` (or ``model``) and/or
-``api_base``, the solver switches to it for the later epochs.
+long training). If it prints a JSON object (one line) naming ``solver_model`` (or ``model``) and/or
+``api_base``, the solver switches to the last such for the later epochs. The command runs in its own
+process group, which a timeout or an interrupted run ends whole (SIGTERM, then SIGKILL): a launcher's
+workers must not outlive the step and hold the GPU into the next try.
 
 Each finished step is appended to ``manifest.json``'s ``trainer_steps`` (epoch, exit code, seconds,
 the switch if any): that is what makes it resumable. A step that fails or is killed is not
@@ -22,9 +24,11 @@ GPU job launcher), often far heavier than this package; a command is what every 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -45,6 +49,8 @@ MANIFEST_KEY = "trainer_steps"
 """Key of ``manifest.json`` listing the finished training steps."""
 SUFFIXES = {"verl": "parquet"}
 """File suffix of each export format (``jsonl`` unless named here)."""
+STOP_GRACE_S = 5.0
+"""How long a stopped training command gets to exit on SIGTERM (to save what it can) before SIGKILL."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,11 @@ class SolverSwitch:
 
 
 def _switch_of(obj: dict[str, Any]) -> SolverSwitch | None:
-    model = obj.get("solver_model", obj.get("model"))
+    """The switch ``obj`` names, or None when it names none. ``model`` counts only as a string: a JSON
+    log line may well hold a ``model`` object (a config, a summary), which is no switch."""
+    model = obj.get("solver_model")
+    if model is None and isinstance(obj.get("model"), str):
+        model = obj["model"]
     api_base = obj.get("api_base")
     for name, value in (("solver_model", model), ("api_base", api_base)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -70,12 +80,13 @@ def _switch_of(obj: dict[str, Any]) -> SolverSwitch | None:
 
 
 def read_switch(stdout: str) -> SolverSwitch | None:
-    """The switch in a training command's stdout: its last line that is a JSON object (or the whole
-    output, when it is one pretty-printed object); None when that object names no model or endpoint,
-    or when no JSON object was printed (training logs may print anything else).
+    """The switch in a training command's stdout: the last JSON object that names ``solver_model`` (or
+    ``model``) and/or ``api_base``, one per line (or the whole output, when it is one pretty-printed
+    object); None when no object names one (training logs may print anything else, JSON log lines
+    included, before or after the switch).
 
     Raises:
-        HookError: the object names a model or endpoint that is not a non-empty string.
+        HookError: that object names a model or endpoint that is not a non-empty string.
     """
     text = stdout.strip()
     candidates = [text] if text.startswith("{") else []
@@ -86,7 +97,9 @@ def read_switch(stdout: str) -> SolverSwitch | None:
         except ValueError:
             continue
         if isinstance(obj, dict):
-            return _switch_of(obj)
+            switch = _switch_of(obj)
+            if switch is not None:
+                return switch
     return None
 
 
@@ -145,6 +158,29 @@ class Trainer:
         self.config = config
         self.run = run
         self.log = log
+        self._running: subprocess.Popen[bytes] | None = None
+        """The command of the step under way (its process group is its pid)."""
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """End the step under way, if any, with everything it started (callable from any thread): its
+        process group gets SIGTERM, then SIGKILL after ``grace_s``. What a step that finished left
+        running on purpose (a server for the new model) is no longer its process and stays."""
+        proc = self._running
+        if proc is None:
+            return
+        group = proc.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:  # until every process of the group is gone, not just the first
+            proc.poll()  # reaps it if this thread may: its zombie would keep the group
+            try:
+                os.killpg(group, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
 
     def due(self, epoch: int) -> bool:
         """Whether a step follows ``epoch`` (0-based)."""
@@ -189,17 +225,25 @@ class Trainer:
         where = f"(output in {out_path.parent}; --resume runs it again)"
         try:
             with out_path.open("wb") as out, err_path.open("wb") as err:
-                code = subprocess.run(
-                    argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, timeout=self.config.timeout_s
-                ).returncode
+                # its own process group: a timeout or an interrupted run ends the whole training (a
+                # launcher's workers too), not only the process it started
+                proc = subprocess.Popen(
+                    argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+                )
         except FileNotFoundError:
             raise HookError(f"trainer command not found: {argv[0]}") from None
         except PermissionError:
             raise HookError(f"trainer command is not executable: {argv[0]}") from None
+        self._running = proc
+        try:
+            code = proc.wait(timeout=self.config.timeout_s)
         except subprocess.TimeoutExpired:
+            self.stop()
             raise HookError(
                 f"trainer command ran past trainer.timeout_s={self.config.timeout_s} after epoch {epoch} {where}"
             ) from None
+        finally:
+            self._running = None
         seconds = round(time.monotonic() - started, 3)
         if code != 0:
             raise HookError(f"trainer command exited with {code} after epoch {epoch} {where}")

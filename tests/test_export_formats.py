@@ -6,7 +6,9 @@ damaged or unfinished run work on a copy of it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import sys
@@ -240,6 +242,44 @@ def test_verl_for_sandbox_fusion_writes_assert_cases_for_induction_tasks(
     assert "--verl-reward is for --format verl" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.3, 0.1 + 0.2),
+        (1.000000004, 1.000000001),  # 3e-9 apart: 9 significant digits would call them equal
+        (0.0, 1e-13),  # within the absolute tolerance
+        (0.1234567894, 0.12345678949999),  # on either side of a 9-digit rounding boundary
+        (True, 1),
+        (1, 1.0),
+        ((1, [2.0]), [1, [2.0]]),
+        ({"a": [1]}, {"a": [1]}),
+        ({1: 2}, {"1": 2}),
+    ],
+)
+def test_sandbox_fusion_cases_judge_like_spade(value: Any, expected: Any) -> None:
+    """Trusted answers (constants written here) run against the cases in this process."""
+    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.sandbox.verdict import matches
+    from spade_llm.types import TestCase
+
+    task = Task(
+        task_id="t",
+        description="",
+        entry_point="f",
+        reference_code=f"def f():\n    return {value!r}\n",
+        tests=[TestCase(input="()", expected=expected)],
+    )
+    truth = sandbox_fusion_ground_truth(task)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(task.reference_code + "\n\n" + truth["assert_case"][0], "<case>", "exec"), {})
+        passed = out.getvalue().strip() == truth["outputs"][0]
+    except AssertionError:
+        passed = False
+    assert passed == matches(value, expected)
+
+
 def test_a_task_without_trajectories_gets_the_prompt_the_solver_would_see(
     run: Path, records: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -358,6 +398,125 @@ def test_identical_rows_are_written_once(run: Path, tmp_path: Path) -> None:
     for fmt, rows in after.items():
         keys = [json.dumps([r.get("messages"), r.get("prompt"), r.get("chosen"), r.get("rejected")]) for r in rows]
         assert len(keys) == len(set(keys)), fmt
+
+
+def _twin_in_the_other_split(run: Path, copy: Path, fraction: float) -> str:
+    """Copy ``run`` to ``copy`` with a twin of a task that has a passing trajectory: another id, in the
+    other split at ``fraction``, its tasks and trajectories the same otherwise. Returns its id."""
+    shutil.copytree(run, copy)
+    trajs = read_rows(copy / "trajectories.jsonl")
+    original = next(t["task_id"] for t in trajs if t["final_status"] == "passed")
+    ids = (f"{original}-twin{n}" for n in range(100))
+    twin_id = next(i for i in ids if split_of(i, fraction) != split_of(original, fraction))
+    task = next(t for t in read_rows(copy / "tasks.jsonl") if t["task_id"] == original)
+    twins = [
+        {**t, "task_id": twin_id, "trajectory_id": t["trajectory_id"].replace(original, twin_id)}
+        for t in trajs
+        if t["task_id"] == original
+    ]
+    with (copy / "tasks.jsonl").open("a") as f:
+        f.write(json.dumps({**task, "task_id": twin_id}) + "\n")
+    with (copy / "trajectories.jsonl").open("a") as f:
+        f.writelines(json.dumps(t) + "\n" for t in twins)
+    return twin_id
+
+
+def test_each_split_exported_alone_never_holds_an_example_of_the_other(run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    _twin_in_the_other_split(run, copy, 0.5)
+
+    def key(row: dict[str, Any]) -> str:
+        return json.dumps([row.get("messages"), row.get("prompt"), row.get("chosen"), row.get("rejected")])
+
+    for fmt in ("sft", "dpo", "grpo"):
+        whole = export(copy, tmp_path / f"{fmt}.jsonl", fmt, "--test-fraction", "0.5")
+        alone = {
+            split: export(copy, tmp_path / f"{fmt}-{split}.jsonl", fmt, "--test-fraction", "0.5", "--split", split)
+            for split in ("train", "test")
+        }
+        assert not {key(r) for r in alone["train"]} & {key(r) for r in alone["test"]}, fmt
+        for split, rows in alone.items():
+            assert rows == [r for r in whole if r["split"] == split], (fmt, split)
+
+
+def test_identical_twins_merge_in_the_sandbox_fusion_form_too(run: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    copy = tmp_path / "run"
+    twin = _twin_in_the_other_split(run, copy, 0.1)
+    before = export(run, tmp_path / "before.parquet", "verl", "--verl-reward", "sandbox_fusion")
+    after = export(copy, tmp_path / "after.parquet", "verl", "--verl-reward", "sandbox_fusion")
+    if twin.split("-twin")[0] in {r["extra_info"]["task_id"] for r in before}:  # an induction task
+        assert after == before
+    else:
+        assert len(after) == len(before)
+
+
+def test_imported_tasks_that_differ_only_in_check_code_are_not_merged(tmp_path: Path) -> None:
+    """HumanEval and HumanEval+ share each problem's prompt; their asserts differ, and so do their rewards."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("seed: 0\n")
+    task: dict[str, Any] = {
+        "task_id": "HumanEval/0",
+        "description": 'def add(a, b):\n    """Add two numbers."""\n',
+        "entry_point": "add",
+        "reference_code": "def add(a, b):\n    return a + b\n",
+        "tests": [],
+        "check_code": "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+        "source": "humaneval",
+    }
+    stronger = task["check_code"] + "    assert candidate(-1, 1) == 0\n"
+    plus = {**task, "task_id": "HumanEvalPlus/0", "check_code": stronger}
+    same = {**task, "task_id": "HumanEval/0-again"}
+    (run / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in (task, plus, same)))
+    rows = export(run, tmp_path / "grpo.jsonl", "grpo")
+    assert [r["task_id"] for r in rows] == ["HumanEval/0", "HumanEvalPlus/0"]
+    assert rows[0]["prompt"] == rows[1]["prompt"]
+    assert [task_from_ground_truth(r["ground_truth"])[0].check_code for r in rows] == [
+        task["check_code"],
+        plus["check_code"],
+    ]
+
+
+def test_dpo_never_rejects_code_that_passed_in_another_attempt(
+    run: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    """A flaky verdict (the same code passing once and timing out under load once) is no preference."""
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    trajs = read_rows(copy / "trajectories.jsonl")
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for t in trajs:
+        by_task.setdefault(t["task_id"], []).append(t)
+    task_id, samples = next(
+        (tid, ts)
+        for tid, ts in by_task.items()
+        if records["tasks"][tid].kind == "induction"
+        and sum(t["final_status"] == "passed" for t in ts) >= 2
+        and any(t["final_status"] != "passed" and t["attempts"] for t in ts)
+    )
+    passing, other = [t for t in samples if t["final_status"] == "passed"][:2]
+    failing = next(t for t in samples if t["final_status"] != "passed" and t["attempts"])
+    code = passing["attempts"][-1]["code"]
+    last = other["attempts"][-1]  # another passing answer, other code: a pair with the failing sample
+    last["code"] = code + "# checked\n"
+    other["messages"][last["message_index"]]["content"] = f"```python\n{last['code']}```\n"
+    first = failing["attempts"][0]
+    first["code"] = code  # the passing code, judged a failure this time, in other words
+    failing["messages"][first["message_index"]]["content"] = f"Same idea, written out:\n```python\n{code}```\n"
+    (copy / "trajectories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trajs))
+
+    rows = export(copy, tmp_path / "dpo.jsonl", "dpo")
+    trajectories = {t["trajectory_id"]: Trajectory.model_validate(t) for t in trajs}
+    passed_codes: dict[str, set[str]] = {}
+    for judged in trajectories.values():
+        passed_codes.setdefault(judged.task_id, set()).update(a.code for a in judged.attempts if a.result.all_passed)
+    assert rows
+    for row in rows:
+        bad = trajectories[row["rejected_trajectory_id"]]
+        rejected = next(a for a in bad.attempts if a.message_index == len(row["prompt"]))
+        assert rejected.code not in passed_codes[row["task_id"]], row["task_id"]
+    assert failing["trajectory_id"] not in {r["rejected_trajectory_id"] for r in rows if r["task_id"] == task_id}
 
 
 def test_same_run_gives_byte_identical_files(run: Path, tmp_path: Path) -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from spade_llm.cli import main
+from spade_llm.config import TrainerConfig
 from spade_llm.hooks import HookError
-from spade_llm.trainer import SolverSwitch, command_line, read_switch
+from spade_llm.store import RunDir
+from spade_llm.trainer import SolverSwitch, Trainer, command_line, read_switch
 
 # A training command: checks it was handed the exports, then names a new solver after epoch 0 only.
 TRAIN_SCRIPT = """\
@@ -85,12 +90,16 @@ def test_failed_step_stops_the_run_and_resume_runs_it_again(tmp_path: Path, caps
     assert len(rows(out / "metrics.jsonl")) == 2  # both epochs kept; the step is what failed
     assert "trainer_steps" not in json.loads((out / "manifest.json").read_text())
     assert "training diverged" in (out / "trainer" / "epoch-001.stderr").read_text()
+    summary = json.loads((out / "summary.json").read_text())  # SPEC: an early stop says why
+    assert summary["complete"] is False and "trainer command exited with 1" in summary["stopped_because"]
 
     (tmp_path / "gate").write_text("ok")  # the user fixes their script, then resumes
     assert main(["run", "--quiet", "--resume", str(out)]) == 0
     steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
     assert [s["epoch"] for s in steps] == [1]  # every_epochs=2: after epoch 1 only (not after 0 or 2)
     assert len(rows(out / "metrics.jsonl")) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is True and "stopped_because" not in summary
     # the step after epoch 1 ran before epoch 2 and named no switch (SPADE_EPOCH was 1)
     assert _models_by_epoch(out)[2] == {"fake/weak-solver"}
 
@@ -124,6 +133,104 @@ def test_unknown_model_from_the_trainer_stops_with_one_line(tmp_path: Path, caps
     assert "trainer_steps" not in json.loads((out / "manifest.json").read_text())  # unrecorded: resume retries
 
 
+def test_nothing_of_the_epoch_runs_on_while_the_trainer_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An epoch budget that runs out leaves validations undecided: they must end with the epoch, not run
+    on beside a training step (hours, on the same machine) and into the next epoch. And the epoch's
+    line is on the terminal before the step starts, not hours later."""
+    from spade_llm.checking import CodeChecker
+    from spade_llm.controller import Controller
+
+    async def slow_validation(self: CodeChecker, task: object) -> object:
+        await asyncio.sleep(60)
+        raise AssertionError("never decided")
+
+    seen: list[list[str]] = []
+    original = Controller.train_after
+
+    async def watched(self: Controller, epoch: int) -> None:
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        seen.append([repr(t.get_coro()) for t in others])
+        await original(self, epoch)
+
+    monkeypatch.setattr(CodeChecker, "validate", slow_validation)
+    monkeypatch.setattr(Controller, "train_after", watched)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "controller": {"epoch_budget_s": 0.3},
+                "trainer": {"command": [sys.executable, "-c", "pass"], "formats": ["grpo"]},
+            }
+        )
+    )
+    out = tmp_path / "run"
+    argv = ["run", "--sandbox", "auto", "--tasks-per-epoch", "3", "--epochs", "1", "--config", str(config)]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert seen == [[]]
+    err = capsys.readouterr().err
+    assert 0 <= err.index("epoch 0: difficulty") < err.index("trainer: epoch 0:"), err
+    assert [s["epoch"] for s in json.loads((out / "manifest.json").read_text())["trainer_steps"]] == [0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"  # a zombie is dead, whoever reaps it
+
+
+def _gone(pid: int, within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timeout_s: float | None = None) -> Trainer:
+    """A trainer whose command starts a worker (as torchrun, accelerate or a shell script do) and waits."""
+    command = ["sh", "-c", f"sleep 60 & echo $! > {tmp_path / 'worker.pid'}; wait"]
+    trainer = Trainer(TrainerConfig(command=command, timeout_s=timeout_s), RunDir(tmp_path), log=lambda _m: None)
+    monkeypatch.setattr(trainer, "export", lambda epoch: tmp_path)
+    return trainer
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_timeout_ends_the_training_with_its_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trainer = _launcher(tmp_path, monkeypatch, timeout_s=0.5)
+    with pytest.raises(HookError, match=r"ran past trainer\.timeout_s"):
+        trainer.step(0, "fake/default")
+    worker = int((tmp_path / "worker.pid").read_text())
+    assert _gone(worker), "the command's worker outlived the timeout (it would hold the GPU into --resume)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_stop_ends_a_step_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the controller calls when the run is interrupted (Ctrl-C) during a step."""
+    trainer = _launcher(tmp_path, monkeypatch)
+    errors: list[BaseException] = []
+
+    def step() -> None:
+        try:
+            trainer.step(0, "fake/default")
+        except HookError as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=step)
+    thread.start()
+    pid_file = tmp_path / "worker.pid"
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    trainer.stop()
+    thread.join(10)
+    assert not thread.is_alive() and len(errors) == 1
+    assert _gone(int(pid_file.read_text()))
+    trainer.stop()  # no step under way: nothing to do
+
+
 def test_read_switch_takes_the_last_json_object() -> None:
     assert read_switch('step 1 loss 0.3\n{"solver_model": "a"}\nsaving\n{"api_base": "http://h:1/v1"}\n') == (
         SolverSwitch(api_base="http://h:1/v1")
@@ -137,6 +244,15 @@ def test_read_switch_takes_the_last_json_object() -> None:
         read_switch('{"solver_model": 3}')
     with pytest.raises(HookError, match="api_base"):
         read_switch('{"api_base": ""}')
+
+
+def test_read_switch_is_not_lost_behind_a_json_log_line() -> None:
+    """Training libraries log JSON lines (metrics, a summary at exit) after the script said its switch."""
+    out = '{"solver_model": "openai/trained", "api_base": "http://h:1/v1"}\n{"train_runtime": 12.5, "loss": 0.1}\n'
+    assert read_switch(out) == SolverSwitch("openai/trained", "http://h:1/v1")
+    config_line = '{"model": {"name": "Qwen/Qwen2.5-Coder", "dtype": "bf16"}, "lr": 1e-05}'
+    assert read_switch('{"solver_model": "openai/trained"}\n' + config_line) == SolverSwitch("openai/trained")
+    assert read_switch(config_line) is None  # a ``model`` object is a log, not a switch
 
 
 def test_command_line_fills_placeholders_or_appends_the_exports(tmp_path: Path) -> None:
