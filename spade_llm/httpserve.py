@@ -8,9 +8,11 @@ dependencies of a package that serves only tests, benchmarks and a local trainer
 
 What it does: HTTP/1.1 and 1.0 with keep-alive (clients such as httpx and requests pool
 connections), ``Content-Length`` and chunked request bodies, ``Expect: 100-continue`` (curl sends
-it for larger bodies), bounded request lines, headers and bodies, an idle timeout between requests
-and a read timeout within one. A subclass answers its own routes (``route``) in its own error shape
-(``error_payload``); the base answers ``GET /health`` and ``GET /stats`` (``HTTPStats``) for both.
+it for larger bodies), bounded request lines, headers and bodies, an idle timeout between requests,
+a read timeout within one, and a write timeout for a client that stops reading its answer; a bug
+in a route answers 500 (logged) instead of dropping the connection unanswered. A subclass answers
+its own routes (``route``) in its own error shape (``error_payload``); the base answers ``GET
+/health`` and ``GET /stats`` (``HTTPStats``) for both.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import signal
 import sys
 import time
@@ -32,8 +35,13 @@ IDLE_TIMEOUT_S = 75.0
 """A keep-alive connection with no new request for this long is closed (frees idle sockets)."""
 READ_TIMEOUT_S = 30.0
 """Time allowed to send the rest of a request once its first line arrived."""
+WRITE_TIMEOUT_S = 60.0
+"""Time allowed for a client to take (a piece of) an answer: one that stops reading is cut off, and
+the answer buffered for it freed (else each such client would hold its answer's memory for good)."""
 BACKLOG = 512
 """Listen backlog: a client opens a burst of connections at once (the stdlib HTTP servers' 5 stalls bursts)."""
+
+logger = logging.getLogger("spade_llm.httpserve")
 
 
 class HTTPError(Exception):
@@ -101,7 +109,7 @@ class Request:
         """The body as JSON (None when empty); ``HTTPError(400)`` when it is not JSON."""
         try:
             return json.loads(self.body.decode("utf-8")) if self.body else None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, too deep, an int too long
             raise HTTPError(400, f"the body is not JSON: {e}") from None
 
 
@@ -114,6 +122,7 @@ class HTTPServer:
 
     server_name = "spade"
     """Sent as the ``Server`` header (``spade-serve-fake``...)."""
+    write_timeout_s = WRITE_TIMEOUT_S
 
     def __init__(self, host: str, port: int, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.host = host
@@ -185,8 +194,15 @@ class HTTPServer:
             if task is not None:
                 self._connections.discard(task)
             writer.close()
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
+            except asyncio.CancelledError:
+                writer.transport.abort()
+                raise
+            except Exception:
+                # a close waits for the answer buffered for the client to be sent: one that does not
+                # read would hold the socket and the buffer for good
+                writer.transport.abort()
 
     async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Read and answer one request; True when the connection stays open for another."""
@@ -220,6 +236,13 @@ class HTTPServer:
         except HTTPError as e:
             self.stats.errors += 1
             await self.send_error(writer, e, keep_alive)
+        except (ConnectionError, asyncio.TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception:  # a bug costs this request a 500, not its connection an unanswered close
+            logger.exception("%s %s failed", request.method, request.path)
+            self.stats.errors += 1
+            await self.send_error(writer, HTTPError(500, "Internal Server Error", "server_error"), keep_alive=False)
+            return False
         return keep_alive
 
     async def _dispatch(self, request: Request, writer: asyncio.StreamWriter) -> None:
@@ -279,6 +302,8 @@ class HTTPServer:
                 size = int(size_line.split(b";")[0].strip() or b"0", 16)
             except ValueError:
                 raise HTTPError(400, "malformed chunk size") from None
+            if size < 0:
+                raise HTTPError(400, "malformed chunk size")
             if size == 0:
                 while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                     pass  # trailers
@@ -302,11 +327,23 @@ class HTTPServer:
         ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
+    async def drain(self, writer: asyncio.StreamWriter) -> None:
+        """``writer.drain()``, for at most ``write_timeout_s``: a client that stops reading is cut off
+        (``ConnectionResetError``), its buffered answer dropped."""
+        try:
+            await asyncio.wait_for(writer.drain(), self.write_timeout_s)
+        except asyncio.TimeoutError:
+            writer.transport.abort()
+            raise ConnectionResetError("the client stopped reading its answer") from None
+
     async def send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any, keep_alive: bool) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a client's own "\ud800" escape, sent back): escaped
+            data = json.dumps(payload).encode("ascii")
         head = self.head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))], keep_alive)
         writer.write(head + data)
-        await writer.drain()
+        await self.drain(writer)
 
     async def send_error(self, writer: asyncio.StreamWriter, error: HTTPError, keep_alive: bool) -> None:
         payload = error.payload if error.payload is not None else self.error_payload(error)

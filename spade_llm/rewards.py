@@ -56,7 +56,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -125,13 +125,16 @@ def extract_answer(task: Task, text: str) -> str:
 def completion_text(completion: Any) -> str:
     """A TRL completion's text: a string as is; for a conversational one (a list of message dicts),
     the content of the last assistant message (multi-turn tool use interleaves tool messages);
-    content given as parts keeps their text. '' when there is no assistant text."""
+    content given as parts keeps their text. '' when there is no assistant text (or the completion is
+    of no shape this reads: a reward must not fail a whole batch on one odd row)."""
     if completion is None:
         return ""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Mapping):
         return _content_text(completion.get("content"))
+    if not isinstance(completion, Iterable) or isinstance(completion, (bytes, bytearray)):
+        return ""
     for message in reversed(list(completion)):
         if isinstance(message, Mapping) and message.get("role", "assistant") == "assistant":
             return _content_text(message.get("content"))
@@ -143,6 +146,10 @@ def _content_text(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
+    if isinstance(content, Mapping):  # one part on its own
+        content = [content]
+    if not isinstance(content, Iterable) or isinstance(content, (bytes, bytearray)):
+        return ""
     parts = []
     for part in content:
         if isinstance(part, str):
@@ -337,6 +344,12 @@ class Rewarder:
         self._sandbox = sandbox
         self._judge: Judge | None = self._judge_over(sandbox) if sandbox else None
         self._generation = 0
+        self._users: dict[int, int] = {}
+        """Runs in flight on each generation's sandbox."""
+        self._retired: dict[int, Sandbox] = {}
+        """Sandboxes replaced by a restart while runs were still in flight on them: closed by the last one."""
+        self._unproven: set[int] = set()
+        """Generations started by a restart that no run has finished on yet: a failure there is not retried."""
         self._pool: ThreadPoolExecutor | None = None
         self._pid = os.getpid()
 
@@ -374,13 +387,36 @@ class Rewarder:
         """
         self._check_process()
         with self._lock:
-            if self._judge is None:
-                from .sandbox.registry import get_sandbox
+            return self._start_locked()
 
-                self._sandbox = get_sandbox(self.backend)
-                self._judge = self._judge_over(self._sandbox)
-                _LIVE.add(self)
-            return self._judge
+    def _start_locked(self) -> Judge:
+        if self._judge is None:
+            from .sandbox.registry import get_sandbox
+
+            self._sandbox = get_sandbox(self.backend)
+            self._judge = self._judge_over(self._sandbox)
+            _LIVE.add(self)
+        return self._judge
+
+    def _lease(self) -> tuple[Judge, int]:
+        """The judge to run on and its generation, counted in flight until ``_unlease``."""
+        self._check_process()
+        with self._lock:
+            judge = self._start_locked()
+            generation = self._generation
+            self._users[generation] = self._users.get(generation, 0) + 1
+            return judge, generation
+
+    def _unlease(self, generation: int) -> None:
+        with self._lock:
+            left = self._users.get(generation, 0) - 1
+            if left > 0:
+                self._users[generation] = left
+                return
+            self._users.pop(generation, None)
+            retired = self._retired.pop(generation, None)
+        if retired is not None:
+            self._close_quietly(retired)
 
     def _judge_over(self, sandbox: Sandbox) -> Judge:
         return Judge(sandbox, self.limits, self.test_timeout_s, self.max_timeouts)
@@ -390,31 +426,46 @@ class Rewarder:
         return self.start().sandbox
 
     def _restart(self, generation: int) -> None:
-        """Replace a sandbox that failed (once per failure, however many threads saw it)."""
+        """Replace a sandbox that failed (once per failure, however many threads saw it). The failed
+        one is closed once the runs still in flight on it end: closing it now would kill them, and
+        their answers, judged fine so far, would score 0 as killed."""
         with self._lock:
             if generation != self._generation or not self._owns_sandbox:
                 return
             self._generation += 1
+            self._unproven.add(self._generation)
             old, self._sandbox, self._judge = self._sandbox, None, None
+            if old is not None and self._users.get(generation):
+                self._retired[generation], old = old, None
         if old is not None:
-            try:
-                old.close()
-            except Exception:  # a broken sandbox may fail to close; the new one is what matters
-                logger.debug("closing the failed sandbox raised", exc_info=True)
+            self._close_quietly(old)
+
+    @staticmethod
+    def _close_quietly(sandbox: Sandbox) -> None:
+        try:
+            sandbox.close()
+        except Exception:  # a broken sandbox may fail to close; the new one is what matters
+            logger.debug("closing the failed sandbox raised", exc_info=True)
 
     def close(self) -> None:
         """End the thread pool and the sandbox when this rewarder started it (a sandbox it was
-        given stays, the caller's to close). Safe to call twice; a later use starts them anew."""
+        given stays, the caller's to close). Safe to call twice; a later use starts them anew.
+        Runs still in flight are ended with the sandbox: close once the calls have returned."""
         with self._lock:
             pool, self._pool = self._pool, None
             sandbox = None
+            retired = list(self._retired.values())
+            self._retired.clear()
             if self._owns_sandbox:
                 sandbox, self._sandbox, self._judge = self._sandbox, None, None
                 self._generation += 1
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-        if sandbox is not None and self._pid == os.getpid():
-            sandbox.close()
+        if self._pid == os.getpid():
+            for old in retired:
+                self._close_quietly(old)
+            if sandbox is not None:
+                sandbox.close()
         _LIVE.discard(self)
 
     def __enter__(self) -> Rewarder:
@@ -434,22 +485,31 @@ class Rewarder:
 
     def run(self, task: Task, answer: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         """The kind's judge on ``answer`` (already extracted) over ``tests`` (default all), in the
-        sandbox; a sandbox failure is retried once on a fresh sandbox, then raised.
+        sandbox; a sandbox failure is retried once on a fresh sandbox, then raised (at once when the
+        sandbox that failed is itself a replacement no run has finished on: another thread's restart
+        did not help, and a broken backend must not be restarted once per answer).
 
         Raises:
             SandboxUnavailable: the sandbox failed twice.
         """
         kind = get_kind(task.kind)
         for retry in (True, False):
-            generation = self._generation
-            judge = self.start()
+            judge, generation = self._lease()
             try:
-                return kind.judge(judge, task, answer, tests)
+                result = kind.judge(judge, task, answer, tests)
+                if self._unproven:
+                    with self._lock:
+                        self._unproven.discard(generation)
+                return result
             except SandboxUnavailable as e:
-                if not retry:
+                with self._lock:
+                    fresh_failed = generation in self._unproven
+                if not retry or fresh_failed:  # a replacement that never ran anything: restarting again won't help
                     raise SandboxUnavailable(f"the {self.backend} sandbox failed again after a restart: {e}") from e
                 logger.warning("sandbox failed while judging %s (%s); restarting it and retrying once", task.task_id, e)
                 self._restart(generation)
+            finally:
+                self._unlease(generation)
         raise AssertionError("unreachable")
 
     def judge_answer(self, task: Task, answer: str, *, partial_credit: bool = False) -> Verdict:
@@ -488,9 +548,13 @@ class Rewarder:
             done = iter([self.judge_text(task, t, partial_credit=partial_credit) for t, task in jobs])
         else:
             pool = self._executor()
-            done = iter(
-                list(pool.map(lambda job: self.judge_text(job[1], job[0], partial_credit=partial_credit), jobs))
-            )
+            futures = [pool.submit(self.judge_text, task, t, partial_credit=partial_credit) for t, task in jobs]
+            try:
+                done = iter([f.result() for f in futures])
+            except BaseException:  # a failed sandbox: the answers not judged yet are not started
+                for f in futures:
+                    f.cancel()
+                raise
         return [None if task is None else next(done) for task in tasks]
 
     async def judge_many_async(
@@ -504,7 +568,12 @@ class Rewarder:
             for text, task in zip(texts, tasks, strict=True)
             if task is not None
         ]
-        done = iter(await asyncio.gather(*futures))
+        try:
+            done = iter(await asyncio.gather(*futures))
+        except BaseException:  # as judge_many: the answers not judged yet are not started
+            for f in futures:
+                f.cancel()
+            raise
         return [None if task is None else next(done) for task in tasks]
 
 

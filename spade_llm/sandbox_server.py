@@ -39,7 +39,8 @@ worker for each. ``compile_timeout`` is accepted and unused (nothing compiles).
 The network is closed by the backend (bwrap's own network namespace, docker's ``--network none``).
 
 ``files`` are written into the program's working (scratch) directory through ``Program.files``;
-names must be relative, without ``..``, and not ``program.py`` or ``_spade_code.py`` (spade's own).
+names must be relative, without ``..``, not ``program.py`` or ``_spade_code.py`` (spade's own), not
+both a file and another file's folder, and with no part longer than 255 bytes (``SandboxError`` otherwise).
 ``fetch_files``: the sandbox API returns no files, so when some are asked for, the program run is
 a small wrapper (``FETCH_WRAPPER``) that runs the user's code (``_spade_code.py``) as a child
 process with the same stdin, pipes its stdout and stderr (each capped at the output limit), kills
@@ -82,6 +83,8 @@ LANGUAGES = frozenset({"python", "python3"})
 CODE_FILE = "_spade_code.py"
 """Where the user's code goes when the fetch_files wrapper runs it."""
 RESERVED_FILES = frozenset({PROGRAM_FILE, CODE_FILE})
+NAME_MAX = 255
+"""Longest part of a file name (bytes), as Linux file systems take it."""
 WRAPPER_SLACK_S = 2.0
 """The wrapper's own time past ``run_timeout``: its start, the child's, reading the files."""
 ENVELOPE_SLACK_BYTES = 64 << 10
@@ -141,7 +144,9 @@ class RunRequest:
 
 def _invalid(loc: str, kind: str, msg: str, value: Any) -> HTTPError:
     """FastAPI's 422 for a field of the wrong type (one error; FastAPI lists them all)."""
-    shown = value if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+    shown: Any = value if isinstance(value, (str, int, bool, type(None))) else type(value).__name__
+    if isinstance(value, float):  # NaN and Infinity are no JSON: a client could not read the answer
+        shown = value if math.isfinite(value) else str(value)
     detail = [{"type": kind, "loc": ["body", loc], "msg": msg, "input": shown}]
     return HTTPError(422, f"{loc}: {msg}", "validation_error", payload={"detail": detail})
 
@@ -150,9 +155,15 @@ def _number(body: dict[str, Any], name: str) -> float | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _invalid(name, "float_parsing", "Input should be a valid number", value)
-    return float(value)
+    try:
+        number = float(value)  # an int past float's range overflows
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise _invalid(name, "finite_number", "Input should be a finite number", value)
+    return number
 
 
 def _integer(body: dict[str, Any], name: str, default: int) -> int:
@@ -205,12 +216,19 @@ def parse_request(body: Any) -> RunRequest:
     )
 
 
-def _check_name(name: str, what: str) -> str:
-    """``name`` normalised (``a/./b`` -> ``a/b``); ``Refused`` when it would leave the scratch directory."""
+def _check_name(name: str, what: str, *, writing: bool = False) -> str:
+    """``name`` normalised (``a/./b`` -> ``a/b``); ``Refused`` when it would leave the scratch directory,
+    or (``writing``) could not be written."""
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if not name or name.startswith("/") or ".." in parts or not parts or "\0" in name:
         raise Refused(f"{what} {name!r}: names must be relative paths inside the working directory, without '..'")
     clean = "/".join(parts)
+    try:
+        encoded = [p.encode("utf-8", "surrogateescape") for p in parts]  # JSON allows lone surrogates
+    except UnicodeEncodeError:
+        raise Refused(f"{what} {name!r}: not a file name (it holds a lone surrogate)") from None
+    if writing and max(map(len, encoded)) > NAME_MAX:  # unwritable: the run would fail unexplained
+        raise Refused(f"{what} {name[:80]!r}...: a part of the name is longer than {NAME_MAX} bytes")
     if clean in RESERVED_FILES:
         raise Refused(f"{what} {name!r}: the name is the server's own (choose another)")
     return clean
@@ -220,13 +238,17 @@ def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
     """The request's files as bytes by checked name (a null content is skipped, as SandboxFusion does)."""
     out: dict[str, bytes] = {}
     for name, content in files.items():
-        clean = _check_name(name, "file")
+        clean = _check_name(name, "file", writing=True)
         if content is None:
             continue
         try:
             out[clean] = base64.b64decode(content)
         except (binascii.Error, ValueError) as e:
             raise Refused(f"file {name!r}: not base64 ({e})") from None
+    folders = {"/".join(parts[:i]) for parts in (n.split("/") for n in out) for i in range(1, len(parts))}
+    clash = sorted(folders & (set(out) | RESERVED_FILES))
+    if clash:  # the backend could write neither: the program would fail with nothing said
+        raise Refused(f"files: {clash[0]!r} would be both a file and a folder")
     return out
 
 
@@ -584,6 +606,8 @@ def _json_body(request: Request) -> Any:
         error, pos = f"not UTF-8: {e.reason}", e.start
     except json.JSONDecodeError as e:
         error, pos = e.msg, e.pos
+    except (ValueError, RecursionError) as e:  # an int of more digits than Python converts; nested too deep
+        error, pos = str(e).split(":")[0], 0
     detail = [
         {"type": "json_invalid", "loc": ["body", pos], "msg": "JSON decode error", "input": {}, "ctx": {"error": error}}
     ]

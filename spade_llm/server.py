@@ -344,17 +344,17 @@ class FakeServer(HTTPServer):
         framed = [f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events]
         if not gap:
             writer.write(b"".join([head, *framed, b"0\r\n\r\n"]))
-            await writer.drain()
+            await self.drain(writer)
             return
         writer.write(head + framed[0])  # the role chunk goes out at once, as real servers send it
-        await writer.drain()
+        await self.drain(writer)
         for i, frame in enumerate(framed[1:], start=1):
             if i >= 2 and i < len(chunks) and chunks[i]["choices"]:  # content after the first, and the finish
                 await asyncio.sleep(gap)
             writer.write(frame)
-            await writer.drain()
+            await self.drain(writer)
         writer.write(b"0\r\n\r\n")
-        await writer.drain()
+        await self.drain(writer)
 
 
 def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: float = 0.0) -> None:

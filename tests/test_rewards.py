@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -188,6 +189,11 @@ def test_hidden_tests_count_and_partial_credit_is_the_fraction_passed() -> None:
         "",
         [],
         [{"role": "assistant", "content": None}],
+        # shapes no trainer sends: 0.0 for the row, not an exception failing the whole batch
+        5,
+        b"```python\ndef f(x):\n    return 2 * x\n```",
+        [{"role": "assistant", "content": 5}],
+        [{"role": "assistant", "content": {"type": "image"}}],
     ],
 )
 def test_no_python_block_scores_zero(completion: Any) -> None:
@@ -379,10 +385,69 @@ def test_a_broken_sandbox_is_restarted_once_then_raised(monkeypatch: pytest.Monk
 
     made.clear()
     monkeypatch.setattr(registry, "get_sandbox", lambda name: FlakySandbox(99, made))  # every one broken
-    with Rewarder("flaky", test_timeout_s=TEST_TIMEOUT_S) as rewarder:
+    with Rewarder("flaky", test_timeout_s=TEST_TIMEOUT_S, max_workers=2) as rewarder:
         with pytest.raises(SandboxUnavailable, match="failed again after a restart"):
-            CodeReward(rewarder)(completions=[RIGHT, HARDCODED], ground_truth=[DOUBLE_GT] * 2)
-        assert len(made) == 2  # one restart, however many answers saw the failure
+            CodeReward(rewarder)(completions=[RIGHT, HARDCODED] * 4, ground_truth=[DOUBLE_GT] * 8)
+        assert rewarder._pool is not None
+        rewarder._pool.shutdown(wait=True)  # whatever was still running or queued has ended
+        # one restart, however many answers saw the failure and in whatever order: an answer that
+        # first ran on the replacement does not restart it again, and the answers left are not run
+        assert len(made) == 2
+
+
+class DyingSandbox(Sandbox):
+    """A sandbox that breaks on an answer marked BREAK while another, marked SLOW, is still running on
+    it; closing it kills what runs there (as the real backends do), so a run cut by a close comes back
+    ``killed``. Its replacement runs everything, in a real subprocess sandbox."""
+
+    name = "dying"
+
+    def __init__(self, events: dict[str, threading.Event], first: bool) -> None:
+        from spade_llm.sandbox.subprocess import SubprocessSandbox
+
+        self.events, self.first = events, first
+        self.inner = SubprocessSandbox(warn=False)
+
+    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        code = "".join(data.decode(errors="replace") for data in program.files.values())
+        if self.first and "BREAK" in code:
+            assert self.events["slow running"].wait(10)
+            raise SandboxUnavailable("the backend broke")
+        if self.first and "SLOW" in code:
+            self.events["slow running"].set()
+            while not (self.events["closed"].is_set() or self.events["retried"].is_set()):
+                time.sleep(0.01)
+            if self.events["closed"].is_set():
+                return ExecutionResult(status="killed", signal=9, stderr="killed: the sandbox closed")
+        if not self.first:
+            self.events["retried"].set()
+        return self.inner.run(program, limits)
+
+    def close(self) -> None:
+        if self.first:
+            self.events["closed"].set()
+        self.inner.close()
+
+
+def test_a_restart_lets_the_runs_in_flight_on_the_old_sandbox_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One answer breaks the sandbox while another is being judged on it: the restart must not kill
+    the other (a good answer would score 0 as killed); the old sandbox closes once it is done."""
+    import spade_llm.sandbox.registry as registry
+
+    events = {name: threading.Event() for name in ("slow running", "closed", "retried")}
+    made: list[DyingSandbox] = []
+
+    def make(name: str) -> DyingSandbox:
+        made.append(DyingSandbox(events, first=not made))
+        return made[-1]
+
+    monkeypatch.setattr(registry, "get_sandbox", make)
+    slow = fenced("# SLOW\ndef f(x):\n    return 2 * x\n")
+    breaking = fenced("# BREAK\ndef f(x):\n    return 2 * x\n")
+    with Rewarder("dying", test_timeout_s=TEST_TIMEOUT_S, max_workers=2) as rewarder:
+        reward = CodeReward(rewarder)
+        assert reward(completions=[slow, breaking], ground_truth=[DOUBLE_GT] * 2) == [1.0, 1.0]
+        assert len(made) == 2 and events["closed"].is_set()  # replaced, and closed once the slow run ended
 
 
 def test_rewards_pickle_and_start_their_own_sandbox() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -75,7 +77,8 @@ def client(server: SandboxServer) -> Iterator[httpx.Client]:
 
 
 def run_code(client: httpx.Client, server: SandboxServer, code: str, **fields: Any) -> dict[str, Any]:
-    response = client.post(server.url, json={"code": code, "language": "python", **fields})
+    payload = json.dumps({"code": code, "language": "python", **fields})  # ASCII: lone surrogates escaped
+    response = client.post(server.url, content=payload, headers={"Content-Type": "application/json"})
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     assert set(body) == {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
@@ -161,6 +164,11 @@ def test_fetch_files_keeps_failures_and_timeouts(client: httpx.Client, server: S
         ({"files": {"program.py": b64(b"x")}}, "server's own"),
         ({"files": {"a": "***not base64"}}, "not base64"),
         ({"fetch_files": ["/etc/passwd"]}, "'/etc/passwd'"),
+        ({"files": {"a": b64(b"x"), "a/b": b64(b"y")}}, "'a' would be both a file and a folder"),
+        ({"files": {"program.py/x": b64(b"x")}}, "'program.py' would be both"),
+        ({"fetch_files": ["\ud800"]}, "not a file name"),
+        ({"files": {"a\ud800": b64(b"x")}}, "not a file name"),
+        ({"files": {"d/" + "a" * 256: b64(b"x")}}, "longer than 255 bytes"),
     ],
 )
 def test_what_cannot_run_is_a_sandbox_error(
@@ -207,6 +215,122 @@ def test_request_body_size_is_bounded(server: SandboxServer) -> None:
         s.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n\r\n")
         answer = s.recv(65536)
     assert answer.startswith(b"HTTP/1.1 413 ")
+
+
+def raw_exchange(port: int, data: bytes) -> tuple[int, Any]:
+    """Send ``data`` on a connection of its own; the status and JSON body of the answer (0 and None
+    when the server closed the connection without one)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    if not answer:
+        return 0, None
+    head, _, body = answer.partition(b"\r\n\r\n")
+
+    def strict(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    return int(head.split()[1]), json.loads(body, parse_constant=strict)
+
+
+def raw_post(port: int, body: bytes) -> tuple[int, Any]:
+    head = b"POST /run_code HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+    return raw_exchange(port, head + body)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        (b'{"code": "1", "language": "python", "run_timeout": 1' + b"0" * 400 + b"}", 422, "finite"),
+        # Pythons that convert ints of any length (before 3.10.7) read it, and clamp the memory limit
+        (b'{"code": "1", "language": "python", "memory_limit_MB": 1' + b"0" * 5000 + b"}", (422, 200), ""),
+        (b"[" * 100_000 + b"]" * 100_000, 422, "JSON decode"),
+        (b'{"code": "1", "language": "python", "run_timeout": "\\ud800"}', 422, "valid number"),
+        (b'{"code": "1", "language": "python", "memory_limit_MB": NaN}', 422, "valid integer"),
+    ],
+    ids=["int-past-float", "int-too-long", "nested-too-deep", "lone-surrogate", "nan"],
+)
+def test_odd_bodies_get_an_answer_in_json(
+    server: SandboxServer, body: bytes, status: int | tuple[int, ...], needle: str
+) -> None:
+    """Bodies JSON allows but Python chokes on: an answer (strict JSON), never a dropped connection."""
+    got, answer = raw_post(server.port, body)
+    assert got in (status if isinstance(status, tuple) else (status,)), answer
+    assert needle in json.dumps(answer)
+
+
+def test_a_negative_chunk_size_is_a_bad_request(server: SandboxServer) -> None:
+    head = b"POST /run_code HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert raw_exchange(server.port, head + b"-1\r\n") == (400, {"detail": "malformed chunk size"})
+
+
+def test_a_bug_costs_its_request_a_500_and_the_server_keeps_serving(
+    client: httpx.Client, server: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(body: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(server, "run_code", broken)
+    response = client.post(server.url, json={"code": "print(1)", "language": "python"})
+    assert response.status_code == 500 and response.json() == {"detail": "Internal Server Error"}
+    monkeypatch.undo()
+    assert run_code(client, server, "print(3)")["status"] == "Success"
+
+
+def test_a_client_that_stops_reading_is_cut_off(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer of ~12 MB (1 MiB per stream, escaped 6x in JSON) to a client that never reads: the
+    server drops the connection and its buffer after ``write_timeout_s`` instead of holding them."""
+    monkeypatch.setattr(server, "write_timeout_s", 0.5, raising=False)
+    code = "import sys\nsys.stdout.write('\\x01' * 1000000)\nsys.stderr.write('\\x01' * 1000000)\n"
+    body = json.dumps({"code": code, "language": "python"}).encode()
+    before = server.stats.connections  # other tests' pooled connections, idle
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", server.port))
+        s.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        deadline = time.monotonic() + 20
+        while server.stats.connections <= before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        while server.stats.connections > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        held = server.stats.connections > before
+        assert not held, "the server still holds the connection of a client that stopped reading"
+
+
+def test_a_client_that_never_reads_is_let_go_when_its_connection_ends(
+    server: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer fits the write buffer (``drain`` returns), the client never reads it, then idles out:
+    closing the connection must not wait for the answer to be taken (it never will be): the server
+    drops it (the client, reading at last, finds the connection reset before the answer's end)."""
+    from spade_llm import httpserve
+
+    async def buffered(writer: asyncio.StreamWriter) -> None:  # as when the answer is under the high-water mark
+        return None
+
+    monkeypatch.setattr(server, "drain", buffered, raising=False)
+    monkeypatch.setattr(httpserve, "IDLE_TIMEOUT_S", 0.2)
+    code = "import sys\nsys.stdout.write('\\x01' * 1000000)\n"  # 6 MB of JSON escapes
+    body = json.dumps({"code": code, "language": "python"}).encode()
+    received = 0
+    before = server.stats.connections  # other tests' pooled connections, idle
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", server.port))
+        s.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        deadline = time.monotonic() + 20
+        while server.stats.connections <= before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        while server.stats.connections > before and time.monotonic() < deadline:
+            time.sleep(0.02)  # answered, then idled out: the close has begun
+        time.sleep(1.5)  # its grace for the buffered answer to go
+        s.settimeout(5)
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := s.recv(1 << 20):
+                received += len(chunk)
+    assert received < 6_000_000, "the server kept the connection open to flush an answer nobody reads"
 
 
 # -- limits ---------------------------------------------------------------------------------------
