@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["spade", "sandbox_fusion"],
         default="spade",
         help="verl: judged by spade_llm.rewards.compute_score (default), or by verl's built-in SandboxFusion "
-        "judge through spade serve-sandbox (induction tasks only)",
+        "judge through spade serve-sandbox (induction tasks with JSON arguments only)",
     )
 
     ss = sub.add_parser(
@@ -361,6 +361,13 @@ def _read_tasks(path: str, *, skip_invalid: bool = False, command: str = "") -> 
     return tasks
 
 
+def _live(args: argparse.Namespace) -> bool:
+    """Whether to draw a progress block: stderr is a terminal and ``--quiet`` was not given."""
+    from .progress import is_live_terminal
+
+    return not getattr(args, "quiet", False) and is_live_terminal(sys.stderr)
+
+
 def _sandbox(name: str) -> Any:
     import logging
 
@@ -432,7 +439,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         with session:
-            metrics = session.run(run, resumed=bool(args.resume), log=log)
+            metrics = session.run(run, resumed=bool(args.resume), log=log, live=_live(args))
     except EndpointDown as e:
         return _endpoint_down("run", e, run.path)
     finally:  # at once, not when the error's traceback is collected: a caller in this process may resume
@@ -577,7 +584,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
         run = run or RunDir.create(args.out, config.runs_dir)  # an existing non-empty --out is refused
         try:
             summary = session.solve(
-                tasks, run, resumed=bool(args.resume), log=lambda m: print(m, file=sys.stderr, flush=True)
+                tasks,
+                run,
+                resumed=bool(args.resume),
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+                live=_live(args),
             )
         except EndpointDown as e:
             return _endpoint_down("solve", e, run.path)
@@ -754,9 +765,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
+    import contextlib
+
     from . import evaluator
     from .judge import Judge, final_status, load_settings
     from .kinds import get_kind
+    from .progress import LiveBlock, bar
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
@@ -773,28 +787,40 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     sandbox = starting.result() if starting else _sandbox(settings.backend)
     judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
     per_task: dict[str, list[bool]] = {}
+    judged = {"done": 0, "passed": 0}
+
+    def progress() -> list[str]:
+        done, total = judged["done"], len(samples)
+        rate = f"{judged['passed'] / done:.0%}" if done else "n/a"
+        return [f"evaluate: {done}/{total} judged {bar(done, total)}  passed so far {rate}"]
+
+    block = LiveBlock(sys.stderr, progress) if _live(args) else None
     try:
-        for (task, _code), result in zip(
-            samples,
-            _run_concurrently(lambda s: get_kind(s[0].kind).judge(judge, s[0], s[1], None), samples, args.concurrency),
-            strict=True,
-        ):
-            status = final_status(result)
-            passed = status == "passed"
-            per_task.setdefault(task.task_id, []).append(passed)
-            print(
-                json.dumps(
-                    {
-                        "task_id": task.task_id,
-                        "passed": passed,
-                        "status": status,
-                        "exec_status": result.status,
-                        "tests_passed": result.tests_passed,
-                        "tests_total": result.tests_total,
-                    }
+        with block if block is not None else contextlib.nullcontext():
+            for (task, _code), result in zip(
+                samples,
+                _run_concurrently(
+                    lambda s: get_kind(s[0].kind).judge(judge, s[0], s[1], None), samples, args.concurrency
                 ),
-                flush=True,
-            )
+                strict=True,
+            ):
+                status = final_status(result)
+                passed = status == "passed"
+                per_task.setdefault(task.task_id, []).append(passed)
+                row = {
+                    "task_id": task.task_id,
+                    "passed": passed,
+                    "status": status,
+                    "exec_status": result.status,
+                    "tests_passed": result.tests_passed,
+                    "tests_total": result.tests_total,
+                }
+                judged["done"] += 1
+                judged["passed"] += passed
+                if block is not None:
+                    block.log(json.dumps(row), stream=sys.stdout)
+                else:
+                    print(json.dumps(row), flush=True)
     finally:
         sandbox.close()
     ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]

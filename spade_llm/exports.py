@@ -33,8 +33,9 @@ Formats:
   ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
   task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
   (``pip install 'spade_llm[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
-  built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as
-  ``assert_case``s; induction tasks only): see ``groundtruth.sandbox_fusion_ground_truth``.
+  built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as ``fn_name``,
+  JSON argument lines and printed outputs; induction tasks whose arguments JSON can carry): see
+  ``groundtruth.sandbox_fusion_ground_truth``.
 
 A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
 with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
@@ -539,14 +540,18 @@ def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[s
 def verl_rows(run: RunRecords, records: Iterable[TaskRecord], reward: str = "spade") -> Iterator[dict[str, Any]]:
     """verl's RL dataset rows (``index`` is filled in once duplicates are gone). ``reward``: who judges
     them, ``spade`` (``spade_llm.rewards.compute_score``) or ``sandbox_fusion`` (verl's built-in judge
-    through ``spade serve-sandbox``; induction tasks only, the others are left out)."""
+    through ``spade serve-sandbox``; induction tasks whose arguments JSON can carry, the others are
+    left out)."""
     openings = Openings(run)
     for record in records:
         if reward == "sandbox_fusion":
             if record.task.kind != "induction" or record.task.check_code:
                 continue
+            fusion = sandbox_fusion_ground_truth(record.task)
+            if fusion is None:  # arguments JSON cannot carry (tuples, sets, bytes): verl's wrapper could not call it
+                continue
             source = SANDBOX_FUSION_DATA_SOURCE
-            truth = json.dumps(sandbox_fusion_ground_truth(record.task), ensure_ascii=False, sort_keys=True)
+            truth = json.dumps(fusion, ensure_ascii=False, sort_keys=True)
         else:
             source, truth = DATA_SOURCE, _ground_truth(run, record.task)
         yield {
@@ -568,8 +573,8 @@ def _content_key(fmt: str, run: RunRecords) -> Callable[[dict[str, Any]], str]:
     """What makes two rows the same training example (module docstring), as a canonical string.
 
     For ``grpo`` and ``verl`` that is the prompt and all a reward judges: the whole ground truth but
-    the task id (tests alone would merge imported benchmarks whose ``check_code`` differs), whichever
-    form the row holds it in (verl's SandboxFusion cases carry a marker made from the task id)."""
+    the task id (tests alone would merge imported benchmarks whose ``check_code`` differs), in
+    whichever form the row holds it."""
     tasks = {r.task.task_id: r.task for r in run.tasks}
 
     def key(row: dict[str, Any]) -> str:

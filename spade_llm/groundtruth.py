@@ -18,13 +18,12 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import UserError
-from .sandbox.verdict import FLOAT_ABS_TOL, FLOAT_REL_TOL
 from .types import Task, TestCase
 
 __all__ = [
@@ -109,72 +108,57 @@ SANDBOX_FUSION_DATA_SOURCE = "codecontests"
 """A data source verl's ``default_compute_score`` sends to its SandboxFusion judge (with
 ``reward_model.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
 
-_MATCH = f"""\
-def __spade_match(v, e):
-    t, te = type(v), type(e)
-    if e is None:
-        return v is None
-    if te is bool or te is str:
-        return t is te and v == e
-    if te is int:
-        return t is int and v == e
-    if te is float:
-        return t is float and __import__("math").isclose(v, e, rel_tol={FLOAT_REL_TOL!r}, abs_tol={FLOAT_ABS_TOL!r})
-    if te is list:
-        return (t is list or t is tuple) and len(v) == len(e) and all(__spade_match(x, y) for x, y in zip(v, e))
-    if te is dict:
-        return (
-            t is dict
-            and all(type(k) is str for k in v)
-            and v.keys() == e.keys()
-            and all(__spade_match(v[k], y) for k, y in e.items())
-        )
+
+def _json_exact(value: Any) -> bool:
+    """Whether ``json.loads(json.dumps(value))`` gives back ``value`` with its types (no tuple, set,
+    bytes, non-string key, NaN or infinity): what verl's wrapper can hand the function."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_json_exact(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
     return False
-"""
-"""Our verdicts' comparison, ``sandbox.verdict.matches``, rule for rule (the same float tolerances; exact
-types, so a subclass with its own ``__eq__`` compares as nothing; NaN equals nothing)."""
 
 
-def _marker(task: Task) -> str:
-    """A line the program cannot know (it is not in any prompt): seen on stdout only if the asserts ran."""
-    digest = hashlib.sha256(f"spade-sandbox-fusion:{task.task_id}:{task.reference_code}".encode()).hexdigest()
-    return f"spade-ok-{digest[:24]}"
+def printed(value: Any) -> str:
+    """What verl's ``fn_name`` wrapper prints for a return value: JSON for a dict, list, tuple, None
+    or bool, ``str()`` for the rest."""
+    if isinstance(value, (dict, list, tuple)) or value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
 
 
-def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any]:
-    """``task``'s tests in the form verl's SandboxFusion judge runs (``assert_case``), for an
-    induction task with expected values.
+def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
+    """``task``'s tests in the form verl's SandboxFusion judge runs by function name, for an
+    induction task; None when some test's arguments cannot travel as JSON (a tuple, a set, bytes).
 
-    verl runs ``answer + "\n\n" + assert_case`` through ``/run_code`` once per test and passes the
-    test when the run succeeds and its stdout equals ``outputs[i]``. Each case here compares like our
-    verdicts (``sandbox.verdict.matches``: a tuple is a list, floats within the same tolerances,
-    ``True`` is not ``1``, NaN equals nothing), with what the call prints swallowed, then prints a
-    marker the program cannot know: a program that exits early (``os._exit(0)``, ``sys.exit``) never
-    prints it, so it cannot pass. Weaker than ``compute_score`` all the same: the answer shares the
-    process with the check (see SPEC "check_code"; code that rebinds builtins can still fool an
-    in-process check), and anything it prints at import time fails the test. Prefer
-    ``spade_llm.rewards.compute_score``.
+    verl's ``sandbox_fusion`` reward (``check_correctness`` with ``fn_name``) wraps the answer in a
+    program that reads one JSON argument per stdin line, calls the function and prints its result
+    (``printed``), runs that through ``/run_code`` once per test, and compares stdout with
+    ``outputs[i]`` *outside* the sandbox. So, as in our own verdicts, the expected values never enter
+    the sandbox: an answer that exits early prints nothing and fails, and none can read what it
+    should print. What is weaker than ``compute_score``: outputs are compared as printed text (a
+    float must print the same digits as the reference's, a dict keep its key order, a string
+    ``"[1, 2]"`` reads like a list), anything the answer prints fails the test, and verl scores the
+    fraction of the first 10 tests passed (``continuous=True``). Prefer ``spade_llm.rewards.compute_score``.
 
     Raises:
         UserError: not an induction task, or a test without its expected value.
     """
+    from .sandbox.runner import parse_input
+
     if task.kind != "induction" or task.check_code:
         raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
     missing = [t.input for t in task.tests if not t.has_expected]
     if missing:
         raise UserError(f"task {task.task_id}: test {missing[0]} has no expected value; validate the task first")
-    marker = _marker(task)
-    cases = []
+    inputs = []
     for test in task.tests:
-        cases.append(
-            _MATCH
-            + "import contextlib as __spade_cl, io as __spade_io\n"
-            + "with __spade_cl.redirect_stdout(__spade_io.StringIO()):\n"
-            + f"    __spade_got = {task.entry_point}(*{test.input})\n"
-            + f"__spade_want = __import__('json').loads({json.dumps(test.expected)!r})\n"
-            # not an assert statement: ``python -O`` would drop it and print the marker for any answer
-            + "if not __spade_match(__spade_got, __spade_want):\n"
-            + "    raise AssertionError('wrong answer')\n"
-            + f"print({marker!r})\n"
-        )
-    return {"inputs": [""] * len(cases), "outputs": [marker] * len(cases), "assert_case": cases}
+        args = parse_input(test.input)
+        if isinstance(args, str) or not all(_json_exact(a) for a in args):
+            return None
+        inputs.append("\n".join(json.dumps(a) for a in args))
+    return {"fn_name": task.entry_point, "inputs": inputs, "outputs": [printed(t.expected) for t in task.tests]}

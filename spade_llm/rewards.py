@@ -311,7 +311,9 @@ class Rewarder:
     """Judges answers against ground truths in one long-lived sandbox.
 
     ``backend``: a sandbox backend name (default ``$SPADE_SANDBOX``, else ``auto``), or pass a
-    started ``sandbox`` (the rewarder then does not close it). ``limits`` and ``test_timeout_s``
+    started ``sandbox`` (the rewarder then does not close it). ``auto`` that finds no isolating
+    backend is refused unless ``allow_unsafe`` (completions are untrusted code); a backend named
+    explicitly, ``subprocess`` included, is taken as the user's choice. ``limits`` and ``test_timeout_s``
     default to SPEC's (as ``spade verify``), ``max_timeouts`` to the loop's (tests that may time out
     before an execution stops calling the entry point). ``max_workers`` bounds how many answers of one call are
     judged at once (default: twice the CPU count, at most 32: an execution waits on
@@ -330,8 +332,10 @@ class Rewarder:
         max_timeouts: int | None = MAX_TEST_TIMEOUTS,
         max_workers: int | None = None,
         sandbox: Sandbox | None = None,
+        allow_unsafe: bool = False,
     ) -> None:
         self.backend = backend or (sandbox.name if sandbox is not None else os.environ.get(SANDBOX_ENV) or "auto")
+        self.allow_unsafe = allow_unsafe
         self.limits = limits or Limits()
         self.test_timeout_s = test_timeout_s
         self.max_timeouts = max_timeouts
@@ -362,10 +366,11 @@ class Rewarder:
             "test_timeout_s": self.test_timeout_s,
             "max_timeouts": self.max_timeouts,
             "max_workers": self.max_workers,
+            "allow_unsafe": self.allow_unsafe,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"allow_unsafe": False, **state})
         self._owns_sandbox = True
         self._init_state()
 
@@ -393,7 +398,17 @@ class Rewarder:
         if self._judge is None:
             from .sandbox.registry import get_sandbox
 
-            self._sandbox = get_sandbox(self.backend)
+            sandbox = get_sandbox(self.backend)
+            if self.backend == "auto" and not sandbox.isolating and not self.allow_unsafe:
+                # a policy's completions are untrusted code: ``auto`` falling back to no isolation is refused
+                # here, as ``spade serve-sandbox`` refuses it (naming a backend is a choice, and is kept)
+                sandbox.close()
+                raise UserError(
+                    "rewards: no isolating sandbox works here (bwrap, see spade exec's warning); completions are "
+                    f"untrusted code. Install bubblewrap, or set {SANDBOX_ENV}=subprocess (or Rewarder("
+                    "allow_unsafe=True)) to judge them without isolation"
+                )
+            self._sandbox = sandbox
             self._judge = self._judge_over(self._sandbox)
             _LIVE.add(self)
         return self._judge

@@ -548,3 +548,26 @@ def test_hostile_answers_score_zero_and_do_no_harm(tmp_path: Path) -> None:
         listener.join(5)
     assert connections == []
     assert [p for p in targets if p.exists()] == []
+
+
+def test_auto_without_an_isolating_backend_is_refused_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A policy's completions are untrusted: ``auto`` falling back to subprocess must not judge them quietly."""
+    from spade_llm.sandbox import registry
+    from spade_llm.sandbox.subprocess import SubprocessSandbox
+
+    started: list[Sandbox] = []
+
+    def fallback(name: str, **_: Any) -> Sandbox:
+        started.append(SubprocessSandbox())
+        return started[-1]
+
+    monkeypatch.setattr(registry, "get_sandbox", fallback)
+    with pytest.raises(UserError, match="no isolating sandbox"):
+        Rewarder("auto").start()
+    allowed = Rewarder("auto", allow_unsafe=True)
+    try:
+        assert allowed.start().sandbox is started[-1]
+        assert pickle.loads(pickle.dumps(allowed)).allow_unsafe is True
+    finally:
+        allowed.close()
+    assert len(started) == 2

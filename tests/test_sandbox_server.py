@@ -503,12 +503,35 @@ def alive(pid: int) -> bool:
 # -- verl's built-in judge on a spade export -------------------------------------------------------
 
 
+# what verl's fn_name wrapper does (verl/utils/reward_score/sandbox_fusion/utils.py): the answer, then a
+# call of the named function on one JSON argument per stdin line, its result printed as JSON or str()
+VERL_CALL = """
+import json as _json, sys as _sys
+def _call():
+    raw = _sys.stdin.read()
+    args = [_json.loads(line) for line in raw.split("\\n")] if raw.strip() else []
+    try:
+        result = globals()[{name!r}](*args)
+    except Exception as e:
+        _sys.stderr.write(repr(e))
+        return
+    if isinstance(result, (dict, list, tuple)) or result is None or isinstance(result, bool):
+        print(_json.dumps(result))
+    else:
+        print(str(result))
+if __name__ == "__main__":
+    _call()
+"""
+
+
 def verl_passes(client: httpx.Client, server: SandboxServer, answer: str, truth: dict[str, Any]) -> list[bool]:
-    """verl's ``sandbox_fusion.check_correctness`` decision, per case: the answer plus the case's
-    assert code, run once; passed when ``Success``, ``Finished`` and stdout equals the case's output."""
+    """verl's ``sandbox_fusion.check_correctness`` decision with ``fn_name``, per test: the wrapped
+    answer run with the test's arguments on stdin; passed when ``Success``, ``Finished`` and stdout
+    equals the test's output."""
+    code = answer + VERL_CALL.format(name=truth["fn_name"])
     verdicts = []
-    for case, output in zip(truth["assert_case"], truth["outputs"], strict=True):
-        body = run_code(client, server, answer + "\n\n" + case, stdin="", run_timeout=10, memory_limit_MB=1024)
+    for stdin, output in zip(truth["inputs"], truth["outputs"], strict=True):
+        body = run_code(client, server, code, stdin=stdin, run_timeout=10, memory_limit_MB=1024)
         run = body["run_result"] or {}
         verdicts.append(
             body["status"] == "Success"
@@ -526,27 +549,25 @@ def test_sandbox_fusion_export_is_judged_like_spade(client: httpx.Client, server
         task_id="t1",
         description="",
         entry_point="pairs",
-        reference_code="def pairs(xs):\n    return [(x, x * 2) for x in xs]\n",
+        reference_code="def pairs(xs, k):\n    return [[x, x * k] for x in xs]\n",
         tests=[
-            TestCase(input="([1, 2],)", expected=[[1, 2], [2, 4]]),
-            TestCase(input="([],)", expected=[]),
-            TestCase(input="([0.1],)", expected=[[0.1, 0.2]]),
+            TestCase(input="([1, 2], 2)", expected=[[1, 2], [2, 4]]),
+            TestCase(input="([], 3)", expected=[]),
+            TestCase(input="([0.5], 2)", expected=[[0.5, 1.0]]),
         ],
     )
     truth = sandbox_fusion_ground_truth(task)
+    assert truth is not None
     assert verl_passes(client, server, task.reference_code, truth) == [True, True, True]
-    # it prints while it works: swallowed, the answer still passes
-    chatty = "def pairs(xs):\n    print('debug', xs)\n    return [(x, x + x) for x in xs]\n"
-    assert verl_passes(client, server, chatty, truth) == [True, True, True]
-    wrong = "def pairs(xs):\n    return [(x, x * 2) for x in xs][:1]\n"
+    tuples = "def pairs(xs, k):\n    return [(x, x * k) for x in xs]\n"  # printed as JSON lists: the same
+    assert verl_passes(client, server, tuples, truth) == [True, True, True]
+    wrong = "def pairs(xs, k):\n    return [[x, x * k] for x in xs][:1]\n"
     assert verl_passes(client, server, wrong, truth) == [False, True, True]
-    hacks = {
-        "exits before the asserts": "import os\nos._exit(0)\n",
+    hacks = {  # none of them can know what to print: the expected outputs never enter the sandbox
+        "exits before the call": "import os\nos._exit(0)\n",
         "sys.exit(0)": "import sys\nsys.exit(0)\n",
-        "equal to everything": (
-            "class list(list):\n    def __eq__(self, other):\n        return True\ndef pairs(xs):\n    return list()\n"
-        ),
-        "False for []": "def pairs(xs):\n    return [[x, x * 2] for x in xs] or False\n",
+        "reads its own source": "print(open(__file__).read()[-40:])\nimport os\nos._exit(0)\n",
+        "False for []": "def pairs(xs, k):\n    return [[x, x * k] for x in xs] or False\n",
     }
     for name, answer in hacks.items():
         assert not all(verl_passes(client, server, answer, truth)), name
