@@ -63,10 +63,16 @@ class LimitedLLM:
         self.llm = llm
         self.model = llm.model
         self._slots = slots
+        self.inflight = 0
+        """Requests sent and not answered yet (what the progress block shows)."""
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         async with self._slots:
-            return await self.llm.complete(request)
+            self.inflight += 1
+            try:
+                return await self.llm.complete(request)
+            finally:
+                self.inflight -= 1
 
 
 def task_epoch(task: Task) -> int:
@@ -172,6 +178,33 @@ class Controller:
         """Warnings already on the terminal: a sign that persists epoch after epoch is said once."""
 
     # -- the loop ------------------------------------------------------------------------------
+
+    def progress(self, inflight: int = 0) -> list[str]:
+        """The running epoch as a few lines for the terminal (``progress.LiveBlock`` draws them), with
+        ``inflight`` model requests under way; called from another thread, so it only reads."""
+        from .progress import bar
+
+        epochs = self.config.controller.epochs
+        epoch = min(len(self.state.metrics), max(0, epochs - 1))
+        plan = self.state.plans.get(epoch)
+        asked = len(plan.requests) if plan is not None else 0
+        answered = sum(1 for e, _ in list(self.state.proposals) if e == epoch)
+        accepted = sum(1 for t in list(self.state.tasks) if task_epoch(t) == epoch)
+        rejected = sum(1 for r in list(self.state.rejected) if r.epoch == epoch)
+        episodes = [t for t in list(self.state.trajectories) if t.epoch == epoch]
+        expected = accepted * self.config.solver.samples_per_task
+        passed = sum(t.final_status == "passed" for t in episodes)
+        rate = f"{passed / len(episodes):.0%}" if episodes else "n/a"
+        target = f"{plan.target_difficulty:.2f}" if plan is not None else "..."
+        return [
+            f"epoch {epoch}  difficulty {target}   epochs done {len(self.state.metrics)}/{epochs}"
+            f" {bar(len(self.state.metrics), epochs, 12)}",
+            f"  proposals {answered}/{asked} answered   validated {accepted + rejected}   accepted {accepted}"
+            f"   rejected {rejected}",
+            f"  episodes {len(episodes)}/{expected} {bar(len(episodes), expected)}  pass rate so far {rate}",
+            f"  requests {self.stats.requests} ({inflight} in flight)   retries {self.stats.retries}"
+            f"   errors {self.stats.failures}",
+        ]
 
     async def run_all(self) -> list[EpochMetrics]:
         finished = len(self.state.metrics)

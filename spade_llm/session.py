@@ -27,6 +27,7 @@ from .llm.base import LLM
 from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
+from .progress import LiveBlock, bar
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
@@ -203,8 +204,11 @@ class Session:
         self.config.solver = role
         return replaced
 
-    def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> list[EpochMetrics]:
-        """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
+    def run(
+        self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print, live: bool = False
+    ) -> list[EpochMetrics]:
+        """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch. ``live``:
+        a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
         gen_llm = self.gen_llm
         self._write_header(run, resumed)
@@ -231,6 +235,11 @@ class Session:
                 retired.append(self.use_solver_model(switch))
                 solver.llm = LimitedLLM(self.sol_llm, slots)
 
+            def inflight() -> int:
+                return sum(x.inflight for x in (generator.llm, solver.llm) if isinstance(x, LimitedLLM))
+
+            block = LiveBlock(sys.stderr, lambda: controller.progress(inflight())) if live else None
+            say = block.log if block is not None else log
             controller = Controller(
                 c,
                 run,
@@ -239,12 +248,13 @@ class Session:
                 checker,
                 self.stats,
                 hooks=self.hooks,
-                trainer=Trainer(c.trainer, run, log) if c.trainer.command is not None else None,
+                trainer=Trainer(c.trainer, run, say) if c.trainer.command is not None else None,
                 switch_solver=switch_solver,
-                log=log,
+                log=say,
             )
             try:
-                return await controller.run_all()
+                with block if block is not None else contextlib.nullcontext():
+                    return await controller.run_all()
             except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
                 raise
@@ -259,9 +269,16 @@ class Session:
         return asyncio.run(main())
 
     def solve(
-        self, tasks: list[Task], run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print
+        self,
+        tasks: list[Task],
+        run: RunDir,
+        *,
+        resumed: bool = False,
+        log: Callable[[str], None] = print,
+        live: bool = False,
     ) -> dict[str, Any]:
         """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run.
+        ``live``: a progress block on stderr (a terminal).
 
         Each task gets ``solver.samples_per_task`` episodes; ``task_stats.jsonl`` summarises them.
         """
@@ -287,13 +304,31 @@ class Session:
             _, solver = self.build_solver(asyncio.Semaphore(self.config.controller.concurrency))
             slots = asyncio.Semaphore(self.config.controller.concurrency)
 
+            episodes = [(t, s) for t in tasks for s in range(k) if (t.task_id, s) not in done]
+            finished = {"done": len(done), "passed": 0}
+
+            def progress() -> list[str]:
+                total, ended = len(tasks) * k, finished["done"]
+                rate = f"{finished['passed'] / (ended - len(done)):.0%}" if ended > len(done) else "n/a"
+                inflight = solver.llm.inflight if isinstance(solver.llm, LimitedLLM) else 0
+                return [
+                    f"solve: episodes {ended}/{total} {bar(ended, total)}  pass rate so far {rate}",
+                    f"  requests {self.stats.requests} ({inflight} in flight)   retries {self.stats.retries}"
+                    f"   errors {self.stats.failures}",
+                ]
+
+            block = LiveBlock(sys.stderr, progress) if live else None
+            say = block.log if block is not None else log
+
             async def one(task: Task, sample: int) -> None:
                 async with slots:
                     trajectory = await solver.solve(task, 0, sample)
                 run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
                 by_task.setdefault(task.task_id, []).append(trajectory)
+                finished["done"] += 1
+                finished["passed"] += trajectory.final_status == "passed"
                 write_stats(task)
-                log(
+                say(
                     f"{task.task_id}#{sample}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
                     if k > 1
                     else f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
@@ -302,7 +337,8 @@ class Session:
             try:
                 for task in tasks:
                     write_stats(task)  # a kill between the last sample and its stats row
-                await asyncio.gather(*(one(t, s) for t in tasks for s in range(k) if (t.task_id, s) not in done))
+                with block if block is not None else contextlib.nullcontext():
+                    await asyncio.gather(*(one(t, s) for t, s in episodes))
             finally:
                 await aclose_llm(self.sol_llm)
 

@@ -1,0 +1,137 @@
+"""Live progress: a refreshing block on a terminal, nothing of it in a pipe."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spade_llm.progress import LiveBlock, bar, is_live_terminal
+
+SPADE = [sys.executable, "-m", "spade_llm.cli"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["TERM"] = "xterm"
+    return env
+
+
+def on_terminal(*args: str, timeout: float = 120) -> tuple[int, str]:
+    """Run spade with stdout and stderr on a pseudo-terminal; its exit code and everything it drew."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*SPADE, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=_env())
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.e2e
+def test_run_draws_a_progress_block_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
+    args = ["run", "--epochs", "2", "--tasks-per-epoch", "2", "--seed", "3"]
+    code, drawn = on_terminal(*args, "--out", str(tmp_path / "tty"))
+    assert code == 0, drawn
+    assert "\x1b[2K" in drawn and "\x1b[?25l" in drawn and "\x1b[?25h" in drawn
+    assert "epochs done 2/2" in drawn and "pass rate so far" in drawn and "in flight" in drawn
+    assert "proposals 2/2 answered" in drawn  # the last block drawn counts the whole epoch
+    assert "epoch 0: difficulty" in drawn and "epoch 1: difficulty" in drawn  # the log lines, above the block
+
+    piped = subprocess.run(
+        [*SPADE, *args, "--out", str(tmp_path / "pipe")], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert "\x1b" not in piped.stderr + piped.stdout
+    assert "pass rate so far" not in piped.stderr and "epoch 0: difficulty" in piped.stderr
+    # the progress block changes nothing of the run: the same seed gives the same records
+    for name in ("tasks.jsonl", "trajectories.jsonl"):
+        tty = [json.loads(x)["task_id"] for x in (tmp_path / "tty" / name).read_text().splitlines()]
+        pipe = [json.loads(x)["task_id"] for x in (tmp_path / "pipe" / name).read_text().splitlines()]
+        assert sorted(tty) == sorted(pipe)
+
+
+@pytest.mark.e2e
+def test_quiet_run_draws_nothing_on_a_terminal(tmp_path: Path) -> None:
+    code, drawn = on_terminal("run", "--epochs", "1", "--tasks-per-epoch", "1", "--out", str(tmp_path / "q"), "--quiet")
+    assert code == 0, drawn
+    assert "\x1b" not in drawn and drawn.strip() == str(tmp_path / "q")
+
+
+def test_evaluate_keeps_its_rows_whole_on_a_terminal(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [
+        {
+            "task_id": f"t{i}",
+            "description": "double",
+            "entry_point": "f",
+            "reference_code": "def f(x):\n    return 2 * x\n",
+            "tests": [{"input": f"({j},)", "expected": 2 * j} for j in range(3)],
+        }
+        for i in range(6)
+    ]
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, drawn = on_terminal("evaluate", str(tasks), "--sandbox", "subprocess")
+    assert code == 0, drawn
+    assert "evaluate: 6/6 judged" in drawn and "\x1b[2K" in drawn
+    lines = [line for line in drawn.replace("\r", "").split("\n") if '"task_id"' in line]
+    assert len(lines) == 6 and all(line.startswith("{") or "\x1b" in line for line in lines)
+    for line in lines:  # each row is whole JSON once the block's own codes are taken off
+        assert json.loads(line[line.index("{") :])["passed"] is True
+
+
+class _FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_live_block_redraws_in_place_and_keeps_log_lines_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    out = _FakeTerminal()
+    assert is_live_terminal(out) and not is_live_terminal(io.StringIO())
+    count = {"n": 0}
+
+    def render() -> list[str]:
+        count["n"] += 1
+        return [f"step {count['n']}", "second line"]
+
+    with LiveBlock(out, render, interval=0.01) as block:
+        time.sleep(0.05)
+        block.log("a log line")
+        time.sleep(0.03)
+    text = out.getvalue()
+    assert "a log line\n" in text and "\x1b[2F" in text  # moved up over its own two lines to redraw
+    assert text.endswith("\x1b[?25h") and count["n"] >= 3
+    assert bar(5, 10, 10) == "[#####-----]" and bar(0, 0, 4) == "[----]"
+
+
+def test_a_broken_render_shows_why_and_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    out = _FakeTerminal()
+
+    def render() -> list[str]:
+        raise KeyError("gone")
+
+    with LiveBlock(out, render, interval=0.01):
+        time.sleep(0.03)
+    assert "progress unavailable: KeyError" in out.getvalue()
+
+
+def test_dumb_terminals_and_pipes_get_no_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "dumb")
+    assert not is_live_terminal(_FakeTerminal())
