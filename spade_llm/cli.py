@@ -116,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue a killed or finished run in DIR (only --epochs, meaning the total, --concurrency and "
         "--api-base may change)",
     )
+    run.add_argument(
+        "--report",
+        action="store_const",
+        const=True,
+        help="write RUN_DIR/report.html after every epoch (pip install 'spade_llm[report]')",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the run directory")
 
     ex = sub.add_parser("exec", help="run one program in the sandbox, print its ExecutionResult as JSON")
@@ -217,6 +223,21 @@ def build_parser() -> argparse.ArgumentParser:
         default="spade",
         help="verl: judged by spade_llm.rewards.compute_score (default), or by verl's built-in SandboxFusion "
         "judge through spade serve-sandbox (induction tasks with JSON arguments only)",
+    )
+
+    rp = sub.add_parser(
+        "report",
+        help="RUN_DIR/report.html: charts and trajectories of a run, one self-contained page",
+        description="Write a self-contained HTML page about a run: difficulty against the band, the acceptance "
+        "funnel, failures, tokens, warnings, and a table of tasks whose trajectories open turn by turn.",
+    )
+    rp.add_argument("run_dir", help="run directory (of spade run or spade solve)")
+    rp.add_argument("-o", "--output", help="file to write (default: RUN_DIR/report.html)")
+    rp.add_argument(
+        "--max-trajectories",
+        type=_positive(int),
+        default=1500,
+        help="most trajectories embedded (a sample: per task a repaired, a failing and a first-try one)",
     )
 
     ss = sub.add_parser(
@@ -405,6 +426,7 @@ RUN_FLAGS = {
     "executor": "executor",
     "prompts": "prompts_dir",
     "seed": "seed",
+    "report": "report",
 }
 """``spade run`` flag -> the config key it sets (``--model`` and ``--api-base`` set the solver's too)."""
 RUN_SOLVER_FLAGS = {"model": "solver.model", "api_base": "solver.api_base", "solver_model": "solver.model"}
@@ -889,6 +911,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import render_report
+
+    path = render_report(
+        Path(args.run_dir), Path(args.output) if args.output else None, max_trajectories=args.max_trajectories
+    )
+    print(path)
+    return 0
+
+
 def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     from .sandbox_server import serve_sandbox
 
@@ -939,6 +971,7 @@ COMMANDS = {
     "import": cmd_import,
     "serve-fake": cmd_serve_fake,
     "export": cmd_export,
+    "report": cmd_report,
     "serve-sandbox": cmd_serve_sandbox,
     "prompts": cmd_prompts,
 }

@@ -298,6 +298,9 @@ class RunConfig(_Section):
     """Shape of the reward."""
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Code run at points of the loop (``on_epoch_end``)."""
+    report: bool = False
+    """Write ``RUN_DIR/report.html`` after every epoch (the page reloads itself while the run goes
+    on); needs matplotlib: ``pip install 'spade_llm[report]'``."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """A training command run between epochs, which may hand the solver a new model."""
     executor: Literal["local"] = "local"

@@ -119,7 +119,13 @@ class Session:
             config.solver,
             config.llm.breaker_s,
         )
-        self.hooks = load_hooks(config.hooks.on_epoch_end)  # a typo fails before a run directory exists
+        entries = list(config.hooks.on_epoch_end)
+        if config.report:
+            from .report import require_matplotlib
+
+            require_matplotlib()  # before the run directory exists, not after the first epoch
+            entries.append("spade_llm.report:epoch_hook")
+        self.hooks = load_hooks(entries)  # a typo fails before a run directory exists
         if config.trainer.command is not None and "verl" in config.trainer.formats:
             require_pyarrow("trainer.formats: verl")
         self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
