@@ -379,3 +379,18 @@ async def serve_until_stopped(server: HTTPServer, banner: Any) -> None:
         await stop.wait()
     finally:
         await server.close()
+
+
+def run_server(server: HTTPServer, banner: Any, host: str, port: int) -> None:
+    """Serve until SIGINT or SIGTERM (``serve_until_stopped`` in a fresh event loop), as a command does.
+
+    Raises:
+        UserError: the address cannot be listened on.
+    """
+    from .errors import UserError
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
+            asyncio.run(serve_until_stopped(server, banner))
+    except CannotListen as e:
+        raise UserError(f"cannot listen on {host}:{port}: {e}") from None

@@ -63,7 +63,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import math
 import os
@@ -72,7 +71,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .httpserve import CannotListen, HTTPError, HTTPServer, HTTPStats, Request, serve_until_stopped
+from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .sandbox.base import Limits, Program, Sandbox
 from .sandbox.common import PROGRAM_FILE
 
@@ -663,10 +662,7 @@ def serve_sandbox(
         )
 
     try:
-        with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
-            asyncio.run(serve_until_stopped(server, banner))
-    except CannotListen as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e}") from None
+        run_server(server, banner, host, port)
     finally:
         server.shutdown_sandbox()
     print("spade serve-sandbox: stopped", file=sys.stderr, flush=True)

@@ -28,7 +28,6 @@ fake's own ``infer_role`` rule. A ``metadata`` object in the body, if any, is pa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 import time
@@ -36,7 +35,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .httpserve import CannotListen, HTTPError, HTTPServer, HTTPStats, Request, serve_until_stopped
+from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .llm.base import LLMRequest, LLMResponse
 from .types import Message
 
@@ -381,9 +380,5 @@ def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: flo
             "Ctrl-C to stop"
         )
 
-    try:
-        with contextlib.suppress(KeyboardInterrupt):  # where signal handlers are unavailable
-            asyncio.run(serve_until_stopped(server, banner))
-    except CannotListen as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e}") from None
+    run_server(server, banner, host, port)
     print("spade serve-fake: stopped", file=sys.stderr, flush=True)

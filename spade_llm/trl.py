@@ -195,21 +195,9 @@ class AsyncSpadeCodingEnv(SpadeCodingEnv):
     rollouts share one event loop, keeps generating meanwhile. Same results as the sync class."""
 
     async def run_tests(self, code: str) -> str:  # type: ignore[override]
-        """Run your solution on the task's public tests and report how it did.
-
-        Call it with your complete solution whenever you want to check it; the last solution you
-        test is the one that gets graded, on these tests and on hidden ones.
-
-        Args:
-            code: The complete solution: for a function-writing task, the full Python source of the function
-                (a ```python fenced block is accepted); for a task asking for values or inputs, the lines
-                `f(args) == value`, as the task asks.
-
-        Returns:
-            How many public tests passed, each public test's verdict, and for the failing ones the input, the
-            expected result and what your solution gave, with the end of stderr.
-        """
         return await self._off_loop(super().run_tests, code)
+
+    run_tests.__doc__ = SpadeCodingEnv.run_tests.__doc__  # TRL builds the tool's schema from it
 
     async def get_reward(self) -> float:  # type: ignore[override]
         """The last code given to run_tests, judged on every test (hidden ones included); 0.0 without one."""
