@@ -182,7 +182,7 @@ class Controller:
     def progress(self, inflight: int = 0) -> list[str]:
         """The running epoch as a few lines for the terminal (``progress.LiveBlock`` draws them), with
         ``inflight`` model requests under way; called from another thread, so it only reads."""
-        from .progress import bar
+        from .progress import bar, requests_line
 
         epochs = self.config.controller.epochs
         epoch = min(len(self.state.metrics), max(0, epochs - 1))
@@ -202,8 +202,7 @@ class Controller:
             f"  proposals {answered}/{asked} answered   validated {accepted + rejected}   accepted {accepted}"
             f"   rejected {rejected}",
             f"  episodes {len(episodes)}/{expected} {bar(len(episodes), expected)}  pass rate so far {rate}",
-            f"  requests {self.stats.requests} ({inflight} in flight)   retries {self.stats.retries}"
-            f"   errors {self.stats.failures}",
+            requests_line(self.stats, inflight),
         ]
 
     async def run_all(self) -> list[EpochMetrics]:

@@ -98,6 +98,7 @@ __all__ = [
     "ExportFilters",
     "ExportResult",
     "export_run",
+    "require_pyarrow",
     "split_of",
     "tier_of",
 ]
@@ -651,12 +652,25 @@ def _write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
     return write
 
 
+def _needs_pyarrow(what: str) -> UserError:
+    return UserError(f"{what} writes parquet, which needs pyarrow: pip install 'spade_llm[parquet]'")
+
+
+def require_pyarrow(what: str) -> None:
+    """Fail now, before any work (a run's first epoch), when ``what`` needs the parquet extra and it is
+    not installed; looks without importing it."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        raise _needs_pyarrow(what)
+
+
 def _pyarrow() -> Any:
     try:
         import pyarrow
         import pyarrow.parquet  # the submodule write_table lives in
     except ImportError:
-        raise UserError("verl export writes parquet, which needs pyarrow: pip install 'spade_llm[parquet]'") from None
+        raise _needs_pyarrow("verl export") from None
     return pyarrow
 
 

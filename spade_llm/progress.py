@@ -19,9 +19,12 @@ import shutil
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["LiveBlock", "bar", "is_live_terminal"]
+if TYPE_CHECKING:
+    from .llm.stats import LLMStats
+
+__all__ = ["LiveBlock", "bar", "is_live_terminal", "requests_line"]
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 CLEAR_LINE, CLEAR_BELOW = "\x1b[2K", "\x1b[J"
@@ -42,6 +45,11 @@ def bar(done: int, total: int, width: int = 20) -> str:
         return "[" + "-" * width + "]"
     filled = min(width, round(width * done / total))
     return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def requests_line(stats: LLMStats, inflight: int) -> str:
+    """The block's line about the model endpoint: requests sent, under way, retried, failed."""
+    return f"  requests {stats.requests} ({inflight} in flight)   retries {stats.retries}   errors {stats.failures}"
 
 
 class LiveBlock:

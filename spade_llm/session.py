@@ -27,12 +27,12 @@ from .llm.base import LLM
 from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
-from .progress import LiveBlock, bar
+from .progress import LiveBlock, bar, requests_line
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
-from .trainer import SolverSwitch, Trainer, last_switch, require_pyarrow
+from .trainer import SolverSwitch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
 
 
@@ -127,6 +127,8 @@ class Session:
             entries.append("spade_llm.report:epoch_hook")
         self.hooks = load_hooks(entries)  # a typo fails before a run directory exists
         if config.trainer.command is not None and "verl" in config.trainer.formats:
+            from .exports import require_pyarrow
+
             require_pyarrow("trainer.formats: verl")
         self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
 
@@ -319,8 +321,7 @@ class Session:
                 inflight = solver.llm.inflight if isinstance(solver.llm, LimitedLLM) else 0
                 return [
                     f"solve: episodes {ended}/{total} {bar(ended, total)}  pass rate so far {rate}",
-                    f"  requests {self.stats.requests} ({inflight} in flight)   retries {self.stats.retries}"
-                    f"   errors {self.stats.failures}",
+                    requests_line(self.stats, inflight),
                 ]
 
             block = LiveBlock(sys.stderr, progress) if live else None

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .config import TrainerConfig
     from .store import RunDir
 
-__all__ = ["MANIFEST_KEY", "SolverSwitch", "Trainer", "read_switch", "recorded_steps", "require_pyarrow"]
+__all__ = ["MANIFEST_KEY", "SolverSwitch", "Trainer", "read_switch", "recorded_steps"]
 
 MANIFEST_KEY = "trainer_steps"
 """Key of ``manifest.json`` listing the finished training steps."""
@@ -116,21 +116,14 @@ def command_line(command: str | list[str], exports: Path, run_dir: Path, epoch: 
     return filled
 
 
-def require_pyarrow(what: str) -> None:
-    """Fail now, not after an epoch, when ``what`` needs the parquet extra and it is missing."""
-    import importlib.util
-
-    from .errors import UserError
-
-    if importlib.util.find_spec("pyarrow") is None:
-        raise UserError(f"{what} writes parquet, which needs pyarrow: pip install spade_llm[parquet]")
+def _steps(manifest: Any) -> list[dict[str, Any]]:
+    steps = manifest.get(MANIFEST_KEY) if isinstance(manifest, dict) else None
+    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
 
 
 def recorded_steps(run: RunDir) -> list[dict[str, Any]]:
     """The finished training steps of ``run``, in order (``manifest.json``'s ``trainer_steps``)."""
-    manifest = run.read_json("manifest.json")
-    steps = manifest.get(MANIFEST_KEY) if isinstance(manifest, dict) else None
-    return [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+    return _steps(run.read_json("manifest.json"))
 
 
 def last_switch(run: RunDir) -> SolverSwitch | None:
@@ -261,8 +254,8 @@ class Trainer:
     def record(self, outcome: StepOutcome) -> None:
         """Mark the step finished in ``manifest.json`` (once its switch, if any, is in use)."""
         manifest = self.run.read_json("manifest.json")
-        manifest = manifest if isinstance(manifest, dict) else {}
-        self.run.write_json("manifest.json", {**manifest, MANIFEST_KEY: [*recorded_steps(self.run), outcome.record]})
+        steps = [*_steps(manifest), outcome.record]
+        self.run.write_json("manifest.json", {**(manifest if isinstance(manifest, dict) else {}), MANIFEST_KEY: steps})
         switch = outcome.record["switch"]
         said = f"; solver -> {', '.join(f'{k} {v}' for k, v in switch.items())}" if switch else ""
         self.log(f"trainer: epoch {outcome.record['epoch']}: done in {outcome.record['seconds']:.1f}s{said}")
