@@ -787,12 +787,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
-    import contextlib
-
     from . import evaluator
     from .judge import Judge, final_status, load_settings
     from .kinds import get_kind
-    from .progress import LiveBlock, bar
+    from .progress import bar, progress_block
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
@@ -816,9 +814,9 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
         rate = f"{judged['passed'] / done:.0%}" if done else "n/a"
         return [f"evaluate: {done}/{total} judged {bar(done, total)}  passed so far {rate}"]
 
-    block = LiveBlock(sys.stderr, progress) if _live(args) else None
+    block = progress_block(_live(args), progress, print)
     try:
-        with block if block is not None else contextlib.nullcontext():
+        with block:
             for (task, _code), result in zip(
                 samples,
                 _run_concurrently(
@@ -839,10 +837,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
                 }
                 judged["done"] += 1
                 judged["passed"] += passed
-                if block is not None:
-                    block.log(json.dumps(row), stream=sys.stdout)
-                else:
-                    print(json.dumps(row), flush=True)
+                block.log(json.dumps(row), stream=sys.stdout)
     finally:
         sandbox.close()
     ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from .llm.stats import LLMStats
 
-__all__ = ["LiveBlock", "bar", "is_live_terminal", "requests_line"]
+__all__ = ["LiveBlock", "PlainLog", "bar", "is_live_terminal", "progress_block", "requests_line"]
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 CLEAR_LINE, CLEAR_BELOW = "\x1b[2K", "\x1b[J"
@@ -125,3 +126,28 @@ class LiveBlock:
         self.stream.write(out)
         self.stream.flush()
         self._drawn = len(lines)
+
+
+class PlainLog:
+    """What a command uses where no block is drawn: the same ``log`` and context manager, plain lines."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+
+    def __enter__(self) -> PlainLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def log(self, line: str, stream: TextIO | None = None) -> None:
+        """``line`` through the command's own log, or straight to ``stream`` (e.g. stdout)."""
+        if stream is None:
+            self._log(line)
+        else:
+            print(line, file=stream, flush=True)
+
+
+def progress_block(live: bool, render: Callable[[], list[str]], log: Callable[[str], None]) -> LiveBlock | PlainLog:
+    """A live block on stderr when ``live``, else plain lines through ``log``: one interface either way."""
+    return LiveBlock(sys.stderr, render) if live else PlainLog(log)

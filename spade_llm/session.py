@@ -27,7 +27,7 @@ from .llm.base import LLM
 from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
-from .progress import LiveBlock, bar, requests_line
+from .progress import bar, progress_block, requests_line
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
@@ -246,8 +246,7 @@ class Session:
             def inflight() -> int:
                 return sum(x.inflight for x in (generator.llm, solver.llm) if isinstance(x, LimitedLLM))
 
-            block = LiveBlock(sys.stderr, lambda: controller.progress(inflight())) if live else None
-            say = block.log if block is not None else log
+            block = progress_block(live, lambda: controller.progress(inflight()), log)
             controller = Controller(
                 c,
                 run,
@@ -256,12 +255,12 @@ class Session:
                 checker,
                 self.stats,
                 hooks=self.hooks,
-                trainer=Trainer(c.trainer, run, say) if c.trainer.command is not None else None,
+                trainer=Trainer(c.trainer, run, block.log) if c.trainer.command is not None else None,
                 switch_solver=switch_solver,
-                log=say,
+                log=block.log,
             )
             try:
-                with block if block is not None else contextlib.nullcontext():
+                with block:
                     return await controller.run_all()
             except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
@@ -324,8 +323,7 @@ class Session:
                     requests_line(self.stats, inflight),
                 ]
 
-            block = LiveBlock(sys.stderr, progress) if live else None
-            say = block.log if block is not None else log
+            block = progress_block(live, progress, log)
 
             async def one(task: Task, sample: int) -> None:
                 async with slots:
@@ -335,7 +333,7 @@ class Session:
                 finished["done"] += 1
                 finished["passed"] += trajectory.final_status == "passed"
                 write_stats(task)
-                say(
+                block.log(
                     f"{task.task_id}#{sample}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
                     if k > 1
                     else f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
@@ -344,7 +342,7 @@ class Session:
             try:
                 for task in tasks:
                     write_stats(task)  # a kill between the last sample and its stats row
-                with block if block is not None else contextlib.nullcontext():
+                with block:
                     await asyncio.gather(*(one(t, s) for t, s in episodes))
             finally:
                 await aclose_llm(self.sol_llm)
