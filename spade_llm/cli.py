@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import EndpointDown, SpadeError, UserError
+from .errors import EndpointDown, ExecutorError, SpadeError, UserError
 
 EXIT_USER = 2
 EXIT_INTERNAL = 1
@@ -106,15 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--samples-per-task", type=_positive(int), help="independent solver episodes per task (K)")
     run.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
     run.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
-    run.add_argument("--executor", choices=["local"], help="where episodes run (local asyncio)")
+    _executor_flags(run)
     run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
     run.add_argument("--seed", type=int, help="root seed: same seed, same run")
     run.add_argument("--out", help="run directory (created; must be empty)")
     run.add_argument(
         "--resume",
         metavar="DIR",
-        help="continue a killed or finished run in DIR (only --epochs, meaning the total, --concurrency and "
-        "--api-base may change)",
+        help="continue a killed or finished run in DIR (only --epochs, meaning the total, --concurrency, "
+        "--api-base, --executor and --ray-address may change)",
     )
     run.add_argument(
         "--report",
@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
     so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
     so.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
+    _executor_flags(so)
     so.add_argument(
         "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
     )
@@ -167,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument(
         "--resume",
         metavar="DIR",
-        help="continue a killed solve in DIR (only --concurrency and --api-base may change)",
+        help="continue a killed solve in DIR (only --concurrency, --api-base, --executor and --ray-address may change)",
     )
     so.add_argument(
         "--skip-invalid",
@@ -398,6 +399,29 @@ def _sandbox(name: str) -> Any:
     return get_sandbox(name)
 
 
+def _executor_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="where validations and episodes run: local (asyncio here) or ray (a Ray cluster's workers; "
+        "pip install 'spade_llm[ray]'); the records are the same",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001; default: RAY_ADDRESS, else a new "
+        "local cluster); sets --executor ray",
+    )
+
+
+def _ray_address_means_ray(args: argparse.Namespace) -> None:
+    if args.ray_address is None:
+        return
+    if args.executor == "local":
+        raise UserError("--ray-address names a Ray cluster: it goes with --executor ray, not local")
+    args.executor = "ray"
+
+
 def _start_sandbox(name: str) -> Any:
     """``_sandbox(name)`` started in a background thread (``.result()`` takes it): its workers start
     while the command imports the rest and reads its input."""
@@ -424,6 +448,7 @@ RUN_FLAGS = {
     "goal": "curriculum.goal",
     "sandbox": "sandbox.backend",
     "executor": "executor",
+    "ray_address": "ray.address",
     "prompts": "prompts_dir",
     "seed": "seed",
     "report": "report",
@@ -437,6 +462,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .session import Session
     from .store import RunDir
 
+    _ray_address_means_ray(args)
     overrides = _overrides(args, RUN_FLAGS)
     solver_overrides = _overrides(args, RUN_SOLVER_FLAGS)
     overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
@@ -462,8 +488,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with session:
             metrics = session.run(run, resumed=bool(args.resume), log=log, live=_live(args))
-    except EndpointDown as e:
-        return _endpoint_down("run", e, run.path)
+    except (EndpointDown, ExecutorError) as e:
+        return _stopped_early("run", e, run.path)
     finally:  # at once, not when the error's traceback is collected: a caller in this process may resume
         run.unlock()
     if args.quiet:
@@ -492,11 +518,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 EXIT_ENDPOINT = 3
 """The model endpoint was unusable: the circuit breaker stopped the run (SPEC's exit codes)."""
+EXIT_EXECUTOR = 4
+"""The executor lost its workers (Ray workers dead past their retries): the run stopped, resumable."""
 
 
-def _endpoint_down(command: str, error: EndpointDown, path: Path) -> int:
+def _stopped_early(command: str, error: EndpointDown | ExecutorError, path: Path) -> int:
+    """A run stopped early by its infrastructure (nothing lost): say so, and how to go on."""
     print(f"spade {command}: stopped: {error} (continue with: spade {command} --resume {path})", file=sys.stderr)
-    return EXIT_ENDPOINT
+    return EXIT_ENDPOINT if isinstance(error, EndpointDown) else EXIT_EXECUTOR
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -507,8 +536,9 @@ def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec)
 
 
-RESUMABLE = {"epochs", "concurrency", "api_base"}
-"""Flags a resume may change: how long and how fast the run goes, and where the model is, never what it is."""
+RESUMABLE = {"epochs", "concurrency", "api_base", "executor", "ray_address"}
+"""Flags a resume may change: how long and how fast the run goes, where the model is and where the work
+runs, never what the run is."""
 
 
 def _open_resumed(
@@ -554,7 +584,7 @@ def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs:
             flag = "--" + dest.replace("_", "-")
             raise UserError(
                 f"{flag} cannot change a run being resumed (it was started with {node!r}); "
-                "only --epochs (the total), --concurrency and --api-base can"
+                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
             )
 
 
@@ -579,6 +609,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .store import TASKS, RunDir
     from .types import Task
 
+    _ray_address_means_ray(args)
     flags = {
         "model": "solver.model",
         "api_base": "solver.api_base",
@@ -586,6 +617,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         "samples_per_task": "solver.samples_per_task",
         "concurrency": "controller.concurrency",
         "sandbox": "sandbox.backend",
+        "executor": "executor",
+        "ray_address": "ray.address",
         "prompts": "prompts_dir",
         "seed": "seed",
     }
@@ -612,8 +645,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 log=lambda m: print(m, file=sys.stderr, flush=True),
                 live=_live(args),
             )
-        except EndpointDown as e:
-            return _endpoint_down("solve", e, run.path)
+        except (EndpointDown, ExecutorError) as e:
+            return _stopped_early("solve", e, run.path)
         finally:
             run.unlock()
     print(

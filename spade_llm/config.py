@@ -275,6 +275,30 @@ class RewardConfig(_Section):
     """Reward when the last attempt did not load or crashed before any test ran."""
 
 
+class RayConfig(_Section):
+    """Where and how ``executor: ray`` runs validations and episodes (``pip install 'spade_llm[ray]'``)."""
+
+    address: str | None = None
+    """Cluster to join: ``auto`` (this machine is a node of one), ``HOST:6379`` (the head's GCS) or
+    ``ray://HOST:10001`` (Ray Client). None: the cluster ``RAY_ADDRESS`` names, else a new local one."""
+    workers_per_node: int = Field(default=1, ge=1)
+    """Worker actors placed on each node alive at the start; each keeps its own warm sandbox."""
+    worker_cpus: float = Field(default=0.5, gt=0)
+    """CPUs one worker reserves. Fractional, so that workers and Ray's own tasks cannot take every
+    CPU of a small cluster and wait on each other."""
+    concurrency_per_worker: int | None = Field(default=None, ge=1)
+    """Work items (episodes, validations) one worker runs at once, and so its model requests and
+    sandbox executions in flight. None: ``controller.concurrency``."""
+    max_retries: int = Field(default=3, ge=0)
+    """Times a dead worker is restarted and its work items run again (Ray's actor restarts and task
+    retries) before the run stops; ``--resume`` goes on from there."""
+    node_api_base: dict[str, str | list[str]] = Field(default_factory=dict)
+    """Node IP -> the solver's ``api_base`` for workers on that node (e.g. each GPU node's own vLLM);
+    nodes not named use ``solver.api_base``."""
+    start_timeout_s: float = Field(default=120.0, gt=0)
+    """Longest wait for the workers to start (a cluster short of CPUs for them fails after it)."""
+
+
 class RunConfig(_Section):
     """Everything one ``spade run`` needs."""
 
@@ -303,8 +327,11 @@ class RunConfig(_Section):
     on); needs matplotlib: ``pip install 'spade_llm[report]'``."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """A training command run between epochs, which may hand the solver a new model."""
-    executor: Literal["local"] = "local"
-    """Where episodes run: ``local`` (asyncio in this process; the only executor so far)."""
+    executor: Literal["local", "ray"] = "local"
+    """Where validations and episodes run: ``local`` (asyncio in this process) or ``ray`` (worker
+    actors on a Ray cluster, see ``ray``); the records are the same either way."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """The Ray cluster and its workers, for ``executor: ray``."""
     prompts_dir: str | None = None
     """Folder of Jinja templates overriding the packaged ones by file name."""
     runs_dir: str = "runs"

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checking import CodeChecker
 from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
 from .evaluator import (
@@ -42,7 +41,7 @@ from .evaluator import (
     warning_signs,
     zero_spread_share,
 )
-from .executors import Executor, WorkItem
+from .executors import Checker, Executor, WorkItem
 from .generator import Generator, Proposal, ProposalContext, kept_answer
 from .hooks import EpochEnd, EpochHook, call_epoch_hooks
 from .llm.base import LLM, LLMRequest, LLMResponse
@@ -137,7 +136,7 @@ class Controller:
         run: RunDir,
         generator: Generator,
         executor: Executor,
-        checker: CodeChecker,
+        checker: Checker,
         stats: LLMStats,
         *,
         curriculum: Curriculum | None = None,
@@ -146,7 +145,8 @@ class Controller:
         switch_solver: Callable[[SolverSwitch], None] | None = None,
         log: Callable[[str], None] = print,
     ) -> None:
-        """``trainer`` runs the training step between epochs; ``switch_solver`` points the solver at the
+        """``checker`` validates proposals (the local ``CodeChecker``, or the executor's workers);
+        ``trainer`` runs the training step between epochs; ``switch_solver`` points the solver at the
         model a step hands back (and updates ``config.solver``)."""
         self.config = config
         self.run = run
@@ -170,7 +170,7 @@ class Controller:
             if isinstance(t.meta.get("behaviour"), str):
                 self.behaviours.setdefault(f"{t.kind}:{t.meta['behaviour']}", t.task_id)
         self._mutation_s: dict[int, list[float]] = defaultdict(list)
-        self._episode_slots = asyncio.Semaphore(config.controller.concurrency)
+        self._episode_slots = asyncio.Semaphore(executor.slots)
         self._task_clock: dict[str, float] = {}
         self._warnings: dict[int, list[str]] = defaultdict(list)
         """Warnings of the running epoch that only timing can cause (budgets)."""

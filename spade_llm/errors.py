@@ -10,7 +10,10 @@ Exceptions are for the framework's own trouble, and tell apart whose fault it is
     ├── ModelError             the model misbehaved: unparsable or invalid answer, refusal
     │   └── LLMCallError       the endpoint failed for good (after retries)
     ├── SandboxUnavailable     the sandbox backend cannot run anything on this machine
+    ├── ExecutorError          the executor lost its workers (a Ray worker died past its retries)
     └── EndpointDown           a model endpoint stayed unusable: the run stops (exit 3), resumable
+
+Each pickles with its fields, so an error raised in a remote worker is raised as itself in the driver.
 """
 
 from __future__ import annotations
@@ -44,9 +47,18 @@ class LLMCallError(ModelError):
         super().__init__(message)
         self.kind = kind
 
+    def __reduce__(self) -> tuple[type[LLMCallError], tuple[str, str]]:
+        return type(self), (str(self), self.kind)
+
 
 class SandboxUnavailable(SpadeError):
     """The sandbox backend cannot run programs here (missing binary, probe failed, broken)."""
+
+
+class ExecutorError(SpadeError):
+    """Work could not be run where the executor sends it: its workers died more often than
+    ``ray.max_retries`` allows, or none could start. Nothing of the lost work was recorded:
+    ``--resume`` goes on (with either executor)."""
 
 
 class EndpointDown(SpadeError):
@@ -56,3 +68,6 @@ class EndpointDown(SpadeError):
     def __init__(self, message: str, endpoint: str = "") -> None:
         super().__init__(message)
         self.endpoint = endpoint
+
+    def __reduce__(self) -> tuple[type[EndpointDown], tuple[str, str]]:
+        return type(self), (str(self), self.endpoint)

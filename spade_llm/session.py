@@ -13,14 +13,14 @@ import platform
 import sys
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .checking import CodeChecker
 from .config import RoleConfig, RunConfig, config_from_dict, deep_merge
 from .controller import Controller, LimitedLLM
-from .errors import EndpointDown, UserError
+from .errors import EndpointDown, ExecutorError, UserError
 from .evaluator import first_try_pass_rate, mean_turns, pass_rate, task_stats
-from .executors import LocalExecutor
+from .executors import Checker, Executor, LocalExecutor, WorkItem, start_ray_executor
 from .generator import LLMGenerator
 from .hooks import load_hooks
 from .llm.base import LLM
@@ -28,12 +28,16 @@ from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
 from .llm.stats import LLMStats
 from .progress import bar, progress_block, requests_line
+from .sandbox.base import Sandbox
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
 from .templates import Prompts
 from .trainer import SolverSwitch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
+
+if TYPE_CHECKING:
+    from .executors.ray import RayExecutor
 
 
 def _version(dist: str) -> str | None:
@@ -47,7 +51,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str) -> dict[str, Any]:
+def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str, executor: dict[str, Any]) -> dict[str, Any]:
     return {
         "spade_llm": _version("spade_llm"),
         "python": platform.python_version(),
@@ -61,6 +65,7 @@ def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str) -> dict[str
         "kinds": config.curriculum.kinds,
         "samples_per_task": config.solver.samples_per_task,
         "sandbox": sandbox_name,
+        "executor": executor,
         "templates": prompts.hashes,
         "prompts_dir": config.prompts_dir,
         "argv": [scrub_secrets(a) for a in sys.argv[1:]],
@@ -130,10 +135,47 @@ class Session:
             from .exports import require_pyarrow
 
             require_pyarrow("trainer.formats: verl")
-        self.sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
+        self._sandbox: Sandbox | None = None
+        self.remote: RayExecutor | None = None
+        """The Ray executor (``executor: ray``): its workers validate and solve, each with a sandbox
+        of its own, so this process starts none."""
+        if config.executor == "ray":
+            self.remote = start_ray_executor(config, self.stats)
+        else:
+            self._sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """This process's sandbox (started on first use under ``executor: ray``, where workers run
+        the programs and the driver needs none)."""
+        if self._sandbox is None:
+            self._sandbox = get_sandbox(self.config.sandbox.backend, docker_image=self.config.sandbox.docker_image)
+        return self._sandbox
+
+    @property
+    def sandbox_name(self) -> str:
+        return self.remote.sandbox_name if self.remote is not None else self.sandbox.name
+
+    def executor_info(self) -> dict[str, Any]:
+        if self.remote is not None:
+            return self.remote.describe()
+        return {"name": "local", "slots": self.config.controller.concurrency}
+
+    def executors(self, slots: asyncio.Semaphore) -> tuple[Executor, Checker, LLMSolver | None]:
+        """Where episodes and validations run: this process (with its solver, returned too) or the
+        Ray workers (no solver here)."""
+        if self.remote is not None:
+            return self.remote, self.remote, None
+        checker, solver = self.build_solver(slots)
+        return LocalExecutor(solver, self.config.controller.concurrency), checker, solver
 
     def close(self) -> None:
-        self.sandbox.close()
+        try:
+            if self.remote is not None:
+                self.remote.close()
+        finally:
+            if self._sandbox is not None:
+                self._sandbox.close()
 
     def __enter__(self) -> Session:
         return self
@@ -153,13 +195,15 @@ class Session:
                     "at": _now(),
                     "spade_llm": _version("spade_llm"),
                     "argv": [scrub_secrets(a) for a in sys.argv[1:]],
-                    "sandbox": self.sandbox.name,
+                    "sandbox": self.sandbox_name,
+                    "executor": self.executor_info(),
                     "epochs": self.config.controller.epochs,
                 }
             )
             run.write_json("manifest.json", {**previous, "resumes": resumes})
         else:
-            run.write_json("manifest.json", manifest(self.config, self.prompts, self.sandbox.name))
+            header = manifest(self.config, self.prompts, self.sandbox_name, self.executor_info())
+            run.write_json("manifest.json", header)
 
     def build_solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
         """The checker and solver of this session. A remote executor's worker builds the same from the
@@ -228,7 +272,7 @@ class Session:
         async def main() -> list[EpochMetrics]:
             c = self.config
             slots = asyncio.Semaphore(c.controller.concurrency)
-            checker, solver = self.build_solver(slots)
+            executor, checker, solver = self.executors(slots)
             generator = LLMGenerator(
                 LimitedLLM(gen_llm, slots),
                 self.prompts,
@@ -237,16 +281,20 @@ class Session:
                 response_format=c.generator.response_format,
                 stats=self.stats.view("generator"),
             )
-            executor = LocalExecutor(solver)
 
             def switch_solver(switch: SolverSwitch) -> None:
-                retired.append(self.use_solver_model(switch))
-                solver.llm = LimitedLLM(self.sol_llm, slots)
+                retired.append(self.use_solver_model(switch))  # Ray workers follow config.solver
+                if solver is not None:
+                    solver.llm = LimitedLLM(self.sol_llm, slots)
 
             def inflight() -> int:
-                return sum(x.inflight for x in (generator.llm, solver.llm) if isinstance(x, LimitedLLM))
+                models = (generator.llm, solver.llm if solver is not None else None)
+                local = sum(x.inflight for x in models if isinstance(x, LimitedLLM))
+                return local + (self.remote.inflight if self.remote is not None else 0)
 
             block = progress_block(live, lambda: controller.progress(inflight()), log)
+            if self.remote is not None:
+                self.remote.log = block.log
             controller = Controller(
                 c,
                 run,
@@ -262,7 +310,7 @@ class Session:
             try:
                 with block:
                     return await controller.run_all()
-            except EndpointDown as e:  # nothing of the outage was recorded: --resume goes on from here
+            except (EndpointDown, ExecutorError) as e:  # nothing of it was recorded: --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
                 raise
             except UserError as e:  # a hook or the training step failed: the summary says why the run stopped
@@ -308,8 +356,8 @@ class Session:
             stats_written.add(task.task_id)
 
         async def main() -> None:
-            _, solver = self.build_solver(asyncio.Semaphore(self.config.controller.concurrency))
-            slots = asyncio.Semaphore(self.config.controller.concurrency)
+            executor, _, solver = self.executors(asyncio.Semaphore(self.config.controller.concurrency))
+            slots = asyncio.Semaphore(executor.slots)
 
             episodes = [(t, s) for t in tasks for s in range(k) if (t.task_id, s) not in done]
             finished = {"done": len(done), "passed": 0}
@@ -317,17 +365,20 @@ class Session:
             def progress() -> list[str]:
                 total, ended = len(tasks) * k, finished["done"]
                 rate = f"{finished['passed'] / (ended - len(done)):.0%}" if ended > len(done) else "n/a"
-                inflight = solver.llm.inflight if isinstance(solver.llm, LimitedLLM) else 0
+                inflight = solver.llm.inflight if solver is not None and isinstance(solver.llm, LimitedLLM) else 0
+                inflight += self.remote.inflight if self.remote is not None else 0
                 return [
                     f"solve: episodes {ended}/{total} {bar(ended, total)}  pass rate so far {rate}",
                     requests_line(self.stats, inflight),
                 ]
 
             block = progress_block(live, progress, log)
+            if self.remote is not None:
+                self.remote.log = block.log
 
             async def one(task: Task, sample: int) -> None:
                 async with slots:
-                    trajectory = await solver.solve(task, 0, sample)
+                    trajectory = await executor.run(WorkItem(task, 0, sample))
                 run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
                 by_task.setdefault(task.task_id, []).append(trajectory)
                 finished["done"] += 1
@@ -347,15 +398,15 @@ class Session:
             finally:
                 await aclose_llm(self.sol_llm)
 
-        stopped: str | None = None
+        stopped: EndpointDown | ExecutorError | None = None
         try:
             asyncio.run(main())
-        except EndpointDown as e:
-            stopped = str(e)
+        except (EndpointDown, ExecutorError) as e:
+            stopped = e
         trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
         summary = {
             "complete": stopped is None,
-            **({"stopped_because": stopped} if stopped else {}),
+            **({"stopped_because": str(stopped)} if stopped else {}),
             "tasks": len(tasks),
             "trajectories": len(trajs),
             "samples_per_task": k,
@@ -367,7 +418,7 @@ class Session:
         run.write_json("summary.json", summary)
         run.note_llm_fallbacks(self.stats.fallbacks)
         if stopped is not None:
-            raise EndpointDown(stopped)
+            raise stopped
         return summary
 
 

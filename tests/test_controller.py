@@ -74,8 +74,8 @@ class StubChecker:
 class StubExecutor:
     """Passes an episode with probability ``skill(target difficulty)``, drawn from stable keys."""
 
-    def __init__(self, pass_prob, delay: float = 0.0) -> None:
-        self.pass_prob, self.delay = pass_prob, delay
+    def __init__(self, pass_prob, delay: float = 0.0, slots: int = 4) -> None:
+        self.pass_prob, self.delay, self.slots = pass_prob, delay, slots
         self.items: list[WorkItem] = []
 
     async def run(self, item: WorkItem) -> Trajectory:
@@ -101,7 +101,7 @@ def make(tmp_path: Path, config: RunConfig, pass_prob=lambda d: 0.5, **gen_kw):
     run = RunDir.create(tmp_path / "run")
     run.touch_journals()
     gen = StubGenerator(run, **gen_kw)
-    executor = StubExecutor(pass_prob)
+    executor = StubExecutor(pass_prob, slots=config.controller.concurrency)
     controller = Controller(config, run, gen, executor, StubChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
     return controller, gen, executor, run
 

@@ -2,6 +2,7 @@
 
 import ast
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,9 @@ from spade_llm.validation import ValidationReport, Validator
 
 FILTER = "def f(xs, t):\n    return [x for x in xs if x > t]\n"
 IN_RANGE = "def f(x, lo, hi):\n    return lo <= x and x <= hi\n"
+
+NO_EPISODES = SimpleNamespace(slots=1)
+"""An executor for a controller that only decides (runs no episode)."""
 
 
 def task(code: str, inputs: list[str], entry: str = "f") -> Task:
@@ -266,7 +270,7 @@ def test_the_controller_rejects_a_behavioural_twin_and_remembers_it_on_resume(tm
     run = RunDir.create(tmp_path / "run")
     run.touch_journals()
     config = load_config(None, {"controller": {"epochs": 1, "tasks_per_epoch": 2}})
-    controller = Controller(config, run, None, None, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
+    controller = Controller(config, run, None, NO_EPISODES, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
     code_a = "def f(x):\n    return sorted(x)\n"
     code_b = "def f(x):\n    out = list(x)\n    out.sort()\n    return out\n"
 
@@ -287,6 +291,6 @@ def test_the_controller_rejects_a_behavioural_twin_and_remembers_it_on_resume(tm
     assert decide("e0-c", code_b, "fp1", 2, kind="deduction") is not None  # another kind: not a twin
     rejected = run.path.joinpath("rejected.jsonl").read_text()
     assert '"duplicate"' in rejected and "computes what e0-a computes" in rejected
-    again = Controller(config, run, None, None, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
+    again = Controller(config, run, None, NO_EPISODES, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
     controller = again
     assert decide("e0-d", code_b, "fp1", 3) is None

@@ -1,13 +1,43 @@
-"""Where episodes run. An ``Executor`` maps work items ``(task, sample_index)`` to trajectories.
+"""Where validations and episodes run. An ``Executor`` maps work items ``(task, sample_index)`` to
+trajectories; a ``Checker`` proves proposed tasks sound.
 
-``local`` runs them as asyncio tasks in this process. A remote executor (Ray) rebuilds the solver's
-models and sandbox from the ``RunConfig`` in each worker; since every record depends only on the
-work item and the config (seeds derive from stable keys), where an item runs cannot change it.
+``local`` runs them as asyncio tasks in this process. ``ray`` (``executors/ray.py``, imported only
+when chosen) runs them on worker actors that rebuild the solver's models and sandbox from the
+``RunConfig``; since every record depends only on the work item and the config (seeds derive from
+stable keys), where an item runs cannot change it.
 """
 
 from __future__ import annotations
 
-from .base import Executor, WorkItem
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from .base import Checker, Executor, WorkItem
 from .local import LocalExecutor
 
-__all__ = ["Executor", "LocalExecutor", "WorkItem"]
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..llm.stats import LLMStats
+    from .ray import RayExecutor
+
+EXECUTORS = ("local", "ray")
+"""Executor names, as ``executor:`` in a config and ``--executor`` take them."""
+
+
+def start_ray_executor(config: RunConfig, stats: LLMStats, log: Callable[[str], None] | None = None) -> RayExecutor:
+    """Join (or start) the Ray cluster and start the run's workers on it.
+
+    Raises:
+        UserError: Ray is not installed, the cluster cannot be reached or a worker cannot start.
+    """
+    try:
+        from .ray import RayExecutor
+    except ImportError as e:
+        if (e.name or "").split(".")[0] != "ray":
+            raise
+        raise UserError("executor 'ray' needs Ray: pip install 'spade_llm[ray]'") from None
+    return RayExecutor(config, stats, log)
+
+
+__all__ = ["EXECUTORS", "Checker", "Executor", "LocalExecutor", "WorkItem", "start_ray_executor"]

@@ -1,4 +1,4 @@
-"""The executor contract: one verb, ``run(item) -> Trajectory``."""
+"""The executor contract: one verb, ``run(item) -> Trajectory``; validation has its own, ``validate``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..types import Task, Trajectory
+from ..validation import ValidationReport
 
 
 @dataclass(frozen=True)
@@ -28,4 +29,13 @@ class WorkItem:
 class Executor(Protocol):
     """Runs episodes. ``run`` never raises for model or program failures (they are in the record)."""
 
+    slots: int
+    """Episodes it can run at once (the controller keeps no more in flight)."""
+
     async def run(self, item: WorkItem) -> Trajectory: ...
+
+
+class Checker(Protocol):
+    """Proves a proposed task sound (``CodeChecker`` here, a Ray executor's workers there)."""
+
+    async def validate(self, task: Task) -> ValidationReport: ...

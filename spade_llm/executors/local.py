@@ -10,8 +10,9 @@ from .base import WorkItem
 class LocalExecutor:
     """Runs each work item with one in-process solver."""
 
-    def __init__(self, solver: Solver) -> None:
+    def __init__(self, solver: Solver, slots: int) -> None:
         self.solver = solver
+        self.slots = slots
 
     async def run(self, item: WorkItem) -> Trajectory:
         return await self.solver.solve(item.task, item.epoch, item.sample_index, item.deadline)

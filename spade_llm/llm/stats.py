@@ -140,6 +140,17 @@ class LLMStats:
                 if isinstance(detail, dict):
                     self._fallbacks.setdefault(str(what), dict(detail))
 
+    def drain(self) -> dict[str, Any]:
+        """The counts since the last drain, in the form ``carry`` adds, and zero again: how a remote
+        worker hands its counts to the driver's stats after each work item."""
+        with self._lock:
+            row: dict[str, Any] = self._total.row()
+            row["by_role"] = {role: c.row() for role, c in sorted(self._roles.items())}
+            row["fallbacks"] = {k: dict(v) for k, v in sorted(self._fallbacks.items())}
+            self._total = _Counts()
+            self._roles = {role: _Counts() for role in self._roles}
+            return row
+
     def summary(self) -> dict[str, Any]:
         """``requests``, ``retries``, ``failures``, ``by_kind`` (transport faults, retried or not),
         ``content_faults``, the same per role under ``by_role``, and ``fallbacks``."""
