@@ -142,7 +142,7 @@ class Session:
         if config.executor == "ray":
             self.remote = start_ray_executor(config, self.stats)
         else:
-            self._sandbox = get_sandbox(config.sandbox.backend, docker_image=config.sandbox.docker_image)
+            self.sandbox  # noqa: B018  started now: a backend that cannot run fails before a run directory exists
 
     @property
     def sandbox(self) -> Sandbox:

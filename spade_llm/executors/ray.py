@@ -281,12 +281,7 @@ class RayExecutor:
                 alive = len(self.workers) - len(self._dead)
                 node = self.info[index]["node"]
                 self.log(f"ray: worker {index} on {node} is gone ({type(e).__name__}); {alive} left")
-                if not alive:
-                    raise ExecutorError(
-                        f"every Ray worker died more than ray.max_retries={self.config.ray.max_retries} times; "
-                        "nothing of the lost work was recorded: resume the run"
-                    ) from None
-                continue
+                continue  # to another worker; with none left, _acquire says so
             except ray.exceptions.RayTaskError as e:  # a bug in the worker's code, not a lost worker
                 raise ExecutorError(f"a Ray worker failed: {e}") from None
             finally:
@@ -315,7 +310,10 @@ class RayExecutor:
             await ready.wait_for(lambda: self._free() is not None or len(self._dead) == len(self.workers))
             index = self._free()
             if index is None:
-                raise ExecutorError("every Ray worker is gone; nothing of the lost work was recorded: resume the run")
+                raise ExecutorError(
+                    f"every Ray worker died more than ray.max_retries={self.config.ray.max_retries} times; "
+                    "nothing of the lost work was recorded: resume the run"
+                )
             self._busy[index] += 1
             self.inflight += 1
             return index
@@ -328,10 +326,6 @@ class RayExecutor:
             ready.notify_all()
 
     # -- the end -----------------------------------------------------------------------------------------
-
-    def worker_pids(self) -> list[int]:
-        """The live workers' processes now (tests kill them)."""
-        return [int(p) for p in ray.get([w.pid.remote() for w in self.workers])]
 
     def close(self) -> None:
         for worker in getattr(self, "workers", []):
