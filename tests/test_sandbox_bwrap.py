@@ -26,6 +26,7 @@ from spade_llm.errors import SandboxUnavailable
 from spade_llm.sandbox import bwrap as bw
 from spade_llm.sandbox import seccomp
 from spade_llm.sandbox.base import Limits, Program
+from spade_llm.sandbox.pool import WorkerKey, is_warm_harness
 from spade_llm.sandbox.registry import backend_availability
 from spade_llm.sandbox.runner import harness_program, run_check, run_program, run_tests
 from spade_llm.types import ExecutionResult, TestCase
@@ -63,7 +64,7 @@ def pidns(box: bw.BwrapSandbox) -> str:
 
 
 def _args(box: bw.BwrapSandbox) -> list[str]:
-    key = bw._Key(512, 64, 64, (("PYTHONHASHSEED", "0"),))
+    key = WorkerKey(512, 64, 64, (("PYTHONHASHSEED", "0"),))
     return box._bwrap_args(key, info_fd=5, ctrl_fd=6, data_fds={"passwd": 7, "group": 8, "seccomp": 9})
 
 
@@ -149,6 +150,11 @@ def _launch(script: str) -> tuple[subprocess.Popen[str], int]:
     return proc, life_w
 
 
+def _go(life_w: int) -> None:
+    """spade's go-ahead: the cgroup it planned for the launcher is made (none here)."""
+    os.write(life_w, b"1")
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
@@ -162,6 +168,7 @@ def test_the_launcher_ends_everything_it_started(how):
     # is an orphan for ever unless the launcher, a child subreaper, ends it
     body = "/bin/sleep 60 & echo $$ $!; exec 1>&-; " + ("/bin/sleep 60" if how == "lifeline cut" else "exit 3")
     proc, life_w = _launch(body)
+    _go(life_w)
     try:
         assert proc.stdout is not None
         pids = [int(p) for p in proc.stdout.readline().split()]
@@ -184,7 +191,7 @@ def test_the_launcher_ends_everything_it_started(how):
 
 def test_the_launcher_gives_up_at_once_when_spade_is_already_gone():
     proc, life_w = _launch("echo started; exec /bin/sleep 60")
-    os.close(life_w)  # as if spade died before the launcher ran
+    os.close(life_w)  # as if spade died before it made the launcher's cgroup
     proc.wait(timeout=10)
     assert proc.returncode == 0
 
@@ -308,10 +315,10 @@ def test_warm_harness_gives_the_same_verdicts_as_the_shipped_one(box, monkeypatc
     code, check = "def add(a, b):\n    return a + b\n", "def check(c):\n    assert c(1, 2) == 3\n"
     warm = run_check(box, code, check, "add", LIMITS)
     stub, files = harness_program()
-    assert bw._is_warm_harness(Program(source=stub, files=files))
+    assert is_warm_harness(Program(source=stub, files=files))
     cold_files = {**files, "harness.bin": files["harness.bin"] + b"\n"}  # not the preloaded bytes any more
     monkeypatch.setattr("spade_llm.sandbox.runner.harness_program", lambda: (stub, cold_files))
-    assert not bw._is_warm_harness(Program(source=stub, files=cold_files))
+    assert not is_warm_harness(Program(source=stub, files=cold_files))
     cold = run_check(box, code, check, "add", LIMITS)
     assert (warm.status, warm.tests_passed) == (cold.status, cold.tests_passed) == ("ok", 1)
     bad = run_check(box, "def add(a, b):\n    return 0\n", check, "add", LIMITS)

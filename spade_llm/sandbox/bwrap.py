@@ -53,7 +53,6 @@ interpreter exit.
 from __future__ import annotations
 
 import array
-import atexit
 import contextlib
 import fcntl
 import json
@@ -61,7 +60,6 @@ import logging
 import marshal
 import os
 import resource
-import secrets
 import select
 import selectors
 import shutil
@@ -70,32 +68,23 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
-import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable
 from . import seccomp
-from .base import Limits, Program, Sandbox
+from .base import Limits, Program
 from .cgroups import Cgroup, CgroupManager
 from .common import (
-    HARNESS_MODULE,
-    NOFILE,
-    PROGRAM_FILE,
     THREAD_HEADROOM_BYTES,
     Ending,
-    base_env,
-    check_file_names,
-    cpu_seconds,
-    frame,
-    harness_program,
+    execution_rlimits,
     host_uid,
     to_result,
     user_tasks,
 )
+from .pool import START_TIMEOUT_S, Worker, WorkerGone, WorkerKey, WorkerPool, clean_report, make_job, preload_message
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
@@ -109,7 +98,6 @@ WORKER_MEMORY_OVERHEAD = 96 << 20
 """Memory-cgroup room above the program's limit for the worker interpreter, bwrap and the tmpfs."""
 PIDS_OVERHEAD = 4
 """Tasks in a worker's pids cgroup besides the program's own: bwrap, its pid 1, the worker, the harness parent."""
-START_TIMEOUT_S = 30.0
 PIPE_DEFAULT = 1 << 16
 PIPE_MAX = 1 << 20
 F_SETPIPE_SZ = 1031
@@ -126,36 +114,13 @@ GROUP = f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
 
-_live: weakref.WeakSet[BwrapSandbox] = weakref.WeakSet()
 
-
-@atexit.register
-def _close_all() -> None:
-    for box in list(_live):
-        with contextlib.suppress(Exception):
-            box.close()
-
-
-@dataclass(frozen=True)
-class _Key:
-    """What a worker is started with (the rest of ``Limits`` applies per execution)."""
-
-    memory_mb: int
-    max_processes: int
-    scratch_mb: int
-    env: tuple[tuple[str, str], ...]
-
-
-class _WorkerGone(Exception):
-    """The worker was dead before the job started (nothing ran): retry on a fresh one."""
-
-
-class _Worker:
+class _Worker(Worker):
     """Host side of one warm sandbox: its launcher (the watchdog), its lifeline, the control socket, the cgroup."""
 
     def __init__(
         self,
-        key: _Key,
+        key: WorkerKey,
         proc: subprocess.Popen[bytes],
         lifeline: int,
         ctrl: socket.socket,
@@ -236,13 +201,13 @@ class _Worker:
         """The worker's next message, which must be ``op``.
 
         Raises:
-            _WorkerGone: it died, or sent something else.
+            WorkerGone: it died, or sent something else.
         """
         self.ctrl.settimeout(START_TIMEOUT_S)
         try:
             data = self.ctrl.recv(1 << 16)
         except OSError as e:
-            raise _WorkerGone(f"no {op!r} from the worker: {e}") from e
+            raise WorkerGone(f"no {op!r} from the worker: {e}") from e
         finally:
             self.ctrl.settimeout(None)
         try:
@@ -250,7 +215,7 @@ class _Worker:
         except ValueError:
             msg = None
         if not isinstance(msg, dict) or msg.get("op") != op:
-            raise _WorkerGone(f"the worker did not say {op!r} after its last job")
+            raise WorkerGone(f"the worker did not say {op!r} after its last job")
         return msg
 
     def settle(self) -> None:
@@ -258,13 +223,13 @@ class _Worker:
         path) — its report when the last run did not wait for it, then that its sandbox is clean.
 
         Raises:
-            _WorkerGone: something of the last run survived it, or the sandbox could not be cleaned, or
+            WorkerGone: something of the last run survived it, or the sandbox could not be cleaned, or
                 the worker died. No job was sent: the caller retires it and tries another.
         """
         if self.pending_done:
             self.pending_done = False
-            if not _clean_report(self._message("done")):
-                raise _WorkerGone("the last run left something behind")
+            if not clean_report(self._message("done")):
+                raise WorkerGone("the last run left something behind")
         if self.pending_clean:
             self.pending_clean = False
             self._message("clean")
@@ -273,23 +238,7 @@ class _Worker:
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
     ) -> tuple[ExecutionResult, bool]:
         """Run one program; the result and whether this worker may run another."""
-        scratch = f"/tmp/spade-{secrets.token_hex(8)}"
-        job = {
-            "op": "run",
-            "scratch": scratch,
-            "argv0": PROGRAM_FILE,
-            "env": {"HOME": scratch, "TMPDIR": scratch},
-            "rlimits": rlimits,
-        }
-        files = dict(program.files)
-        warm = _is_warm_harness(program)
-        if warm:
-            # the runner's harness stub, which would load the very harness the worker preloaded: the
-            # worker's supervisor plays that harness's parent itself (same code; no stub, no files)
-            job["warm"] = HARNESS_MODULE
-            files.pop("harness.py", None)
-            files.pop("harness.bin", None)
-        payload = frame({"source": program.source.encode("utf-8", "surrogatepass"), "files": files}) + program.stdin
+        job, payload, warm = make_job(program, rlimits)
         self.settle()
         pin_r, pin_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -311,7 +260,7 @@ class _Worker:
             except OSError as e:
                 for fd in (pin_w, out_r, err_r):
                     os.close(fd)
-                raise _WorkerGone(str(e)) from e
+                raise WorkerGone(str(e)) from e
         finally:
             for fd in (pin_r, out_w, err_w):
                 os.close(fd)
@@ -349,7 +298,7 @@ class _Worker:
             duration_ms=duration_ms,
         )
         reusable = (
-            (io.early or (reply is not None and io.drained and _clean_report(reply)))
+            (io.early or (reply is not None and io.drained and clean_report(reply)))
             and not io.timed_out
             and not io.overflow
             and not oom
@@ -377,17 +326,6 @@ def _wait_launcher(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> No
     if proc.stderr is not None:
         with contextlib.suppress(OSError):
             proc.stderr.close()
-
-
-def _clean_report(reply: dict[str, Any]) -> bool:
-    """The worker's ``done``: its execution exited (no signal) and nothing of it had to be swept."""
-    status = reply.get("status")
-    return reply.get("clean") is True and reply.get("swept") == 0 and isinstance(status, int) and os.WIFEXITED(status)
-
-
-def _is_warm_harness(program: Program) -> bool:
-    stub, files = harness_program()
-    return program.source == stub and program.files.get("harness.bin") == files["harness.bin"]
 
 
 class _Pump:
@@ -572,7 +510,7 @@ def _covered(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-class BwrapSandbox(Sandbox):
+class BwrapSandbox(WorkerPool):
     """Runs programs in warm bubblewrap sandboxes (see the module docstring).
 
     Args:
@@ -607,9 +545,6 @@ class BwrapSandbox(Sandbox):
             raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed ({found} not found)")
         self.bwrap = os.path.realpath(found)
         self.python = _base_python()
-        self.jobs_per_worker = max(1, jobs_per_worker)
-        self.grace_s = grace_s
-        self.max_idle = max_idle if max_idle is not None else max(16, 4 * (os.cpu_count() or 2))
         self.root = os.geteuid() == 0
         self.uid = host_uid() if self.root else os.getuid()
         self.gid = self.uid if self.root else os.getgid()
@@ -624,56 +559,14 @@ class BwrapSandbox(Sandbox):
                 logger.debug("bwrap sandbox without cgroups (%s): rlimits only", self.cgroups.reason)
         self.mounts, self.shadow = self._plan_mounts()
         self.seccomp = seccomp.program()
-        self._lock = threading.Lock()
-        self._ready = threading.Condition(self._lock)
-        """Notified when a background start of a worker ends."""
-        self._starting: dict[_Key, int] = {}
-        """Workers being started in the background, per key."""
-        self._idle: dict[_Key, list[_Worker]] = {}
-        self._busy: set[_Worker] = set()
-        self._closed = False
-        self._prewarming: list[threading.Thread] = []
-        _live.add(self)
         # Callers usually run one execution per core at once: start those workers now, side by side in
         # the background (the probe below takes whichever is ready first) rather than one at a time
         # on their first runs.
         extra = min(os.cpu_count() or 1, 4) - 1 if prewarm is None else prewarm
-        count = extra + 1 if extra > 0 else 0
-        key = self._key(Program(source=""), Limits())
-        for _ in range(count):
-            with self._lock:
-                self._starting[key] = self._starting.get(key, 0) + 1
-            thread = threading.Thread(target=self._prewarm, args=(key,), daemon=True)
-            self._prewarming.append(thread)
-            thread.start()
-        try:
-            result = self.run(Program(source="print('ok')"), Limits(timeout_s=10.0))
-        except SandboxUnavailable:
-            self.close()
-            raise
-        if result.status != "ok" or result.stdout != "ok\n":
-            self.close()
-            raise SandboxUnavailable(f"bwrap probe run failed: {result.status}: {result.stderr.strip()[-300:]}")
-
-    def _prewarm(self, key: _Key) -> None:
-        """Start one worker for ``key`` in the background (``_starting`` was counted up for it)."""
-        worker = None
-        try:
-            with self._lock:
-                closed = self._closed
-            if not closed:
-                worker = self._spawn(key)
-        except Exception as e:  # whoever needs a worker spawns (and reports) for itself
-            logger.debug("bwrap prewarm failed: %s", e)
-        finally:
-            with self._ready:
-                self._starting[key] -= 1
-                if worker is not None and not self._closed:
-                    self._idle.setdefault(key, []).append(worker)
-                    worker = None
-                self._ready.notify_all()
-            if worker is not None:
-                worker.kill()
+        self._start_pool(
+            jobs_per_worker=jobs_per_worker, grace_s=grace_s, max_idle=max_idle, prewarm=extra + 1 if extra > 0 else 0
+        )
+        self._probe("bwrap")
 
     # -- mounts ----------------------------------------------------------------------------------
 
@@ -722,7 +615,7 @@ class BwrapSandbox(Sandbox):
                     raise SandboxUnavailable(f"{src} is not readable by the sandbox uid {self.uid}")
         return args, [[top, sorted(set(srcs))] for top, srcs in sorted(shadow.items())]
 
-    def _bwrap_args(self, key: _Key, *, info_fd: int, ctrl_fd: int, data_fds: dict[str, int]) -> list[str]:
+    def _bwrap_args(self, key: WorkerKey, *, info_fd: int, ctrl_fd: int, data_fds: dict[str, int]) -> list[str]:
         args = [
             self.bwrap,
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -751,16 +644,13 @@ class BwrapSandbox(Sandbox):
 
     # -- workers ---------------------------------------------------------------------------------
 
-    def _spawn(self, key: _Key) -> _Worker:
-        cgroup = None
+    def _spawn(self, key: WorkerKey) -> _Worker:
+        # the cgroup is only planned here and made once the launcher runs (see ``_make_cgroup``)
+        planned = None
         if self.cgroups is not None and self.cgroups.available and self.root:
-            try:
-                memory = (key.memory_mb << 20) + (key.scratch_mb << 20) + SHM_BYTES + WORKER_MEMORY_OVERHEAD
-                cgroup = self.cgroups.create(memory, key.max_processes + PIDS_OVERHEAD)
-            except OSError as e:
-                if not self._cgroup_warned:
-                    self._cgroup_warned = True
-                    logger.warning("bwrap sandbox: cannot create cgroups (%s); this worker relies on rlimits", e)
+            with contextlib.suppress(OSError):
+                planned = self.cgroups.plan()
+        cgroup = None
         host_sock, worker_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         info_r, info_w = os.pipe2(os.O_CLOEXEC)
         data = {"passwd": PASSWD.encode(), "group": GROUP.encode()}
@@ -785,7 +675,7 @@ class BwrapSandbox(Sandbox):
                 config.update(
                     uid=self.uid,
                     gid=self.gid,
-                    cgroup_procs=cgroup.procs_files if cgroup else [],
+                    cgroup_procs=planned.procs_files if planned else [],
                     shadow=self.shadow,
                 )
             argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(config).hex(), *argv]
@@ -802,6 +692,10 @@ class BwrapSandbox(Sandbox):
                 )
             except OSError as e:
                 raise SandboxUnavailable(f"cannot start bwrap: {e}") from e
+            cgroup = self._make_cgroup(planned, key)
+            # the go-ahead: the launcher joins the cgroup (b"1") or not (b"0") and starts bwrap; had we
+            # died first, it would have seen EOF instead and removed whatever of the cgroup we made
+            os.write(life_w, b"1" if cgroup is not None else b"0")
         except BaseException:
             host_sock.close()
             os.close(life_w)
@@ -827,6 +721,20 @@ class BwrapSandbox(Sandbox):
             os.close(info_r)
         return _Worker(key, proc, life_w, host_sock, init, cgroup, ready)
 
+    def _make_cgroup(self, planned: Cgroup | None, key: WorkerKey) -> Cgroup | None:
+        """Create the worker's planned cgroup; None (the worker relies on rlimits) when that fails."""
+        if planned is None or self.cgroups is None:
+            return None
+        memory = (key.memory_mb << 20) + (key.scratch_mb << 20) + SHM_BYTES + WORKER_MEMORY_OVERHEAD
+        try:
+            self.cgroups.make(planned, memory, key.max_processes + PIDS_OVERHEAD)
+        except OSError as e:
+            if not self._cgroup_warned:
+                self._cgroup_warned = True
+                logger.warning("bwrap sandbox: cannot create cgroups (%s); this worker relies on rlimits", e)
+            return None
+        return planned
+
     def _handshake(
         self, proc: subprocess.Popen[bytes], ctrl: socket.socket, info_r: int
     ) -> tuple[tuple[int, int], dict[str, Any]]:
@@ -836,7 +744,7 @@ class BwrapSandbox(Sandbox):
             (the sandbox's pid 1 and a pidfd of it, or -1), the ready message.
         """
         deadline = time.monotonic() + START_TIMEOUT_S
-        preload = {"op": "preload", "modules": {HARNESS_MODULE: harness_program()[1]["harness.bin"]}}
+        preload = preload_message()
         with contextlib.suppress(OSError):  # a worker that died already is reported below, with bwrap's stderr
             ctrl.send(marshal.dumps(preload))
         sel = selectors.DefaultSelector()
@@ -891,111 +799,13 @@ class BwrapSandbox(Sandbox):
             pidfd = -1  # an old kernel: the launcher still ends the sandbox when we cut its lifeline
         return (child_pid, pidfd), ready
 
-    def _acquire(self, key: _Key) -> _Worker:
-        with self._ready:
-            self._closed = False
-            stale: list[_Worker] = []
-            worker = None
-            while worker is None:
-                idle = self._idle.get(key, [])
-                while idle:
-                    candidate = idle.pop()
-                    if candidate.alive():
-                        worker = candidate
-                        break
-                    stale.append(candidate)
-                if worker is not None or not self._starting.get(key):
-                    break
-                self._ready.wait(START_TIMEOUT_S)  # one is being started for this key: cheaper to wait
-            if worker is not None:
-                self._busy.add(worker)
-        for w in stale:
-            w.kill()
-        if worker is not None:
-            return worker
-        worker = self._spawn(key)
-        with self._lock:
-            self._busy.add(worker)
-        return worker
-
-    def _release(self, worker: _Worker, reusable: bool) -> None:
-        retire: list[_Worker] = []
-        with self._lock:
-            self._busy.discard(worker)
-            if reusable and not self._closed and worker.jobs < self.jobs_per_worker and worker.alive():
-                self._idle.setdefault(worker.key, []).append(worker)
-                # beyond max_idle, retire the least recently used idle workers, other keys' first
-                everyone = sorted(
-                    (w for ws in self._idle.values() for w in ws), key=lambda w: (w.key == worker.key, w.last_used)
-                )
-                for extra in everyone[: max(0, len(everyone) - self.max_idle)]:
-                    self._idle[extra.key].remove(extra)
-                    retire.append(extra)
-            else:
-                retire.append(worker)
-        for w in retire:
-            w.kill()
-
-    def workers(self) -> list[_Worker]:
-        """Every live worker (idle and busy), for diagnostics and tests."""
-        with self._lock:
-            return [*self._busy, *(w for ws in self._idle.values() for w in ws)]
-
     # -- the Sandbox API -------------------------------------------------------------------------
 
-    def _rlimits(self, limits: Limits, cgroup: bool, worker: _Worker) -> list[tuple[int, int, int]]:
-        cpu = cpu_seconds(limits)
-        fsize = limits.scratch_mb << 20
-        out = [
-            (resource.RLIMIT_CPU, cpu, cpu + 1),
-            (resource.RLIMIT_FSIZE, fsize, fsize),
-            (resource.RLIMIT_NOFILE, NOFILE, NOFILE),
-            (resource.RLIMIT_CORE, 0, 0),
-        ]
-        if cgroup:
-            address = (limits.memory_mb << 20) + THREAD_HEADROOM_BYTES
-        else:
-            # no memory cgroup: the address-space limit is the memory limit, on top of what the
-            # forked interpreter has mapped already
-            address = (limits.memory_mb << 20) + int(worker.ready.get("vm_kb") or 0) * 1024
-            nproc = user_tasks(self.uid) + limits.max_processes
-            out.append((resource.RLIMIT_NPROC, nproc, nproc))
-        out.append((resource.RLIMIT_AS, address, address))
-        return out
-
-    def _key(self, program: Program, limits: Limits) -> _Key:
-        env = {**base_env("/tmp"), **program.env}
-        return _Key(limits.memory_mb, limits.max_processes, limits.scratch_mb, tuple(sorted(env.items())))
-
-    def run(self, program: Program, limits: Limits) -> ExecutionResult:
-        check_file_names(program)
-        key = self._key(program, limits)
-        env = dict(key.env)
-        for attempt in range(3):
-            worker = self._acquire(key)
-            reusable = False
-            try:
-                rlimits = self._rlimits(limits, worker.cgroup is not None, worker)
-                result, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
-                return result
-            except _WorkerGone:
-                if attempt == 2:
-                    raise SandboxUnavailable("bwrap workers keep dying before they run anything") from None
-            finally:
-                self._release(worker, reusable)
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-        for thread in self._prewarming:
-            thread.join(timeout=START_TIMEOUT_S)  # a worker it was starting is killed by it, or below
-        self._prewarming = []
-        with self._lock:
-            workers = [*self._busy, *(w for ws in self._idle.values() for w in ws)]
-            self._idle.clear()
-            self._busy.clear()
-        for w in workers:  # all at once, then wait for each: they die in parallel
-            w.signal()
-        for w in workers:
-            w.reap()
+    def _rlimits(self, limits: Limits, worker: _Worker) -> list[tuple[int, int, int]]:
+        if worker.cgroup is not None:
+            return execution_rlimits(limits, (limits.memory_mb << 20) + THREAD_HEADROOM_BYTES)
+        # no memory cgroup: the address-space limit is the memory limit, on top of what the forked
+        # interpreter has mapped already; and the user's task count bounds processes
+        address = (limits.memory_mb << 20) + int(worker.ready.get("vm_kb") or 0) * 1024
+        nproc = user_tasks(self.uid) + limits.max_processes
+        return [*execution_rlimits(limits, address), (resource.RLIMIT_NPROC, nproc, nproc)]

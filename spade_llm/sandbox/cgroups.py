@@ -211,20 +211,43 @@ class CgroupManager:
                         with contextlib.suppress(OSError):
                             d.rmdir()
 
+    def plan(self) -> Cgroup:
+        """A new cgroup's name and directories, not created yet (``make`` creates them).
+
+        A worker's watchdog is told the directories before they exist, so that whatever moment we die
+        at, either nothing was created or something that removes it is already running.
+
+        Raises:
+            OSError: cgroups are unavailable.
+        """
+        if not self.available:
+            raise OSError(self.reason or "cgroups unavailable")
+        name = f"{PREFIX}{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+        if self.version == 1:
+            return Cgroup(self.version, {c: self.bases[c] / name for c in CONTROLLERS})
+        return Cgroup(self.version, {c: self.bases["pids"] / name for c in CONTROLLERS})
+
     def create(self, memory_bytes: int, max_pids: int) -> Cgroup:
         """A new cgroup limited to ``memory_bytes`` (no swap) and ``max_pids`` tasks.
 
         Raises:
             OSError: it could not be created or limited (the caller falls back to rlimits).
         """
-        if not self.available:
-            raise OSError(self.reason or "cgroups unavailable")
-        name = f"{PREFIX}{os.getpid()}-{next(_counter)}-{secrets.token_hex(3)}"
+        group = self.plan()
+        self.make(group, memory_bytes, max_pids)
+        return group
+
+    def make(self, group: Cgroup, memory_bytes: int, max_pids: int) -> None:
+        """Create the planned ``group`` limited to ``memory_bytes`` (no swap) and ``max_pids`` tasks.
+
+        Raises:
+            OSError: it could not be created or limited (what was made is removed again).
+        """
         dirs: dict[str, Path] = {}
         try:
             if self.version == 1:
                 for ctrl in CONTROLLERS:
-                    d = self.bases[ctrl] / name
+                    d = group.dirs[ctrl]
                     d.mkdir()
                     dirs[ctrl] = d
                 (dirs["pids"] / "pids.max").write_text(str(max_pids))
@@ -232,7 +255,7 @@ class CgroupManager:
                 with contextlib.suppress(OSError):  # absent without swap accounting
                     (dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
             else:
-                d = self.bases["pids"] / name
+                d = group.dirs["pids"]
                 d.mkdir()
                 dirs = {c: d for c in CONTROLLERS}
                 (d / "pids.max").write_text(str(max_pids))
@@ -242,5 +265,3 @@ class CgroupManager:
         except OSError:
             Cgroup(self.version, dirs).remove(wait_s=0.5)
             raise
-        group = Cgroup(self.version, dirs)
-        return group

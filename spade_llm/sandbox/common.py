@@ -127,6 +127,22 @@ def cpu_seconds(limits: Limits) -> int:
     return math.ceil(limits.timeout_s) + 1
 
 
+def execution_rlimits(limits: Limits, address_bytes: int) -> list[tuple[int, int, int]]:
+    """The rlimits of one execution in a warm worker: CPU time (``cpu_seconds``), file size (the scratch
+    size), open files, no core dumps, and ``address_bytes`` of address space."""
+    import resource
+
+    cpu = cpu_seconds(limits)
+    fsize = limits.scratch_mb << 20
+    return [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_FSIZE, fsize, fsize),
+        (resource.RLIMIT_NOFILE, NOFILE, NOFILE),
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_AS, address_bytes, address_bytes),
+    ]
+
+
 @dataclass
 class Ending:
     """How an execution ended, as a backend saw it from outside (before any harness report is read)."""

@@ -6,7 +6,10 @@ Run as ``python -I -S -c SOURCE CONFIG BWRAP ARGS...`` by spade, root or not (``
 ``marshal``'d and hex-encoded: ``json`` would cost this process more than the rest of its start), with
 ``CONFIG["lifeline"]`` the read end of a pipe whose write end only that spade process holds
 (close-on-exec: nothing it starts inherits it), and ``CONFIG["spade"]`` that process's pid (for
-whoever reads ``ps``). It forks at once. The child
+whoever reads ``ps``). It first waits for spade's go-ahead, one byte on the lifeline: spade makes the
+worker's cgroups (named in ``CONFIG["cgroup_procs"]``) only once this process runs, then sends ``1``
+(made: join them) or ``0`` (not made); at EOF instead, spade died meanwhile, and this process removes
+whatever of them was made and exits. Then it forks. The child
 
 1. writes its own pid into the worker's cgroups (``cgroup.procs`` of each controller), so bwrap and
    everything in the sandbox are born inside them — no race with an already running process, and
@@ -268,12 +271,31 @@ def _watch(lifeline: int, bwrap: int) -> bool:
             return False
 
 
+def _go_ahead(lifeline: int) -> bytes:
+    """spade's first byte on the lifeline, sent once it made (b"1") or failed to make (b"0") the cgroup
+    it planned for us; b"" when it died first."""
+    while True:
+        try:
+            return os.read(lifeline, 1)
+        except InterruptedError:
+            continue
+        except OSError:
+            return b""
+
+
 def main() -> None:
     config = marshal.loads(bytes.fromhex(sys.argv[1]))
     argv = sys.argv[2:]
     lifeline = int(config["lifeline"])
     os.set_inheritable(lifeline, False)
     reaper = _subreaper()  # before the fork: bwrap's orphans must never reach init
+    procs = config.get("cgroup_procs") or []
+    go = _go_ahead(lifeline)
+    if not go:  # spade died while it was making our cgroup: remove what it made
+        _remove_cgroups(procs)
+        os._exit(0)
+    if go != b"1":  # it could not make the cgroup: the worker relies on rlimits
+        config["cgroup_procs"] = []
     bwrap = os.fork()
     if bwrap == 0:
         try:
@@ -289,7 +311,6 @@ def main() -> None:
     orphaned = _watch(lifeline, bwrap)
     status = _end_all(bwrap, reaper)
     if orphaned:
-        procs = config.get("cgroup_procs") or []
         if procs:
             _remove_cgroups(procs)
         os._exit(0)

@@ -1,0 +1,292 @@
+"""A pool of warm workers, each running the fork server (``forkserver.py``) in a sandbox of its own.
+
+Shared by the backends that keep sandboxes warm (``bwrap``: a bubblewrap sandbox per worker;
+``docker``: a container per worker); each says how to start a worker (``_spawn``) and what rlimits an
+execution gets (``_rlimits``), and its worker says how one job travels (``execute``). The rest is here:
+workers keyed by what is fixed when one starts (memory and process limits, scratch size, environment:
+``PYTHONHASHSEED`` is read at interpreter start), started ahead in the background, one execution per
+worker at a time, retired after ``jobs_per_worker`` executions or any execution that was killed, hit
+a limit or left something behind, and all killed by ``close()`` (also at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import secrets
+import threading
+import weakref
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SandboxUnavailable
+from .base import Limits, Program, Sandbox
+from .common import HARNESS_MODULE, PROGRAM_FILE, base_env, check_file_names, frame, harness_program
+
+if TYPE_CHECKING:
+    from ..types import ExecutionResult
+
+logger = logging.getLogger("spade_llm.sandbox")
+
+START_TIMEOUT_S = 30.0
+"""How long a worker may take to start, or to say what it must between jobs."""
+
+_live: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_live):
+        with contextlib.suppress(Exception):
+            pool.close()
+
+
+@dataclass(frozen=True)
+class WorkerKey:
+    """What a worker is started with (the rest of ``Limits`` applies per execution)."""
+
+    memory_mb: int
+    max_processes: int
+    scratch_mb: int
+    env: tuple[tuple[str, str], ...]
+
+
+class WorkerGone(Exception):
+    """The worker was dead before the job started (nothing ran): retry on a fresh one."""
+
+
+class Worker:
+    """Host side of one warm sandbox: what the pool needs of it."""
+
+    key: WorkerKey
+    jobs: int = 0
+    last_used: float = 0.0
+
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    @abstractmethod
+    def signal(self) -> None:
+        """Start ending the whole sandbox without waiting (``close`` signals all, then reaps each)."""
+
+    @abstractmethod
+    def reap(self) -> None:
+        """Wait until the sandbox ``signal`` ended is gone."""
+
+    def kill(self) -> None:
+        self.signal()
+        self.reap()
+
+    @abstractmethod
+    def execute(
+        self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
+    ) -> tuple[ExecutionResult, bool]:
+        """Run one program; the result and whether this worker may run another.
+
+        Raises:
+            WorkerGone: the worker was gone before the job started.
+        """
+
+
+def clean_report(reply: dict[str, Any]) -> bool:
+    """The worker's ``done``: its execution exited (no signal) and nothing of it had to be swept."""
+    status = reply.get("status")
+    return reply.get("clean") is True and reply.get("swept") == 0 and isinstance(status, int) and os.WIFEXITED(status)
+
+
+def is_warm_harness(program: Program) -> bool:
+    """Whether ``program`` is exactly the runner's harness stub, which the worker plays itself (``warm``)."""
+    stub, files = harness_program()
+    return program.source == stub and program.files.get("harness.bin") == files["harness.bin"]
+
+
+def preload_message() -> dict[str, Any]:
+    """The first message a fork server gets: the modules it runs once before any fork (the harness)."""
+    return {"op": "preload", "modules": {HARNESS_MODULE: harness_program()[1]["harness.bin"]}}
+
+
+def make_job(program: Program, rlimits: list[tuple[int, int, int]]) -> tuple[dict[str, Any], bytes, bool]:
+    """The fork server's ``run`` message for ``program``, its payload (files, then stdin), and whether
+    the worker plays the harness itself."""
+    scratch = f"/tmp/spade-{secrets.token_hex(8)}"
+    job: dict[str, Any] = {
+        "op": "run",
+        "scratch": scratch,
+        "argv0": PROGRAM_FILE,
+        "env": {"HOME": scratch, "TMPDIR": scratch},
+        "rlimits": rlimits,
+    }
+    files = dict(program.files)
+    warm = is_warm_harness(program)
+    if warm:
+        # the runner's harness stub, which would load the very harness the worker preloaded: the
+        # worker's supervisor plays that harness's parent itself (same code; no stub, no files)
+        job["warm"] = HARNESS_MODULE
+        files.pop("harness.py", None)
+        files.pop("harness.bin", None)
+    payload = frame({"source": program.source.encode("utf-8", "surrogatepass"), "files": files}) + program.stdin
+    return job, payload, warm
+
+
+class WorkerPool(Sandbox):
+    """A sandbox backend made of warm workers (see the module docstring); subclasses start them."""
+
+    jobs_per_worker: int
+    grace_s: float
+    max_idle: int
+
+    def _start_pool(self, *, jobs_per_worker: int, grace_s: float, max_idle: int | None, prewarm: int) -> None:
+        """Set the pool up and start ``prewarm`` workers for the default limits in the background."""
+        self.jobs_per_worker = max(1, jobs_per_worker)
+        self.grace_s = grace_s
+        self.max_idle = max_idle if max_idle is not None else max(16, 4 * (os.cpu_count() or 2))
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        """Notified when a background start of a worker ends."""
+        self._starting: dict[WorkerKey, int] = {}
+        """Workers being started in the background, per key."""
+        self._idle: dict[WorkerKey, list[Worker]] = {}
+        self._busy: set[Worker] = set()
+        self._closed = False
+        self._prewarming: list[threading.Thread] = []
+        _live.add(self)
+        key = self._key(Program(source=""), Limits())
+        for _ in range(prewarm):
+            with self._lock:
+                self._starting[key] = self._starting.get(key, 0) + 1
+            thread = threading.Thread(target=self._prewarm, args=(key,), daemon=True)
+            self._prewarming.append(thread)
+            thread.start()
+
+    @abstractmethod
+    def _spawn(self, key: WorkerKey) -> Worker:
+        """Start one worker (blocking).
+
+        Raises:
+            SandboxUnavailable: it could not start.
+        """
+
+    @abstractmethod
+    def _rlimits(self, limits: Limits, worker: Any) -> list[tuple[int, int, int]]:
+        """The rlimits an execution on ``worker`` gets."""
+
+    def _probe(self, backend: str) -> None:
+        """Run one program; close the pool and raise ``SandboxUnavailable`` unless it prints ``ok``."""
+        try:
+            result = self.run(Program(source="print('ok')"), Limits(timeout_s=10.0))
+        except SandboxUnavailable:
+            self.close()
+            raise
+        if result.status != "ok" or result.stdout != "ok\n":
+            self.close()
+            raise SandboxUnavailable(f"{backend} probe run failed: {result.status}: {result.stderr.strip()[-300:]}")
+
+    def _prewarm(self, key: WorkerKey) -> None:
+        """Start one worker for ``key`` in the background (``_starting`` was counted up for it)."""
+        worker = None
+        try:
+            with self._lock:
+                closed = self._closed
+            if not closed:
+                worker = self._spawn(key)
+        except Exception as e:  # whoever needs a worker spawns (and reports) for itself
+            logger.debug("%s prewarm failed: %s", self.name, e)
+        finally:
+            with self._ready:
+                self._starting[key] -= 1
+                if worker is not None and not self._closed:
+                    self._idle.setdefault(key, []).append(worker)
+                    worker = None
+                self._ready.notify_all()
+            if worker is not None:
+                worker.kill()
+
+    def _acquire(self, key: WorkerKey) -> Worker:
+        with self._ready:
+            self._closed = False
+            stale: list[Worker] = []
+            worker = None
+            while worker is None:
+                idle = self._idle.get(key, [])
+                while idle:
+                    candidate = idle.pop()
+                    if candidate.alive():
+                        worker = candidate
+                        break
+                    stale.append(candidate)
+                if worker is not None or not self._starting.get(key):
+                    break
+                self._ready.wait(START_TIMEOUT_S)  # one is being started for this key: cheaper to wait
+            if worker is not None:
+                self._busy.add(worker)
+        for w in stale:
+            w.kill()
+        if worker is not None:
+            return worker
+        worker = self._spawn(key)
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _release(self, worker: Worker, reusable: bool) -> None:
+        retire: list[Worker] = []
+        with self._lock:
+            self._busy.discard(worker)
+            if reusable and not self._closed and worker.jobs < self.jobs_per_worker and worker.alive():
+                self._idle.setdefault(worker.key, []).append(worker)
+                # beyond max_idle, retire the least recently used idle workers, other keys' first
+                everyone = sorted(
+                    (w for ws in self._idle.values() for w in ws), key=lambda w: (w.key == worker.key, w.last_used)
+                )
+                for extra in everyone[: max(0, len(everyone) - self.max_idle)]:
+                    self._idle[extra.key].remove(extra)
+                    retire.append(extra)
+            else:
+                retire.append(worker)
+        for w in retire:
+            w.kill()
+
+    def workers(self) -> list[Any]:
+        """Every live worker (idle and busy), for diagnostics and tests."""
+        with self._lock:
+            return [*self._busy, *(w for ws in self._idle.values() for w in ws)]
+
+    def _key(self, program: Program, limits: Limits) -> WorkerKey:
+        env = {**base_env("/tmp"), **program.env}
+        return WorkerKey(limits.memory_mb, limits.max_processes, limits.scratch_mb, tuple(sorted(env.items())))
+
+    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        check_file_names(program)
+        key = self._key(program, limits)
+        env = dict(key.env)
+        for attempt in range(3):
+            worker = self._acquire(key)
+            reusable = False
+            try:
+                rlimits = self._rlimits(limits, worker)
+                result, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
+                return result
+            except WorkerGone:
+                if attempt == 2:
+                    raise SandboxUnavailable(f"{self.name} workers keep dying before they run anything") from None
+            finally:
+                self._release(worker, reusable)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        for thread in self._prewarming:
+            thread.join(timeout=START_TIMEOUT_S)  # a worker it was starting is killed by it, or below
+        self._prewarming = []
+        with self._lock:
+            workers = [*self._busy, *(w for ws in self._idle.values() for w in ws)]
+            self._idle.clear()
+            self._busy.clear()
+        for w in workers:  # all at once, then wait for each: they die in parallel
+            w.signal()
+        for w in workers:
+            w.reap()
