@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Build the docker sandbox's image offline, from this machine's own interpreter: no registry needed.
+#
+#   scripts/docker_image.sh [PYTHON] [TAG]
+#
+# PYTHON (default python3) is the interpreter whose version the image carries: the sandbox sends the
+# harness as bytecode, so the image's Python must have the caller's minor version. TAG defaults to
+# python:X.Y-slim, the name the docker backend looks for (or set sandbox.docker_image to another).
+#
+# The image holds the interpreter at /usr/local/bin/python3, its standard library without
+# site-packages or the test suite, the shared libraries `ldd` names for it and its extension modules
+# (at their own paths, plus an ld.so.cache), a small userland (sh, coreutils, grep, sed, awk: what
+# programs under test call), a passwd with nobody, and a world-writable /tmp. No package manager.
+# It is put together in a folder and loaded with `docker import`. Where a registry is reachable,
+# `docker pull python:X.Y-slim` gives an equivalent image.
+set -euo pipefail
+trap 'echo "docker_image.sh: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
+
+case "${1:-}" in
+-h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
+
+PYTHON=${1:-python3}
+command -v docker >/dev/null || { echo "docker_image.sh: the docker CLI is not installed" >&2; exit 1; }
+docker info >/dev/null 2>&1 || { echo "docker_image.sh: no Docker engine answers (is dockerd running?)" >&2; exit 1; }
+
+# where this interpreter's pieces are: the real binary behind a venv, its stdlib, its extension modules
+read -r REAL VERSION STDLIB DYNLOAD LIBDIR < <("$PYTHON" -c '
+import os, sys, sysconfig
+real = os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable)
+paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+stdlib = paths["stdlib"]
+dynload = sysconfig.get_config_var("DESTSHARED") or os.path.join(stdlib, "lib-dynload")
+print(real, "%d.%d" % sys.version_info[:2], stdlib, dynload, sysconfig.get_config_var("LIBDIR") or "-")
+')
+TAG=${2:-python:$VERSION-slim}
+
+ROOT=$(mktemp -d)
+trap 'rm -rf "$ROOT"' EXIT
+DEST=$ROOT/usr/local
+mkdir -p "$DEST/bin" "$DEST/lib/python$VERSION" "$ROOT/etc" "$ROOT/tmp"
+chmod 1777 "$ROOT/tmp"
+
+cp -L "$REAL" "$DEST/bin/python$VERSION"
+ln -s "python$VERSION" "$DEST/bin/python3"
+ln -s python3 "$DEST/bin/python"
+
+# the standard library, without what no sandboxed program needs (installed packages, the test suite, GUIs)
+tar -C "$STDLIB" -cf - \
+  --exclude=./site-packages --exclude=./dist-packages --exclude=./test --exclude=./idlelib \
+  --exclude=./tkinter --exclude=./turtledemo --exclude=./ensurepip --exclude='./lib2to3/tests' . |
+  tar -C "$DEST/lib/python$VERSION" -xf -
+mkdir -p "$DEST/lib/python$VERSION/site-packages"
+if [ "$DYNLOAD" != "$STDLIB/lib-dynload" ] && [ -d "$DYNLOAD" ]; then
+  mkdir -p "$DEST/lib/python$VERSION/lib-dynload"
+  cp -a "$DYNLOAD/." "$DEST/lib/python$VERSION/lib-dynload/"
+fi
+
+# every shared library the interpreter and its extension modules load, at its own path; the ones
+# that live beside the interpreter (libpython) go to /usr/local/lib, which the image's ld.so.cache names
+copy_lib() {
+  local lib=$1
+  [ -e "$ROOT$lib" ] && return 0
+  if [ "$LIBDIR" != "-" ] && [[ $lib == "$LIBDIR"/* ]]; then
+    cp -L "$lib" "$DEST/lib/"
+  else
+    mkdir -p "$ROOT$(dirname "$lib")"
+    cp -L "$lib" "$ROOT$lib"
+  fi
+}
+for object in "$REAL" "$DEST"/lib/python"$VERSION"/lib-dynload/*.so; do
+  while read -r lib; do
+    copy_lib "$lib"
+  done < <(ldd "$object" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
+done
+# a small userland, as python:X.Y-slim has one: programs under test start `sleep`, `sh -c`, `ls`...
+TOOLS="sh bash sleep cat echo ls true false env head tail wc sort uniq cut tr mkdir rmdir rm cp mv ln grep
+  sed awk find xargs id uname date printf test expr seq tee touch chmod dirname basename pwd readlink stat
+  kill timeout nproc yes"
+mkdir -p "$ROOT/usr/bin"
+ln -s usr/bin "$ROOT/bin"
+for tool in $TOOLS; do
+  found=$(command -v "$tool" 2>/dev/null) || continue
+  [[ $found == /* ]] || continue # a shell builtin with no binary
+  cp -L "$found" "$ROOT/usr/bin/$tool"
+  while read -r lib; do
+    copy_lib "$lib"
+  done < <(ldd "$found" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}')
+done
+# glibc loads libgcc_s itself when a thread is cancelled or unwinds
+# (awk reads all of ldconfig's output: quitting at the first match would SIGPIPE ldconfig, and under
+# pipefail that ends this script, silently, whenever the pipe still held some of it)
+gcc_s=$(ldconfig -p 2>/dev/null | awk '/libgcc_s\.so\.1 .*=>/ && !found {print $NF; found = 1}')
+[ -n "$gcc_s" ] && copy_lib "$gcc_s"
+echo /usr/local/lib >"$ROOT/etc/ld.so.conf"
+ldconfig -r "$ROOT"
+
+printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$ROOT/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$ROOT/etc/group"
+
+tar -C "$ROOT" --numeric-owner --owner=0 --group=0 -cf - . |
+  docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'ENV LANG=C.UTF-8' \
+    --change 'CMD ["python3"]' - "$TAG" >/dev/null
+
+# the image must run Python as nobody, with no network, the way the sandbox runs it
+got=$(docker run --rm --network none --user 65534:65534 "$TAG" python3 -s -S -c \
+  'import sys, _ctypes, select, resource, marshal; print("%d.%d" % sys.version_info[:2])')
+if [ "$got" != "$VERSION" ]; then
+  echo "docker_image.sh: the image runs Python $got, not $VERSION" >&2
+  exit 1
+fi
+echo "$TAG ($(docker image inspect --format '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1 / 1e6}'), Python $VERSION)"
