@@ -10,7 +10,9 @@ fault is costly, the number of processes per execution dominates; here it is one
 Started as ``python -s -S -B -c SOURCE CTRL_FD HOST_PIDNS`` (stdlib only, no file on disk).
 ``CTRL_FD`` is a ``SOCK_SEQPACKET`` socket to the host; ``HOST_PIDNS`` is the host's
 ``/proc/self/ns/pid`` link text: the worker refuses to start unless it is in a pid namespace of
-its own, the only place where its sweeps (killing every process but a known few) are safe.
+its own, the only place where its sweeps (killing every process but a known few) are safe. In a
+docker container it is started as ``... -c SOURCE --relay HOST_PIDNS KEEP_ENV FILTERS`` instead: R,
+the relay (at the end of this file), is then the container's pid 1 and forks W itself.
 
 Three kinds of process:
   W  the *worker* (pid 2, under bwrap's pid 1): pristine — it never reads, receives or holds
@@ -828,5 +830,352 @@ def main() -> None:
     worker.serve(Channel(w_end), s_pid)
 
 
+# -- R: the relay, pid 1 of a docker container ------------------------------------------------------
+
+
+CGROUP_COUNTERS = (
+    # (OOM kills file, pids-limit hits file): cgroup v2 with its own namespace, then v1
+    ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/pids.events"),
+    ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/pids/pids.events"),
+)
+RELAY_CHUNK = 1 << 16
+"""Largest piece of output or payload the relay holds at once (its memory counts against the program's)."""
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def _counter(path: str, key: bytes) -> "int | None":
+    try:
+        fd = posix.open(path, posix.O_RDONLY)
+        try:
+            data = posix.read(fd, 4096)
+        finally:
+            posix.close(fd)
+    except OSError:
+        return None
+    for line in data.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return None
+
+
+def relay_frame(kind: bytes, data: bytes, counters: "tuple[int, int]" = (-1, -1)) -> bytes:
+    """One relay -> host frame: a 4-byte big-endian length of the rest, the kind byte, the container
+    cgroup's OOM kills and pids-limit hits (8 bytes each, signed; -1: not read), then the data."""
+    body = kind + counters[0].to_bytes(8, "big", signed=True) + counters[1].to_bytes(8, "big", signed=True) + data
+    return len(body).to_bytes(4, "big") + body
+
+
+class Relay:
+    """R: the only channel every docker engine gives a container (local, remote, Docker Desktop's VM) is
+    its stdin and stdout, so R, the container's pid 1, carries W's and S's socket protocol over them.
+
+    Host -> R (stdin): ``%010d\\n``-framed marshal dicts (the host is trusted): ``{"op": "ctrl",
+    "data"}`` is a packet for the control socket (the preload message); ``{"op": "run", "job", "cap",
+    "size"}`` is a job, followed on the stream by ``size`` raw bytes of payload (files, then the
+    program's stdin). R makes the job's three pipes, hands them to S with the job packet, and streams
+    the payload into the program's stdin a chunk at a time, reading more from the host only once the
+    last chunk is in the pipe: what R holds counts against the program's memory limit, so R never holds
+    more than ``RELAY_CHUNK``. Payload the program never read is discarded. EOF: R exits, and as pid 1
+    takes the whole container with it.
+    R -> host (stdout): ``relay_frame`` binary frames, never anything a program can shape beyond the
+    data bytes: ``c`` a packet of S (empty: S is gone, and R leaves), ``o``/``e`` stdout/stderr up to
+    one byte past the job's cap (the host sees the overflow; the rest is drained unread), ``O``/``E``
+    their EOF. Control and EOF frames carry the container cgroup's counters.
+
+    R is trusted like S: it sees each job's payload, so it is non-dumpable (nothing of the container
+    can trace it or open its descriptors), and as pid 1 with no signal handler no process of the
+    container can signal it.
+    """
+
+    def __init__(self, ctrl_fd: int) -> None:
+        import select
+
+        self.select = select
+        self.ctrl = Channel(ctrl_fd)
+        self.inbuf = bytearray()
+        self.poller = select.poll()
+        self.fds: dict[int, str] = {}
+        self.pending = memoryview(b"")
+        """Payload read from the host and not yet written to the program's stdin."""
+        self.payload_left = 0
+        """Payload bytes still to come from the host (written to stdin, or discarded once it is closed)."""
+        self.left = {"out": 0, "err": 0}
+        self.outq: list[bytes] = []
+        self.paths = next((paths for paths in CGROUP_COUNTERS if _counter(paths[0], b"oom_kill") is not None), None)
+
+    def counters(self) -> "tuple[int, int]":
+        if self.paths is None:
+            return (-1, -1)
+        oom, hits = _counter(self.paths[0], b"oom_kill"), _counter(self.paths[1], b"max")
+        return (-1 if oom is None else oom, -1 if hits is None else hits)
+
+    def send_host(self, kind: bytes, data: bytes, counted: bool = False) -> None:
+        """Queue a frame; ``flush`` writes the frames of one poll round at once (each write to the
+        container's stdout is a message through the engine's attach stream, several hops to spade)."""
+        self.outq.append(relay_frame(kind, data, self.counters() if counted else (-1, -1)))
+
+    def flush(self) -> None:
+        if self.outq:
+            data = b"".join(self.outq)
+            self.outq.clear()
+            _write_all(1, data)
+
+    def watch(self, fd: int, name: str, events: int) -> None:
+        self.fds[fd] = name
+        self.poller.register(fd, events)
+
+    def drop(self, fd: int) -> None:
+        if self.fds.pop(fd, None) is not None:
+            self.poller.unregister(fd)
+            posix.close(fd)
+
+    def host_wanted(self) -> None:
+        """Poll the host's stream unless a payload chunk is still waiting for the program's stdin."""
+        self.poller.modify(0, self.select.POLLIN if not self.pending else 0)
+
+    def end_job(self) -> None:
+        for fd, name in list(self.fds.items()):
+            if name in ("in", "out", "err"):
+                self.drop(fd)
+        self.pending = memoryview(b"")
+
+    def start_job(self, msg: "dict[str, Any]") -> None:
+        self.end_job()  # whatever is left of the last one is no longer wanted
+        pin_r, pin_w = posix.pipe2(posix.O_CLOEXEC)
+        out_r, out_w = posix.pipe2(posix.O_CLOEXEC)
+        err_r, err_w = posix.pipe2(posix.O_CLOEXEC)
+        try:
+            self.ctrl.send(msg["job"], [pin_r, out_w, err_w])
+        finally:
+            for fd in (pin_r, out_w, err_w):
+                posix.close(fd)
+        for fd in (pin_w, out_r, err_r):
+            posix.set_blocking(fd, False)
+        self.payload_left = int(msg["size"])
+        cap = int(msg["cap"]) + 1
+        self.left = {"out": cap, "err": cap}
+        self.watch(pin_w, "in", 0)
+        self.watch(out_r, "out", self.select.POLLIN)
+        self.watch(err_r, "err", self.select.POLLIN)
+        if not self.payload_left:
+            self.drop(pin_w)
+
+    def stdin_fd(self) -> "int | None":
+        return next((fd for fd, name in self.fds.items() if name == "in"), None)
+
+    def from_host(self) -> bool:
+        """Read the host's stream: payload bytes while a payload is due, frames otherwise; False at EOF."""
+        want = min(self.payload_left, RELAY_CHUNK) if self.payload_left else RELAY_CHUNK
+        chunk = posix.read(0, want)
+        if not chunk:
+            return False
+        if self.payload_left:
+            self.payload_left -= len(chunk)
+            pin = self.stdin_fd()
+            if pin is not None:
+                self.pending = memoryview(chunk)
+                self.poller.modify(pin, self.select.POLLOUT)
+                self.host_wanted()
+            return True
+        self.inbuf += chunk
+        while len(self.inbuf) >= 11 and not self.payload_left:
+            size = int(self.inbuf[:11])
+            if len(self.inbuf) < 11 + size:
+                break
+            msg = marshal.loads(bytes(self.inbuf[11 : 11 + size]))
+            del self.inbuf[: 11 + size]
+            if msg.get("op") == "ctrl":
+                self.ctrl.send(msg["data"])
+            elif msg.get("op") == "run":
+                self.start_job(msg)
+                # the payload follows its frame on the stream: the same read may have brought its start
+                if self.inbuf and self.payload_left:
+                    head = bytes(self.inbuf[: self.payload_left])
+                    del self.inbuf[: len(head)]
+                    self.payload_left -= len(head)
+                    pin = self.stdin_fd()
+                    if pin is not None:
+                        self.pending = memoryview(head)
+                        self.poller.modify(pin, self.select.POLLOUT)
+                        self.host_wanted()
+        return True
+
+    def to_stdin(self, fd: int) -> None:
+        try:
+            n = posix.write(fd, self.pending)
+        except BlockingIOError:
+            return
+        except OSError:  # the program closed its stdin or is gone: the rest of the payload is discarded
+            self.pending = memoryview(b"")
+            self.drop(fd)
+            self.host_wanted()
+            return
+        self.pending = self.pending[n:]
+        if not self.pending:
+            if self.payload_left:
+                self.poller.modify(fd, 0)
+            else:
+                self.drop(fd)  # the whole payload is in: the program sees EOF after it
+            self.host_wanted()
+
+    def serve(self) -> None:
+        self.watch(0, "host", self.select.POLLIN)
+        self.watch(self.ctrl.fd, "ctrl", self.select.POLLIN)
+        while True:
+            self.flush()  # what the last round queued, before waiting for more
+            try:
+                events = self.poller.poll()
+            except InterruptedError:
+                continue
+            for fd, revents in events:
+                name = self.fds.get(fd)  # None: dropped by an earlier event of this batch
+                if name == "host":
+                    if not self.from_host():
+                        return
+                elif name == "ctrl":
+                    try:
+                        data = self.ctrl.sock.recv(MESSAGE_BYTES)
+                    except OSError:
+                        data = b""
+                    self.send_host(b"c", data, counted=True)
+                    if not data:
+                        self.flush()
+                        return  # S is gone: so is this container
+                elif name == "in":
+                    if revents & (self.select.POLLERR | self.select.POLLHUP):
+                        # the program closed its stdin or is gone: the rest of the payload is discarded
+                        self.pending = memoryview(b"")
+                        self.drop(fd)
+                        self.host_wanted()
+                    elif self.pending:
+                        self.to_stdin(fd)
+                elif name is not None:
+                    try:
+                        chunk = posix.read(fd, RELAY_CHUNK)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        self.drop(fd)
+                        # the counters with the run's last EOF: a harness run ends there for the host
+                        last = not any(other in ("out", "err") for other in self.fds.values())
+                        self.send_host(b"O" if name == "out" else b"E", b"", counted=last)
+                    elif self.left[name] > 0:
+                        chunk = chunk[: self.left[name]]
+                        self.left[name] -= len(chunk)
+                        self.send_host(b"o" if name == "out" else b"e", chunk)
+
+
+def _load_seccomp(program: bytes) -> bool:
+    """Install ``program`` (classic BPF, ``seccomp.program()``'s bytes) on this process and all it will
+    fork, through ``_ctypes``; False when it cannot be done here."""
+    try:
+        import _ctypes
+
+        c: Any = _ctypes
+
+        class _CChar(c._SimpleCData):
+            _type_ = "c"
+
+        class _CULong(c._SimpleCData):
+            _type_ = "L"
+
+        class _CInt(c._SimpleCData):
+            _type_ = "i"
+
+        class _CFunc(c.CFuncPtr):
+            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+            _restype_ = _CInt
+
+        class _Libc:
+            _handle = c.dlopen(None, 0)
+
+        def buffer(data: bytes) -> "Any":
+            class _Buf(c.Array):
+                _type_ = _CChar
+                _length_ = len(data)
+
+            return _Buf.from_buffer_copy(data)
+
+        prctl = _CFunc(("prctl", _Libc))
+        filters = buffer(program)
+        ptr = 8 if sys.maxsize > 1 << 32 else 4
+        # struct sock_fprog { unsigned short len; struct sock_filter *filter; }, the pointer aligned
+        count = (len(program) // 8).to_bytes(2, sys.byteorder)
+        fprog = buffer(count + bytes(ptr - 2) + c.addressof(filters).to_bytes(ptr, sys.byteorder))
+        if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return False
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, _CULong(c.addressof(fprog)), 0, 0) == 0
+    except Exception:
+        return False
+
+
+def _machine() -> str:
+    machine = posix.uname().machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+def relay(host_pidns: str, keep_env: str, filters: str) -> None:
+    """Pid 1 of a docker sandbox: its environment cut to ``keep_env`` (comma-separated names, what the host
+    set), the seccomp filter of its machine from ``filters`` (``machine:hex,...``) installed, then W
+    forked (pristine, before anything of the host is read) and the host's channel relayed."""
+    import _signal
+
+    def refuse(why: str) -> None:
+        _write_all(2, ("spade relay: %s; refusing to run\n" % why).encode())
+        posix._exit(1)
+
+    if posix.getpid() != 1:
+        # the sweeps of W spare pid 1, and only pid 1 cannot be signalled by the container's processes:
+        # an init (--init, a daemon's "init": true) or an entrypoint in front of R would break both
+        refuse("not pid 1 of the container (an init process or an entrypoint runs before it)")
+    keep = set(keep_env.split(","))
+    for name in list(posix.environ):
+        if name.decode("utf-8", "surrogateescape") not in keep:  # HOSTNAME, the image's own ENV...
+            posix.unsetenv(name)
+            del posix.environ[name]
+    prctl = _load_prctl()
+    if prctl is None:
+        refuse("cannot load prctl to make itself non-dumpable")
+    wanted = dict(item.split(":", 1) for item in filters.split(",") if ":" in item).get(_machine())
+    filtered = wanted is not None and _load_seccomp(bytes.fromhex(wanted))
+    if wanted is not None and not filtered:
+        refuse("cannot install its seccomp filter")
+    r_sock, w_sock = _socket_pair()
+    pid = posix.fork()
+    if pid == 0:
+        try:
+            posix.close(r_sock)
+            null = posix.open("/dev/null", posix.O_RDWR)
+            for fd in (0, 1, 2):  # the host's channel is R's alone
+                posix.dup2(null, fd)
+            posix.close(null)
+            sys.argv[1:] = [str(w_sock), host_pidns]
+            main()
+        finally:
+            posix._exit(0)
+    posix.close(w_sock)
+    # only now: W set its own oom_score_adj while still dumpable. And no handler for SIGINT (Python's
+    # default one): a signal with a handler reaches even pid 1, and its KeyboardInterrupt would end R
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _signal.signal(SIGINT, _signal.SIG_IGN)
+    _write_all(1, relay_frame(b"h", _dumps({"op": "relay", "seccomp": filtered, "machine": _machine()})))
+    Relay(r_sock).serve()
+
+
+def _socket_pair() -> "tuple[int, int]":
+    import _socket
+
+    a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    return a.detach(), b.detach()
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--relay"]:
+        relay(*sys.argv[2:5])
+    else:
+        main()
