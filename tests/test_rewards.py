@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm import rewards
 from spade_llm.errors import SandboxUnavailable, UserError
@@ -31,7 +32,6 @@ from spade_llm.kinds import get_kind
 from spade_llm.kinds.deduction import call_text
 from spade_llm.rewards import STATUS_CODES, CodeReward, Rewarder, code_reward, compute_score, make_code_reward
 from spade_llm.sandbox.base import Limits, Program, Sandbox
-from spade_llm.sandbox.registry import backend_availability
 from spade_llm.sandbox.runner import parse_input
 from spade_llm.solver import split_tests
 from spade_llm.types import ExecutionResult, Task, TestCase, Trajectory
@@ -489,7 +489,7 @@ def test_importing_the_rewards_costs_no_model_client_nor_trainer() -> None:
 
 # -- hostile answers (bwrap only) ----------------------------------------------------------------------
 
-BWRAP = backend_availability()["bwrap"]
+BWRAP = unavailable("bwrap")
 
 
 @pytest.mark.bwrap

@@ -21,17 +21,17 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm.errors import SandboxUnavailable
 from spade_llm.sandbox import bwrap as bw
 from spade_llm.sandbox import seccomp
 from spade_llm.sandbox.base import Limits, Program
 from spade_llm.sandbox.pool import WorkerKey, is_warm_harness
-from spade_llm.sandbox.registry import backend_availability
 from spade_llm.sandbox.runner import harness_program, run_check, run_program, run_tests
 from spade_llm.types import ExecutionResult, TestCase
 
-REASON = backend_availability()["bwrap"]
+REASON = unavailable("bwrap")
 needs_bwrap = pytest.mark.skipif(REASON is not None, reason=f"bwrap: {REASON}")
 LIMITS = Limits(timeout_s=3.0, memory_mb=256)
 

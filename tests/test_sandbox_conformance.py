@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm.judge import final_status, judge
 from spade_llm.sandbox.base import Limits, Program, Sandbox
-from spade_llm.sandbox.registry import BACKENDS, backend_availability, get_sandbox
+from spade_llm.sandbox.registry import BACKENDS, get_sandbox
 from spade_llm.sandbox.runner import execute_calls, run_check, run_program, run_tests
 from spade_llm.sandbox.subprocess import SubprocessSandbox
 from spade_llm.types import Task, TestCase
@@ -34,7 +35,6 @@ GRACE_S = 3.0
 LIMITS = Limits(timeout_s=2.0, memory_mb=256, output_limit_bytes=1 << 16)
 TEST_TIMEOUT_S = 1.0
 
-_AVAILABLE = backend_availability()
 VARIANTS = [*BACKENDS, "subprocess-launcher"]
 
 
@@ -44,7 +44,7 @@ def sandbox(request: pytest.FixtureRequest) -> Sandbox:
     if name == "subprocess-launcher":
         box: Sandbox = SubprocessSandbox(rlimits_via="launcher")
     else:
-        reason = _AVAILABLE[name]
+        reason = unavailable(name)
         if reason is not None:
             pytest.skip(f"{name}: {reason}")
         box = get_sandbox(name)

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm.sandbox.cgroups import PREFIX, CgroupManager
-from spade_llm.sandbox.registry import backend_availability
 
-REASON = backend_availability()["bwrap"]
+REASON = unavailable("bwrap")
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"bwrap: {REASON}")
 
 OFFSETS_S = (0.0, 0.004, 0.01, 0.02, 0.035, 0.05, 0.08, 0.12, 0.2, 0.35, 0.6, 1.0)

@@ -26,11 +26,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm.errors import UserError
 from spade_llm.sandbox import registry
 from spade_llm.sandbox.base import Sandbox
-from spade_llm.sandbox.registry import backend_availability, get_sandbox
+from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox_server import (
     FETCH_WRAPPER,
     WRAPPER_SLACK_S,
@@ -42,7 +43,7 @@ from spade_llm.sandbox_server import (
     serve_sandbox,
 )
 
-REASON = backend_availability()["bwrap"]
+REASON = unavailable("bwrap")
 needs_bwrap = pytest.mark.skipif(REASON is not None, reason=f"bwrap: {REASON}")
 BACKEND = "bwrap" if REASON is None else "subprocess"
 

@@ -85,10 +85,11 @@ def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
     return SubprocessSandbox(warn=False)
 
 
-def backend_availability() -> dict[str, str | None]:
-    """Each backend name with None when it works here, else why not (for tests and diagnostics)."""
+def backend_availability(names: list[str] | None = None) -> dict[str, str | None]:
+    """Each backend name (``names``, default all) with None when it works here, else why not (for tests
+    and diagnostics). Each is started and closed: docker's containers take a fraction of a second."""
     out: dict[str, str | None] = {}
-    for name in BACKENDS:
+    for name in BACKENDS if names is None else names:
         try:
             sandbox = _load(name)()
         except SandboxUnavailable as e:
