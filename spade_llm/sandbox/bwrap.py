@@ -78,13 +78,22 @@ from .base import Limits, Program
 from .cgroups import Cgroup, CgroupManager
 from .common import (
     THREAD_HEADROOM_BYTES,
-    Ending,
     execution_rlimits,
     host_uid,
-    to_result,
     user_tasks,
 )
-from .pool import START_TIMEOUT_S, Worker, WorkerGone, WorkerKey, WorkerPool, clean_report, make_job, preload_message
+from .pool import (
+    START_TIMEOUT_S,
+    JobIO,
+    Worker,
+    WorkerGone,
+    WorkerKey,
+    WorkerPool,
+    clean_report,
+    finish_job,
+    make_job,
+    preload_message,
+)
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
@@ -101,8 +110,6 @@ PIDS_OVERHEAD = 4
 PIPE_DEFAULT = 1 << 16
 PIPE_MAX = 1 << 20
 F_SETPIPE_SZ = 1031
-DRAIN_S = 0.5
-"""After the worker reported, how long its pipes may take to reach EOF (everything of the run is dead)."""
 LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
 FORKSERVER_SOURCE = (Path(__file__).parent / "forkserver.py").read_text()
 PASSWD = (
@@ -142,10 +149,6 @@ class _Worker(Worker):
         self.counters = (cgroup.oom_kills(), cgroup.pids_limit_hits()) if cgroup is not None else (0, 0)
         """The cgroup's OOM kills and refused forks so far."""
         self.dead = False
-        self.pending_done = False
-        """The last run returned without the worker's ``done``: read it before the next job."""
-        self.pending_clean = False
-        """A job finished: the worker's ``clean`` message is still to be read."""
         self.last_used = time.monotonic()
 
     @property
@@ -270,41 +273,11 @@ class _Worker(Worker):
         finally:
             io.close()
         duration_ms = (time.monotonic() - t0) * 1000.0
-        reply = io.reply
         if self.cgroup is not None:
             self.counters = (self.cgroup.oom_kills(), self.cgroup.pids_limit_hits())
         oom = self.counters[0] > oom0
         pids_hit = self.counters[1] > pids0
-        returncode: int | None = None
-        if io.early:
-            # the whole harness report is out and the output closed, which the worker's supervisor
-            # does only once the run was reaped and swept up; its "done" is read before the next job
-            returncode = 0
-            self.pending_done = self.pending_clean = True
-        elif reply is not None:
-            self.pending_clean = True
-            status = reply.get("status")
-            if isinstance(status, int):
-                returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        end = Ending(
-            returncode=returncode,
-            stdout=bytes(io.data["out"]),
-            stderr=bytes(io.data["err"]),
-            stdout_truncated=io.truncated["out"],
-            stderr_truncated=io.truncated["err"],
-            timed_out=io.timed_out,
-            overflow=io.overflow,
-            memory=oom,
-            duration_ms=duration_ms,
-        )
-        reusable = (
-            (io.early or (reply is not None and io.drained and clean_report(reply)))
-            and not io.timed_out
-            and not io.overflow
-            and not oom
-            and not pids_hit
-        )
-        return to_result(end), reusable
+        return finish_job(self, io, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
 
 
 def _cut(worker: _Worker) -> None:
@@ -328,8 +301,9 @@ def _wait_launcher(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> No
             proc.stderr.close()
 
 
-class _Pump:
-    """Feeds the payload pipe and reads stdout/stderr (capped) and the worker's reply until all are done.
+class _Pump(JobIO):
+    """Feeds the payload pipe and reads stdout/stderr (capped) and the worker's reply until the job is
+    over (``JobIO.over``).
 
     A plain ``poll`` on raw descriptors: this runs once per execution, on the critical path.
     """
@@ -337,60 +311,25 @@ class _Pump:
     def __init__(
         self, ctrl: socket.socket, pin_w: int, out_r: int, err_r: int, payload: bytes, cap: int, *, early: bool = False
     ) -> None:
+        super().__init__(cap, early=early)
         self.ctrl = ctrl
         self.ctrl_fd = ctrl.fileno()
-        self.allow_early = early
-        self.early = False
-        """Finished on the program's output alone (see ``run``)."""
-        self.cap = cap
         self.poller = select.poll()
         self.fds = {"in": pin_w, "out": out_r, "err": err_r}
         self.names = {pin_w: "in", out_r: "out", err_r: "err", self.ctrl_fd: "ctrl"}
         self.readers = {out_r, err_r}
-        self.data = {"out": bytearray(), "err": bytearray()}
-        self.truncated = {"out": False, "err": False}
         self.pending = memoryview(payload)
-        self.reply: dict[str, Any] | None = None
-        self.gone = self.overflow = self.timed_out = self.drained = False
         os.set_blocking(pin_w, False)
         self.poller.register(pin_w, select.POLLOUT)
         for fd in (out_r, err_r, self.ctrl_fd):
             self.poller.register(fd, select.POLLIN)
 
-    def run(self, deadline: float) -> None:
-        """Until the worker reported and stdout/stderr reached EOF, or the deadline, or an overflow.
+    def streams_open(self) -> bool:
+        return bool(self.readers)
 
-        With ``early`` (the spade harness), EOF on both streams with stdout ending in a whole line is
-        enough: the harness's report is the last thing it writes, after its run ended, and it writes
-        it once the worker has reaped and swept up after the run. The worker's own report is then
-        read before the next job.
-        """
-        drain_until = 0.0
-        while not self.overflow:
-            now = time.monotonic()
-            if (
-                self.allow_early
-                and self.reply is None
-                and not self.gone
-                and not self.readers
-                and self.data["out"].endswith(b"\n")
-            ):
-                self.early = self.drained = True
-                return
-            finished = self.reply is not None or self.gone
-            if finished:
-                if not self.readers:
-                    self.drained = True
-                    return
-                if not drain_until:
-                    drain_until = now + DRAIN_S
-                if now >= drain_until:
-                    return
-            elif now >= deadline:
-                self.timed_out = True
-                return
-            limit = drain_until if finished else deadline
-            for fd, _ in self.poller.poll(max(0.0, limit - now) * 1000.0 + 1):
+    def run(self, deadline: float) -> None:
+        while not self.over(now := time.monotonic(), deadline):
+            for fd, _ in self.poller.poll(max(0.0, self.wait_until(deadline) - now) * 1000.0 + 1):
                 name = self.names.get(fd)
                 if name == "in":
                     self._write()
@@ -421,17 +360,7 @@ class _Pump:
             data = b""
         self.poller.unregister(self.ctrl_fd)
         del self.names[self.ctrl_fd]
-        if not data:
-            self.gone = True
-            return
-        try:
-            reply = json.loads(data)
-        except ValueError:
-            reply = None
-        if isinstance(reply, dict) and reply.get("op") == "done":
-            self.reply = reply
-        else:
-            self.gone = True
+        self.take_report(data)
 
     def _read(self, name: str) -> None:
         fd = self.fds[name]
@@ -444,14 +373,7 @@ class _Pump:
             del self.names[fd]
             self.readers.discard(fd)
             return
-        buf = self.data[name]
-        room = self.cap - len(buf)
-        if len(chunk) > room:
-            buf += chunk[: max(room, 0)]
-            self.truncated[name] = True
-            self.overflow = True
-        else:
-            buf += chunk
+        self.keep(name, chunk)
 
     def close(self) -> None:
         for name, fd in self.fds.items():

@@ -55,9 +55,20 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SandboxUnavailable
 from . import seccomp
 from .base import Limits, Program
-from .common import THREAD_HEADROOM_BYTES, Ending, execution_rlimits, frame, to_result
+from .common import THREAD_HEADROOM_BYTES, execution_rlimits, frame
 from .forkserver import MESSAGE_BYTES, RELAY_CHUNK
-from .pool import START_TIMEOUT_S, Worker, WorkerGone, WorkerKey, WorkerPool, clean_report, make_job, preload_message
+from .pool import (
+    START_TIMEOUT_S,
+    JobIO,
+    Worker,
+    WorkerGone,
+    WorkerKey,
+    WorkerPool,
+    clean_report,
+    finish_job,
+    make_job,
+    preload_message,
+)
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
@@ -70,8 +81,6 @@ MEMORY_OVERHEAD_MB = 96
 """Room above the program's memory limit for the relay, the worker interpreters and the tmpfs pages."""
 PIDS_OVERHEAD = 3
 """Tasks besides the program's own: the relay (pid 1), the fork server and its supervisor."""
-DRAIN_S = 0.5
-"""After the worker reported, how long the run's output may take to reach EOF (everything of it is dead)."""
 STOP_S = 10.0
 """How long a retired container's ``docker run`` may take to end before it is killed."""
 FORKSERVER_SOURCE = (Path(__file__).parent / "forkserver.py").read_text()
@@ -174,8 +183,6 @@ class _Container(Worker):
         """Bytes for the relay not yet written (a job's payload is fed while the run goes on)."""
         self.jobs = 0
         self.dead = False
-        self.pending_done = False
-        self.pending_clean = False
         self.last_used = time.monotonic()
 
     # -- the channel ---------------------------------------------------------------------------
@@ -332,37 +339,9 @@ class _Container(Worker):
         after = self.counters
         oom = before is not None and after is not None and after[0] > before[0]
         pids_hit = before is not None and after is not None and after[1] > before[1]
-        returncode: int | None = None
-        if io.early:
-            # the harness's whole report is out and the output closed, which the supervisor does only
-            # once the run was reaped and swept up; its "done" is read before the next job
-            returncode = 0
-            self.pending_done = self.pending_clean = True
-        elif io.reply is not None:
-            self.pending_clean = True
-            status = io.reply.get("status")
-            if isinstance(status, int):
-                returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        end = Ending(
-            returncode=returncode,
-            stdout=bytes(io.data["out"]),
-            stderr=bytes(io.data["err"]),
-            stdout_truncated=io.truncated["out"],
-            stderr_truncated=io.truncated["err"],
-            timed_out=io.timed_out,
-            overflow=io.overflow,
-            memory=oom,
-            duration_ms=(time.monotonic() - t0) * 1000.0,
-        )
-        reusable = (
-            (io.early or (io.reply is not None and io.drained and clean_report(io.reply)))
-            and payload_sent  # else the relay still waits for the rest of it
-            and not io.timed_out
-            and not io.overflow
-            and not oom
-            and not pids_hit
-        )
-        return to_result(end), reusable
+        duration_ms = (time.monotonic() - t0) * 1000.0
+        result, reusable = finish_job(self, io, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
+        return result, reusable and payload_sent  # else the relay still waits for the rest of it
 
     def _gone_mid_run(self) -> None:
         """The container's stream ended during a run. When the program killed its worker (S gone), the
@@ -380,43 +359,22 @@ class _Container(Worker):
         raise SandboxUnavailable(f"docker container {self.name} ended during a run: {why[-300:]}")
 
 
-class _Run:
-    """One execution's frames: output (capped), EOFs and the worker's report, until all are in, the
-    deadline passes, or the output overflows (the ``bwrap`` backend's ``_Pump``, over the relay). The
-    job's payload is written meanwhile, as the relay takes it."""
+class _Run(JobIO):
+    """One execution's frames: output (capped), EOFs and the worker's report, until the job is over
+    (``JobIO.over``); the job's payload is written meanwhile, as the relay takes it."""
 
     def __init__(self, box: _Container, cap: int, *, early: bool) -> None:
+        super().__init__(cap, early=early)
         self.box = box
-        self.cap = cap
-        self.allow_early = early
-        self.early = self.gone = self.overflow = self.timed_out = self.drained = False
-        self.data = {"out": bytearray(), "err": bytearray()}
-        self.truncated = {"out": False, "err": False}
         self.open = {"out", "err"}
-        self.reply: dict[str, Any] | None = None
+
+    def streams_open(self) -> bool:
+        return bool(self.open)
 
     def run(self, deadline: float) -> None:
-        drain_until = 0.0
         box = self.box
         frames = box.frames
-        while not self.overflow:
-            now = time.monotonic()
-            early = self.allow_early and self.reply is None and not self.gone and not self.open
-            if early and self.data["out"].endswith(b"\n"):
-                self.early = self.drained = True
-                return
-            finished = self.reply is not None or self.gone
-            if finished:
-                if not self.open:
-                    self.drained = True
-                    return
-                if not drain_until:
-                    drain_until = now + DRAIN_S
-                if now >= drain_until:
-                    return
-            elif now >= deadline:
-                self.timed_out = True
-                return
+        while not self.over(time.monotonic(), deadline):
             if box.outgoing and not self.gone:
                 try:
                     box.write_some()
@@ -433,31 +391,17 @@ class _Run:
                 self.open.clear()
                 continue
             writing = box.stdin if box.outgoing and not self.gone else None
-            frames.wait((drain_until if finished else deadline) - time.monotonic(), writing=writing)
+            frames.wait(self.wait_until(deadline) - time.monotonic(), writing=writing)
 
     def take(self, kind: str, data: bytes) -> None:
         if kind == "ctrl" and self.reply is not None:
             self.box.held.append(data)
         elif kind == "ctrl":
-            try:
-                reply = json.loads(data) if data else None
-            except ValueError:
-                reply = None
-            if isinstance(reply, dict) and reply.get("op") == "done":
-                self.reply = reply
-            else:
-                self.gone = True
+            self.take_report(data)
         elif kind in ("eof-out", "eof-err"):
             self.open.discard(kind[4:])
         elif kind in self.data:
-            buf = self.data[kind]
-            room = self.cap - len(buf)
-            if len(data) > room:
-                buf += data[: max(room, 0)]
-                self.truncated[kind] = True
-                self.overflow = True
-            else:
-                buf += data
+            self.keep(kind, data)
 
 
 class DockerSandbox(WorkerPool):

@@ -103,24 +103,30 @@ _HERE = sys._getframe().f_code.co_filename
 # -- small helpers ------------------------------------------------------------------------------
 
 
+def _libc_int_function(name: str) -> "Any":
+    """A libc function returning an int, through ``_ctypes`` (what ``ctypes`` builds, without importing
+    it); raises what ``_ctypes`` raises where it cannot."""
+    import _ctypes
+
+    c: Any = _ctypes
+
+    class _CInt(c._SimpleCData):
+        _type_ = "i"
+
+    class _CFunc(c.CFuncPtr):
+        _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
+        _restype_ = _CInt
+
+    class _Libc:
+        _handle = c.dlopen(None, 0)
+
+    return _CFunc((name, _Libc))
+
+
 def _load_prctl() -> "Any":
-    """libc's prctl through ``_ctypes`` (what ``ctypes`` builds, without importing it), or None."""
+    """libc's prctl, or None where it cannot be loaded."""
     try:
-        import _ctypes
-
-        c: Any = _ctypes
-
-        class _CInt(c._SimpleCData):
-            _type_ = "i"
-
-        class _CFunc(c.CFuncPtr):
-            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-            _restype_ = _CInt
-
-        class _Libc:
-            _handle = c.dlopen(None, 0)
-
-        return _CFunc(("prctl", _Libc))
+        return _libc_int_function("prctl")
     except Exception:
         return None
 
@@ -973,12 +979,7 @@ class Relay:
         if not chunk:
             return False
         if self.payload_left:
-            self.payload_left -= len(chunk)
-            pin = self.stdin_fd()
-            if pin is not None:
-                self.pending = memoryview(chunk)
-                self.poller.modify(pin, self.select.POLLOUT)
-                self.host_wanted()
+            self.take_payload(chunk)
             return True
         self.inbuf += chunk
         while len(self.inbuf) >= 11 and not self.payload_left:
@@ -995,13 +996,17 @@ class Relay:
                 if self.inbuf and self.payload_left:
                     head = bytes(self.inbuf[: self.payload_left])
                     del self.inbuf[: len(head)]
-                    self.payload_left -= len(head)
-                    pin = self.stdin_fd()
-                    if pin is not None:
-                        self.pending = memoryview(head)
-                        self.poller.modify(pin, self.select.POLLOUT)
-                        self.host_wanted()
+                    self.take_payload(head)
         return True
+
+    def take_payload(self, chunk: bytes) -> None:
+        """Payload from the host: for the program's stdin, or discarded once that is closed."""
+        self.payload_left -= len(chunk)
+        pin = self.stdin_fd()
+        if pin is not None:
+            self.pending = memoryview(chunk)
+            self.poller.modify(pin, self.select.POLLOUT)
+            self.host_wanted()
 
     def to_stdin(self, fd: int) -> None:
         try:
@@ -1084,16 +1089,6 @@ def _load_seccomp(program: bytes) -> bool:
         class _CULong(c._SimpleCData):
             _type_ = "L"
 
-        class _CInt(c._SimpleCData):
-            _type_ = "i"
-
-        class _CFunc(c.CFuncPtr):
-            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-            _restype_ = _CInt
-
-        class _Libc:
-            _handle = c.dlopen(None, 0)
-
         def buffer(data: bytes) -> "Any":
             class _Buf(c.Array):
                 _type_ = _CChar
@@ -1101,7 +1096,7 @@ def _load_seccomp(program: bytes) -> bool:
 
             return _Buf.from_buffer_copy(data)
 
-        prctl = _CFunc(("prctl", _Libc))
+        prctl = _libc_int_function("prctl")
         filters = buffer(program)
         ptr = 8 if sys.maxsize > 1 << 32 else 4
         # struct sock_fprog { unsigned short len; struct sock_filter *filter; }, the pointer aligned

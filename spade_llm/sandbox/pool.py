@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable
 from .base import Limits, Program, Sandbox
-from .common import HARNESS_MODULE, PROGRAM_FILE, base_env, check_file_names, frame, harness_program
+from .common import HARNESS_MODULE, PROGRAM_FILE, Ending, base_env, check_file_names, frame, harness_program, to_result
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
@@ -33,6 +34,8 @@ logger = logging.getLogger("spade_llm.sandbox")
 
 START_TIMEOUT_S = 30.0
 """How long a worker may take to start, or to say what it must between jobs."""
+DRAIN_S = 0.5
+"""After the worker reported, how long the run's output may take to reach EOF (everything of it is dead)."""
 
 _live: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
@@ -64,6 +67,10 @@ class Worker:
     key: WorkerKey
     jobs: int = 0
     last_used: float = 0.0
+    pending_done: bool = False
+    """The last job ended on the harness's output alone: the worker's "done" is still to be read."""
+    pending_clean: bool = False
+    """The worker's "clean" after the last job is still to be read."""
 
     @abstractmethod
     def alive(self) -> bool: ...
@@ -95,6 +102,120 @@ def clean_report(reply: dict[str, Any]) -> bool:
     """The worker's ``done``: its execution exited (no signal) and nothing of it had to be swept."""
     status = reply.get("status")
     return reply.get("clean") is True and reply.get("swept") == 0 and isinstance(status, int) and os.WIFEXITED(status)
+
+
+def finish_job(
+    worker: Worker, io: Any, *, memory: bool, pids_hit: bool, duration_ms: float
+) -> tuple[ExecutionResult, bool]:
+    """The result of a job whose output and report ``io`` gathered (``early``, ``reply``, ``drained``,
+    ``data``, ``truncated``, ``timed_out``, ``overflow``), and whether ``worker`` may run another; notes on
+    the worker what it must still read before its next job.
+
+    ``early``: the harness's whole report is out and the output closed, which the worker's supervisor
+    does only once the run was reaped and swept up, so the run is over; its "done" is read later.
+    """
+    returncode: int | None = None
+    if io.early:
+        returncode = 0
+        worker.pending_done = worker.pending_clean = True
+    elif io.reply is not None:
+        worker.pending_clean = True
+        status = io.reply.get("status")
+        if isinstance(status, int):
+            returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    end = Ending(
+        returncode=returncode,
+        stdout=bytes(io.data["out"]),
+        stderr=bytes(io.data["err"]),
+        stdout_truncated=io.truncated["out"],
+        stderr_truncated=io.truncated["err"],
+        timed_out=io.timed_out,
+        overflow=io.overflow,
+        memory=memory,
+        duration_ms=duration_ms,
+    )
+    reusable = (
+        (io.early or (io.reply is not None and io.drained and clean_report(io.reply)))
+        and not io.timed_out
+        and not io.overflow
+        and not memory
+        and not pids_hit
+    )
+    return to_result(end), reusable
+
+
+class JobIO:
+    """What one job's pump gathered (output capped, the worker's report) and when the job is over: the
+    part the warm backends share; each pump feeds it from its own channel (bwrap's pipes and control
+    socket, docker's relay frames) and says whether its output streams are still open."""
+
+    def __init__(self, cap: int, *, early: bool) -> None:
+        self.cap = cap
+        self.allow_early = early
+        self.early = False
+        """Finished on the program's output alone (see ``over``)."""
+        self.gone = self.overflow = self.timed_out = self.drained = False
+        self.data = {"out": bytearray(), "err": bytearray()}
+        self.truncated = {"out": False, "err": False}
+        self.reply: dict[str, Any] | None = None
+        self.drain_until = 0.0
+
+    @abstractmethod
+    def streams_open(self) -> bool:
+        """Whether stdout or stderr has not reached EOF yet."""
+
+    def over(self, now: float, deadline: float) -> bool:
+        """Whether the job is over at ``now`` (its flags set to say how): the worker reported (or is
+        gone) and the output reached EOF, or the drain time after that passed, or the deadline, or an
+        overflow.
+
+        With ``early`` (the spade harness), EOF on both streams with stdout ending in a whole line is
+        enough: the harness's report is the last thing it writes, after its run ended, and it writes
+        it once the worker has reaped and swept up after the run. The worker's own report is then
+        read before the next job.
+        """
+        if self.overflow:
+            return True
+        open_ = self.streams_open()
+        if self.allow_early and self.reply is None and not self.gone and not open_ and self.data["out"].endswith(b"\n"):
+            self.early = self.drained = True
+            return True
+        if self.reply is not None or self.gone:
+            if not open_:
+                self.drained = True
+                return True
+            if not self.drain_until:
+                self.drain_until = now + DRAIN_S
+            return now >= self.drain_until
+        if now >= deadline:
+            self.timed_out = True
+            return True
+        return False
+
+    def wait_until(self, deadline: float) -> float:
+        """Until when the pump may wait for more: the drain time once the worker reported, else the deadline."""
+        return self.drain_until if self.reply is not None or self.gone else deadline
+
+    def keep(self, name: str, chunk: bytes) -> None:
+        """Output of stream ``name``, kept up to the cap (past it: truncated, and the job is over)."""
+        buf = self.data[name]
+        room = self.cap - len(buf)
+        if len(chunk) > room:
+            buf += chunk[: max(room, 0)]
+            self.truncated[name] = self.overflow = True
+        else:
+            buf += chunk
+
+    def take_report(self, data: bytes) -> None:
+        """The worker's message after the run: its ``done``, or anything else (EOF included): gone."""
+        try:
+            reply = json.loads(data) if data else None
+        except ValueError:
+            reply = None
+        if isinstance(reply, dict) and reply.get("op") == "done":
+            self.reply = reply
+        else:
+            self.gone = True
 
 
 def is_warm_harness(program: Program) -> bool:
