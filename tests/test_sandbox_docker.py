@@ -15,7 +15,7 @@ import textwrap
 import time
 
 import pytest
-from sandbox_backends import needs
+from sandbox_backends import needs, unavailable
 
 from spade_llm.errors import SandboxUnavailable
 from spade_llm.sandbox import docker as dk
@@ -422,3 +422,33 @@ def test_a_broken_stream_from_the_container_is_the_container_gone():
     finally:
         os.close(r)
         os.close(w)
+
+
+@needs_engine
+@pytest.mark.skipif(unavailable("bwrap") is not None, reason="compares with bwrap, which does not work here")
+def test_a_run_on_docker_writes_what_a_run_on_bwrap_writes(tmp_path):
+    # the fake solver makes every kind of mistake (exceptions, loops, syntax errors, wrong answers):
+    # two epochs of it judged on each backend must give the same tasks, verdicts, rewards and metrics
+    from test_resume import records
+
+    from spade_llm.config import load_config
+    from spade_llm.session import Session
+    from spade_llm.store import RunDir
+
+    out = {}
+    for backend in ("bwrap", "docker"):
+        config = load_config(
+            None,
+            {
+                "seed": 2,  # its solver's attempts include passes, failures, errors and timed-out tests
+                "controller": {"epochs": 2, "tasks_per_epoch": 6, "concurrency": 3},
+                "sandbox": {"backend": backend, "test_timeout_s": 0.3},
+            },
+        )
+        path = tmp_path / backend
+        path.mkdir()
+        with Session(config) as session:
+            session.run(RunDir(path), log=lambda _m: None)
+        out[backend] = records(path)
+    assert out["docker"]["trajectories.jsonl"], "the run judged nothing"
+    assert out["docker"] == out["bwrap"]
