@@ -8,6 +8,7 @@ and that none outlives spade, however spade ends.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def values(argv: list[str], flag: str) -> list[str]:
 def test_command_locks_the_container_down():
     argv = command()
     assert argv[:4] == ["docker", "run", "-i", "--rm"]
-    assert value(argv, "--label") == "spade.sandbox=1"
+    assert values(argv, "--label") == ["spade.sandbox=1", f"spade.pid={os.getpid()}"]
     assert value(argv, "--network") == "none" and "--read-only" in argv
     assert value(argv, "--cap-drop") == "ALL" and value(argv, "--security-opt") == "no-new-privileges"
     assert value(argv, "--user") == "65534:65534"
@@ -250,13 +251,12 @@ def test_a_killed_spade_leaves_no_container():
         r = run_program(box, "import time\\nprint('up', flush=True)\\ntime.sleep(60)\\n", Limits(timeout_s=60))
         """
     )
-    before = _containers()
     proc = subprocess.Popen([sys.executable, "-c", child], stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         mine: set[str] = set()
         while time.monotonic() < deadline and len(mine) < 2:
-            mine = _containers() - before
+            mine = _containers(f"spade.pid={proc.pid}")  # not those of tests running beside this one
             time.sleep(0.3)
         assert len(mine) >= 2, "the child's containers never started"
         time.sleep(1.0)  # the sleeping program is running in one of them
@@ -270,10 +270,17 @@ def test_a_killed_spade_leaves_no_container():
 def test_an_image_with_another_python_is_refused_with_the_fix(monkeypatch):
     image = dk.default_image()  # a real image, whose Python is this one's, not the 3.99 spade now wants
     monkeypatch.setattr(dk, "HOST_PYTHON", "3.99")
-    before = _containers()
+    started: set[str] = set()
+    command = dk.DockerSandbox.command
+
+    def recorded(self, name, key):
+        started.add(name)
+        return command(self, name, key)
+
+    monkeypatch.setattr(dk.DockerSandbox, "command", recorded)
     with pytest.raises(SandboxUnavailable, match=r"runs Python 3\.\d+.*spade needs 3\.99.*docker_image\.sh"):
         dk.DockerSandbox(image=image, prewarm=0)
-    assert _gone(_containers() - before, within_s=15)
+    assert started and _gone(started, within_s=15), "the refused container must be removed"
 
 
 # -- what the review of the warm containers found: each held by a test -----------------------------
@@ -373,6 +380,11 @@ def test_the_scratch_can_run_what_a_program_writes(box):
 @needs_engine
 def test_many_open_descriptors_in_spade_do_not_matter():
     # select() cannot watch a descriptor past 1023; a trainer process easily holds that many
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may not open more than {hard} descriptors")
+    if soft != resource.RLIM_INFINITY and soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 4096, hard))
     held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
     try:
         sandbox = dk.DockerSandbox(prewarm=0)

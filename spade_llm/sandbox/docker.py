@@ -481,7 +481,9 @@ class DockerSandbox(WorkerPool):
         """The ``docker run`` argv of one warm container (pure: no Docker needed)."""
         memory_mb = key.memory_mb + key.scratch_mb + SHM_MB + MEMORY_OVERHEAD_MB
         argv = [
-            self.docker, "run", "-i", "--rm", "--name", name, "--label", "spade.sandbox=1",
+            self.docker, "run", "-i", "--rm", "--name", name,
+            # which containers are spade's, and whose: docker ps --filter label=spade.pid=PID
+            "--label", "spade.sandbox=1", "--label", f"spade.pid={os.getpid()}",
             "--network", "none",
             "--hostname", "sandbox",
             "--read-only",
