@@ -89,8 +89,7 @@ from .pool import (
     WorkerGone,
     WorkerKey,
     WorkerPool,
-    clean_report,
-    finish_job,
+    expect_message,
     make_job,
     preload_message,
 )
@@ -200,12 +199,7 @@ class _Worker(Worker):
 
     # -- one execution -------------------------------------------------------------------------
 
-    def _message(self, op: str) -> dict[str, Any]:
-        """The worker's next message, which must be ``op``.
-
-        Raises:
-            WorkerGone: it died, or sent something else.
-        """
+    def message(self, op: str) -> dict[str, Any]:
         self.ctrl.settimeout(START_TIMEOUT_S)
         try:
             data = self.ctrl.recv(1 << 16)
@@ -213,29 +207,7 @@ class _Worker(Worker):
             raise WorkerGone(f"no {op!r} from the worker: {e}") from e
         finally:
             self.ctrl.settimeout(None)
-        try:
-            msg = json.loads(data) if data else None
-        except ValueError:
-            msg = None
-        if not isinstance(msg, dict) or msg.get("op") != op:
-            raise WorkerGone(f"the worker did not say {op!r} after its last job")
-        return msg
-
-    def settle(self) -> None:
-        """Before the next job: read what the worker said after the last one (off the last job's critical
-        path) — its report when the last run did not wait for it, then that its sandbox is clean.
-
-        Raises:
-            WorkerGone: something of the last run survived it, or the sandbox could not be cleaned, or
-                the worker died. No job was sent: the caller retires it and tries another.
-        """
-        if self.pending_done:
-            self.pending_done = False
-            if not clean_report(self._message("done")):
-                raise WorkerGone("the last run left something behind")
-        if self.pending_clean:
-            self.pending_clean = False
-            self._message("clean")
+        return expect_message(data, op, "worker")
 
     def execute(
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
@@ -277,7 +249,7 @@ class _Worker(Worker):
             self.counters = (self.cgroup.oom_kills(), self.cgroup.pids_limit_hits())
         oom = self.counters[0] > oom0
         pids_hit = self.counters[1] > pids0
-        return finish_job(self, io, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
+        return io.outcome(self, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
 
 
 def _cut(worker: _Worker) -> None:

@@ -37,7 +37,6 @@ dies, however it dies, the ``docker run`` client sees its stdin close and so doe
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import marshal
 import os
@@ -64,8 +63,7 @@ from .pool import (
     WorkerGone,
     WorkerKey,
     WorkerPool,
-    clean_report,
-    finish_job,
+    expect_message,
     make_job,
     preload_message,
 )
@@ -241,38 +239,12 @@ class _Container(Worker):
             self.frames.wait(remaining)
 
     def message(self, op: str, want: str = "ctrl") -> dict[str, Any]:
-        """The worker's (or, ``want="hello"``, the relay's) next message, which must be ``op``.
-
-        Raises:
-            WorkerGone: it died, or sent something else.
-        """
+        """The worker's (or, ``want="hello"``, the relay's) next message, which must be ``op``."""
         try:
             data = self.next_frame(time.monotonic() + START_TIMEOUT_S, want)
         except TimeoutError as e:
             raise WorkerGone(f"no {op!r} from the container") from e
-        try:
-            msg = json.loads(data) if data else None
-        except ValueError:
-            msg = None
-        if not isinstance(msg, dict) or msg.get("op") != op:
-            raise WorkerGone(f"the container did not say {op!r}")
-        return msg
-
-    def settle(self) -> None:
-        """Read what the worker said after the last job: its report (when the run did not wait for it),
-        then that its sandbox is clean.
-
-        Raises:
-            WorkerGone: something of the last run survived it, the sandbox could not be cleaned, or the
-                container died (no job was sent).
-        """
-        if self.pending_done:
-            self.pending_done = False
-            if not clean_report(self.message("done")):
-                raise WorkerGone("the last run left something behind")
-        if self.pending_clean:
-            self.pending_clean = False
-            self.message("clean")
+        return expect_message(data, op, "container")
 
     def stderr_tail(self) -> str:
         """The end of what the ``docker run`` client wrote to its stderr."""
@@ -340,7 +312,7 @@ class _Container(Worker):
         oom = before is not None and after is not None and after[0] > before[0]
         pids_hit = before is not None and after is not None and after[1] > before[1]
         duration_ms = (time.monotonic() - t0) * 1000.0
-        result, reusable = finish_job(self, io, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
+        result, reusable = io.outcome(self, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
         return result, reusable and payload_sent  # else the relay still waits for the rest of it
 
     def _gone_mid_run(self) -> None:
@@ -378,8 +350,9 @@ class _Run(JobIO):
             if box.outgoing and not self.gone:
                 try:
                     box.write_some()
-                except WorkerGone:
+                except WorkerGone:  # the client is gone: so is the container, never to be reused
                     box.outgoing = memoryview(b"")
+                    box.dead = True
             got = frames.pop()
             if got is not None:
                 kind, data, counters = got

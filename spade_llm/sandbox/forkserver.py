@@ -175,6 +175,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[posix.write(fd, view) :]
 
 
+def _socket_pair() -> "tuple[int, int]":
+    """Two connected ``SOCK_SEQPACKET`` descriptors (for ``Channel``)."""
+    import _socket
+
+    a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    return a.detach(), b.detach()
+
+
 def _pids() -> "list[int]":
     return [int(n) for n in posix.listdir("/proc") if n.isdigit()]
 
@@ -547,10 +555,7 @@ class Worker:
 
     def spawn(self) -> "tuple[int, int]":
         """Fork the next C, waiting for its job on a socket; (its pid, the socket's other end for S)."""
-        import _socket
-
-        c_sock, s_sock = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-        c_end, s_end = c_sock.detach(), s_sock.detach()
+        c_end, s_end = _socket_pair()
         pid = posix.fork()
         if pid == 0:
             try:
@@ -817,10 +822,7 @@ def main() -> None:
         "dumpable_off": prctl is not None,
         "vm_kb": vm_kb,
     }
-    import _socket
-
-    w_sock, s_sock = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-    w_end, s_end = w_sock.detach(), s_sock.detach()
+    w_end, s_end = _socket_pair()
     gc.collect()
     gc.freeze()  # forked processes then do not copy pages just to update GC headers
     s_pid = posix.fork()
@@ -1075,9 +1077,9 @@ class Relay:
                         self.send_host(b"o" if name == "out" else b"e", chunk)
 
 
-def _load_seccomp(program: bytes) -> bool:
-    """Install ``program`` (classic BPF, ``seccomp.program()``'s bytes) on this process and all it will
-    fork, through ``_ctypes``; False when it cannot be done here."""
+def _load_seccomp(prctl: "Any", program: bytes) -> bool:
+    """Install ``program`` (classic BPF, ``seccomp.program()``'s bytes) with libc's ``prctl`` on this
+    process and all it will fork, through ``_ctypes``; False when it cannot be done here."""
     try:
         import _ctypes
 
@@ -1096,7 +1098,6 @@ def _load_seccomp(program: bytes) -> bool:
 
             return _Buf.from_buffer_copy(data)
 
-        prctl = _libc_int_function("prctl")
         filters = buffer(program)
         ptr = 8 if sys.maxsize > 1 << 32 else 4
         # struct sock_fprog { unsigned short len; struct sock_filter *filter; }, the pointer aligned
@@ -1136,8 +1137,9 @@ def relay(host_pidns: str, keep_env: str, filters: str) -> None:
     prctl = _load_prctl()
     if prctl is None:
         refuse("cannot load prctl to make itself non-dumpable")
-    wanted = dict(item.split(":", 1) for item in filters.split(",") if ":" in item).get(_machine())
-    filtered = wanted is not None and _load_seccomp(bytes.fromhex(wanted))
+    machine = _machine()
+    wanted = dict(item.split(":", 1) for item in filters.split(",") if ":" in item).get(machine)
+    filtered = wanted is not None and _load_seccomp(prctl, bytes.fromhex(wanted))
     if wanted is not None and not filtered:
         refuse("cannot install its seccomp filter")
     r_sock, w_sock = _socket_pair()
@@ -1145,10 +1147,7 @@ def relay(host_pidns: str, keep_env: str, filters: str) -> None:
     if pid == 0:
         try:
             posix.close(r_sock)
-            null = posix.open("/dev/null", posix.O_RDWR)
-            for fd in (0, 1, 2):  # the host's channel is R's alone
-                posix.dup2(null, fd)
-            posix.close(null)
+            _quiet_stdio()  # the host's channel is R's alone
             sys.argv[1:] = [str(w_sock), host_pidns]
             main()
         finally:
@@ -1158,15 +1157,8 @@ def relay(host_pidns: str, keep_env: str, filters: str) -> None:
     # default one): a signal with a handler reaches even pid 1, and its KeyboardInterrupt would end R
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     _signal.signal(SIGINT, _signal.SIG_IGN)
-    _write_all(1, relay_frame(b"h", _dumps({"op": "relay", "seccomp": filtered, "machine": _machine()})))
+    _write_all(1, relay_frame(b"h", _dumps({"op": "relay", "seccomp": filtered, "machine": machine})))
     Relay(r_sock).serve()
-
-
-def _socket_pair() -> "tuple[int, int]":
-    import _socket
-
-    a, b = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-    return a.detach(), b.detach()
 
 
 if __name__ == "__main__":

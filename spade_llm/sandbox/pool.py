@@ -88,6 +88,30 @@ class Worker:
         self.reap()
 
     @abstractmethod
+    def message(self, op: str) -> dict[str, Any]:
+        """The worker's next control message, which must be ``op`` (see ``expect_message``).
+
+        Raises:
+            WorkerGone: it died, did not answer in ``START_TIMEOUT_S``, or sent something else.
+        """
+
+    def settle(self) -> None:
+        """Before the next job: read what the worker said after the last one (off the last job's critical
+        path) — its report when the last run did not wait for it, then that its sandbox is clean.
+
+        Raises:
+            WorkerGone: something of the last run survived it, or the sandbox could not be cleaned, or
+                the worker died. No job was sent: the caller retires it and tries another.
+        """
+        if self.pending_done:
+            self.pending_done = False
+            if not clean_report(self.message("done")):
+                raise WorkerGone("the last run left something behind")
+        if self.pending_clean:
+            self.pending_clean = False
+            self.message("clean")
+
+    @abstractmethod
     def execute(
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
     ) -> tuple[ExecutionResult, bool]:
@@ -98,50 +122,25 @@ class Worker:
         """
 
 
+def expect_message(data: bytes, op: str, who: str) -> dict[str, Any]:
+    """A worker's JSON control message (``b""``: it is gone), which must be ``op``.
+
+    Raises:
+        WorkerGone: it is gone, or sent something else.
+    """
+    try:
+        msg = json.loads(data) if data else None
+    except ValueError:
+        msg = None
+    if not isinstance(msg, dict) or msg.get("op") != op:
+        raise WorkerGone(f"the {who} did not say {op!r}")
+    return msg
+
+
 def clean_report(reply: dict[str, Any]) -> bool:
     """The worker's ``done``: its execution exited (no signal) and nothing of it had to be swept."""
     status = reply.get("status")
     return reply.get("clean") is True and reply.get("swept") == 0 and isinstance(status, int) and os.WIFEXITED(status)
-
-
-def finish_job(
-    worker: Worker, io: Any, *, memory: bool, pids_hit: bool, duration_ms: float
-) -> tuple[ExecutionResult, bool]:
-    """The result of a job whose output and report ``io`` gathered (``early``, ``reply``, ``drained``,
-    ``data``, ``truncated``, ``timed_out``, ``overflow``), and whether ``worker`` may run another; notes on
-    the worker what it must still read before its next job.
-
-    ``early``: the harness's whole report is out and the output closed, which the worker's supervisor
-    does only once the run was reaped and swept up, so the run is over; its "done" is read later.
-    """
-    returncode: int | None = None
-    if io.early:
-        returncode = 0
-        worker.pending_done = worker.pending_clean = True
-    elif io.reply is not None:
-        worker.pending_clean = True
-        status = io.reply.get("status")
-        if isinstance(status, int):
-            returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    end = Ending(
-        returncode=returncode,
-        stdout=bytes(io.data["out"]),
-        stderr=bytes(io.data["err"]),
-        stdout_truncated=io.truncated["out"],
-        stderr_truncated=io.truncated["err"],
-        timed_out=io.timed_out,
-        overflow=io.overflow,
-        memory=memory,
-        duration_ms=duration_ms,
-    )
-    reusable = (
-        (io.early or (io.reply is not None and io.drained and clean_report(io.reply)))
-        and not io.timed_out
-        and not io.overflow
-        and not memory
-        and not pids_hit
-    )
-    return to_result(end), reusable
 
 
 class JobIO:
@@ -205,6 +204,45 @@ class JobIO:
             self.truncated[name] = self.overflow = True
         else:
             buf += chunk
+
+    def outcome(
+        self, worker: Worker, *, memory: bool, pids_hit: bool, duration_ms: float
+    ) -> tuple[ExecutionResult, bool]:
+        """The job's result, and whether ``worker`` may run another; notes on the worker what it must
+        still read before its next job.
+
+        ``early``: the harness's whole report is out and the output closed, which the worker's
+        supervisor does only once the run was reaped and swept up, so the run is over; its "done" is
+        read later.
+        """
+        returncode: int | None = None
+        if self.early:
+            returncode = 0
+            worker.pending_done = worker.pending_clean = True
+        elif self.reply is not None:
+            worker.pending_clean = True
+            status = self.reply.get("status")
+            if isinstance(status, int):
+                returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        end = Ending(
+            returncode=returncode,
+            stdout=bytes(self.data["out"]),
+            stderr=bytes(self.data["err"]),
+            stdout_truncated=self.truncated["out"],
+            stderr_truncated=self.truncated["err"],
+            timed_out=self.timed_out,
+            overflow=self.overflow,
+            memory=memory,
+            duration_ms=duration_ms,
+        )
+        reusable = (
+            (self.early or (self.reply is not None and self.drained and clean_report(self.reply)))
+            and not self.timed_out
+            and not self.overflow
+            and not memory
+            and not pids_hit
+        )
+        return to_result(end), reusable
 
     def take_report(self, data: bytes) -> None:
         """The worker's message after the run: its ``done``, or anything else (EOF included): gone."""
