@@ -88,6 +88,9 @@ def task_answer_schema(n: int) -> dict[str, Any]:
     fields = {name: (Task.model_fields[name].annotation, Task.model_fields[name]) for name in PROPOSED_FIELDS}
     model = create_model("ProposedTask", **fields)  # type: ignore[call-overload]
     task_schema = _flatten(model.model_json_schema())
+    test_fields = task_schema["properties"]["tests"]["items"]["properties"]
+    for name in IMPORTED_ONLY_TEST_FIELDS:
+        test_fields.pop(name, None)
     return {
         "name": "tasks",
         "strict": False,  # optional fields (expected, difficulty, tags) are not allowed in strict mode
@@ -342,12 +345,14 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
     """A Task from one proposed JSON object (pydantic-validated)."""
     if not isinstance(item, dict):
         raise ValueError(f"a task must be a JSON object, got {type(item).__name__}")
-    data = dict(item)
+    # what only an importer may set: a generator's task is judged by its tests under every gate
+    data = {k: v for k, v in item.items() if k not in IMPORTED_ONLY_FIELDS}
     tests = data.get("tests")
     if isinstance(tests, list):
         # models often write inputs as lists or bare values: keep them as literal text to judge later
         data["tests"] = [
-            t if isinstance(t, dict) and isinstance(t.get("input"), str) else _coerce_test(t) for t in tests
+            _proposed_test(t) if isinstance(t, dict) and isinstance(t.get("input"), str) else _coerce_test(t)
+            for t in tests
         ]
     data.setdefault("difficulty", target)
     try:
@@ -360,6 +365,17 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     data["meta"] = {**meta, "epoch": epoch, "target_difficulty": target}
     return Task.model_validate(data)
+
+
+IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests"})
+"""``Task`` fields an imported benchmark carries and a generator's answer may not: a check script,
+examples instead of public tests, or no public test at all would skip validation's gates."""
+IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool"})
+"""``TestCase`` fields only an importer sets (looser comparisons for a benchmark's asserts)."""
+
+
+def _proposed_test(t: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in t.items() if k not in IMPORTED_ONLY_TEST_FIELDS}
 
 
 def _coerce_test(t: Any) -> dict[str, Any]:

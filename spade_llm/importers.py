@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .asserts import split_check
 from .errors import UserError
 from .types import Task, TestCase
 
@@ -79,10 +80,12 @@ def import_humaneval(file: str | Path) -> list[Task]:
     """HumanEval-format problems as tasks.
 
     Each keeps its source ``task_id``; the benchmark's ``test`` (a ``check(candidate)`` assert
-    script) becomes ``check_code``; the prompt is kept in ``meta.prompt`` so a sample's
-    ``completion`` can be appended to it, as HumanEval does. ``reference_code`` is the prompt
-    plus the canonical solution. The prompt's doctest examples become ``examples``: shown to a
-    solver and fed back on every turn, they never decide a verdict (the hidden ``check_code`` does).
+    script) becomes hidden ``tests``, one per assert of a known shape, judged outside the sandbox,
+    and ``check_code``, the asserts that cannot be (``asserts.split_check``); the prompt is kept in
+    ``meta.prompt`` so a sample's ``completion`` can be appended to it, as HumanEval does.
+    ``reference_code`` is the prompt plus the canonical solution. The prompt's doctest examples
+    become ``examples``: shown to a solver and fed back on every turn, they never decide a verdict
+    (the hidden asserts do; ``public_tests`` is 0).
 
     Raises:
         UserError: the file cannot be read, or a line is not a HumanEval problem (named ``FILE:LINE``:
@@ -115,15 +118,17 @@ def import_humaneval(file: str | Path) -> list[Task]:
         if row["task_id"] in seen:
             raise UserError(f"{path}:{n}: task_id {row['task_id']!r} repeated (first on line {seen[row['task_id']]})")
         seen[row["task_id"]] = n
+        split = split_check(row["test"], row["entry_point"], row["prompt"])
         try:
             task = Task(
                 task_id=row["task_id"],
                 description=row["prompt"],
                 entry_point=row["entry_point"],
                 reference_code=row["prompt"] + row["canonical_solution"],
-                tests=[],
+                tests=split.tests,
                 examples=docstring_examples(row["prompt"], row["entry_point"]),
-                check_code=row["test"],
+                check_code=split.residue,
+                public_tests=0,
                 difficulty=0.5,
                 tags=["humaneval"],
                 source="humaneval",

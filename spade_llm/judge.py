@@ -82,14 +82,17 @@ def judge(
     max_timeouts: int | None = MAX_TEST_TIMEOUTS,
 ) -> ExecutionResult:
     """Run ``code`` on the task's tests (``tests``: indices into ``task.tests``, default all) in one
-    execution and compare outside the sandbox; ``check_code`` tasks run their assert script instead.
+    execution and compare outside the sandbox; a ``check_code`` task judged on all its tests also runs
+    its residual assert script, in a process the code cannot reach (``runner.run_check``).
 
     Each ``TestResult.index`` is the test's index in ``task.tests``, whatever subset ran. After
     ``max_timeouts`` tests timed out the rest are not run and come back as ``timeout`` ("not run:
     earlier tests timed out"); None tries every test.
     """
-    if task.check_code:
-        return run_check(sandbox, code, task.check_code, task.entry_point, limits)
+    if task.check_code is not None and tests is None:
+        return run_check(
+            sandbox, code, task.check_code, task.entry_point, limits, task.tests, test_timeout_s, max_timeouts
+        )
     chosen = list(range(len(task.tests))) if tests is None else list(tests)
     cases = [task.tests[i] for i in chosen]
     outcome = execute_calls(

@@ -47,17 +47,21 @@ JudgeTests = Callable[[Task, str, "Sequence[int] | None"], Awaitable[ExecutionRe
 
 def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:
     """Indices of the public and the hidden tests: at most ``public_tests`` shown, at least one,
-    and at least ``MIN_HIDDEN_TESTS`` kept hidden whenever the task has enough tests for both."""
+    and at least ``MIN_HIDDEN_TESTS`` kept hidden whenever the task has enough tests for both.
+    A task that shows its examples instead (an imported benchmark) has every test hidden; a task's
+    own ``public_tests``, when set, takes the place of the run's."""
     total = len(task.tests)
-    if total == 0:
-        return [], []
+    if total == 0 or task.shows_examples:
+        return [], list(range(total))
+    if task.public_tests is not None:
+        public_tests = task.public_tests
     shown = max(1, min(public_tests, total - MIN_HIDDEN_TESTS))
     return list(range(shown)), list(range(shown, total))
 
 
 def public_cases(task: Task, public_tests: int) -> list[TestCase]:
     """What the solver is shown and fed back on: the public tests, or an imported benchmark's examples."""
-    if task.check_code:
+    if task.shows_examples:
         return list(task.examples)
     public_idx, _ = split_tests(task, public_tests)
     return [task.tests[i] for i in public_idx]
@@ -65,7 +69,9 @@ def public_cases(task: Task, public_tests: int) -> list[TestCase]:
 
 def examples_task(task: Task) -> Task:
     """An imported benchmark seen through its examples alone: judged like tests, its asserts left out."""
-    return task.model_copy(update={"tests": list(task.examples), "check_code": None, "examples": []})
+    return task.model_copy(
+        update={"tests": list(task.examples), "check_code": None, "examples": [], "public_tests": None}
+    )
 
 
 def stderr_tail(stderr: str, lines: int) -> str:
@@ -142,7 +148,7 @@ class TurnVerdict:
     result: ExecutionResult
     """The verdict over all tests (see ``merge_results``)."""
     public_ok: bool
-    """Every public test passed (for a ``check_code`` task: the check passed)."""
+    """Every public test passed (for an imported benchmark: every assert passed)."""
     hidden_passed: int | None
     """Hidden tests passed, or None when they were not judged (the public tests failed first)."""
 
@@ -193,7 +199,7 @@ class LLMSolver:
         """The next prompt, built from the public execution alone (for an imported benchmark: the run
         of its docstring examples, never of its asserts)."""
         cases = public_cases(task, self.public_tests)
-        asserts_only = bool(task.check_code) and not task.examples  # the execution ran the hidden asserts
+        asserts_only = task.shows_examples and not task.examples  # the execution ran the hidden asserts
         public: list[TestResult] = [] if asserts_only else list(public_result.test_results or [])
         failing = [
             {"input": r.input, "expected": repr(cases[r.index].expected), "output": r.output, "error": r.error}
@@ -226,7 +232,7 @@ class LLMSolver:
         self, task: Task, code: str, public_idx: list[int], hidden_idx: list[int], last: bool
     ) -> TurnVerdict:
         """How one attempt's code did: on the public tests alone, then (when needed) on the hidden ones."""
-        if task.check_code:  # an imported benchmark: its check script is one hidden test, and decides
+        if task.shows_examples:  # an imported benchmark: its asserts are all hidden, and decide
             result = await self.judge_tests(task, code, None)
             public = result
             if task.examples:  # its docstring examples are the public tests: fed back, never a verdict
@@ -308,7 +314,7 @@ class LLMSolver:
                     load_error=why,
                 )
                 verdict = TurnVerdict(public=failed, result=failed, public_ok=False, hidden_passed=None)
-            public_results = [] if task.check_code and not task.examples else verdict.public.test_results or []
+            public_results = [] if task.shows_examples and not task.examples else verdict.public.test_results or []
             attempt = Attempt(
                 turn=turn,
                 code=code,

@@ -136,7 +136,7 @@ class SpadeCodingEnv:
         self.verdict = None
         if not answer.strip():
             return "No code given: call run_tests with your complete solution as `code`."
-        if task.check_code:
+        if task.shows_examples:
             if not task.examples:
                 return "This task has no public tests; your solution was recorded and will be graded on hidden tests."
             shown = examples_task(task)

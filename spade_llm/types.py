@@ -27,13 +27,26 @@ class TestCase(BaseModel):
 
     input: str
     expected: Any = None
+    abs_tol: float | None = Field(default=None, gt=0)
+    """Set for an imported benchmark's ``abs(f(x) - y) < eps``: a number passes within ``abs_tol`` of
+    ``expected`` (strictly less), an ``int`` or a ``float``, never a ``bool``."""
+    as_bool: bool = False
+    """Set for an imported benchmark's ``assert f(x)`` / ``assert not f(x)``: the output's truth value
+    is compared with ``expected`` (a bool); the output must still be of an exact builtin type."""
 
     @property
     def has_expected(self) -> bool:
         return "expected" in self.model_fields_set
 
     def dump(self) -> dict[str, Any]:
-        return {"input": self.input, "expected": self.expected} if self.has_expected else {"input": self.input}
+        data: dict[str, Any] = {"input": self.input}
+        if self.has_expected:
+            data["expected"] = self.expected
+        if self.abs_tol is not None:  # only imported benchmarks carry these: other records keep SPEC's shape
+            data["abs_tol"] = self.abs_tol
+        if self.as_bool:
+            data["as_bool"] = True
+        return data
 
 
 class Task(BaseModel):
@@ -48,21 +61,32 @@ class Task(BaseModel):
     reference_code: str
     tests: list[TestCase]
     check_code: str | None = None
+    """An imported benchmark's asserts that could not become ``tests`` (loops, random inputs, helper
+    calls), as a script defining ``check(candidate)``. It runs in a process of its own that the answer
+    cannot reach: ``candidate`` there sends plain arguments to the answer's process and gets plain
+    values back (see ``sandbox/harness.py``)."""
     examples: list[TestCase] = Field(default_factory=list)
     """Examples shown to the solver and fed back after each turn that never decide a verdict (an
     imported benchmark's docstring examples, which can be wrong); only ``tests`` or ``check_code`` do."""
+    public_tests: int | None = Field(default=None, ge=0)
+    """How many of the tests, the first ones, the solver may see; None: the run's ``solver.public_tests``.
+    Imported benchmarks set 0: their asserts are all hidden and their ``examples`` are shown instead."""
     difficulty: float = Field(default=0.5, ge=0.0, le=1.0)
     tags: list[str] = Field(default_factory=list)
     source: str = "generated"
     meta: dict[str, Any] = Field(default_factory=dict)
 
-    def public_tests(self, n_public: int) -> list[TestCase]:
-        """The tests the solver sees and gets feedback on; the rest are hidden."""
-        return self.tests[: max(1, min(n_public, len(self.tests)))]
+    @property
+    def shows_examples(self) -> bool:
+        """Whether the solver sees this task through its ``examples`` and none of its tests: an imported
+        benchmark, whose asserts (``tests`` and ``check_code``) are all hidden and decide the verdict."""
+        return self.check_code is not None or self.public_tests == 0
 
     def dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]
+        if data.get("public_tests") is None:
+            data.pop("public_tests", None)
         if self.examples:
             data["examples"] = [t.dump() for t in self.examples]
         else:

@@ -199,7 +199,7 @@ class Validator:
             pyast.compile_tree(tree, "<reference>")
         except (SyntaxError, ValueError) as e:
             return report("syntax_error", f"reference does not compile: {e}")
-        if task.check_code and not task.tests:
+        if task.shows_examples:
             return self._validate_check_mode(task)
         static_reason: tuple[str, str] | None = None
         banned = banned_import(tree, self.banned_imports)
@@ -287,17 +287,25 @@ class Validator:
         return behaviour.fingerprint(sig, outcomes)
 
     def _validate_check_mode(self, task: Task) -> ValidationReport:
-        """Imported benchmarks: the reference must get through the benchmark's own asserts."""
+        """Imported benchmarks: the reference must get through the benchmark's own asserts (its
+        ``tests`` and ``check_code``); the generated-task gates (test counts, stand-ins, mutants) do not apply."""
         result = self.judge(task, task.reference_code)
         status = final_status(result)
+        passed, total = result.tests_passed or 0, result.tests_total or 0
         if status == "passed":
-            return ValidationReport(task.task_id, True, None, "", status, 1, 1, task)
+            return ValidationReport(task.task_id, True, None, "", status, passed, total, task)
         if status == "timeout":
             return ValidationReport(
-                task.task_id, False, "timeout", "the reference exceeds the time limit", status, 0, 1, task
+                task.task_id, False, "timeout", "the reference exceeds the time limit", status, passed, total, task
             )
-        tail = (result.stderr.strip().splitlines() or [result.status])[-1][:200]
-        return ValidationReport(task.task_id, False, "runtime_error", f"check_code fails: {tail}", status, 0, 1, task)
+        failing = next((r for r in result.test_results or [] if not r.passed), None)
+        if failing is not None and failing.input.startswith("check("):
+            detail = f"check_code fails: {(failing.error or result.status)[:200]}"
+        elif failing is not None:
+            detail = f"assert on {failing.input[:60]} fails: {failing.error or f'returned {failing.output}'}"[:300]
+        else:
+            detail = (result.stderr.strip().splitlines() or [result.status])[-1][:200]
+        return ValidationReport(task.task_id, False, "runtime_error", detail, status, passed, total, task)
 
     def _own_verdict(
         self, task: Task, outcome: CallsOutcome

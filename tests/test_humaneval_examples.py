@@ -42,7 +42,20 @@ def test_doctest_examples_become_public_tests(humaneval):
         15.0,
     )
     assert sum(bool(t.examples) for t in humaneval.values()) >= 60  # 69 of 164 on this file
-    assert all(not t.tests and t.check_code for t in humaneval.values())  # the asserts still decide
+    # the asserts still decide, all hidden: as tests compared outside the sandbox, and what is left as a check
+    assert all(t.shows_examples and t.public_tests == 0 for t in humaneval.values())
+    assert all(t.tests or t.check_code for t in humaneval.values())
+
+
+def test_a_benchmark_task_shows_its_examples_and_none_of_its_asserts(humaneval):
+    from spade_llm.solver import first_messages, split_tests
+
+    task = humaneval["HumanEval/0"]
+    assert split_tests(task, 3) == ([], list(range(len(task.tests))))
+    prompt = "\n".join(m.content for m in first_messages(Prompts(), task, 3))
+    assert "([1.0, 2.0, 3.0], 0.5)" in prompt  # a docstring example
+    hidden = [t.input for t in task.tests if t.input not in {e.input for e in task.examples}]
+    assert hidden and not any(h in prompt for h in hidden)
 
 
 def test_only_literal_calls_of_the_entry_point_with_a_one_line_result_are_taken():

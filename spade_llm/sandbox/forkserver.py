@@ -70,8 +70,9 @@ SIGKILL = 9
 SIGINT = 2
 WRITABLE = ("/tmp", "/dev/shm", "/dev/mqueue")
 MAX_FDS = 1 << 16
-MESSAGE_BYTES = 1 << 16
-"""Longest message a ``Channel`` receives whole."""
+MESSAGE_BYTES = 1 << 17
+"""Longest message a ``Channel`` receives whole: the host's preload message (the harness's bytecode,
+~70 kB) must fit, and stay under a Unix socket's default send buffer (~208 kB) for one packet."""
 PRECOMPILE_BYTES = 1 << 16
 """Largest file of code under test S compiles for C (see ``_precompile``); a larger one C compiles itself."""
 SWEEP_S = 2.0
@@ -640,7 +641,7 @@ class Worker:
 
 
 def _precompile(files: "dict[str, bytes]", req: "dict[str, Any]") -> "dict[str, Any]":
-    """The harness request's code files (``file``, ``check_file``) compiled by S for C: S compiles in a
+    """The harness request's code file (``file``) compiled by S for C: S compiles in a
     warm process, where C, a fresh fork, would pay a page fault for most of the memory the compiler
     touches (on a virtual machine, more than the compile itself). It is exactly what C would do
     (``harness._load``: the file's bytes, its name, no inherited flags), and only when it goes
@@ -651,7 +652,7 @@ def _precompile(files: "dict[str, bytes]", req: "dict[str, Any]") -> "dict[str, 
     code: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for key in ("file", "check_file"):
+        for key in ("file",):  # never the check script: C forks the answer's process before it reads that
             name = req.get(key)
             if type(name) is not str:
                 continue

@@ -295,6 +295,213 @@ def _print_traceback(e: BaseException) -> None:
         pass
 
 
+# -- check mode: the check's side of the answer's process ---------------------------------------
+
+
+def _requests(fd: int) -> "Any":
+    """The answer's process's inputs: argument tuples sent by the check's process, until it closes."""
+    while True:
+        try:
+            args = read_message(fd)
+        except (EOFError, OSError, ValueError):
+            return
+        yield args
+
+
+class _JSONContext:
+    """What ``_json.make_scanner`` reads off a decoder: strict JSON, no hooks, no NaN or Infinity."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> "Any":
+        raise ValueError("not JSON: " + name)
+
+
+def _dump_tagged(x: "Any") -> str:
+    """A tagged value as JSON text again (it holds only lists, strings and booleans), every string
+    escaped: whatever the answer's process wrote, this cannot become another record."""
+    t = _type(x)
+    if t is _str:
+        return _esc(x)
+    if t is _bool:
+        return "true" if x else "false"
+    return "[" + ",".join([_dump_tagged(item) for item in x]) + "]"
+
+
+class _AnswerEnded(Exception):
+    """The answer's process ended, or sent something that is not a reply."""
+
+
+_EXCEPTIONS = {
+    name: cls for name, cls in builtins.__dict__.items() if _type(cls) is _type and issubclass(cls, BaseException)
+}
+
+
+class _Answer:
+    """The check's handle on the answer's process: arguments go out as ``marshal`` (plain values
+    only), replies come back as the tests-mode records the answer's process writes, parsed strictly
+    and decoded into exact builtin types. Nothing the answer made crosses but such values."""
+
+    def __init__(self, pid: int, to_fd: int, from_fd: int, limit: int) -> None:
+        self.pid, self.to_fd, self.from_fd, self.limit = pid, to_fd, from_fd, limit
+        self.seq = 0
+        self.buf = b""
+        import _json  # the C scanner ``json.loads`` uses, without ``json``'s own imports
+
+        context: Any = _JSONContext()
+        self.scan = _json.make_scanner(context)
+
+    def call(self, args: "tuple[Any, ...]") -> "dict[str, Any] | None":
+        """The reply to one call, as a dict: ``ok`` and ``v`` (the tagged value, checked well-formed),
+        or ``kind`` and ``error``; ``load_error``; ``mem``. None when the answer's process ended or
+        broke the protocol."""
+        try:
+            data = marshal.dumps(args, 4)
+            _write_all(self.to_fd, b"%010d\n" % _len(data) + data)
+            line = self._line()
+            reply = self._parse(line)
+        except _AnswerEnded as e:
+            try:
+                _write_all(2, ("[spade] the answer's process %s\n" % e).encode("utf-8", "replace"))
+            except BaseException:
+                pass
+            return None
+        except OSError:
+            return None
+        self.seq += 1
+        return reply
+
+    def loaded(self) -> "str | None":
+        """Wait for the answer's process to load the code: None once it has, else the record to
+        write instead of the tests' (a load error, ``mem``)."""
+        try:
+            line = self._line()
+            if line == b"a ready":
+                return None
+            reply = self._parse(line)
+        except (_AnswerEnded, OSError) as e:
+            return '{"load_error":' + _esc("the answer's process %s" % e) + "}"
+        if "load_error" in reply:
+            return '{"load_error":' + _esc(reply["load_error"]) + "}"
+        return "mem" if reply.get("mem") else '{"load_error":"the answer\'s process broke the protocol"}'
+
+    def _line(self) -> bytes:
+        while b"\n" not in self.buf:
+            if _len(self.buf) > self.limit:
+                raise _AnswerEnded("sent a reply over the results limit")
+            chunk = posix.read(self.from_fd, 1 << 16)
+            if not chunk:
+                raise _AnswerEnded("ended before it answered a call")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def _parse(self, line: bytes) -> "dict[str, Any]":
+        if line == b"a mem":
+            return {"mem": True}
+        if not line.startswith(b"a "):
+            raise _AnswerEnded("broke the protocol")
+        try:
+            text = line[2:].decode("ascii")
+            data, end = self.scan(text, 0)
+        except (ValueError, RecursionError, UnicodeDecodeError, StopIteration):
+            raise _AnswerEnded("broke the protocol") from None
+        if end != _len(text):
+            raise _AnswerEnded("broke the protocol")
+        if _type(data) is not _dict:
+            raise _AnswerEnded("broke the protocol")
+        if _len(data) == 1 and _type(data.get("load_error")) is _str:
+            return {"load_error": data["load_error"][:MESSAGE_CHARS]}
+        if data.get("i") != self.seq or _type(data.get("i")) is not _int or _type(data.get("ok")) is not _bool:
+            raise _AnswerEnded("broke the protocol")
+        if data["ok"]:
+            if _len(data) != 4 or "v" not in data:
+                raise _AnswerEnded("broke the protocol")
+            try:
+                _decode(data["v"], 0, False)
+            except (ValueError, TypeError, RecursionError):
+                raise _AnswerEnded("sent a value that is not in the encoding") from None
+            return {"ok": True, "v": data["v"]}
+        kind, error = data.get("kind"), data.get("error")
+        if kind not in ("exception", "memory", "timeout") or _type(error) is not _str or _len(data) != 5:
+            raise _AnswerEnded("broke the protocol")
+        return {"ok": False, "kind": kind, "error": error[:MESSAGE_CHARS]}
+
+    def candidate(self, *args: "Any", **kwargs: "Any") -> "Any":
+        """The answer's entry point as the check sees it: a call by value across processes."""
+        if kwargs:
+            raise TypeError("keyword arguments are not passed to the answer's process")
+        try:
+            marshal.dumps(args, 4)
+        except ValueError:
+            raise TypeError(
+                "only plain values (None, bool, int, float, str, bytes, containers) are passed to the answer's process"
+            ) from None
+        reply = self.call(args)
+        if reply is None or "ok" not in reply:
+            raise _AnswerEnded("ended, or broke the protocol")
+        if reply["ok"]:
+            return _decode(reply["v"], 0, True)
+        if reply["kind"] == "timeout":
+            raise TimeoutError(reply["error"])
+        name, _, message = reply["error"].partition(": ")
+        cls = _EXCEPTIONS.get(name, Exception)
+        try:
+            error = cls(message)
+        except BaseException:
+            error = Exception(reply["error"])
+        raise error
+
+
+def _decode(tagged: "Any", depth: int, strict: bool) -> "Any":
+    """A tagged value (``encode_value``'s form) as the exact builtin value; ValueError if malformed.
+    A value of a type the encoding does not carry (``["u", ...]``) is None, or with ``strict`` a
+    TypeError: only exact builtin types reach a check. ``verdict.decode_value`` is its twin outside
+    the sandbox (which never imports this file)."""
+    if depth > MAX_DEPTH + 1 or _type(tagged) is not _list or not tagged or _type(tagged[0]) is not _str:
+        raise ValueError("malformed value")
+    tag, n = tagged[0], _len(tagged)
+    if tag == "N" and n == 1:
+        return None
+    if n == 2:
+        arg = tagged[1]
+        if tag == "b" and _type(arg) is _bool:
+            return arg
+        if tag == "i" and _type(arg) is _str and arg.lstrip("-").startswith("0x"):
+            return _int(arg, 16)
+        if tag == "f" and _type(arg) is _str:
+            return _float(arg)
+        if tag == "s" and _type(arg) is _str:
+            return arg
+        if tag == "y" and _type(arg) is _str:
+            return _bytes.fromhex(arg)
+        if tag in ("l", "t", "S", "F") and _type(arg) is _list:
+            items = [_decode(x, depth + 1, strict) for x in arg]
+            if tag == "l":
+                return items
+            return _tuple(items) if tag == "t" else _set(items) if tag == "S" else _frozenset(items)
+        if tag == "d" and _type(arg) is _list:
+            out = {}
+            for pair in arg:
+                if _type(pair) is not _list or _len(pair) != 2:
+                    raise ValueError("malformed dict item")
+                out[_decode(pair[0], depth + 1, strict)] = _decode(pair[1], depth + 1, strict)
+            return out
+    if n == 3:
+        if tag == "c" and _type(tagged[1]) is _str and _type(tagged[2]) is _str:
+            return _complex(_float(tagged[1]), _float(tagged[2]))
+        if tag == "u" and _type(tagged[1]) is _str and _type(tagged[2]) is _str:
+            if strict:
+                raise TypeError("the answer returned a %s: only exact builtin types are compared" % tagged[1][:200])
+            return None
+    raise ValueError("malformed value")
+
+
 # -- the child ------------------------------------------------------------------------------
 
 
@@ -414,6 +621,8 @@ class _Child:
             return self.failed_load(MemoryError(), True)
         except BaseException as e:
             return self.failed_load(e, False)
+        if req.get("ready"):  # check mode's answer process: the check's process waits to hear it loaded
+            send("ready")
 
         fired = [False]
 
@@ -460,32 +669,77 @@ class _Child:
         return 0
 
     def check(self) -> int:
+        """Check mode: this process (trusted: no code under test ever runs in it) forks the answer's
+        process, asks it for the tests' outputs and relays them as records, then runs the check
+        script with ``candidate`` calling across; ``done`` only when ``check`` returned."""
         req = self.req
-        module = _new_module("solution", req["file"])
-        sys.argv = [req["file"]]
-        code, checks = _CODE.pop(req["file"], None), _CODE.pop(req["check_file"], None)
-        # the check code as given, whatever the program does to the file, and builtins as they are
-        # before the program runs: builtins it patches (abs, len, isinstance...) must not fool the
-        # asserts. A fork server's worker took those once for all its runs (copying them here would
-        # copy most of their pages too).
-        check_source = _read(req["check_file"]) if checks is None else None
-        pristine = _PRISTINE[0] if _PRISTINE else _dict(builtins.__dict__)
+        check_fd = -1
+        if req.get("check_file"):
+            # opened and unlinked before the answer's process exists, read only after it is forked:
+            # the script is neither on disk nor in memory anywhere the answer can look
+            check_fd = posix.open(req["check_file"], posix.O_RDONLY)
+            posix.unlink(req["check_file"])
+        _CODE.pop(req.get("check_file") or "", None)  # never compiled ahead (forkserver._precompile); never kept
+
+        prctl = _PRCTL[0] if _PRCTL else _load_prctl()
+        if prctl is not None:
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the answer's process may not read this one's memory
+        to_r, to_w = posix.pipe()
+        from_r, from_w = posix.pipe()
+        _flush_std()
+        pid = posix.fork()
+        if pid == 0:
+            for fd in (self.res, to_w, from_r, check_fd):
+                if fd >= 0:
+                    posix.close(fd)
+            self.pid, self.res, self.token = _getpid(), from_w, "a"
+            self.req = {**req, "inputs": _requests(to_r), "max_timeouts": None, "ready": True}
+            _exit(self.tests())
+        posix.close(to_r)
+        posix.close(from_w)
+        answer = _Answer(pid, to_w, from_r, int(req["results_limit"]))
+        stop_after = req.get("max_timeouts")
+        stop_after = _int(stop_after) if stop_after is not None else -1
+        timeouts = 0
         try:
-            _load(req["file"], module, code)
-        except MemoryError:
-            return self.failed_load(MemoryError(), True)
-        except BaseException as e:  # the program never got to the asserts: a load error, as in tests mode
-            return self.failed_load(e, False)
-        try:
-            before = module.__dict__.get("check")
-            module.__dict__["__builtins__"] = pristine  # what the check code (and all it defines) sees
-            _load(req["check_file"], module, checks, check_source)
-            check = module.__dict__.get("check")
-            if check is not before and _callable(check):
-                entry = req["entry_point"]
-                if entry not in module.__dict__:
-                    raise NameError(f"name {entry!r} is not defined")
-                check(module.__dict__[entry])
+            loaded = answer.loaded()
+            if loaded is not None:
+                self.send(loaded)
+                return 1
+            for i, args in enumerate(req["inputs"]):
+                t0 = _perf()
+                reply = answer.call(args)
+                ms = (_perf() - t0) * 1000.0
+                if reply is None or "ok" not in reply:
+                    return 1  # the answer's process ended or broke the protocol (said on stderr)
+                if reply["ok"]:  # the value as sent, checked well-formed and written anew (no forged line)
+                    body = '"ok":true,"v":' + _dump_tagged(reply["v"])
+                else:
+                    body = '"ok":false,"kind":"%s","error":%s' % (reply["kind"], _esc(reply["error"]))
+                    timeouts += reply["kind"] == "timeout"
+                self.send('{"i":%d,"ms":%.3f,%s}' % (i, ms, body))
+                if timeouts == stop_after:
+                    return 0  # as in tests mode: no more calls, and the check is not run
+            if check_fd < 0:
+                self.send("done")
+                return 0
+            source = b""
+            while True:
+                chunk = posix.read(check_fd, 1 << 16)
+                if not chunk:
+                    break
+                source += chunk
+            posix.close(check_fd)
+            module = _type(sys)("check")
+            module.__file__ = req["check_file"]
+            candidate = answer.candidate
+            namespace = module.__dict__
+            namespace["__builtins__"] = builtins
+            namespace[req["entry_point"]] = candidate  # a check naming the entry point means the answer too
+            _exec(_compile(source, req["check_file"], "exec"), namespace)
+            check = namespace.get("check")
+            if _callable(check):
+                check(candidate)
         except MemoryError:
             self.send("mem")
             return 1
@@ -853,8 +1107,9 @@ def _apply_setup(setup: "dict[str, Any]") -> None:
 def report_line(report: "dict[str, Any]", req: "dict[str, Any]", token: str, secret: "dict[str, Any]") -> bytes:
     """The one line the backend reads: ``<nonce> <json report>``, with the check-mode marker when earned."""
     if report.get("harness_error") is None and req["mode"] == "check":
+        # the check's process, which no code under test ever ran in, is the only writer of these lines
         lines = report["res"].split("\n")
-        done = lines == [token + " start", token + " done", ""]
+        done = len(lines) >= 3 and lines[0] == token + " start" and lines[-2:] == [token + " done", ""]
         report["marker"] = secret["marker"] if done and report["rc"] == 0 else None
     return (secret["nonce"] + " " + _to_json(report) + "\n").encode("ascii")
 

@@ -216,7 +216,7 @@ def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
                         f"unsupported output type {out.value.type_name}: only exact builtin types "
                         "(None, bool, int, float, str, list, tuple, dict, ...) are compared"
                     )
-                elif matches(out.value, test.expected):
+                elif matches(_as_bool(out.value) if test.as_bool else out.value, test.expected, test.abs_tol):
                     status = "passed"
                 else:
                     status = "failed"
@@ -235,6 +235,12 @@ def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
 
 
 NOT_RUN_AFTER_TIMEOUTS = "not run: earlier tests timed out"
+
+
+def _as_bool(value: Any) -> bool | None:
+    """An output's truth value, as ``assert f(x)`` takes it (decoded outputs are plain builtins, so
+    nothing of the answer's runs here); None for a type the encoding did not carry (never passes)."""
+    return None if isinstance(value, Unsupported) else bool(value)
 
 
 def _not_run(result: ExecutionResult) -> str:
@@ -261,36 +267,73 @@ def run_tests(
     return judge(outcome, tests)
 
 
-def run_check(sandbox: Sandbox, program: str, check_code: str, entry_point: str, limits: Limits) -> ExecutionResult:
-    """Run ``program`` then a benchmark's ``check_code`` (HumanEval style: ``check(entry_point)``).
+def run_check(
+    sandbox: Sandbox,
+    program: str,
+    check_code: str | None,
+    entry_point: str,
+    limits: Limits,
+    tests: list[TestCase] | None = None,
+    test_timeout_s: float | None = None,
+    max_timeouts: int | None = None,
+) -> ExecutionResult:
+    """Judge ``program`` on an imported benchmark: its ``tests`` (asserts turned into tests at import,
+    compared outside the sandbox), then its ``check_code`` (what could not be turned: a script
+    defining ``check(candidate)``), in one execution.
 
-    One test: it passes only if the harness's completion marker, a secret the program never
-    sees, comes back after the asserts (see ``harness`` for why this mode is weaker). A program
-    that raises before the asserts run is an ``error`` with its ``load_error``.
+    The program runs in a process of its own; the check runs in another, which the program cannot
+    reach (no shared memory, file or descriptor; the script never on disk for it): ``candidate``
+    there passes plain arguments across and gets back plain values of exact builtin types. The
+    check is one more test, after ``tests`` (index ``len(tests)``): it passes only if the harness's
+    completion marker, a secret neither process saw, comes back after ``check`` returned. A program
+    that raises before any test runs is an ``error`` with its ``load_error``.
     """
+    cases = list(tests or [])
     marker = secrets.token_hex(16)
-    files = {SOLUTION_FILE: program, CHECK_FILE: check_code}
-    request = {"file": SOLUTION_FILE, "check_file": CHECK_FILE, "entry_point": entry_point}
-    seen = _execute(sandbox, "check", files, request, limits, marker=marker)
+    files = {SOLUTION_FILE: program}
+    request: dict[str, Any] = {
+        "file": SOLUTION_FILE,
+        "entry_point": entry_point,
+        "inputs": [parse_input(t.input) for t in cases],
+        "test_timeout_s": float(DEFAULT_TEST_TIMEOUT_S if test_timeout_s is None else test_timeout_s),
+        "max_timeouts": max_timeouts,
+    }
+    if check_code is not None:
+        files[CHECK_FILE] = check_code
+        request["check_file"] = CHECK_FILE
+    seen = _execute(sandbox, "check", files, request, limits, n=len(cases), marker=marker, max_timeouts=max_timeouts)
+    judged = judge(CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped), cases)
+    if check_code is None:
+        return judged
     result = seen.result
     passed = seen.check_passed
     status: TestStatus
+    error: str | None = None
     if passed:
         status = "passed"
     elif seen.load_error is not None:
-        status = "error"
+        status, error = "error", seen.load_error
+    elif seen.stopped:
+        status, error = "timeout", NOT_RUN_AFTER_TIMEOUTS
     elif result.status == "timeout":
         status = "timeout"
     elif result.return_code == 1 and result.signal is None:
         status = "failed"  # an assert (or another exception) stopped the check
     else:
         status = "error"  # exited early, crashed, killed, out of memory or output
-    error = None if passed else seen.load_error or (result.stderr.strip().splitlines() or [result.status])[-1][:500]
+    if not passed and error is None:
+        error = (result.stderr.strip().splitlines() or [result.status])[-1][:500]
     verdict = TestResult(
-        index=0, input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
+        index=len(cases), input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
     )
-    update = {"tests_passed": int(passed), "tests_total": 1, "test_results": [verdict], "load_error": seen.load_error}
-    return result.model_copy(update=update)
+    results = [*(judged.test_results or []), verdict]
+    update = {
+        "tests_passed": (judged.tests_passed or 0) + int(passed),
+        "tests_total": len(cases) + 1,
+        "test_results": results,
+        "load_error": seen.load_error,
+    }
+    return judged.model_copy(update=update)
 
 
 DEFAULT_TEST_TIMEOUT_S = 3.0

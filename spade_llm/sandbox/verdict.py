@@ -117,8 +117,19 @@ def decode_value(tagged: Any, depth: int = 0) -> Any:
     raise ProtocolError(f"malformed value {str(tagged)[:80]}")
 
 
-def matches(value: Any, expected: Any) -> bool:
-    """Whether an output equals an expected JSON value, under the strict rules of this module."""
+def matches(value: Any, expected: Any, abs_tol: float | None = None) -> bool:
+    """Whether an output equals an expected JSON value, under the strict rules of this module.
+
+    ``abs_tol`` (an imported benchmark's ``abs(f(x) - y) < eps``): a number, ``int`` or ``float`` but
+    never ``bool``, passes when it is strictly within ``abs_tol`` of a numeric ``expected``.
+    """
+    if abs_tol is not None:
+        if type(value) not in (int, float) or type(expected) not in (int, float):
+            return False
+        try:
+            return abs(value - expected) < abs_tol  # NaN and infinities are never within
+        except OverflowError:  # an int too large for a float is not near any float
+            return False
     if expected is None:
         return value is None
     te, tv = type(expected), type(value)
@@ -417,12 +428,12 @@ def interpret(
     stderr = report.stderr
     try:
         records = parse_records(report.results, n, cut=cut or report.results_truncated, max_timeouts=max_timeouts)
-        if mode != "tests" and records.outputs:
-            raise ProtocolError("test records outside tests mode")
-        if mode == "program" and records.load_error is not None:
-            raise ProtocolError("load error record in program mode")
+        if mode == "program" and (records.outputs or records.load_error is not None):
+            raise ProtocolError("test records in program mode")
         if mode == "tests" and records.done:
             raise ProtocolError("done line in tests mode")
+        if mode == "check" and records.done and len(records.outputs) < n:
+            raise ProtocolError("done line before every test's record")
     except ProtocolError as e:
         result = ExecutionResult(
             status="error",
@@ -453,7 +464,8 @@ def interpret(
         duration_ms=duration_ms,
     )
     check_passed = mode == "check" and marker is not None and report.marker == marker and records.done
-    stopped = mode == "tests" and records.stopped and len(records.outputs) < n
+    # check mode stops before its script too, so a stop after the last test still left something unrun
+    stopped = records.stopped and (len(records.outputs) < n or mode == "check")
     return Interpretation(result, records.outputs, records.load_error, check_passed, stopped)
 
 
@@ -482,8 +494,12 @@ def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | 
             )
         return ("ok", "") if report.return_code == 0 else ("error", "")
     if mode == "check":
+        if records.load_error is not None:
+            return "error", ""
         if marker is not None and report.marker == marker and records.done:
             return "ok", ""
+        if records.stopped and report.return_code == 0:
+            return "ok", f"{records.timeouts} tests timed out; the rest and the check were not run"
         if report.return_code == 0:
             return "error", "the program ended (exit code 0) before the check completed"
         return "error", ""

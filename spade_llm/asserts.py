@@ -1,0 +1,317 @@
+"""An imported benchmark's asserts as ordinary tests, judged outside the sandbox like generated ones.
+
+HumanEval-style benchmarks judge an answer with a ``check(candidate)`` function of asserts. Run in
+the answer's own process, as OpenAI's harness does, those asserts can be reached by the answer: an
+object whose ``__eq__`` always says yes, a trace hook that swaps ``check``'s code, a hunt through
+``gc`` for the harness's reporter. So at import each assert of a known shape becomes a ``TestCase``
+whose output is encoded inside the sandbox and compared outside it (``sandbox/verdict.py``):
+
+* ``assert candidate(ARGS) == VALUE`` (either side), ``tuple(candidate(ARGS)) == tuple(VALUE)``;
+* ``assert candidate(ARGS) is True`` / ``is False`` / ``is None``;
+* ``assert abs(candidate(ARGS) - VALUE) < EPS`` (also ``math.fabs``, either order of the difference):
+  ``abs_tol``;
+* ``assert candidate(ARGS)`` / ``assert not candidate(ARGS)``: ``as_bool``;
+
+where ARGS and VALUE are constant expressions (literals, arithmetic on them, ``tuple``/``list`` of
+them), folded here under size bounds; nothing of the benchmark runs on this machine. ``assert True``,
+a bare name or a docstring is dropped. What is left (loops, random inputs, helper calls, local
+variables) stays a ``check`` script, made self-contained: the prompt's own helpers (imports and
+functions other than the entry point) come first, so the check never calls a helper the answer
+defined. That script runs in a process the answer cannot reach (see ``sandbox/harness.py``).
+
+Comparison follows ``verdict.matches``, which is stricter than Python's ``==`` on types (``True`` is
+not ``1``, ``1`` is not ``1.0``) and a little looser on floats (a relative ``1e-9``) and sequences (a
+tuple equals a list): the canonical solutions pass all 164 HumanEval tasks under it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .sandbox.runner import parse_input
+from .sandbox.verdict import UnsupportedOutput, to_json
+from .types import TestCase
+
+__all__ = ["SplitCheck", "split_check"]
+
+MAX_ITEMS = 100_000
+"""Longest string, list or tuple a folded constant may be."""
+MAX_INT_BITS = 4096
+"""Largest folded integer, in bits."""
+
+
+@dataclass(frozen=True)
+class SplitCheck:
+    """A benchmark's check split into tests and what stays a script."""
+
+    tests: list[TestCase]
+    """One per converted assert, in the order they appear."""
+    residue: str | None
+    """The check script without the converted asserts, with the prompt's helpers first; None when
+    nothing is left to run."""
+
+
+class _NotConstant(Exception):
+    pass
+
+
+_DROP = object()
+"""A statement that checks nothing (``assert True``, a bare name, a docstring)."""
+
+
+def split_check(check_source: str, entry_point: str, prompt: str = "") -> SplitCheck:
+    """Split a benchmark's ``check(candidate)`` script into tests and a residual script.
+
+    A script that does not parse, has no plain ``check(candidate)`` function, or rebinds its
+    parameter is kept whole (as the residue, with the prompt's helpers).
+    """
+    try:
+        module = ast.parse(check_source)
+    except (SyntaxError, ValueError):
+        return SplitCheck([], _self_contained(prompt, entry_point, check_source))
+    check = _check_function(module)
+    if check is None:
+        return SplitCheck([], _self_contained(prompt, entry_point, check_source))
+    param = check.args.args[0].arg
+    tests: list[TestCase] = []
+    kept: list[ast.stmt] = []
+    for stmt in check.body:
+        converted = _convert(stmt, param)
+        if converted is None:
+            kept.append(stmt)
+        elif isinstance(converted, TestCase):
+            tests.append(converted)
+    if not kept:
+        return SplitCheck(tests, None)
+    check.body = kept
+    return SplitCheck(tests, _self_contained(prompt, entry_point, ast.unparse(module)))
+
+
+def _check_function(module: ast.Module) -> ast.FunctionDef | None:
+    """The module's ``def check(candidate)``, when it is plain enough to convert asserts of."""
+    found = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(found) != 1:
+        return None
+    check = found[0]
+    args = check.args
+    if check.decorator_list or len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return None
+    param = args.args[0].arg
+    for node in ast.walk(check):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return None
+        if isinstance(node, ast.Name) and node.id == param and not isinstance(node.ctx, ast.Load):
+            return None  # the parameter is rebound: a later call may not be the candidate
+        if isinstance(node, ast.arg) and node is not args.args[0] and node.arg == param:
+            return None  # an inner function's parameter shadows it
+    return check
+
+
+def _self_contained(prompt: str, entry_point: str, script: str) -> str:
+    """``script`` after the prompt's helpers: its imports, functions and constants, not the entry
+    point's own stub (the check's ``candidate``, and the entry point's name, are the answer)."""
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return script
+    tree.body = [
+        n
+        for n in tree.body
+        if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == entry_point)
+    ]
+    helpers = ast.unparse(tree).strip()
+    return f"{helpers}\n\n\n{script.strip()}\n" if helpers else f"{script.strip()}\n"
+
+
+def _convert(stmt: ast.stmt, param: str) -> TestCase | object | None:
+    """The test a statement amounts to, ``_DROP`` for one that checks nothing, None to keep it."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Constant, ast.Name)):
+        return _DROP
+    if not isinstance(stmt, ast.Assert):
+        return None
+    test = stmt.test
+    try:
+        if isinstance(test, ast.Constant):
+            return _DROP if test.value else None
+        if _is_call(test, param):
+            return _case(test, param, True, as_bool=True)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_call(test.operand, param):
+            return _case(test.operand, param, False, as_bool=True)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return _compare(test.left, test.ops[0], test.comparators[0], param)
+    except (_NotConstant, UnsupportedOutput):
+        return None
+    return None
+
+
+def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, param: str) -> TestCase | None:
+    if isinstance(op, (ast.Eq, ast.Is)):
+        for call, other in ((left, right), (right, left)):
+            inner = _unwrapped(call, param)
+            if inner is None:
+                continue
+            value = _fold(other)
+            if isinstance(op, ast.Is) and not (value is None or type(value) is bool):
+                return None  # `is` on other values is identity, not equality
+            if inner is not call and type(value) not in (tuple, list):
+                return None
+            return _case(inner, param, to_json(value))
+        return None
+    if isinstance(op, ast.Lt):
+        diff = _abs_of(left)
+        if diff is None or not isinstance(diff.op, ast.Sub):
+            return None
+        tol = _fold(right)
+        if type(tol) not in (int, float) or not (0 < tol < math.inf):
+            return None
+        for call, other in ((diff.left, diff.right), (diff.right, diff.left)):
+            if _is_call(call, param):
+                value = _fold(other)
+                if type(value) not in (int, float) or not math.isfinite(value):
+                    return None
+                return _case(call, param, value, abs_tol=float(tol))
+    return None
+
+
+def _is_call(node: ast.expr, param: str) -> bool:
+    """``candidate(...)`` with positional arguments only."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == param
+        and not node.keywords
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    )
+
+
+def _unwrapped(node: ast.expr, param: str) -> ast.expr | None:
+    """The candidate call itself, or inside ``tuple(...)``/``list(...)`` (compared as a sequence)."""
+    if _is_call(node, param):
+        return node
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("tuple", "list")
+        and len(node.args) == 1
+        and not node.keywords
+        and _is_call(node.args[0], param)
+    ):
+        return node.args[0]
+    return None
+
+
+def _abs_of(node: ast.expr) -> ast.BinOp | None:
+    """``X`` of ``abs(X)`` or ``math.fabs(X)``, when it is a binary operation."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return None
+    func = node.func
+    named = isinstance(func, ast.Name) and func.id == "abs"
+    fabs = (
+        isinstance(func, ast.Attribute)
+        and func.attr == "fabs"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "math"
+    )
+    arg = node.args[0]
+    return arg if (named or fabs) and isinstance(arg, ast.BinOp) else None
+
+
+def _case(
+    call: ast.expr, param: str, expected: Any, *, abs_tol: float | None = None, as_bool: bool = False
+) -> TestCase:
+    assert isinstance(call, ast.Call)
+    args = tuple(_fold(a) for a in call.args)
+    text = repr(args)
+    parsed = parse_input(text)
+    if isinstance(parsed, str) or repr(parsed) != text:  # the input must read back as exactly these arguments
+        raise _NotConstant(text[:60])
+    return TestCase(input=text, expected=expected, abs_tol=abs_tol, as_bool=as_bool)
+
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_CONSTANT_TYPES = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _fold(node: ast.expr) -> Any:
+    """The value of a constant expression: literals, ``+ - * / // % **`` and unary signs on them,
+    containers of them, ``tuple``/``list`` of one; ``_NotConstant`` for anything else or too large."""
+    if isinstance(node, ast.Constant):
+        if not isinstance(node.value, _CONSTANT_TYPES):
+            raise _NotConstant("constant")
+        return _bounded(node.value)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_fold(e) for e in node.elts]
+        try:
+            return _bounded({ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items))
+        except TypeError:  # an unhashable set item
+            raise _NotConstant("set") from None
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise _NotConstant("dict unpacking")
+        try:
+            return _bounded({_fold(k): _fold(v) for k, v in zip(node.keys, node.values, strict=True)})  # type: ignore[arg-type]
+        except TypeError:
+            raise _NotConstant("dict key") from None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _fold(node.operand)
+        if type(value) not in (int, float, complex):
+            raise _NotConstant("sign")
+        return -value if isinstance(node.op, ast.USub) else +value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        a, b = _fold(node.left), _fold(node.right)
+        if isinstance(node.op, ast.Pow) and not _small_power(a, b):
+            raise _NotConstant("power")
+        if isinstance(node.op, ast.Mult) and not _small_repeat(a, b):
+            raise _NotConstant("repeat")
+        if isinstance(node.op, ast.Mod) and isinstance(a, (str, bytes)):
+            raise _NotConstant("formatting")
+        try:
+            return _bounded(_BINARY[type(node.op)](a, b))
+        except (ArithmeticError, TypeError, ValueError):
+            raise _NotConstant("arithmetic") from None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("tuple", "list")
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        value = _fold(node.args[0])
+        if type(value) not in (tuple, list, str):
+            raise _NotConstant("conversion")
+        return tuple(value) if node.func.id == "tuple" else list(value)
+    raise _NotConstant(type(node).__name__)
+
+
+def _small_power(base: Any, exp: Any) -> bool:
+    numeric = (int, float)
+    return type(base) in numeric and type(exp) in numeric and abs(exp) <= 64 and abs(base) <= 1 << 64
+
+
+def _small_repeat(a: Any, b: Any) -> bool:
+    """``a * b`` stays within the bounds (a sequence repeated, or numbers)."""
+    for seq, n in ((a, b), (b, a)):
+        if isinstance(seq, (str, bytes, list, tuple)):
+            return type(n) is int and len(seq) * max(n, 0) <= MAX_ITEMS
+    return True
+
+
+def _bounded(value: Any) -> Any:
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        raise _NotConstant("int too large")
+    if isinstance(value, (str, bytes, list, tuple, set, dict)) and len(value) > MAX_ITEMS:
+        raise _NotConstant("too long")
+    return value

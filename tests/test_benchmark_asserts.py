@@ -1,0 +1,129 @@
+"""``spade_llm.asserts``: an imported benchmark's asserts become tests; what cannot, stays a check script.
+
+Pure: nothing runs here but the AST walk and the bounded constant folding.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from spade_llm.asserts import split_check
+from spade_llm.types import TestCase
+
+
+def only(check_body: str, **kw) -> list[tuple[str, object, float | None, bool]]:
+    split = split_check("def check(candidate):\n" + check_body, "f", **kw)
+    assert split.residue is None, split.residue
+    return [(t.input, t.expected, t.abs_tol, t.as_bool) for t in split.tests]
+
+
+@pytest.mark.parametrize(
+    ("line", "case"),
+    [
+        ("assert candidate(1, [2]) == 3", ("(1, [2])", 3, None, False)),
+        ("assert 3 == candidate('a')", ("('a',)", 3, None, False)),
+        ("assert candidate(3 * 19) == [3, 19]", ("(57,)", [3, 19], None, False)),
+        ("assert candidate('ab' + 'c') == 'abc' * 2", ("('abc',)", "abcabc", None, False)),
+        ("assert candidate([]) == (0, 1)", ("([],)", [0, 1], None, False)),  # JSON has no tuple: matches takes both
+        ("assert candidate([3, 5]) == (3 + 5, 3 * 5)", ("([3, 5],)", [8, 15], None, False)),
+        ("assert tuple(candidate([1, 2])) == tuple([2, 1])", ("([1, 2],)", [2, 1], None, False)),
+        ("assert candidate(2) is True", ("(2,)", True, None, False)),
+        ("assert candidate(2) is None", ("(2,)", None, None, False)),
+        ("assert candidate(-1.5) == -0.5", ("(-1.5,)", -0.5, None, False)),
+        ("assert candidate({'a': 1}) == {'b': [None]}", ("({'a': 1},)", {"b": [None]}, None, False)),
+        ("assert abs(candidate(1.33) - 0.33) < 1e-6", ("(1.33,)", 0.33, 1e-6, False)),
+        ("assert abs(2.0/3.0 - candidate([1.0])) < 1e-6", ("([1.0],)", 2.0 / 3.0, 1e-6, False)),
+        ("assert math.fabs(candidate(2) - 1) < 0.01", ("(2,)", 1, 0.01, False)),
+        ("assert candidate('()')", ("('()',)", True, None, True)),
+        ("assert not candidate(')(')", ("(')(',)", False, None, True)),
+        ("assert candidate([1, 0**0]) == None, 'message'", ("([1, 1],)", None, None, False)),
+    ],
+)
+def test_asserts_of_a_known_shape_become_tests(line, case):
+    assert only(f"    {line}\n") == [case]
+
+
+def test_statements_that_check_nothing_are_dropped_and_order_is_kept():
+    body = '    """doc"""\n    print\n    assert candidate(1) == 1\n'
+    body += '    assert True, "fine"\n    assert candidate(2) == 4\n'
+    assert [c[0] for c in only(body)] == ["(1,)", "(2,)"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "assert candidate(x) == 1",  # a name
+        "assert candidate(1) == candidate(2)",  # two calls
+        "assert candidate(1) != 2",  # not equality
+        "assert candidate(1) is 2",  # identity of an int
+        "assert candidate(1) == {1, 2}",  # a set has no JSON form
+        "assert candidate(1) == b'x'",  # nor bytes
+        "assert candidate(n=1) == 1",  # keywords
+        "assert candidate(*[1]) == 1",
+        "assert abs(candidate(1) - 1) <= 1e-6",  # <= is not the shape
+        "assert abs(candidate(1) - 1) < -1",  # a tolerance must be positive
+        "assert candidate(2 ** 100000) == 1",  # folded only under bounds
+        "assert candidate('x' * 10 ** 6) == 1",
+        "assert candidate(len('ab')) == 2",  # a call of anything else
+        "assert False",
+        "assert candidate(1) == 1 == 1",  # a chained comparison
+        "assert sorted(candidate([2, 1])) == [1, 2]",  # only tuple()/list() wrap the call
+    ],
+)
+def test_other_statements_stay_in_the_check(line):
+    split = split_check(f"def check(candidate):\n    {line}\n", "f")
+    assert split.tests == []
+    assert split.residue is not None
+    (check,) = ast.parse(split.residue).body
+    assert isinstance(check, ast.FunctionDef)
+    assert [ast.dump(s) for s in check.body] == [ast.dump(s) for s in ast.parse(line).body]
+
+
+def test_the_residue_is_self_contained_with_the_prompts_helpers_and_without_the_stub():
+    prompt = "import math\n\n\ndef poly(xs, x):\n    return sum(c * x**i for i, c in enumerate(xs))\n\n\n"
+    prompt += 'def f(xs):\n    """Find a zero."""\n'
+    check = (
+        "METADATA = {}\n\n\ndef check(candidate):\n    assert candidate([1, 1]) == -1.0\n"
+        "    for xs in ([1, 2], [2, 4]):\n        assert math.fabs(poly(xs, candidate(xs))) < 1e-4\n"
+    )
+    split = split_check(check, "f", prompt)
+    assert [(t.input, t.expected) for t in split.tests] == [("([1, 1],)", -1.0)]
+    residue = split.residue
+    assert residue is not None
+    tree = ast.parse(residue)  # it parses, defines the helpers and the check, not the entry point's stub
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert names == ["poly", "check"]
+    assert "import math" in residue and "METADATA" in residue
+    assert "candidate([1, 1])" not in residue  # the converted assert is not run twice
+
+
+PLAIN = "def check(candidate):\n    assert candidate(1) == 1\n"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "def check(candidate):\n    candidate = lambda x: 1\n    assert candidate(1) == 1\n",  # rebound
+        "def check(candidate):\n    def g(candidate):\n        return 1\n    assert candidate(1) == 1\n",
+        "def check(candidate, extra):\n    assert candidate(1) == 1\n",
+        "@something\n" + PLAIN,
+        "assert f(1) == 1\n",  # no check function at all
+        PLAIN + PLAIN,  # two: which one runs is not ours to guess
+    ],
+)
+def test_a_check_that_is_not_plain_is_kept_whole(check):
+    split = split_check(check, "f")
+    assert split.tests == [] and split.residue is not None
+
+
+def test_inputs_read_back_as_exactly_the_arguments():
+    split = split_check("def check(candidate):\n    assert candidate(True, 1.0, -0.0, 'a\\nb', (1,)) == 1\n", "f")
+    (test,) = split.tests
+    assert test == TestCase(input="(True, 1.0, -0.0, 'a\\nb', (1,))", expected=1)
+
+
+def test_a_script_that_does_not_parse_is_kept_as_it_is():
+    split = split_check("def check(candidate:\n", "f", "def f(x):\n    pass\n")
+    assert split.tests == [] and split.residue == "def check(candidate:\n"
