@@ -61,6 +61,8 @@ def base_env(home: str, hash_seed: str = "0") -> dict[str, str]:
         "TMPDIR": home,
         "PYTHONHASHSEED": hash_seed,
         "PYTHONDONTWRITEBYTECODE": "1",
+        # what a program printed before it was stopped reaches the pipe (a Python it starts, too)
+        "PYTHONUNBUFFERED": "1",
     }
 
 

@@ -268,6 +268,23 @@ def _finish(code: int) -> None:
     posix._exit(code)
 
 
+def _unbuffered_std() -> None:
+    """``python -u``'s streams (``harness.unbuffered_std``'s twin: this worker runs jobs that are not the
+    harness's too): what the program printed before it was stopped is not lost in a buffer."""
+    import _io
+
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name, None)
+        try:
+            encoding = getattr(old, "encoding", None) or "utf-8"
+            errors = getattr(old, "errors", None) or "strict"
+            new = _io.TextIOWrapper(_io.FileIO(fd, "w", closefd=False), encoding, errors, None, False, True)
+        except BaseException:
+            continue
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
 def _run_main(source: bytes, path: str) -> None:
     """Run ``source`` as ``__main__`` the way ``python path`` would, then end the process."""
     import builtins
@@ -322,6 +339,7 @@ def _execution(ch: "Channel") -> None:
         for target, fd in ((0, pin), (1, pout), (2, perr)):
             posix.dup2(fd, target)
         posix.closerange(3, MAX_FDS)
+        _unbuffered_std()
         import resource
 
         for res, soft, hard in job["rlimits"]:
