@@ -34,8 +34,11 @@ Formats:
   task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
   (``pip install 'spade_llm[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
   built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as ``fn_name``,
-  JSON argument lines and printed outputs; induction tasks whose arguments JSON can carry): see
-  ``groundtruth.sandbox_fusion_ground_truth``.
+  JSON argument lines and printed outputs; induction tasks whose arguments JSON can carry). That
+  judge compares printed text and its wrapper prints nothing for an answer that raises or exits, so
+  tests a crash or a trivial stand-in would pass there but not in spade's verdict are left out, and
+  so are tasks left with no test or passed by a stand-in (``groundtruth.sandbox_fusion_form``); the
+  summary line says what was left out, per reason, with task ids (``LeftOut``).
 
 A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
 with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
@@ -85,7 +88,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import UserError
-from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_ground_truth
+from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from .kinds import KIND_NAMES
 from .store import JOURNALS, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_jsonl
 from .types import Attempt, Message, Task, Trajectory
@@ -97,6 +100,7 @@ __all__ = [
     "TIERS",
     "ExportFilters",
     "ExportResult",
+    "LeftOut",
     "export_run",
     "require_pyarrow",
     "split_of",
@@ -129,9 +133,51 @@ class ExportFilters:
     final_only: bool = False
 
 
+SHOWN_TASK_IDS = 10
+"""At most this many task ids per reason in the summary line (``LeftOut`` keeps them all)."""
+
+
+@dataclass
+class LeftOut:
+    """What a ``--verl-reward sandbox_fusion`` export left out, by reason (``groundtruth.
+    sandbox_fusion_form``): whole tasks (their ids), and tests of the tasks it kept (how many, by task id)."""
+
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    tests: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, task_id: str, reason: str | None, tests: dict[str, int]) -> None:
+        if reason is not None:
+            self.tasks.setdefault(reason, []).append(task_id)
+            return  # its tests went with it
+        for why, n in tests.items():
+            self.tests.setdefault(why, {})[task_id] = n
+
+    def lines(self) -> list[str]:
+        """One line per reason, with its counts and (the first ``SHOWN_TASK_IDS``) task ids."""
+
+        def ids(task_ids: Sequence[str], counts: dict[str, int] | None = None) -> str:
+            shown = [f"{t} ({counts[t]})" if counts else t for t in task_ids[:SHOWN_TASK_IDS]]
+            more = len(task_ids) - len(shown)
+            return ", ".join(shown) + (f" and {more} more" if more else "")
+
+        out = []
+        for reason, task_ids in self.tasks.items():
+            out.append(f"{_count(len(task_ids), 'task')} ({reason}): {ids(task_ids)}")
+        for reason, counts in self.tests.items():
+            n, task_ids = sum(counts.values()), list(counts)
+            out.append(
+                f"{_count(n, 'test')} of {_count(len(task_ids), 'kept task')} ({reason}): {ids(task_ids, counts)}"
+            )
+        return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class ExportResult:
-    """What an export wrote: where, and how many rows of each split."""
+    """What an export wrote: where, how many rows of each split, and what was left out."""
 
     path: Path
     fmt: str
@@ -139,13 +185,19 @@ class ExportResult:
     train: int
     test: int
     tasks: int
+    left_out: LeftOut = field(default_factory=LeftOut)
 
     def describe(self) -> str:
-        """One line for the user (the CLI prints it on stderr)."""
+        """A line for the user (the CLI prints it on stderr), then one per reason anything was left out."""
         line = f"{self.rows} {self.fmt} rows ({self.train} train, {self.test} test) from {self.tasks} tasks"
         if self.rows == 0:
             line += ", nothing matched"
-        return f"{line} -> {self.path}"
+        lines = [f"{line} -> {self.path}"]
+        left = self.left_out.lines()
+        if left:
+            lines.append("left out for verl's SandboxFusion judge:")
+            lines.extend(f"  {x}" for x in left)
+        return "\n".join(lines)
 
 
 # -- what a run holds ---------------------------------------------------------------------------
@@ -538,21 +590,28 @@ def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[s
         }
 
 
-def verl_rows(run: RunRecords, records: Iterable[TaskRecord], reward: str = "spade") -> Iterator[dict[str, Any]]:
+def verl_rows(
+    run: RunRecords,
+    records: Iterable[TaskRecord],
+    reward: str = "spade",
+    left_out: LeftOut | None = None,
+    split: str | None = None,
+) -> Iterator[dict[str, Any]]:
     """verl's RL dataset rows (``index`` is filled in once duplicates are gone). ``reward``: who judges
     them, ``spade`` (``spade_llm.rewards.compute_score``) or ``sandbox_fusion`` (verl's built-in judge
-    through ``spade serve-sandbox``; induction tasks whose arguments JSON can carry, the others are
-    left out)."""
+    through ``spade serve-sandbox``: induction tasks whose arguments JSON can carry, without the tests
+    and tasks that judge could pass a crash or a trivial answer on, see ``groundtruth.
+    sandbox_fusion_form``); what it leaves out of ``split`` (None: both) is added to ``left_out``."""
     openings = Openings(run)
     for record in records:
         if reward == "sandbox_fusion":
-            if record.task.kind != "induction" or record.task.check_code:
-                continue
-            fusion = sandbox_fusion_ground_truth(record.task)
-            if fusion is None:  # arguments JSON cannot carry (tuples, sets, bytes): verl's wrapper could not call it
+            form = sandbox_fusion_form(record.task)
+            if left_out is not None and split in (None, record.split):
+                left_out.add(record.task.task_id, form.reason, form.tests_left_out)
+            if form.truth is None:
                 continue
             source = SANDBOX_FUSION_DATA_SOURCE
-            truth = json.dumps(fusion, ensure_ascii=False, sort_keys=True)
+            truth = json.dumps(form.truth, ensure_ascii=False, sort_keys=True)
         else:
             source, truth = DATA_SOURCE, _ground_truth(run, record.task)
         yield {
@@ -712,8 +771,15 @@ def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
 # -- the command --------------------------------------------------------------------------------
 
 
-def build_rows(run: RunRecords, fmt: str, filters: ExportFilters, verl_reward: str = "spade") -> list[dict[str, Any]]:
-    """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered)."""
+def build_rows(
+    run: RunRecords,
+    fmt: str,
+    filters: ExportFilters,
+    verl_reward: str = "spade",
+    left_out: LeftOut | None = None,
+) -> list[dict[str, Any]]:
+    """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered); what the
+    ``sandbox_fusion`` form leaves out of the kept tasks goes to ``left_out``."""
     records = [r for r in run.tasks if keep_task(r, filters, fmt)]
     rows: Iterable[dict[str, Any]]
     if fmt == "sft":
@@ -723,7 +789,7 @@ def build_rows(run: RunRecords, fmt: str, filters: ExportFilters, verl_reward: s
     elif fmt == "grpo":
         rows = grpo_rows(run, records)
     else:
-        rows = verl_rows(run, records, verl_reward)
+        rows = verl_rows(run, records, verl_reward, left_out, filters.split)
     # --split once duplicates are gone: an example that tasks of both splits share is kept once, in the
     # first one's split, so exporting each split alone never writes it into both files
     kept = [r for r in unique(rows, _content_key(fmt, run)) if filters.split in (None, _split_column(r))]
@@ -754,7 +820,8 @@ def export_run(
 
     ``verl_reward`` (verl only): ``spade`` writes our ground truth for ``spade_llm.rewards.
     compute_score``; ``sandbox_fusion`` writes the form verl's built-in SandboxFusion judge runs
-    (``groundtruth.sandbox_fusion_ground_truth``), induction tasks only.
+    (``groundtruth.sandbox_fusion_form``), induction tasks only, and ``ExportResult.left_out`` says
+    which tasks and tests it left out and why.
 
     Raises:
         UserError: a missing or damaged run directory, filters that clash or mean nothing for
@@ -770,8 +837,11 @@ def export_run(
     run = load_run(run_dir, test_fraction)
     path = output if output is not None else default_output(run_dir, fmt)
     _check_output(path, run_dir)
-    rows = build_rows(run, fmt, filters, verl_reward)
+    left_out = LeftOut()
+    rows = build_rows(run, fmt, filters, verl_reward, left_out)
     _atomic_write(path, _write_parquet(rows) if fmt == "verl" else _write_jsonl(rows))
     test = sum(_split_column(r) == "test" for r in rows)
     tasks = len({_task_id(r) for r in rows})
-    return ExportResult(path=path, fmt=fmt, rows=len(rows), train=len(rows) - test, test=test, tasks=tasks)
+    return ExportResult(
+        path=path, fmt=fmt, rows=len(rows), train=len(rows) - test, test=test, tasks=tasks, left_out=left_out
+    )

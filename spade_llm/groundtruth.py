@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UserError
@@ -29,7 +31,10 @@ from .types import Task, TestCase
 __all__ = [
     "GROUND_TRUTH_VERSION",
     "SANDBOX_FUSION_DATA_SOURCE",
+    "SANDBOX_FUSION_SCORED_TESTS",
+    "SandboxFusionForm",
     "ground_truth",
+    "sandbox_fusion_form",
     "sandbox_fusion_ground_truth",
     "task_from_ground_truth",
 ]
@@ -125,40 +130,147 @@ def _json_exact(value: Any) -> bool:
 
 def printed(value: Any) -> str:
     """What verl's ``fn_name`` wrapper prints for a return value: JSON for a dict, list, tuple, None
-    or bool, ``str()`` for the rest."""
+    or bool, ``str()`` for the rest.
+
+    Raises:
+        ValueError: ``value`` holds an int too long for ``str`` (Python's 4300-digit limit): the
+            wrapper's ``print`` fails on it the same way, so no answer can print it.
+    """
     if isinstance(value, (dict, list, tuple)) or value is None or isinstance(value, bool):
         return json.dumps(value)
     return str(value)
 
 
+SANDBOX_FUSION_SCORED_TESTS = 10
+"""verl's ``compute_score(..., continuous=True)``, what ``default_compute_score`` calls, scores the
+fraction passed of the first this many tests only."""
+
+LEFT_OUT_NOT_INDUCTION = "not an induction task"
+LEFT_OUT_CHECK_CODE = "judged by its own check code"
+LEFT_OUT_ARGUMENTS = "arguments JSON cannot carry"
+LEFT_OUT_NO_TESTS = "no test left"
+TEST_PRINTS_EMPTY = "output prints empty, as a crash does"
+TEST_PRINTS_AS_STAND_IN = "output prints as a wrong trivial answer's"
+TEST_UNPRINTABLE = "output cannot be printed"
+TEST_NOT_BY_TEXT = "compared within a tolerance or by truth value"
+
+
+def _stand_in_passes(name: str) -> str:
+    return f"a function returning {name} passes every scored test"
+
+
+@dataclass(frozen=True)
+class SandboxFusionForm:
+    """A task in the form verl's SandboxFusion judge runs, or why it is left out (``reason``), and
+    which of its tests were left out of ``truth`` (``tests_left_out``: how many, by reason)."""
+
+    truth: dict[str, Any] | None
+    reason: str | None = None
+    tests_left_out: dict[str, int] = field(default_factory=dict)
+
+
+def _as_verl_sees(value: Any) -> str | None:
+    """The stdout verl compares for an answer returning ``value`` (``printed``, then verl's
+    ``rstrip("\\n")``), None when the wrapper cannot print it (an over-long int, a lone surrogate)."""
+    try:
+        text = printed(value)
+        text.encode("utf-8")
+    except (ValueError, UnicodeError):
+        return None
+    return text.rstrip("\n")
+
+
+def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
+    """``task`` for verl's SandboxFusion judge (``sandbox_fusion_ground_truth``), with the tests and
+    tasks left out that would let that judge pass an answer spade's judge fails.
+
+    verl compares the wrapper's stdout with ``outputs[i]`` as text, both ``rstrip("\\n")``-ed, and
+    its wrapper prints *nothing* when the answer raises, exits (``sys.exit(0)`` at import included)
+    or is not defined, and the run still counts as finished. So:
+
+    * a test whose expected value prints as nothing (``""``, or a string of newlines) is left out:
+      a crash would pass it;
+    * a test a trivial stand-in (validation's: returning None, 0, [], '', {} or the first
+      argument) passes as text but fails in spade's own verdict (the string ``"null"`` against
+      None, ``"0"`` against 0, a first argument ``5`` against ``"5"``) is left out;
+    * a test whose output the wrapper cannot print (an int over Python's 4300 digits, a lone
+      surrogate in a string) is left out: not even the reference could pass it; so is an imported
+      benchmark's test compared within ``abs_tol`` or by truth value (``as_bool``), which text
+      cannot be;
+    * the task is left out when no test is left, or when a stand-in passes every test verl scores
+      (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all).
+
+    The stand-ins are judged by their printed form, computed here, outside any sandbox (constants
+    and the test's own first argument; nothing runs). No output is ever ``null`` (verl passes a
+    ``None`` output unseen) or empty.
+
+    Raises:
+        UserError: a test without its expected value.
+    """
+    from .sandbox.runner import parse_input
+    from .sandbox.verdict import matches
+    from .validation import STAND_INS
+
+    if task.kind != "induction":
+        return SandboxFusionForm(None, LEFT_OUT_NOT_INDUCTION)
+    if task.check_code:
+        return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
+    missing = [t.input for t in task.tests if not t.has_expected]
+    if missing:
+        raise UserError(f"task {task.task_id}: test {missing[0]} has no expected value; validate the task first")
+    cases: list[tuple[tuple[Any, ...], str]] = []  # the kept tests: arguments, printed output
+    dropped: Counter[str] = Counter()
+    for test in task.tests:
+        args = parse_input(test.input)
+        if isinstance(args, str) or not all(_json_exact(a) for a in args):
+            return SandboxFusionForm(None, LEFT_OUT_ARGUMENTS)
+        seen = _as_verl_sees(test.expected)
+        stand_ins = [*(value for _, value in STAND_INS), args[0] if args else None]
+        if test.abs_tol is not None or test.as_bool:
+            dropped[TEST_NOT_BY_TEXT] += 1
+        elif seen is None:
+            dropped[TEST_UNPRINTABLE] += 1
+        elif not seen:
+            dropped[TEST_PRINTS_EMPTY] += 1
+        elif any(_as_verl_sees(s) == seen and not matches(s, test.expected) for s in stand_ins):
+            dropped[TEST_PRINTS_AS_STAND_IN] += 1
+        else:
+            cases.append((args, printed(test.expected)))
+    if not cases:
+        return SandboxFusionForm(None, LEFT_OUT_NO_TESTS, dict(dropped))
+    scored = cases[:SANDBOX_FUSION_SCORED_TESTS]
+    for name, constant in [*STAND_INS, ("the first argument", None)]:
+        first = name == "the first argument"  # validation's: None for a function of no argument
+        returned = [(args[0] if args else None) if first else constant for args, _ in scored]
+        if all(_as_verl_sees(r) == output.rstrip("\n") for r, (_, output) in zip(returned, scored, strict=True)):
+            return SandboxFusionForm(None, _stand_in_passes(name), dict(dropped))
+    truth = {
+        "fn_name": task.entry_point,
+        "inputs": ["\n".join(json.dumps(a) for a in args) for args, _ in cases],
+        "outputs": [output for _, output in cases],
+    }
+    return SandboxFusionForm(truth, None, dict(dropped))
+
+
 def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
     """``task``'s tests in the form verl's SandboxFusion judge runs by function name, for an
-    induction task; None when some test's arguments cannot travel as JSON (a tuple, a set, bytes).
+    induction task; None when the task is left out (``sandbox_fusion_form`` says why: arguments JSON
+    cannot carry, such as a tuple, a set or bytes; no test left; a stand-in passes).
 
     verl's ``sandbox_fusion`` reward (``check_correctness`` with ``fn_name``) wraps the answer in a
     program that reads one JSON argument per stdin line, calls the function and prints its result
     (``printed``), runs that through ``/run_code`` once per test, and compares stdout with
     ``outputs[i]`` *outside* the sandbox. So, as in our own verdicts, the expected values never enter
-    the sandbox: an answer that exits early prints nothing and fails, and none can read what it
-    should print. What is weaker than ``compute_score``: outputs are compared as printed text (a
-    float must print the same digits as the reference's, a dict keep its key order, a string
-    ``"[1, 2]"`` reads like a list), anything the answer prints fails the test, and verl scores the
-    fraction of the first 10 tests passed (``continuous=True``). Prefer ``spade_llm.rewards.compute_score``.
+    the sandbox and none can read what it should print; what a crash prints (nothing) and what the
+    trivial stand-ins print is never an expected output here (``sandbox_fusion_form``). What is
+    weaker than ``compute_score``: outputs are compared as printed text (a float must print the same
+    digits as the reference's, a dict keep its key order, a string ``"[1, 2]"`` reads like a list),
+    anything the answer prints fails the test, and verl scores the fraction of the first 10 tests
+    passed (``continuous=True``). Prefer ``spade_llm.rewards.compute_score``.
 
     Raises:
         UserError: not an induction task, or a test without its expected value.
     """
-    from .sandbox.runner import parse_input
-
     if task.kind != "induction" or task.check_code:
         raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
-    missing = [t.input for t in task.tests if not t.has_expected]
-    if missing:
-        raise UserError(f"task {task.task_id}: test {missing[0]} has no expected value; validate the task first")
-    inputs = []
-    for test in task.tests:
-        args = parse_input(test.input)
-        if isinstance(args, str) or not all(_json_exact(a) for a in args):
-            return None
-        inputs.append("\n".join(json.dumps(a) for a in args))
-    return {"fn_name": task.entry_point, "inputs": inputs, "outputs": [printed(t.expected) for t in task.tests]}
+    return sandbox_fusion_form(task).truth

@@ -236,10 +236,12 @@ def test_verl_for_sandbox_fusion_writes_function_cases_for_induction_tasks(
         task = records["tasks"][row["extra_info"]["task_id"]]
         truth = json.loads(row["reward_model"]["ground_truth"])
         assert row["data_source"] == "codecontests"  # a source verl's default_compute_score sends to SandboxFusion
-        assert truth["fn_name"] == task.entry_point and len(truth["inputs"]) == len(task.tests)
-        for test, line, output in zip(task.tests, truth["inputs"], truth["outputs"], strict=True):
+        assert truth["fn_name"] == task.entry_point and 0 < len(truth["inputs"]) == len(truth["outputs"])
+        cases = iter(task.tests)  # the kept tests are some of the task's, in its order
+        for line, output in zip(truth["inputs"], truth["outputs"], strict=True):
             args = [json.loads(a) for a in line.split("\n")] if line else []
-            assert repr(tuple(args)) == repr(parse_input(test.input)) and output == printed(test.expected)
+            test = next(t for t in cases if repr(tuple(args)) == repr(parse_input(t.input)))
+            assert output == printed(test.expected) and isinstance(output, str) and output.rstrip("\n")
     assert main(["export", str(run), "--format", "grpo", "--verl-reward", "sandbox_fusion"]) == 2
     assert "--verl-reward is for --format verl" in capsys.readouterr().err
 
@@ -261,6 +263,151 @@ def test_sandbox_fusion_leaves_out_tasks_json_cannot_call() -> None:
     }
     for bad in ("((1, 2),)", "({1},)", "(b'x',)", "({1: 2},)", "(float('nan'),)"):
         assert sandbox_fusion_ground_truth(task("(1,)", bad)) is None, bad
+
+
+def fusion_task(*tests: tuple[str, Any], task_id: str = "t", **fields: Any) -> Task:
+    from spade_llm.types import TestCase
+
+    cases = [TestCase(input=i, expected=e) for i, e in tests]
+    code = "def f(*a):\n    return 1\n"
+    return Task(task_id=task_id, description="", entry_point="f", reference_code=code, tests=cases, **fields)
+
+
+def test_sandbox_fusion_leaves_out_tests_a_crash_or_a_trivial_answer_would_pass() -> None:
+    """verl's fn_name wrapper prints nothing when the answer raises or exits, and verl compares
+    stdout as text after rstrip("\\n"): those tests would pay a crash, or a stand-in spade fails."""
+    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.types import TestCase
+
+    task = fusion_task(
+        ("('a',)", ""),  # what a crash prints
+        ("('b',)", "\n\n"),  # empty once verl strips the newlines
+        ("('c',)", " "),  # whitespace is not stripped: a crash does not match it
+        ("('d',)", "null"),  # a function returning None prints null
+        ("('e',)", "0"),  # ... returning 0 prints 0
+        ("('5',)", 5),  # ... returning its first argument prints 5
+        ("('f',)", None),  # returning None passes here in spade's verdict too: kept
+        ("('g',)", "gg"),
+        ("('h',)", 10**5000),  # no str() for it, in the wrapper either: not even the reference passes
+        ("('i',)", "\ud800x"),  # a lone surrogate cannot be printed
+    )
+    truth = {"fn_name": "f", "inputs": ['"c"', '"f"', '"g"'], "outputs": [" ", "null", "gg"]}
+    assert sandbox_fusion_ground_truth(task) == truth
+    from spade_llm.groundtruth import sandbox_fusion_form
+
+    task.tests.append(TestCase(input="('j',)", expected=0.5, abs_tol=1e-6))  # text cannot compare within a tolerance
+    task.tests.append(TestCase(input="('k',)", expected=True, as_bool=True))  # ... nor by truth value
+    form = sandbox_fusion_form(task)
+    assert (form.truth, form.reason) == (truth, None)
+    assert form.tests_left_out == {
+        "output prints empty, as a crash does": 2,
+        "output prints as a wrong trivial answer's": 3,
+        "output cannot be printed": 2,
+        "compared within a tolerance or by truth value": 2,
+    }
+
+
+def test_sandbox_fusion_leaves_out_a_task_left_without_tests_or_passed_by_a_stand_in() -> None:
+    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+
+    everyone = fusion_task(("(1,)", ""), ("(2,)", ""), ("(3,)", "\n"))  # a crash passes them all
+    nobody = fusion_task(("('ab',)", "ab"), ("('',)", ""), ("('c',)", "c"))  # the identity passes what is left
+    assert sandbox_fusion_ground_truth(everyone) is None and sandbox_fusion_ground_truth(nobody) is None
+    from spade_llm.groundtruth import SANDBOX_FUSION_SCORED_TESTS, sandbox_fusion_form
+
+    empty = sandbox_fusion_form(everyone)
+    assert (empty.truth, empty.reason) == (None, "no test left")
+    assert empty.tests_left_out == {"output prints empty, as a crash does": 3}
+    # verl's default scores the first 10 tests only: a stand-in passing those passes in full
+    n = SANDBOX_FUSION_SCORED_TESTS
+    nones = [(f"({i},)", None) for i in range(n)]
+    passed = sandbox_fusion_form(fusion_task(*nones, ("(99,)", 1)))
+    assert (passed.truth, passed.reason) == (None, "a function returning None passes every scored test")
+    assert sandbox_fusion_form(fusion_task(*nones[:-1], ("(99,)", 1))).truth is not None
+    # the identity passes once the test a crash would pass is gone; judged by what it prints
+    identity = sandbox_fusion_form(nobody)
+    assert identity.reason == "a function returning the first argument passes every scored test"
+    for value, stand_in in (([], "[]"), ({}, "{}"), (0, "0")):
+        form = sandbox_fusion_form(fusion_task(("(1,)", value), ("(2,)", value), ("(3,)", value)))
+        assert form.reason == f"a function returning {stand_in} passes every scored test"
+    assert sandbox_fusion_form(fusion_task(("(1,)", 1), task_id="d", kind="deduction")).reason == (
+        "not an induction task"
+    )
+    assert sandbox_fusion_form(fusion_task(("(1,)", 1), check_code="def check(c):\n    pass\n")).reason == (
+        "judged by its own check code"
+    )
+    assert sandbox_fusion_form(fusion_task(("((1, 2),)", 1))).reason == "arguments JSON cannot carry"
+
+
+def test_the_crash_that_scored_0875_on_main_keeps_only_its_real_test() -> None:
+    """Task e0-00a643fc44 of ``spade run --seed 2``: 7 of its 8 tests expect the empty string, so
+    verl scored an answer that raises, or exits at import, 0.875."""
+    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+
+    words = ["['yield', 'OCEAN', 'cloud', 'racecar']", "['north', 'LEVEL', 'stone', 'noon']", "['a', 'BB', 'ccc']"]
+    tests = [(f"({w},)", "") for w in words] + [("(['crypt'],)", "crypt"), ("([],)", "")]
+    assert sandbox_fusion_ground_truth(fusion_task(*tests)) == {
+        "fn_name": "f",
+        "inputs": ['["crypt"]'],
+        "outputs": ["crypt"],
+    }
+
+
+def test_the_export_says_what_it_left_out_and_why(tmp_path: Path, capsys: Any) -> None:
+    pytest.importorskip("pyarrow")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("seed: 0\n")
+    tasks = [
+        fusion_task(("('x',)", ""), ("('y',)", ""), ("(['crypt'],)", "crypt"), task_id="crash"),
+        fusion_task(("(1,)", ""), ("(2,)", ""), task_id="empty"),
+        fusion_task(("(1,)", None), ("(2,)", None), task_id="nones"),
+        fusion_task(("(1,)", 2), ("(2,)", 3), task_id="good"),
+        fusion_task(("((1,),)", 1), task_id="tuple"),
+        fusion_task(("(1,)", 1), task_id="deduce", kind="deduction"),
+    ]
+    (run / "tasks.jsonl").write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks))
+    rows = export(run, tmp_path / "sf.parquet", "verl", "--verl-reward", "sandbox_fusion")
+    assert [r["extra_info"]["task_id"] for r in rows] == ["crash", "good"]
+    assert json.loads(rows[0]["reward_model"]["ground_truth"])["outputs"] == ["crypt"]
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("2 verl rows (") and err[1] == "left out for verl's SandboxFusion judge:"
+    assert err[2:] == [
+        "  1 task (no test left): empty",
+        "  1 task (a function returning None passes every scored test): nones",
+        "  1 task (arguments JSON cannot carry): tuple",
+        "  1 task (not an induction task): deduce",
+        "  2 tests of 1 kept task (output prints empty, as a crash does): crash (2)",
+    ]
+    # an export of one split reports what it left out of that split only
+    splits = {t.task_id: split_of(t.task_id, 0.5) for t in tasks}
+    for split in ("train", "test"):
+        result = export_run(
+            run,
+            "verl",
+            tmp_path / f"{split}.parquet",
+            ExportFilters(split=split),
+            test_fraction=0.5,
+            verl_reward="sandbox_fusion",
+        )
+        reported = {t for ids in result.left_out.tasks.values() for t in ids} | {
+            t for counts in result.left_out.tests.values() for t in counts
+        }
+        assert reported == {t for t, s in splits.items() if s == split and t != "good"}, split
+
+
+def test_a_long_list_of_left_out_tasks_is_cut_in_the_summary(tmp_path: Path) -> None:
+    from spade_llm.exports import SHOWN_TASK_IDS, ExportResult, LeftOut
+
+    left = LeftOut()
+    for i in range(SHOWN_TASK_IDS + 3):
+        left.add(f"t{i}", "no test left", {"output prints empty, as a crash does": 2})
+    left.add("kept", None, {"output prints empty, as a crash does": 1})
+    line = ExportResult(tmp_path / "x", "verl", 0, 0, 0, 0, left).describe().splitlines()[2]
+    assert line.startswith(f"  {SHOWN_TASK_IDS + 3} tasks (no test left): t0, t1, ")
+    assert line.endswith(f"t{SHOWN_TASK_IDS - 1} and 3 more")
+    assert left.tasks["no test left"] == [f"t{i}" for i in range(SHOWN_TASK_IDS + 3)]  # all kept in the result
+    assert left.tests == {"output prints empty, as a crash does": {"kept": 1}}  # a left-out task's tests went with it
 
 
 def test_a_task_without_trajectories_gets_the_prompt_the_solver_would_see(
