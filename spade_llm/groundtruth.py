@@ -88,6 +88,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
     try:
         tests = [TestCase.model_validate(t) for t in value["tests"]]
         examples = [TestCase.model_validate(t) for t in value.get("examples") or []]
+        public = int(value.get("public", 1))
         task = Task(
             task_id=str(value.get("task_id") or "task"),
             kind=value.get("kind") or "induction",
@@ -97,8 +98,8 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
             tests=tests,
             check_code=value.get("check_code"),
             examples=examples,
+            public_tests=0 if public <= 0 else None,  # no test shown: an imported benchmark's, seen by its examples
         )
-        public = int(value.get("public", 1))
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]
         raise UserError(f"not a spade_llm ground truth: {why}") from None

@@ -138,3 +138,14 @@ def test_passing_examples_but_failing_asserts_says_so():
     repair = llm.calls[1].messages[-1].content
     assert "passed the 2 public tests but failed the task's hidden checks" in repair
     assert "31337" not in repair
+
+
+def test_a_benchmark_tasks_ground_truth_keeps_every_assert_hidden(humaneval):
+    import json
+
+    from spade_llm.groundtruth import ground_truth, task_from_ground_truth
+
+    task = humaneval["HumanEval/2"]  # its tests include abs(candidate(x) - y) < 1e-6
+    back, public = task_from_ground_truth(json.dumps(ground_truth(task, 0)))
+    assert public == 0 and back.shows_examples  # a reward or environment shows the examples, never the asserts
+    assert back.tests == task.tests and any(t.abs_tol for t in back.tests)
