@@ -17,7 +17,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-execution limits (SPEC defaults)."""
+    """Per-execution limits (SPEC defaults).
+
+    ``memory_mb`` is all the memory an execution may hold at once, on the isolating backends (bwrap
+    with cgroups, docker): its processes and threads together, the files it writes into its scratch
+    directory and ``/dev/shm`` (tmpfs), and spade's own processes in the sandbox (``pool.OWN_MEMORY_MB``,
+    ~16 MiB), so a program holds about ``memory_mb - 16``. A limit too small for spade's own processes
+    raises ``UserError`` (bwrap) or ``SandboxUnavailable`` saying so (docker). Without cgroups, and on
+    the subprocess backend, rlimits bound each process's address space on its own instead.
+    """
 
     timeout_s: float = 10.0
     memory_mb: int = 512

@@ -21,8 +21,13 @@ Isolation (each worker is one bwrap sandbox):
   died) it kills bwrap and the sandbox's pid 1, which ends the whole pid namespace (see
   ``launcher.py`` for the start-up window ``--die-with-parent`` leaves open);
 * a ``pids`` and a ``memory`` cgroup per worker (children of our own cgroups, v1 or v2) bound its
-  processes/threads and memory, and tell afterwards whether the OOM killer fired; without them
-  (not root) rlimits stand in (``RLIMIT_AS`` = the memory limit, ``RLIMIT_NPROC``).
+  processes/threads and memory, and tell afterwards whether the OOM killer fired. The memory cgroup's
+  limit is exactly the execution's ``memory_mb``, no swap: the run's whole process tree, the files it
+  writes in the tmpfs ``/tmp`` and ``/dev/shm``, and the sandbox's own processes (bwrap's two, the
+  fork server's W and S, the next execution's pre-forked process: ``pool.OWN_MEMORY_MB``) all count
+  inside it, so a program holds at most the limit less that. Without cgroups (not root) rlimits
+  stand in, per process: ``RLIMIT_AS`` = the memory limit above what the forked interpreter has
+  mapped, ``RLIMIT_NPROC``; a process tree or the scratch files are then not bounded together.
   Rlimits always apply: CPU time, address space, file size, open files, no core dumps.
 
 Speed: starting an interpreter costs ~8 ms of CPU and a sandbox ~4 ms more, and on a virtual
@@ -92,6 +97,7 @@ from .pool import (
     expect_message,
     make_job,
     preload_message,
+    too_small,
 )
 
 if TYPE_CHECKING:
@@ -102,8 +108,7 @@ logger = logging.getLogger("spade_llm.sandbox")
 SANDBOX_UID = 1000
 """The uid (and gid) programs have inside the sandbox."""
 SHM_BYTES = 8 << 20
-WORKER_MEMORY_OVERHEAD = 96 << 20
-"""Memory-cgroup room above the program's limit for the worker interpreter, bwrap and the tmpfs."""
+"""Size of the sandbox's ``/dev/shm`` (its pages, like the scratch's, count against the memory limit)."""
 PIDS_OVERHEAD = 4
 """Tasks in a worker's pids cgroup besides the program's own: bwrap, its pid 1, the worker, the harness parent."""
 PIPE_DEFAULT = 1 << 16
@@ -604,12 +609,15 @@ class BwrapSandbox(WorkerPool):
                 os.close(fd)
         try:
             init, ready = self._handshake(proc, host_sock, info_r)
-        except BaseException:
+        except BaseException as e:
             host_sock.close()
             os.close(life_w)
             _wait_launcher(proc)
+            starved = cgroup is not None and cgroup.oom_kills() > 0
             if cgroup is not None:
                 cgroup.remove(wait_s=2)
+            if starved and isinstance(e, SandboxUnavailable):
+                raise too_small(key) from e
             raise
         finally:
             os.close(info_r)
@@ -619,7 +627,8 @@ class BwrapSandbox(WorkerPool):
         """Create the worker's planned cgroup; None (the worker relies on rlimits) when that fails."""
         if planned is None or self.cgroups is None:
             return None
-        memory = (key.memory_mb << 20) + (key.scratch_mb << 20) + SHM_BYTES + WORKER_MEMORY_OVERHEAD
+        # the limit asked for, whole: spade's own processes in the sandbox and its tmpfs pages count in it
+        memory = key.memory_mb << 20
         try:
             self.cgroups.make(planned, memory, key.max_processes + PIDS_OVERHEAD)
         except OSError as e:

@@ -9,8 +9,9 @@ builds one offline) with
 * ``--network none``, hostname ``sandbox``, a read-only root, a size-limited ``/tmp`` tmpfs (the
   scratch), a small ``/dev/shm``; ``--cap-drop ALL``, ``no-new-privileges``, user ``nobody`` (65534),
   nothing of the caller's environment, nor of the engine's or the image's;
-* ``--memory`` (no swap) and ``--pids-limit`` sized like a bwrap worker's cgroup: the program's
-  limit plus room for the worker's own processes and the tmpfs; ``--cpus`` per container;
+* ``--memory`` (no swap) of exactly the execution's memory limit, as a bwrap worker's cgroup: the
+  relay, the fork server's processes (``pool.OWN_MEMORY_MB``) and the tmpfs pages count inside it;
+  ``--pids-limit``: the program's limit plus the worker's own processes; ``--cpus`` per container;
 * the bwrap backend's seccomp filter (``seccomp.py``), installed by the relay on top of the engine's
   own profile.
 
@@ -57,6 +58,7 @@ from .base import Limits, Program
 from .common import THREAD_HEADROOM_BYTES, execution_rlimits, frame
 from .forkserver import MESSAGE_BYTES, RELAY_CHUNK
 from .pool import (
+    OWN_MEMORY_MB,
     START_TIMEOUT_S,
     JobIO,
     Worker,
@@ -66,6 +68,7 @@ from .pool import (
     expect_message,
     make_job,
     preload_message,
+    too_small,
 )
 
 if TYPE_CHECKING:
@@ -75,8 +78,7 @@ logger = logging.getLogger("spade_llm.sandbox")
 
 USER = "65534:65534"
 SHM_MB = 8
-MEMORY_OVERHEAD_MB = 96
-"""Room above the program's memory limit for the relay, the worker interpreters and the tmpfs pages."""
+"""Size of the container's ``/dev/shm`` (its pages, like the scratch's, count against the memory limit)."""
 PIDS_OVERHEAD = 3
 """Tasks besides the program's own: the relay (pid 1), the fork server and its supervisor."""
 STOP_S = 10.0
@@ -452,7 +454,7 @@ class DockerSandbox(WorkerPool):
 
     def command(self, name: str, key: WorkerKey) -> list[str]:
         """The ``docker run`` argv of one warm container (pure: no Docker needed)."""
-        memory_mb = key.memory_mb + key.scratch_mb + SHM_MB + MEMORY_OVERHEAD_MB
+        memory_mb = key.memory_mb  # the limit asked for, whole: the relay, W, S and the tmpfs pages count in it
         argv = [
             self.docker, "run", "-i", "--rm", "--name", name,
             # which containers are spade's, and whose: docker ps --filter label=spade.pid=PID
@@ -525,6 +527,10 @@ class DockerSandbox(WorkerPool):
             box.signal()
             box.exit_code(within_s=STOP_S)
             detail = box.stderr_tail() or why
+            if box.key.memory_mb < 2 * OWN_MEMORY_MB:
+                # likely the OOM killer, in the relay or its worker; the container is gone with its
+                # counters (--rm), so this cannot be told for sure, as bwrap's cgroup tells
+                detail += f" (perhaps {too_small(box.key)})"
             raise SandboxUnavailable(f"docker sandbox container did not start: {detail[-500:]}")
         assert hello is not None
         box.hello, box.ready = hello, ready
