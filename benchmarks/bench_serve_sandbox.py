@@ -18,6 +18,24 @@ Each mode also reports the CPU time of the client (this process) and of the serv
 sandbox workers): with hundreds of connections httpx's pool costs the client far more than the
 server, so on a small machine the burst's rate is the client's.
 
+Two more modes hold the server's limits to account, each on a server of its own at ``--concurrency 2``:
+
+3. ``abandoned``: ``--abandoned`` clients (default 8) post ``time.sleep(10)`` and hang up at once;
+   then one ``print(42)``: how long it waits (the work of a client that left should be dropped,
+   queued or running), and what the server counted meanwhile.
+4. ``bodies``: two ``time.sleep(6)`` requests hold both slots, then ``--bodies`` clients (default 16)
+   post a ~26 MiB body each (a 19.5 MiB file in ``files``, base64), through ``requests`` as verl's
+   client does; the server process's RSS before and at its peak (sampled every 20 ms, and
+   ``VmHWM``), what each client got (a status, or the exception when the connection was reset),
+   and that a ``print(42)`` is still answered afterwards.
+
+Measured on the same VM (bwrap, under load from other work): ``abandoned``, the ``print(42)`` is
+answered in 0.1-0.6 s (the 6 queued never start, the 2 running are killed; 40.0 s before the
+server dropped abandoned work, 10.0 s on a backend whose ``run`` takes no ``cancel``);
+``bodies``, 9 of the 16 are held (the 256 MiB budget) and run, 7 get a 503 while their bodies are
+still arriving, none a reset, and the server's RSS peaks at 360-390 MB (from 36 MB; 1290 MB before,
+all 16 held).
+
 Measured on a 2-core VM (bwrap, server concurrency 2): HumanEval-164 at 8 in 1.0-1.3 s warm,
 1.2-1.8 s for the first round (~130-160 requests/s), 164/164 Success; 256 connections at once all
 answered (256/256 Success, the server held 256 connections) in ~5.5 s, with the client at ~4.8 s
@@ -27,24 +45,31 @@ Prints a table and one JSON line (also written to ``--json``, default ``runs/ben
 
     .venv/bin/python benchmarks/bench_serve_sandbox.py [--sandbox bwrap] [--concurrency N]
                                                        [--client-concurrency 8] [--rounds 3] [--connections 256]
+                                                       [--modes humaneval,abandoned,bodies]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import contextlib
 import gzip
 import json
 import os
 import platform
+import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+import requests
 from bench_llm import background, free_port, get_json, spade_cmd, wait_up  # this folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,23 +136,24 @@ async def send_all(url: str, payloads: list[dict[str, Any]], concurrency: int, s
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def server_cmd(args: argparse.Namespace, port: int, concurrency: int) -> list[str]:
+    cmd = [*spade_cmd(), "serve-sandbox", "--host", "127.0.0.1", "--port", str(port), "--sandbox", args.sandbox]
+    if concurrency:
+        cmd += ["--concurrency", str(concurrency)]
+    if args.sandbox == "subprocess":
+        cmd.append("--allow-unsafe")
+    return cmd
+
+
+def throughput(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Modes 1 and 2: HumanEval-164 rounds, then the burst of connections."""
     payloads = humaneval_payloads()
     port = free_port()
     origin = f"http://127.0.0.1:{port}"
-    cmd = [*spade_cmd(), "serve-sandbox", "--host", "127.0.0.1", "--port", str(port), "--sandbox", args.sandbox]
-    if args.concurrency:
-        cmd += ["--concurrency", str(args.concurrency)]
-    if args.sandbox == "subprocess":
-        cmd.append("--allow-unsafe")
-    report: dict[str, Any] = {
-        "bench": "serve_sandbox",
-        "sandbox": args.sandbox,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "client_concurrency": args.client_concurrency,
-    }
-    with tempfile.TemporaryDirectory() as work, background(cmd, Path(work) / "server.log") as proc:
+    with (
+        tempfile.TemporaryDirectory() as work,
+        background(server_cmd(args, port, args.concurrency), Path(work) / "server.log") as proc,
+    ):
         started = time.perf_counter()
         wait_up(f"{origin}/health", proc)
         report["startup_s"] = round(time.perf_counter() - started, 2)
@@ -145,7 +171,149 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             report["connections"] = asyncio.run(send_all(f"{origin}/run_code", burst, args.connections, proc.pid))
         stats = get_json(f"{origin}/stats")
         report["server_stats"] = {k: stats[k] for k in ("requests", "max_inflight", "max_connections", "by_status")}
-    return report
+
+
+def post_raw(port: int, payload: dict[str, Any]) -> socket.socket:
+    """A connection that has sent one ``/run_code`` request (as a JSON client does) and not read the answer."""
+    body = json.dumps(payload).encode()
+    head = (
+        f"POST /run_code HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(head + body)
+    return s
+
+
+def wait_stats(origin: str, ready: Any, seconds: float = 10.0) -> dict[str, Any]:
+    """``/stats`` once ``ready(stats)`` holds (or after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        stats: dict[str, Any] = get_json(f"{origin}/stats")
+        if ready(stats) or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.05)
+
+
+def answer_42(origin: str) -> tuple[float, str]:
+    """Seconds a ``print(42)`` took, and what came back (``Success 42`` when all is well)."""
+    started = time.perf_counter()
+    try:
+        response = requests.post(f"{origin}/run_code", json={"code": "print(42)", "language": "python"}, timeout=120)
+        got = f"HTTP {response.status_code}"
+        if response.status_code == 200:
+            body = response.json()
+            got = f"{body['status']} {(body['run_result'] or {}).get('stdout', '').strip()}"
+    except requests.RequestException as e:
+        got = type(e).__name__
+    return time.perf_counter() - started, got
+
+
+def abandoned(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Mode 3: clients that post ``sleep(10)`` and hang up at once, then one ``print(42)``."""
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    with (
+        tempfile.TemporaryDirectory() as work,
+        background(server_cmd(args, port, 2), Path(work) / "server.log") as proc,
+    ):
+        wait_up(f"{origin}/health", proc)
+        answer_42(origin)  # the workers for the default limits
+        print(f"{args.abandoned} abandoned sleep(10) requests, then print(42)...", file=sys.stderr)
+        sockets = [
+            post_raw(port, {"code": "import time\ntime.sleep(10)", "language": "python"}) for _ in range(args.abandoned)
+        ]
+        held = wait_stats(origin, lambda st: st["inflight"] + st["waiting"] >= args.abandoned)
+        for s in sockets:
+            s.close()
+        wait_s, got = answer_42(origin)
+        stats = get_json(f"{origin}/stats")
+    report["abandoned"] = {
+        "clients": args.abandoned,
+        "held_before_hangup": held["inflight"] + held["waiting"],
+        "print42_wait_s": round(wait_s, 2),
+        "print42": got,
+        "server_stats": {k: stats.get(k) for k in ("runs", "by_status", "cancelled", "killed", "orphaned")},
+    }
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bodies(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Mode 4: big bodies queued behind two busy slots; the server's RSS and what each client got."""
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    blob = base64.b64encode(os.urandom(args.body_mib * (3 << 20) // 4)).decode()
+    code = "import os\nprint(os.path.getsize('big.bin'))"
+    payload = json.dumps({"code": code, "language": "python", "files": {"big.bin": blob}}).encode()
+    del blob
+    with (
+        tempfile.TemporaryDirectory() as work,
+        background(server_cmd(args, port, 2), Path(work) / "server.log") as proc,
+    ):
+        wait_up(f"{origin}/health", proc)
+        answer_42(origin)
+        before = rss_mb(proc.pid)
+        peak = [before]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.is_set():
+                with contextlib.suppress(OSError):
+                    peak[0] = max(peak[0], rss_mb(proc.pid))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        busy = [post_raw(port, {"code": "import time\ntime.sleep(6)", "language": "python"}) for _ in range(2)]
+        wait_stats(origin, lambda st: st["inflight"] >= 2)
+        print(f"{args.bodies} bodies of {len(payload) / 2**20:.1f} MiB behind two busy slots...", file=sys.stderr)
+
+        def post(_: int) -> str:
+            try:
+                response = requests.post(
+                    f"{origin}/run_code", data=payload, headers={"Content-Type": "application/json"}, timeout=300
+                )
+            except requests.RequestException as e:
+                return type(e).__name__
+            if response.status_code != 200:
+                return f"HTTP {response.status_code}"
+            return str(response.json()["status"])
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(args.bodies) as pool:
+            outcomes = list(pool.map(post, range(args.bodies)))
+        wall = time.perf_counter() - started
+        for s in busy:
+            s.close()
+        sampling.set()
+        sampler.join()
+        hwm = rss_mb(proc.pid, "VmHWM")
+        wait_s, got = answer_42(origin)
+        stats = get_json(f"{origin}/stats")
+    counted: dict[str, int] = {}
+    for outcome in outcomes:
+        counted[outcome] = counted.get(outcome, 0) + 1
+    report["bodies"] = {
+        "clients": args.bodies,
+        "body_mib": round(len(payload) / 2**20, 1),
+        "rss_before_mb": round(before, 1),
+        "rss_peak_mb": round(peak[0], 1),
+        "vm_hwm_mb": round(hwm, 1),
+        "outcomes": counted,
+        "wall_s": round(wall, 2),
+        "print42_after": got,
+        "print42_wait_s": round(wait_s, 2),
+        "server_stats": {k: stats.get(k) for k in ("runs", "by_status", "refused", "max_held_bytes")},
+    }
+
+
+MODES = ("humaneval", "abandoned", "bodies")
 
 
 def main() -> None:
@@ -155,9 +323,45 @@ def main() -> None:
     ap.add_argument("--client-concurrency", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--connections", type=int, default=256, help="requests sent at once in the burst (0: skip)")
+    ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--abandoned", type=int, default=8, help="clients that post sleep(10) and hang up")
+    ap.add_argument("--bodies", type=int, default=16, help="clients posting a big body each")
+    ap.add_argument("--body-mib", type=int, default=26, help="size of each big body (MiB, about)")
     ap.add_argument("--json", type=Path, default=ROOT / "runs" / "bench_serve_sandbox.json")
     args = ap.parse_args()
-    report = run(args)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        ap.error(f"unknown modes: {', '.join(unknown)}")
+    report: dict[str, Any] = {
+        "bench": "serve_sandbox",
+        "sandbox": args.sandbox,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "client_concurrency": args.client_concurrency,
+    }
+    if "humaneval" in modes:
+        throughput(args, report)
+        print_throughput(args, report)
+    if "abandoned" in modes:
+        abandoned(args, report)
+        a = report["abandoned"]
+        print(f"\n{'abandoned: clients':<34}{'held':>6}{'print(42) wait s':>18}  answer")
+        print(f"{'  sleep(10), hung up at once':<28}{a['clients']:>6}{a['held_before_hangup']:>6}"
+              f"{a['print42_wait_s']:>18.2f}  {a['print42']}  server: {a['server_stats']}")  # fmt: skip
+    if "bodies" in modes:
+        bodies(args, report)
+        b = report["bodies"]
+        print(f"\n{'bodies: clients x MiB':<26}{'RSS before':>11}{'RSS peak':>10}{'VmHWM':>8}{'wall s':>8}  outcomes")
+        print(f"{'  behind 2 busy slots':<20}{b['clients']:>3} x {b['body_mib']:<4}{b['rss_before_mb']:>9.0f}MB"
+              f"{b['rss_peak_mb']:>8.0f}MB{b['vm_hwm_mb']:>6.0f}MB{b['wall_s']:>8.2f}  {b['outcomes']}; "
+              f"then print(42): {b['print42_after']} in {b['print42_wait_s']:.2f}s")  # fmt: skip
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report))
+
+
+def print_throughput(args: argparse.Namespace, report: dict[str, Any]) -> None:
     he = report["humaneval"]
     print(
         f"\nspade serve-sandbox ({report['backend']}, concurrency {report['server_concurrency']}, "
@@ -178,9 +382,6 @@ def main() -> None:
             f"{r['client_cpu_s']:>14.2f}{r['server_cpu_s']:>14.2f}"
         )
     print(f"server: {report['server_stats']}  (SandboxFusion: 19-20 s for HumanEval-164 at 8)")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2))
-    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -254,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve on a backend that is no security boundary (subprocess): only for code you trust",
     )
+    ss.add_argument(
+        "--token-file",
+        help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
+        "default: $SPADE_SANDBOX_TOKEN if set, else no token",
+    )
 
     pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
     pr.add_argument("action", choices=["list", "show", "check"])
@@ -953,7 +958,12 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     from .sandbox_server import serve_sandbox
 
     serve_sandbox(
-        args.host, args.port, backend=args.sandbox, concurrency=args.concurrency, allow_unsafe=args.allow_unsafe
+        args.host,
+        args.port,
+        backend=args.sandbox,
+        concurrency=args.concurrency,
+        allow_unsafe=args.allow_unsafe,
+        token_file=args.token_file,
     )
     return 0
 

@@ -13,12 +13,28 @@ a read timeout within one, and a write timeout for a client that stops reading i
 in a route answers 500 (logged) instead of dropping the connection unanswered. A subclass answers
 its own routes (``route``) in its own error shape (``error_payload``); the base answers ``GET
 /health`` and ``GET /stats`` (``HTTPStats``) for both.
+
+Refusing before the body, and without a reset: ``check_head`` (a subclass's access rules) runs
+once the headers are in, before ``100 Continue`` and before any of the body is read; a body over
+``max_body_bytes`` is a 413 and one that would take the body bytes held by requests in progress
+over ``max_held_bytes`` (when set) a 503 with ``Retry-After``, both decided from
+``Content-Length`` before reading (a chunked body: as its chunks arrive). A refused request is
+answered with ``Connection: close``, then the server half-closes (FIN after the answer) and reads
+and discards what the client still sends, for at most ``LINGER_S``, before it closes: closing a
+socket with unread data in its receive buffer sends a TCP reset, and a client still sending its
+body would then lose the answer (``requests`` and curl report a reset instead of the status).
+
+A client that goes away: each connection has a ``gone`` future, done when the peer closes (FIN
+or reset) and handed to the route on ``Request.gone``, so a route that waits (serve-sandbox's queue
+and its running programs) can drop the work of a client nobody will answer. A half-close counts
+as gone, as nginx treats it (no HTTP client this serves half-closes and then reads).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -40,6 +56,9 @@ WRITE_TIMEOUT_S = 60.0
 the answer buffered for it freed (else each such client would hold its answer's memory for good)."""
 BACKLOG = 512
 """Listen backlog: a client opens a burst of connections at once (the stdlib HTTP servers' 5 stalls bursts)."""
+LINGER_S = 10.0
+"""After a refusal, how long the rest of the request is read and thrown away before the socket is
+closed (a reset before the client has sent its body would lose it the answer)."""
 
 logger = logging.getLogger("spade_llm.httpserve")
 
@@ -52,12 +71,21 @@ class HTTPError(Exception):
     ``error_payload`` shapes it.
     """
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", payload: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        payload: Any = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.kind = kind
         self.payload = payload
+        self.headers = headers
+        """Extra headers of the answer (``Retry-After``, ``WWW-Authenticate``)."""
 
 
 @dataclass
@@ -71,6 +99,11 @@ class HTTPStats:
     connections: int = 0
     """Connections open now."""
     max_connections: int = 0
+    held_bytes: int = 0
+    """Body bytes of the requests in progress now (read so far, or declared by ``Content-Length``)."""
+    max_held_bytes: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    """Requests refused before their body was read, by status (``"413"``, ``"503"``...)."""
     started: float = field(default_factory=time.time)
 
     def enter(self) -> None:
@@ -89,14 +122,18 @@ class HTTPStats:
             "errors": self.errors,
             "connections": self.connections,
             "max_connections": self.max_connections,
+            "held_bytes": self.held_bytes,
+            "max_held_bytes": self.max_held_bytes,
+            "refused": dict(self.refused),
             "uptime_s": round(time.time() - self.started, 3),
         }
 
 
-@dataclass(frozen=True)
+@dataclass
 class Request:
     """One parsed request. ``path`` is the decoded path without query or trailing ``/``, after the
-    server's ``canonical_path``; ``headers`` have lower-case names."""
+    server's ``canonical_path``; ``headers`` have lower-case names. ``check_head`` sees it before
+    the body is read (``body`` still empty)."""
 
     method: str
     target: str
@@ -104,6 +141,13 @@ class Request:
     headers: dict[str, str]
     body: bytes
     keep_alive: bool
+    gone: asyncio.Future[None] | None = None
+    """Done once the client has closed its side of the connection (see the module doc)."""
+
+    def take_body(self) -> bytes:
+        """The body, no longer held here: a route that parses it and then waits frees its bytes."""
+        body, self.body = self.body, b""
+        return body
 
     def json(self) -> Any:
         """The body as JSON (None when empty); ``HTTPError(400)`` when it is not JSON."""
@@ -124,10 +168,19 @@ class HTTPServer:
     """Sent as the ``Server`` header (``spade-serve-fake``...)."""
     write_timeout_s = WRITE_TIMEOUT_S
 
-    def __init__(self, host: str, port: int, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+    retry_after_s = 1
+    """The ``Retry-After`` of a 503 for the held-bytes budget."""
+
+    def __init__(
+        self, host: str, port: int, *, max_body_bytes: int = MAX_BODY_BYTES, max_held_bytes: int | None = None
+    ) -> None:
+        """``max_body_bytes``: one request's body (413 beyond it). ``max_held_bytes``: the body bytes
+        all requests in progress (being read, waiting, running) may hold together, None for no bound
+        (503 with ``Retry-After`` beyond it)."""
         self.host = host
         self.port = port
         self.max_body_bytes = max_body_bytes
+        self.max_held_bytes = max_held_bytes
         self.stats: HTTPStats = HTTPStats()
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -139,9 +192,14 @@ class HTTPServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._on_connection, self.host, self.port, backlog=BACKLOG, limit=MAX_HEADER_BYTES
-        )
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> _Protocol:  # asyncio.start_server's, plus the connection's "gone" future
+            gone: asyncio.Future[None] = loop.create_future()
+            reader = asyncio.StreamReader(limit=MAX_HEADER_BYTES, loop=loop)
+            return _Protocol(reader, functools.partial(self._on_connection, gone=gone), gone, loop)
+
+        self._server = await loop.create_server(protocol, self.host, self.port, backlog=BACKLOG)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
@@ -165,6 +223,10 @@ class HTTPServer:
         """Answer ``request`` on ``writer``; raise ``HTTPError`` for an error answer."""
         raise HTTPError(404, f"no route for {request.path}", "not_found_error")
 
+    def check_head(self, request: Request) -> None:
+        """Refuse ``request`` from its method, path and headers alone, before its body is read, by
+        raising ``HTTPError`` (answered, the body discarded, the connection closed). Accepts all."""
+
     def error_payload(self, error: HTTPError) -> Any:
         """The JSON body of an error answer (FastAPI's shape by default)."""
         return {"detail": error.message}
@@ -175,7 +237,9 @@ class HTTPServer:
 
     # -- connection handling --------------------------------------------------------------------
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gone: asyncio.Future[None] | None = None
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -183,7 +247,7 @@ class HTTPServer:
         stats.connections += 1
         stats.max_connections = max(stats.max_connections, stats.connections)
         try:
-            while await self._one_request(reader, writer):
+            while await self._one_request(reader, writer, gone):
                 pass
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
             pass  # the client went away, or idled out: nothing to answer
@@ -204,12 +268,14 @@ class HTTPServer:
                 # read would hold the socket and the buffer for good
                 writer.transport.abort()
 
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def _one_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gone: asyncio.Future[None] | None = None
+    ) -> bool:
         """Read and answer one request; True when the connection stays open for another."""
         try:
             line = await asyncio.wait_for(reader.readline(), IDLE_TIMEOUT_S)
         except ValueError:  # line longer than the limit
-            await self.send_error(writer, HTTPError(431, "request line too long"), keep_alive=False)
+            await self._refuse(reader, writer, HTTPError(431, "request line too long"))
             return False
         if not line:
             return False  # clean close between requests
@@ -218,32 +284,71 @@ class HTTPServer:
         try:
             method, target, version = line.decode("latin-1").strip().split(" ", 2)
         except ValueError:
-            await self.send_error(writer, HTTPError(400, "malformed request line"), keep_alive=False)
+            await self._refuse(reader, writer, HTTPError(400, "malformed request line"))
             return False
+        held = [0]
         try:
-            headers = await asyncio.wait_for(self._read_headers(reader), READ_TIMEOUT_S)
-            conn = headers.get("connection", "").lower()
-            keep_alive = ("close" not in conn) if version == "HTTP/1.1" else ("keep-alive" in conn)
-            body = await asyncio.wait_for(self._read_body(reader, writer, headers), READ_TIMEOUT_S)
-        except HTTPError as e:
-            await self.send_error(writer, e, keep_alive=False)
-            return False
-        path = self.canonical_path(unquote(urlsplit(target).path).rstrip("/") or "/")
-        request = Request(method.upper(), target, path, headers, body, keep_alive)
+            try:
+                headers = await asyncio.wait_for(self._read_headers(reader), READ_TIMEOUT_S)
+                conn = headers.get("connection", "").lower()
+                keep_alive = ("close" not in conn) if version == "HTTP/1.1" else ("keep-alive" in conn)
+                path = self.canonical_path(unquote(urlsplit(target).path).rstrip("/") or "/")
+                request = Request(method.upper(), target, path, headers, b"", keep_alive, gone)
+                self.check_head(request)
+                request.body = await asyncio.wait_for(self._read_body(reader, writer, headers, held), READ_TIMEOUT_S)
+            except HTTPError as e:
+                await self._refuse(reader, writer, e)
+                return False
+            self.stats.requests += 1
+            try:
+                await self._dispatch(request, writer)
+            except HTTPError as e:
+                self.stats.errors += 1
+                await self.send_error(writer, e, keep_alive)
+            except (ConnectionError, asyncio.TimeoutError, asyncio.CancelledError):
+                raise
+            except Exception:  # a bug costs this request a 500, not its connection an unanswered close
+                logger.exception("%s %s failed", request.method, request.path)
+                self.stats.errors += 1
+                error = HTTPError(500, "Internal Server Error", "server_error")
+                await self.send_error(writer, error, keep_alive=False)
+                return False
+            return keep_alive
+        finally:
+            self.stats.held_bytes -= held[0]
+
+    def _hold(self, held: list[int], size: int) -> None:
+        """Count ``size`` more body bytes as held by the request whose count is ``held``; 413 past the
+        body cap, 503 past the budget of bytes held by all requests in progress."""
+        if held[0] + size > self.max_body_bytes:
+            raise HTTPError(413, f"request body too large (at most {self.max_body_bytes} bytes)")
+        stats = self.stats
+        if self.max_held_bytes is not None and stats.held_bytes + size > self.max_held_bytes:
+            raise HTTPError(
+                503,
+                f"the server holds as many request bytes as it may ({self.max_held_bytes}): retry later",
+                "overloaded",
+                headers=(("Retry-After", str(self.retry_after_s)),),
+            )
+        held[0] += size
+        stats.held_bytes += size
+        stats.max_held_bytes = max(stats.max_held_bytes, stats.held_bytes)
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, error: HTTPError) -> None:
+        """Answer ``error`` and close, without a reset: half-close after the answer, then read and drop
+        what the client still sends (its body) until it closes, for at most ``LINGER_S``."""
         self.stats.requests += 1
-        try:
-            await self._dispatch(request, writer)
-        except HTTPError as e:
-            self.stats.errors += 1
-            await self.send_error(writer, e, keep_alive)
-        except (ConnectionError, asyncio.TimeoutError, asyncio.CancelledError):
-            raise
-        except Exception:  # a bug costs this request a 500, not its connection an unanswered close
-            logger.exception("%s %s failed", request.method, request.path)
-            self.stats.errors += 1
-            await self.send_error(writer, HTTPError(500, "Internal Server Error", "server_error"), keep_alive=False)
-            return False
-        return keep_alive
+        self.stats.errors += 1
+        self.stats.refused[str(error.status)] = self.stats.refused.get(str(error.status), 0) + 1
+        await self.send_error(writer, error, keep_alive=False)
+        with contextlib.suppress(Exception):
+            if writer.can_write_eof():
+                writer.write_eof()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + LINGER_S
+            while (left := deadline - loop.time()) > 0:
+                if not await asyncio.wait_for(reader.read(1 << 16), left):
+                    break
 
     async def _dispatch(self, request: Request, writer: asyncio.StreamWriter) -> None:
         if request.path in ("/health", "/stats"):
@@ -275,27 +380,28 @@ class HTTPServer:
             headers[name.strip().lower()] = value.strip()
 
     async def _read_body(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str], held: list[int]
     ) -> bytes:
+        """The body; 413 or 503 (``_hold``) before any of it is read when ``Content-Length`` says."""
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = 0
+        if not chunked:
+            try:
+                length = int(headers.get("content-length", "0") or "0")
+            except ValueError:
+                raise HTTPError(400, "bad Content-Length") from None
+            if length < 0:
+                raise HTTPError(400, "bad Content-Length")
+            self._hold(held, length)
         if headers.get("expect", "").lower() == "100-continue":  # curl does this for larger bodies
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await writer.drain()
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            return await self._read_chunked(reader)
-        length_text = headers.get("content-length", "0") or "0"
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise HTTPError(400, "bad Content-Length") from None
-        if length < 0:
-            raise HTTPError(400, "bad Content-Length")
-        if length > self.max_body_bytes:
-            raise HTTPError(413, f"request body too large (at most {self.max_body_bytes} bytes)")
+        if chunked:
+            return await self._read_chunked(reader, held)
         return await reader.readexactly(length) if length else b""
 
-    async def _read_chunked(self, reader: asyncio.StreamReader) -> bytes:
+    async def _read_chunked(self, reader: asyncio.StreamReader, held: list[int]) -> bytes:
         parts: list[bytes] = []
-        size_total = 0
         while True:
             size_line = await reader.readline()
             try:
@@ -308,9 +414,7 @@ class HTTPServer:
                 while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                     pass  # trailers
                 return b"".join(parts)
-            size_total += size
-            if size_total > self.max_body_bytes:
-                raise HTTPError(413, f"request body too large (at most {self.max_body_bytes} bytes)")
+            self._hold(held, size)
             parts.append(await reader.readexactly(size))
             await reader.readline()
 
@@ -336,19 +440,49 @@ class HTTPServer:
             writer.transport.abort()
             raise ConnectionResetError("the client stopped reading its answer") from None
 
-    async def send_json(self, writer: asyncio.StreamWriter, status: int, payload: Any, keep_alive: bool) -> None:
+    async def send_json(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: Any,
+        keep_alive: bool,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         try:
             data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (a client's own "\ud800" escape, sent back): escaped
             data = json.dumps(payload).encode("ascii")
-        head = self.head(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))], keep_alive)
-        writer.write(head + data)
+        fields = [("Content-Type", "application/json"), ("Content-Length", str(len(data))), *headers]
+        writer.write(self.head(status, fields, keep_alive) + data)
         await self.drain(writer)
 
     async def send_error(self, writer: asyncio.StreamWriter, error: HTTPError, keep_alive: bool) -> None:
         payload = error.payload if error.payload is not None else self.error_payload(error)
         with contextlib.suppress(ConnectionError):
-            await self.send_json(writer, error.status, payload, keep_alive)
+            await self.send_json(writer, error.status, payload, keep_alive, error.headers)
+
+
+class _Protocol(asyncio.StreamReaderProtocol):
+    """``asyncio.start_server``'s protocol, completing the connection's ``gone`` future when the peer
+    closes its side (EOF) or the connection is lost."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, callback: Any, gone: asyncio.Future[None], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(reader, callback, loop=loop)
+        self._gone = gone
+
+    def _left(self) -> None:
+        if not self._gone.done():
+            self._gone.set_result(None)
+
+    def eof_received(self) -> bool:
+        self._left()
+        return bool(super().eof_received())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._left()
+        super().connection_lost(exc)
 
 
 # -- running one until Ctrl-C ---------------------------------------------------------------------

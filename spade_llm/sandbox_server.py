@@ -19,12 +19,52 @@ and verl's client use it:
   ``TimeLimitExceeded`` (``return_code`` null) or ``Error``. verl scores ``Failed`` + ``Finished``
   with a non-zero code as a runtime error, ``TimeLimitExceeded`` as a timeout and ``SandboxError``
   as the sandbox's fault; ``compile_result`` stays null for Python, as in SandboxFusion.
-* A body that is not JSON, or fields of the wrong type, get HTTP 422 with FastAPI's
-  ``{"detail": [{"type", "loc", "msg", "input"}]}`` (SandboxFusion is a FastAPI app: its invalid
-  JSON is a 422 ``json_invalid``, not a 400); unknown paths 404 and wrong methods 405 as
+* A body that is not JSON, fields of the wrong type, or a ``files`` entry that is not base64 get
+  HTTP 422 with FastAPI's ``{"detail": [{"type", "loc", "msg", "input"}]}`` (SandboxFusion is a
+  FastAPI app: its invalid JSON is a 422 ``json_invalid``, not a 400; bad base64 is pydantic's
+  ``base64_decode`` at ``["body", "files", name]``); unknown paths 404 and wrong methods 405 as
   ``{"detail": "..."}``.
 * ``GET /v1/ping`` answers ``"pong"`` (SandboxFusion's liveness check), ``GET /health`` the backend
-  and its concurrency, ``GET /stats`` counters.
+  and its concurrency, ``GET /stats`` counters (refusals by status, programs cancelled or killed
+  because their client left, the body bytes held now and at most).
+
+Access, checked from the headers before any of the body is read (so a refusal costs no memory):
+
+* **Host**: while bound to a loopback address (the default 127.0.0.1, ``localhost``, ``::1``), a
+  ``Host`` naming anything but a loopback name or address (``127.0.0.1``, ``localhost``, ``[::1]``,
+  any port) is a 403: a web page whose name an attacker re-points at 127.0.0.1 (DNS rebinding)
+  reaches the port, but its requests carry the attacker's name. Bound to another address, the
+  names it is reached by are unknown, and the token is the defence.
+* **Origin**: a request carrying an ``Origin`` that is not a loopback one is a 403 (a browser's
+  cross-site request; no client of ``/run_code`` is a web page).
+* **Token**: with a token (``SPADE_SANDBOX_TOKEN``, or ``--token-file``), every path but
+  ``/v1/ping`` and ``/health`` needs ``Authorization: Bearer <token>`` (compared in constant
+  time), else a 401 with ``WWW-Authenticate: Bearer``. ``Basic`` with the token as the password
+  is taken too: verl's client sends no headers of its own, but ``requests`` turns the credentials
+  of a URL (``http://spade:TOKEN@host:8080/run_code``) into one. ``/v1/ping`` and ``/health`` stay
+  open for liveness and readiness probes, which carry no secrets; they run nothing and tell only
+  the backend's name and concurrency. Bound to a non-loopback address without a token, the
+  command warns on stderr.
+* **Content-Type**: ``POST /run_code`` needs ``application/json`` (parameters such as
+  ``charset=utf-8`` allowed, and ``application/*+json``), else a 415, as SandboxFusion's FastAPI
+  answers: a browser sends ``text/plain`` (or no type) cross-site without asking first, and
+  ``application/json`` only after a CORS preflight this server never grants.
+
+Limits (``ServeLimits``): at most ``concurrency`` programs run at once; ``max_queue`` requests
+(default 1024) wait for a slot, the next gets a 503 with ``Retry-After``; the bodies of all
+requests being read, waiting or running hold at most ``max_held_bytes`` (256 MiB) together,
+decided from ``Content-Length`` before the body is read (a 503 with ``Retry-After`` beyond it),
+so memory is bounded by bytes held, not by a count of requests; one body is at most
+``max_body_bytes`` (32 MiB), a 413 beyond it. A request refused while its body is still coming
+gets its status without a TCP reset (``httpserve``: answer, half-close, read and drop the rest).
+verl's client retries only a 504, so a 503 is a failed test to it: the defaults hold far more
+than its 64 requests in flight (``reward_model.sandbox_fusion.max_concurrent``). While a request
+waits, the server holds its program and files, not its raw body or parsed JSON.
+
+A client that goes away (closes its connection, or half-closes it) gets nothing, and its work is
+dropped: a request still waiting for a slot never starts (``cancelled`` in ``/stats``), and a
+program running is killed (``killed``) where the backend's ``run`` takes a ``cancel`` hook; on
+a backend without one it runs to its end for nobody (``orphaned``), holding its slot until then.
 
 Python only (``python``, and ``python3`` as an alias); another language is a ``SandboxError``
 naming it. Limits per request: ``run_timeout`` (default 10 s, clamped to
@@ -32,8 +72,9 @@ naming it. Limits per request: ``run_timeout`` (default 10 s, clamped to
 ``ceil(t) + 1`` s, and a wall-clock backstop their ``grace_s`` (2 s) past ``t``, so a program
 that sleeps is cut a little later than ``run_timeout`` (the fetch_files wrapper cuts at it).
 ``memory_limit_MB`` is the memory limit (<= 0, SandboxFusion's "no limit", means
-``default_memory_mb``), rounded *up* to the next of 64, 96, 128, 192, 256, ... (powers of two and
-one and a half times them) and clamped to ``max_memory_mb``: the bwrap backend keeps a pool of
+``default_memory_mb``), rounded *down* to the last of 64, 96, 128, 192, 256, ... (powers of two and
+one and a half times them: never more than asked, but for ``min_memory_mb``) and clamped to
+``max_memory_mb``: the bwrap backend keeps a pool of
 warm workers per memory limit, and a client sending many distinct values would otherwise start a
 worker for each. ``compile_timeout`` is accepted and unused (nothing compiles).
 The network is closed by the backend (bwrap's own network namespace, docker's ``--network none``).
@@ -55,7 +96,7 @@ Why this server: the standard library's asyncio (``httpserve.py``, shared with `
 serve-fake``), no new dependency (aiohttp is only a transitive one, FastAPI/uvicorn none at all).
 One event loop holds any number of connections (verl opens one per test case, hundreds at once),
 while the sandbox's blocking ``run`` goes to a pool of ``concurrency`` threads behind a semaphore:
-requests beyond it wait their turn holding only their connection and body.
+requests beyond it wait their turn (up to ``max_queue``) holding only their connection and program.
 """
 
 from __future__ import annotations
@@ -63,13 +104,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
+import functools
+import hmac
+import inspect
+import ipaddress
 import json
+import logging
 import math
 import os
 import sys
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .sandbox.base import Limits, Program, Sandbox
@@ -87,11 +138,17 @@ NAME_MAX = 255
 WRAPPER_SLACK_S = 2.0
 """The wrapper's own time past ``run_timeout``: its start, the child's, reading the files."""
 ENVELOPE_SLACK_BYTES = 64 << 10
+logger = logging.getLogger("spade_llm.sandbox_server")
+TOKEN_ENV = "SPADE_SANDBOX_TOKEN"
+"""The environment variable holding the bearer token (``--token-file`` instead, to keep it out of ``ps``)."""
+OPEN_PATHS = frozenset({"/v1/ping", "/health"})
+"""Paths served without the token: liveness and readiness probes (see the module doc)."""
 
 
 @dataclass(frozen=True)
 class ServeLimits:
-    """The bounds every request's limits are clamped to, and the defaults for what it leaves out."""
+    """The bounds every request's limits are clamped to, the defaults for what it leaves out, and
+    how much the server takes in at once (queue, bytes held, one body)."""
 
     default_run_timeout_s: float = 10.0
     min_run_timeout_s: float = 0.1
@@ -103,20 +160,35 @@ class ServeLimits:
     """Per stream (stdout, stderr): a program writing more is killed (``Failed``, code -9)."""
     fetch_limit_bytes: int = 16 << 20
     """The fetched files' total size; files beyond it are left out and named in ``message``."""
+    max_queue: int = 1024
+    """Requests waiting for a slot (beyond ``concurrency`` running); the next gets a 503 with
+    ``Retry-After``. verl keeps ``max_concurrent`` (64 by default) requests in flight per reward
+    loop and counts a 503 as a failed test: the bound is for floods, not for its load."""
+    max_held_bytes: int = 256 << 20
+    """Body bytes that requests being read, waiting and running may hold together; a request whose
+    ``Content-Length`` would take the sum past it gets a 503 with ``Retry-After`` before its body is
+    read. What bounds the server's memory (a waiting request holds about its body's size)."""
+    max_body_bytes: int = 32 << 20
+    """One request's body; a larger one gets a 413 (``Content-Length``, or as a chunked body arrives)."""
+    retry_after_s: int = 1
+    """The ``Retry-After`` of a 503."""
+
+    def __post_init__(self) -> None:
+        if self.max_queue < 0 or self.max_body_bytes < 0 or self.max_held_bytes < self.max_body_bytes:
+            raise ValueError("ServeLimits: max_queue and max_body_bytes must be >= 0, max_held_bytes >= max_body_bytes")
 
 
 def memory_bucket(requested: int, bounds: ServeLimits) -> int:
-    """The memory limit (MB) a request runs under: ``requested`` rounded up to the next of 2^k and
-    1.5 * 2^k and clamped to the bounds (<= 0 is the default). Few distinct values keep bwrap's
-    per-limit worker pools few and warm."""
+    """The memory limit (MB) a request runs under: ``requested`` rounded *down* to the last of 2^k
+    and 1.5 * 2^k, so a program never gets more than it asked for, and clamped to the bounds (<= 0
+    is the default; below ``min_memory_mb`` it is that). Few distinct values keep bwrap's per-limit
+    worker pools few and warm."""
     if requested <= 0:
         requested = bounds.default_memory_mb
     requested = max(bounds.min_memory_mb, min(requested, bounds.max_memory_mb))
-    power = 1 << max(0, math.ceil(math.log2(requested)) - 1)  # below requested (half of it, if a power of two)
-    for step in (power, power * 3 // 2, power * 2):
-        if step >= requested:
-            return min(step, bounds.max_memory_mb)
-    return bounds.max_memory_mb  # pragma: no cover (power * 2 >= requested always)
+    power = 1 << (requested.bit_length() - 1)  # the largest power of two <= requested
+    step = power * 3 // 2 if power * 3 // 2 <= requested else power
+    return max(bounds.min_memory_mb, step)
 
 
 # -- the request ----------------------------------------------------------------------------------
@@ -141,13 +213,20 @@ class RunRequest:
     fetch_files: list[str] = field(default_factory=list)
 
 
-def _invalid(loc: str, kind: str, msg: str, value: Any) -> HTTPError:
+SHOWN_INPUT_CHARS = 200
+"""How much of a refused string a 422 shows (FastAPI echoes it whole: a 20 MB file would come back)."""
+
+
+def _invalid(loc: str | list[str], kind: str, msg: str, value: Any) -> HTTPError:
     """FastAPI's 422 for a field of the wrong type (one error; FastAPI lists them all)."""
     shown: Any = value if isinstance(value, (str, int, bool, type(None))) else type(value).__name__
     if isinstance(value, float):  # NaN and Infinity are no JSON: a client could not read the answer
         shown = value if math.isfinite(value) else str(value)
-    detail = [{"type": kind, "loc": ["body", loc], "msg": msg, "input": shown}]
-    return HTTPError(422, f"{loc}: {msg}", "validation_error", payload={"detail": detail})
+    if isinstance(shown, str) and len(shown) > SHOWN_INPUT_CHARS:
+        shown = shown[:SHOWN_INPUT_CHARS] + "..."
+    path = [loc] if isinstance(loc, str) else loc
+    detail = [{"type": kind, "loc": ["body", *path], "msg": msg, "input": shown}]
+    return HTTPError(422, f"{'.'.join(path)}: {msg}", "validation_error", payload={"detail": detail})
 
 
 def _number(body: dict[str, Any], name: str) -> float | None:
@@ -233,17 +312,36 @@ def _check_name(name: str, what: str, *, writing: bool = False) -> str:
     return clean
 
 
+def b64decode_strict(content: str) -> bytes:
+    """``content`` decoded as standard base64, line breaks and other whitespace allowed (MIME's
+    ``encodebytes`` writes them); ``binascii.Error`` or ``ValueError`` for anything else.
+
+    Not ``base64.b64decode``'s default, which drops every character outside the alphabet: ``"!!!!"``
+    would be an empty file, and a typo a silently different one."""
+    try:
+        return base64.b64decode(content, validate=True)
+    except binascii.Error:
+        if not any(c.isspace() for c in content):
+            raise
+    return base64.b64decode("".join(content.split()), validate=True)
+
+
 def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
-    """The request's files as bytes by checked name (a null content is skipped, as SandboxFusion does)."""
+    """The request's files as bytes by checked name (a null content is skipped, as SandboxFusion does).
+
+    Raises:
+        Refused: a name that cannot be written (answered as ``SandboxError``).
+        HTTPError: 422 (pydantic's ``base64_decode``) for a content that is not base64.
+    """
     out: dict[str, bytes] = {}
     for name, content in files.items():
         clean = _check_name(name, "file", writing=True)
         if content is None:
             continue
         try:
-            out[clean] = base64.b64decode(content)
+            out[clean] = b64decode_strict(content)
         except (binascii.Error, ValueError) as e:
-            raise Refused(f"file {name!r}: not base64 ({e})") from None
+            raise _invalid(["files", name], "base64_decode", f"Base64 decoding error: '{e}'", content) from None
     folders = {"/".join(parts[:i]) for parts in (n.split("/") for n in out) for i in range(1, len(parts))}
     clash = sorted(folders & (set(out) | RESERVED_FILES))
     if clash:  # the backend could write neither: the program would fail with nothing said
@@ -362,7 +460,8 @@ class Job:
 
 
 def plan(request: RunRequest, bounds: ServeLimits) -> Job:
-    """The sandbox run for a request; ``Refused`` when it cannot be run (language, file names, base64)."""
+    """The sandbox run for a request; ``Refused`` when it cannot be run (language, file names),
+    ``HTTPError(422)`` for a file that is not base64."""
     if request.language not in LANGUAGES:
         raise Refused(
             f"language {request.language!r} is not supported by spade serve-sandbox (Python only: "
@@ -470,12 +569,69 @@ def wrapped_response(result: ExecutionResult) -> dict[str, Any]:
     return response
 
 
-def execute(sandbox: Sandbox, job: Job) -> dict[str, Any]:
-    """Run ``job`` (blocking: in a worker thread) and answer it; a sandbox failure is a ``SandboxError``."""
+class RunCancel:
+    """Stops one run from another thread: the backend says how (``on_cancel``), the server decides
+    when (``cancel``, once its client has gone). What a backend's ``run(..., cancel=...)`` takes.
+
+    Hooks run under a lock that ``on_cancel``'s undo also takes: once the backend has undone its
+    hook (its run is over and it may reuse or close what the hook touches), no hook is still running.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+        self.cancelled = False
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Call ``hook`` (from another thread) when the run is cancelled, at once if it already was;
+        the function returned takes it back."""
+        with self._lock:
+            if not self.cancelled:
+                self._hooks.append(hook)
+                return functools.partial(self._undo, hook)
+        hook()
+        return lambda: None
+
+    def _undo(self, hook: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._hooks.remove(hook)
+
+    def cancel(self) -> None:
+        """Cancel the run: every hook registered, once (a failing hook is logged, not raised)."""
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            hooks, self._hooks = self._hooks, []
+            for hook in hooks:
+                try:
+                    hook()
+                except Exception:  # the run ends on its own limits anyway
+                    logger.exception("a cancel hook failed")
+
+
+def accepts_cancel(sandbox: Sandbox) -> bool:
+    """Whether ``sandbox.run`` takes a ``cancel`` hook (``RunCancel``) to stop a run it has started."""
+    try:
+        return "cancel" in inspect.signature(sandbox.run).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def execute(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -> dict[str, Any]:
+    """Run ``job`` (blocking: in a worker thread) and answer it; a sandbox failure is a ``SandboxError``.
+
+    ``cancel``: passed to a backend whose ``run`` takes it (``accepts_cancel``)."""
     from .errors import SandboxUnavailable
 
+    if cancel is not None and cancel.cancelled:  # its client left between the slot and the thread
+        return sandbox_error("cancelled: the client went away")
     try:
-        result = sandbox.run(job.program, job.limits)
+        if cancel is not None:
+            run: Callable[..., ExecutionResult] = sandbox.run  # the ``cancel`` parameter is a backend's own
+            result = run(job.program, job.limits, cancel=cancel)
+        else:
+            result = sandbox.run(job.program, job.limits)
     except SandboxUnavailable as e:
         return sandbox_error(f"the sandbox cannot run programs: {e}")
     except ValueError as e:  # a file name the backend refuses
@@ -485,26 +641,140 @@ def execute(sandbox: Sandbox, job: Job) -> dict[str, Any]:
     return wrapped_response(result) if job.wrapped else to_response(result)
 
 
+# -- access ---------------------------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this machine's
+    loopback: ``localhost`` or an address in 127.0.0.0/8 or ``::1``."""
+    name = host.strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port (``[::1]:8080`` -> ``::1``)."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def loopback_origin(origin: str) -> bool:
+    """Whether an ``Origin`` header names a page on this machine's loopback (``null`` does not)."""
+    try:
+        name = urlsplit(origin.strip()).hostname
+    except ValueError:
+        return False
+    return name is not None and is_loopback(name)
+
+
+def is_json_type(content_type: str) -> bool:
+    """Whether a ``Content-Type`` is JSON: ``application/json`` or ``application/*+json``, any parameters."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    kind, _, sub = media.partition("/")
+    return kind == "application" and (sub == "json" or sub.endswith("+json"))
+
+
+def token_matches(header: str, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token``: ``Bearer <token>``, or ``Basic`` with the
+    token as the password (any user name), which is what ``requests`` sends for a URL such as
+    ``http://spade:TOKEN@host:8080/run_code``: verl's client takes a URL and no headers. The scheme in
+    any case; compared in constant time, so the answer's timing tells nothing of the token."""
+    scheme, _, given = header.strip().partition(" ")
+    scheme, given = scheme.lower(), given.strip()
+    if scheme == "basic":
+        try:
+            given = base64.b64decode(given, validate=True).decode("latin-1").partition(":")[2]
+        except (binascii.Error, ValueError):
+            return False
+    elif scheme != "bearer":
+        return False
+    return hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("ascii"))
+
+
+def load_token(token_file: str | Path | None, environ: dict[str, str] | None = None) -> str | None:
+    """The bearer token: ``token_file``'s content (stripped), else ``SPADE_SANDBOX_TOKEN`` (an empty
+    one is none), else None (no token required).
+
+    Raises:
+        UserError: the file cannot be read, or the token is empty or not printable ASCII without spaces.
+    """
+    from .errors import UserError
+
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"cannot read --token-file {token_file}: {getattr(e, 'strerror', None) or e}") from None
+        what = f"--token-file {token_file}"
+        if not token:
+            raise UserError(f"{what} is empty: write the token in it")
+    else:
+        token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
+        what = TOKEN_ENV
+        if not token:
+            return None
+    if not all("!" <= c <= "~" for c in token):
+        raise UserError(f"{what}: the token must be printable ASCII without spaces (it travels in a header)")
+    return token
+
+
+def exposure_warning(host: str, token: str | None) -> str | None:
+    """The warning for listening beyond loopback with no token (None when there is nothing to say)."""
+    if token is not None or is_loopback(host):
+        return None
+    shown = host or "every address"
+    return (
+        f"spade serve-sandbox: warning: listening on {shown} with no token: anyone who can reach this port "
+        f"can run code in the sandbox; set {TOKEN_ENV} or --token-file to require a bearer token"
+    )
+
+
 # -- the server -----------------------------------------------------------------------------------
+
+
+class ClientGone(ConnectionResetError):
+    """The client closed its connection before its answer: nothing to send, its work dropped."""
 
 
 @dataclass
 class SandboxStats(HTTPStats):
-    """``GET /stats``: ``inflight`` counts programs running, ``waiting`` those queued for a slot."""
+    """``GET /stats``: ``inflight`` counts programs running, ``waiting`` those queued for a slot;
+    ``cancelled`` requests dropped before they ran, ``killed`` programs stopped, and ``orphaned``
+    programs run to their end (a backend without a cancel hook), all because their client left."""
 
     runs: int = 0
     waiting: int = 0
+    cancelled: int = 0
+    killed: int = 0
+    orphaned: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**super().as_dict(), "runs": self.runs, "waiting": self.waiting, "by_status": dict(self.by_status)}
+        return {
+            **super().as_dict(),
+            "runs": self.runs,
+            "waiting": self.waiting,
+            "cancelled": self.cancelled,
+            "killed": self.killed,
+            "orphaned": self.orphaned,
+            "by_status": dict(self.by_status),
+        }
 
 
 class SandboxServer(HTTPServer):
     """``/run_code`` over ``sandbox``, which it owns: ``close()`` closes it.
 
-    At most ``concurrency`` programs run at once, each in a worker thread; any number of
-    connections wait for a slot.
+    At most ``concurrency`` programs run at once, each in a worker thread; up to
+    ``bounds.max_queue`` requests wait for a slot. ``token``: the bearer token every request but
+    the probes must carry (None: none needed). The access rules and limits are the module doc's.
     """
 
     server_name = "spade-serve-sandbox"
@@ -517,14 +787,23 @@ class SandboxServer(HTTPServer):
         *,
         concurrency: int = 2,
         bounds: ServeLimits | None = None,
+        token: str | None = None,
     ) -> None:
-        super().__init__(host, port)
+        self.bounds = bounds or ServeLimits()
+        super().__init__(
+            host, port, max_body_bytes=self.bounds.max_body_bytes, max_held_bytes=self.bounds.max_held_bytes
+        )
+        self.retry_after_s = self.bounds.retry_after_s
         self.sandbox = sandbox
         self.concurrency = max(1, concurrency)
-        self.bounds = bounds or ServeLimits()
+        self.token = token
+        self.loopback_only = is_loopback(host)
+        """Bound to loopback: requests must name a loopback host (see the module doc)."""
+        self.cancellable = accepts_cancel(sandbox)
         self.stats: SandboxStats = SandboxStats()
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="serve-sandbox")
         self._slots: asyncio.Semaphore | None = None
+        self._closing = False
         self._closed = False
 
     @property
@@ -540,11 +819,54 @@ class SandboxServer(HTTPServer):
             "concurrency": self.concurrency,
         }
 
+    def check_head(self, request: Request) -> None:
+        """The access rules, then a full queue, from the headers alone (see the module doc)."""
+        headers = request.headers
+        host = headers.get("host")
+        if self.loopback_only and host is not None and not is_loopback(host_name(host)):
+            raise HTTPError(
+                403,
+                f"Host {host!r} refused: this server listens on loopback and answers only requests addressed to "
+                "127.0.0.1, localhost or [::1] (any other name is how a web page reaches it by DNS rebinding); "
+                "to serve other names, listen on another address (--host) with a token",
+            )
+        origin = headers.get("origin")
+        if origin is not None and not loopback_origin(origin):
+            raise HTTPError(403, f"Origin {origin!r} refused: this server runs no code for web pages of other sites")
+        token = self.token
+        if (
+            token is not None
+            and request.path not in OPEN_PATHS
+            and not token_matches(headers.get("authorization", ""), token)
+        ):
+            raise HTTPError(
+                401,
+                "Not authenticated: this server needs 'Authorization: Bearer <token>' (the token it was started "
+                f"with, from {TOKEN_ENV} or --token-file)",
+                headers=(("WWW-Authenticate", "Bearer"),),
+            )
+        if request.path == "/run_code" and request.method == "POST":
+            content_type = headers.get("content-type", "")
+            if not is_json_type(content_type):
+                got = f"got {content_type!r}" if content_type else "none given"
+                raise HTTPError(415, f"Unsupported Media Type: the body must be sent as application/json ({got})")
+            if self.stats.waiting >= self.bounds.max_queue:
+                raise self._queue_full()
+
+    def _queue_full(self) -> HTTPError:
+        return HTTPError(
+            503,
+            f"Service Unavailable: {self.bounds.max_queue} requests are already waiting for the sandbox; retry later",
+            "overloaded",
+            headers=(("Retry-After", str(self.bounds.retry_after_s)),),
+        )
+
     async def route(self, request: Request, writer: asyncio.StreamWriter) -> None:
         if request.path == "/run_code":
             if request.method != "POST":
                 raise HTTPError(405, "Method Not Allowed")
-            await self.send_json(writer, 200, await self.run_code(_json_body(request)), request.keep_alive)
+            answer = await self.run_code(_json_body(request), request.gone)
+            await self.send_json(writer, 200, answer, request.keep_alive)
         elif request.path == "/v1/ping":
             if request.method != "GET":
                 raise HTTPError(405, "Method Not Allowed")
@@ -552,29 +874,78 @@ class SandboxServer(HTTPServer):
         else:
             raise HTTPError(404, "Not Found")
 
-    async def run_code(self, body: Any) -> dict[str, Any]:
-        """The answer to one ``/run_code`` body; ``HTTPError(422)`` for a malformed one."""
+    async def run_code(self, body: Any, gone: asyncio.Future[None] | None = None) -> dict[str, Any]:
+        """The answer to one ``/run_code`` body.
+
+        ``gone``: done when the client leaves; the request is then dropped, or its program killed.
+
+        Raises:
+            HTTPError: 422 for a malformed body; 503 when ``max_queue`` requests are waiting already.
+            ClientGone: the client left before the answer.
+        """
         request = parse_request(body)
+        del body  # while it waits, the request holds its program, not its JSON
         try:
             job = plan(request, self.bounds)
         except Refused as e:
             return self._count(sandbox_error(str(e)))
+        del request
+        if self.stats.waiting >= self.bounds.max_queue:
+            raise self._queue_full()
+        if gone is None:
+            return self._count(await self._run(job))
+        if gone.done():
+            self.stats.cancelled += 1
+            raise ClientGone("the client left before its program started")
+        run = asyncio.ensure_future(self._run(job))
+        del job
+        try:
+            await asyncio.wait((run, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not run.done():
+                run.cancel()  # ``_run`` drops it from the queue, or kills its program and waits for the thread
+                await asyncio.wait((run,))
+        if run.cancelled():
+            raise ClientGone("the client left before its answer")
+        return self._count(run.result())
+
+    async def _run(self, job: Job) -> dict[str, Any]:
+        """Wait for a slot and run ``job`` in a worker thread. Cancelled (its client left): a waiting
+        job never starts; a running one is killed (where the backend can), and the slot is kept
+        until the thread is done with it."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.concurrency)
         stats = self.stats
         stats.waiting += 1
         try:
             await self._slots.acquire()
+        except asyncio.CancelledError:
+            if not self._closing:
+                stats.cancelled += 1
+            raise
         finally:
             stats.waiting -= 1
         stats.enter()
         try:
+            cancel = RunCancel() if self.cancellable else None
             loop = asyncio.get_running_loop()
-            answer = await loop.run_in_executor(self._pool, execute, self.sandbox, job)
+            future = loop.run_in_executor(self._pool, execute, self.sandbox, job, cancel)
+            del job
+            try:
+                return await asyncio.shield(future)
+            except asyncio.CancelledError:
+                if self._closing:  # the server stops: ``shutdown_sandbox`` ends every program
+                    raise
+                if cancel is not None:
+                    cancel.cancel()
+                    stats.killed += 1
+                else:
+                    stats.orphaned += 1
+                await asyncio.wait((future,))  # the thread (and the slot) are the program's until it ends
+                raise
         finally:
             stats.leave()
             self._slots.release()
-        return self._count(answer)
 
     def _count(self, answer: dict[str, Any]) -> dict[str, Any]:
         self.stats.runs += 1
@@ -583,6 +954,7 @@ class SandboxServer(HTTPServer):
 
     async def close(self) -> None:
         """Stop serving, then end the programs still running and close the sandbox."""
+        self._closing = True
         await super().close()
         if not self._closed:
             self._closed = True
@@ -591,6 +963,7 @@ class SandboxServer(HTTPServer):
     def shutdown_sandbox(self) -> None:
         """Drop queued runs, close the sandbox (which kills the running ones), wait for their threads,
         and close it again in case one of them started a worker meanwhile. Safe to call twice."""
+        self._closing = True
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.sandbox.close()
         self._pool.shutdown(wait=True)
@@ -598,9 +971,10 @@ class SandboxServer(HTTPServer):
 
 
 def _json_body(request: Request) -> Any:
-    """The body as JSON; FastAPI's 422 ``json_invalid`` when it is not."""
+    """The body as JSON (taken from ``request``: the bytes are freed once parsed); FastAPI's 422
+    ``json_invalid`` when it is not."""
     try:
-        return json.loads(request.body.decode("utf-8"))
+        return json.loads(request.take_body().decode("utf-8"))
     except UnicodeDecodeError as e:
         error, pos = f"not UTF-8: {e.reason}", e.start
     except json.JSONDecodeError as e:
@@ -624,15 +998,19 @@ def serve_sandbox(
     concurrency: int | None = None,
     allow_unsafe: bool = False,
     bounds: ServeLimits | None = None,
+    token_file: str | Path | None = None,
 ) -> None:
     """Serve ``/run_code`` until Ctrl-C or SIGTERM (blocking); prints the listening URL on stderr.
 
     ``port`` 0 picks a free port (the printed URL tells which). ``concurrency``: programs run at
-    once (default: one per core).
+    once (default: one per core). ``token_file``: a file holding the bearer token requests must
+    carry; without it, ``SPADE_SANDBOX_TOKEN`` when set (``load_token``). Listening beyond loopback
+    with no token prints a warning.
 
     Raises:
         UserError: a bad port or concurrency, an unknown backend, a backend that is no security
-            boundary without ``allow_unsafe``, or an address that cannot be listened on.
+            boundary without ``allow_unsafe``, an unreadable or empty token file, or an address
+            that cannot be listened on.
         SandboxUnavailable: the backend cannot run programs here.
     """
     from .errors import UserError
@@ -643,6 +1021,7 @@ def serve_sandbox(
     slots = concurrency if concurrency is not None else os.cpu_count() or 2
     if slots < 1:
         raise UserError(f"--concurrency must be at least 1, got {slots}")
+    token = load_token(token_file)
     refusal = (
         "the {} sandbox is no security boundary: serve-sandbox will not run code sent over the network on it "
         "(use --sandbox bwrap or docker, or --allow-unsafe for code you trust)"
@@ -653,12 +1032,16 @@ def serve_sandbox(
     if not sandbox.isolating and not allow_unsafe:
         sandbox.close()
         raise UserError(refusal.format(sandbox.name))
-    server = SandboxServer(host, port, sandbox, concurrency=slots, bounds=bounds)
+    server = SandboxServer(host, port, sandbox, concurrency=slots, bounds=bounds, token=token)
+    warning = exposure_warning(host, token)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
 
     def banner() -> str:
+        access = "bearer token required" if token is not None else "no token"
         return (
-            f"spade serve-sandbox: listening on {server.url} (sandbox {sandbox.name}, concurrency {slots}); "
-            "Ctrl-C to stop"
+            f"spade serve-sandbox: listening on {server.url} (sandbox {sandbox.name}, concurrency {slots}, "
+            f"{access}); Ctrl-C to stop"
         )
 
     try:
@@ -670,9 +1053,11 @@ def serve_sandbox(
 
 __all__ = [
     "FETCH_WRAPPER",
+    "RunCancel",
     "RunRequest",
     "SandboxServer",
     "ServeLimits",
+    "load_token",
     "memory_bucket",
     "parse_request",
     "plan",

@@ -8,11 +8,25 @@ encoding outputs, judging them) is backend-independent and lives in ``harness.py
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
+
+
+class CancelHook(Protocol):
+    """How a caller stops, from another thread, a run it started (``spade serve-sandbox`` when the
+    client leaves: ``sandbox_server.RunCancel``). A backend whose ``run`` takes ``cancel`` registers
+    how to kill its run in progress; a cancelled run ends ``killed``, or does not start."""
+
+    cancelled: bool
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Call ``hook`` when the run is cancelled (at once if it already was); returns its undo,
+        after which no call of ``hook`` is still running."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +76,11 @@ class Sandbox(ABC):
 
     @abstractmethod
     def run(self, program: Program, limits: Limits) -> ExecutionResult:
-        """Run ``program`` to completion or limit and report what happened."""
+        """Run ``program`` to completion or limit and report what happened.
+
+        A backend may also take ``cancel: CancelHook | None = None`` (the built-in ones do): callers
+        that can stop a run (serve-sandbox) look for that parameter and pass it.
+        """
 
     def close(self) -> None:  # noqa: B027 (a hook with a do-nothing default, not abstract)
         """Release backend resources (worker pools, containers). Safe to call twice."""

@@ -196,6 +196,15 @@ class _Worker(Worker):
         with contextlib.suppress(OSError):
             self.ctrl.close()
 
+    def interrupt(self) -> None:
+        """SIGKILL the sandbox's pid 1 (the kernel then ends its pid namespace), or, without a pidfd,
+        cut the lifeline (the launcher kills the rest): ``Worker.interrupt``."""
+        if self.init_pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.init_pidfd, signal.SIGKILL)
+                return
+        _cut(self)
+
     def reap(self) -> None:
         _wait_launcher(self.proc)
         if self.cgroup is not None:

@@ -183,6 +183,8 @@ class _Container(Worker):
         """Bytes for the relay not yet written (a job's payload is fed while the run goes on)."""
         self.jobs = 0
         self.dead = False
+        self.interrupted = False
+        """``interrupt`` killed the container: its end mid-run is no sandbox failure."""
         self.last_used = time.monotonic()
 
     # -- the channel ---------------------------------------------------------------------------
@@ -276,6 +278,13 @@ class _Container(Worker):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
 
+    def interrupt(self) -> None:
+        """``docker kill`` the container, not waited for (``Worker.interrupt``): the thread running the
+        job sees its stream end."""
+        self.interrupted = True
+        with contextlib.suppress(OSError):
+            subprocess.Popen([self.docker, "kill", self.name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
     def reap(self) -> None:
         try:
             self.proc.wait(timeout=STOP_S)
@@ -326,7 +335,7 @@ class _Container(Worker):
             SandboxUnavailable: the container ended otherwise than by its relay's own exit.
         """
         code = self.exit_code(within_s=STOP_S)
-        if code == 0:
+        if code == 0 or self.interrupted:
             return
         self.dead = True
         why = self.stderr_tail() or ("still running" if code is None else f"exit {code}")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable, UserError
-from .base import Limits, Program, Sandbox
+from .base import CancelHook, Limits, Program, Sandbox
 from .common import HARNESS_MODULE, PROGRAM_FILE, Ending, base_env, check_file_names, frame, harness_program, to_result
 
 if TYPE_CHECKING:
@@ -94,6 +94,12 @@ class Worker:
     def kill(self) -> None:
         self.signal()
         self.reap()
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """Kill the sandbox, and so the run in progress, from another thread (a cancelled run),
+        closing nothing the thread running the job uses: that thread sees the worker gone and the
+        pool retires it."""
 
     @abstractmethod
     def message(self, op: str) -> dict[str, Any]:
@@ -434,23 +440,32 @@ class WorkerPool(Sandbox):
         env = {**base_env("/tmp"), **program.env}
         return WorkerKey(limits.memory_mb, limits.max_processes, limits.scratch_mb, tuple(sorted(env.items())))
 
-    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+    def run(self, program: Program, limits: Limits, cancel: CancelHook | None = None) -> ExecutionResult:
+        """``cancel``: while the job runs, cancelling it kills its worker (``Worker.interrupt``); the
+        run then ends ``killed``, and a run cancelled before it started does not start."""
         check_file_names(program)
         key = self._key(program, limits)
         env = dict(key.env)
         for attempt in range(3):
+            if cancel is not None and cancel.cancelled:
+                return to_result(Ending(returncode=None, stdout=b"", stderr=b""))  # killed before it started
             worker = self._acquire(key)
             reusable = False
+            undo = cancel.on_cancel(worker.interrupt) if cancel is not None else None
             try:
                 rlimits = self._rlimits(limits, worker)
                 result, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
                 return result
             except WorkerGone:
-                if attempt == 2:
+                if attempt == 2 and not (cancel is not None and cancel.cancelled):
                     raise SandboxUnavailable(f"{self.name} workers keep dying before they run anything") from None
             finally:
+                if undo is not None:
+                    undo()
+                if cancel is not None and cancel.cancelled:
+                    reusable = False  # its hook may have killed the worker just as the job ended
                 self._release(worker, reusable)
-        raise AssertionError("unreachable")
+        return to_result(Ending(returncode=None, stdout=b"", stderr=b""))  # cancelled while a worker died
 
     def close(self) -> None:
         with self._lock:

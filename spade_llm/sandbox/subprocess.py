@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import math
 import os
@@ -39,7 +40,7 @@ from typing import Any, Literal
 
 from ..errors import SandboxUnavailable
 from ..types import ExecutionResult
-from .base import Limits, Program, Sandbox
+from .base import CancelHook, Limits, Program, Sandbox
 from .common import NOFILE, PATH, PROGRAM_FILE, Ending, base_env, check_file_names, host_uid, to_result, user_tasks
 
 logger = logging.getLogger("spade_llm.sandbox")
@@ -195,14 +196,15 @@ class SubprocessSandbox(Sandbox):
 
     # -- one run ------------------------------------------------------------------------------
 
-    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+    def run(self, program: Program, limits: Limits, cancel: CancelHook | None = None) -> ExecutionResult:
+        """``cancel``: cancelling the run kills its process group (it then ends ``killed``)."""
         check_file_names(program)
         run_uid = self._run_uid()
         scratch = tempfile.mkdtemp(prefix="spade-")
         try:
             _write_files(Path(scratch), program, run_uid)
             env = {**base_env(scratch), **program.env}
-            return self._run(self.command(limits, run_uid), scratch, env, program.stdin, limits, run_uid)
+            return self._run(self.command(limits, run_uid), scratch, env, program.stdin, limits, run_uid, cancel)
         finally:
             _remove_tree(scratch)
             if run_uid is not None:
@@ -210,7 +212,14 @@ class SubprocessSandbox(Sandbox):
                     self._uids_in_use.discard(run_uid)
 
     def _run(
-        self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes, limits: Limits, run_uid: int | None = None
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        stdin: bytes,
+        limits: Limits,
+        run_uid: int | None = None,
+        cancel: CancelHook | None = None,
     ) -> ExecutionResult:
         t0 = time.monotonic()
         drop: dict[str, Any] = {}
@@ -231,9 +240,13 @@ class SubprocessSandbox(Sandbox):
         except OSError as e:
             raise SandboxUnavailable(f"cannot start {argv[0]}: {e}") from e
         io = Pipes(proc, stdin, limits.output_limit_bytes)
+        # the group may be signalled from another thread until it is reaped below (its id is not reused before)
+        undo = cancel.on_cancel(functools.partial(_killpg, proc.pid)) if cancel is not None else None
         try:
             io.pump(t0 + limits.timeout_s + self.grace_s)
         finally:
+            if undo is not None:
+                undo()
             # The group, then anything else left in the session, before reaping: while the leader is
             # an unreaped zombie its pid (= the group and session id) cannot be reused.
             _killpg(proc.pid)
