@@ -42,17 +42,16 @@ from .evaluator import (
     zero_spread_share,
 )
 from .executors import Checker, Executor, WorkItem
-from .generator import Generator, Proposal, ProposalContext, kept_answer
+from .generator import Generator, Proposal, ProposalContext
 from .hooks import EpochEnd, EpochHook, call_epoch_hooks
+from .journals import candidate_rejection, load_run, request_rejection, task_epoch
+from .journals import decision_key as _decision_key
 from .llm.base import LLM, LLMRequest, LLMResponse
 from .llm.stats import LLMStats
 from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir
 from .trainer import SolverSwitch, Trainer
 from .types import EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory
 from .validation import ValidationReport
-
-REQUEST_FAILED = -1
-"""Position of a rejection that stands for a whole failed request (no candidate came out of it)."""
 
 
 class LimitedLLM:
@@ -72,14 +71,6 @@ class LimitedLLM:
                 return await self.llm.complete(request)
             finally:
                 self.inflight -= 1
-
-
-def task_epoch(task: Task) -> int:
-    return int(task.meta.get("epoch", -1))
-
-
-def _decision_key(request_index: int | None, position: int | None) -> tuple[int, int]:
-    return (request_index if request_index is not None else -1, position if position is not None else REQUEST_FAILED)
 
 
 @dataclass
@@ -105,25 +96,19 @@ class RunState:
 
     @classmethod
     def load(cls, run: RunDir) -> RunState:
-        state = cls(
-            tasks=[Task.model_validate(r) for r in run.read(TASKS)],
-            metrics=[EpochMetrics.model_validate(r) for r in run.read(METRICS)],
-            rejected=[Rejection.model_validate(r) for r in run.read(REJECTED)],
-        )
-        for row in run.read(TASK_STATS):
-            stats = TaskStats.model_validate(row)
-            state.task_stats.setdefault(stats.task_id, stats)
-        unique: dict[tuple[str, int], Trajectory] = {}
-        for row in run.read(TRAJECTORIES):
-            t = Trajectory.model_validate(row)
-            unique.setdefault((t.task_id, t.sample_index), t)  # one per episode if a crash ever wrote two
-        for trajectory in unique.values():
+        """What ``run`` holds, checked against itself first (``journals.load_run``): a line that is not
+        a record, or records that disagree with what their epochs recorded, stop here with exit 2.
+
+        Raises:
+            UserError: the run directory is damaged (FILE:LINE), or was changed after it was written.
+        """
+        records = load_run(run)
+        state = cls(tasks=records.tasks, metrics=records.metrics, rejected=records.rejected)
+        state.task_stats = {row.task_id: row for row in records.task_stats}
+        for trajectory in records.trajectories:
             state.add_trajectory(trajectory)
-        for row in run.read(PLANS):
-            plan = EpochPlan.model_validate(row)
-            state.plans.setdefault(plan.epoch, plan)
-        for row in run.read(PROPOSALS):
-            state.proposals.setdefault((int(row["epoch"]), int(row["request_index"])), row)
+        state.plans = {plan.epoch: plan for plan in records.plans}
+        state.proposals = {(int(row["epoch"]), int(row["request_index"])): row for row in records.proposals}
         return state
 
 
@@ -144,10 +129,12 @@ class Controller:
         trainer: Trainer | None = None,
         switch_solver: Callable[[SolverSwitch], None] | None = None,
         log: Callable[[str], None] = print,
+        state: RunState | None = None,
     ) -> None:
         """``checker`` validates proposals (the local ``CodeChecker``, or the executor's workers);
         ``trainer`` runs the training step between epochs; ``switch_solver`` points the solver at the
-        model a step hands back (and updates ``config.solver``)."""
+        model a step hands back (and updates ``config.solver``); ``state``: what ``run`` holds, when
+        the caller loaded it already (``RunState.load``, which checks it)."""
         self.config = config
         self.run = run
         self.generator = generator
@@ -159,7 +146,7 @@ class Controller:
         self.trainer = trainer
         self.switch_solver = switch_solver
         self.log = log
-        self.state = RunState.load(run)
+        self.state = state if state is not None else RunState.load(run)
         previous = run.read_json("summary.json")
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
@@ -357,33 +344,13 @@ class Controller:
                     return
                 proposal, checks = outcome
                 if proposal.failure and _decision_key(ctx.request_index, None) not in decided:
-                    self.reject(
-                        Rejection(
-                            epoch=epoch,
-                            request_index=ctx.request_index,
-                            reason=proposal.failure,
-                            detail=proposal.detail,
-                            answer=kept_answer(proposal.text) if proposal.text else None,
-                            parse_error=proposal.parse_error,
-                        )
-                    )
+                    self.reject(request_rejection(epoch, ctx.request_index, proposal))
                 for cand, check in zip(proposal.candidates, checks, strict=True):
                     position = cand.position[1]
                     if _decision_key(ctx.request_index, position) in decided:
                         continue
                     if cand.task is None or check is None:
-                        raw = cand.raw if isinstance(cand.raw, dict) else {"value": cand.raw}
-                        self.reject(
-                            Rejection(
-                                epoch=epoch,
-                                request_index=ctx.request_index,
-                                position=position,
-                                reason=cand.reason or "invalid_task",
-                                detail=cand.detail,
-                                task=raw,
-                                answer=kept_answer(proposal.text) if proposal.text else None,
-                            )
-                        )
+                        self.reject(candidate_rejection(epoch, ctx.request_index, proposal, cand))
                         continue
                     report = await self._until(deadline, check)
                     if report is None:

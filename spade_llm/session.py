@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .checking import CodeChecker
 from .config import RoleConfig, RunConfig, config_from_dict, deep_merge
-from .controller import Controller, LimitedLLM
+from .controller import Controller, LimitedLLM, RunState
 from .errors import EndpointDown, ExecutorError, UserError
 from .evaluator import first_try_pass_rate, mean_turns, pass_rate, task_stats
 from .executors import Checker, Executor, LocalExecutor, WorkItem, start_ray_executor
 from .generator import LLMGenerator
 from .hooks import load_hooks
+from .journals import load_solve
 from .llm.base import LLM
 from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.registry import aclose_llm, get_llm
@@ -263,6 +264,7 @@ class Session:
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
         gen_llm = self.gen_llm
+        state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
@@ -306,6 +308,7 @@ class Session:
                 trainer=Trainer(c.trainer, run, block.log) if c.trainer.command is not None else None,
                 switch_solver=switch_solver,
                 log=block.log,
+                state=state,
             )
             try:
                 with block:
@@ -335,17 +338,21 @@ class Session:
         """The solver alone on existing tasks (e.g. an imported benchmark); resumable like a run.
         ``live``: a progress block on stderr (a terminal).
 
-        Each task gets ``solver.samples_per_task`` episodes; ``task_stats.jsonl`` summarises them.
+        Each task gets ``solver.samples_per_task`` episodes; ``task_stats.jsonl`` summarises them. Tests
+        without an expected value get the reference's output first (``fill_expected``; the CLI does it
+        before the run directory exists), so ``tasks.jsonl`` holds the values the episodes were judged on.
         """
+        records = load_solve(run)  # checked first: a damaged directory is refused untouched
+        tasks = self.fill_expected(tasks)
         self._write_header(run, resumed=resumed)
         k = self.config.solver.samples_per_task
-        done = {(r["task_id"], int(r.get("sample_index", 0))) for r in run.read(TRAJECTORIES)}
-        if not run.read(TASKS):
+        done = {(t.task_id, t.sample_index) for t in records.trajectories}
+        if not records.tasks:
             run.append(TASKS, [t.dump() for t in tasks])
         by_task: dict[str, list[Trajectory]] = {}
-        for r in run.read(TRAJECTORIES):
-            by_task.setdefault(r["task_id"], []).append(Trajectory.model_validate(r))
-        stats_written = {r["task_id"] for r in run.read(TASK_STATS)}
+        for trajectory in records.trajectories:
+            by_task.setdefault(trajectory.task_id, []).append(trajectory)
+        stats_written = {row.task_id for row in records.task_stats}
 
         def write_stats(task: Task) -> None:
             trajs = by_task.get(task.task_id, [])

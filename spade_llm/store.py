@@ -47,8 +47,9 @@ def _dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; a partial last line (a killed writer) is skipped.
+def read_numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for each record of a JSONL file; a partial last line (a killed writer)
+    is skipped, blank lines too.
 
     Raises:
         UserError: the file cannot be read, or a whole line is not a JSON record (a damaged run
@@ -70,9 +71,15 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                     raise UserError(f"{path}:{n}: damaged record ({why}); repair or remove that line") from None
                 if not isinstance(record, dict):
                     raise UserError(f"{path}:{n}: damaged record (not a JSON object); repair or remove that line")
-                yield record
+                yield n, record
     except OSError as e:
         raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file, as ``read_numbered`` reads them."""
+    for _, record in read_numbered(path):
+        yield record
 
 
 WRITE_ERRORS = {
@@ -220,6 +227,27 @@ class RunDir:
             self._raise_write_error(journal, e)
             raise
 
+    def insert(self, journal: str, records: Iterable[tuple[int, dict[str, Any]]]) -> None:
+        """Put records back where they belong, each ``(n, record)`` before the journal's line ``n``
+        (past the last line: at the end), by replacing the file at once (a kill leaves the old file or
+        the new one). For resume's exact repairs (``journals.load_run``), never during a run."""
+        placed: dict[int, list[str]] = {}
+        for n, record in records:
+            placed.setdefault(n, []).append(_dumps(record) + "\n")
+        path = self.path / journal
+        try:
+            data = path.read_bytes() if path.exists() else b""
+        except OSError as e:
+            raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+        whole = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]  # lines as read_numbered counts them
+        out: list[str] = []
+        for n, line in enumerate(whole, 1):
+            out.extend(placed.pop(n, []))
+            out.append(line.decode("utf-8") + "\n")  # every whole line was read as UTF-8 before
+        for n in sorted(placed):
+            out.extend(placed[n])
+        self._replace(journal, "".join(out))
+
     def write_json(self, name: str, data: Any) -> None:
         """Replace a JSON file atomically (write a temporary file, then rename)."""
         self._replace(name, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=True) + "\n")
@@ -262,7 +290,13 @@ class RunDir:
     # -- reading -----------------------------------------------------------------------------
 
     def read(self, journal: str) -> list[dict[str, Any]]:
-        return list(read_jsonl(self.path / journal))
+        """A journal's records as written, each checked to be a record of its kind: a line that is
+        not one is named FILE:LINE (``journals.numbered``) by whoever reads the journal first."""
+        from .journals import RECORD_MODELS, numbered  # the record types sit above the store
+
+        if journal not in RECORD_MODELS:
+            return list(read_jsonl(self.path / journal))
+        return [raw for _, raw, _ in numbered(self.path / journal, journal)]
 
     def read_json(self, name: str) -> Any:
         """A JSON file of the run, or None when it is missing or damaged (a kill mid-write)."""

@@ -375,9 +375,14 @@ def test_solve_refuses_an_existing_out_and_resumes_only_as_it_was_started(tmp_pa
     other = spade("solve", "--resume", str(out), "--model", "fake/strong-solver")
     assert other.returncode == 2 and "--model cannot change" in other.stderr
     assert (out / "trajectories.jsonl").read_text() == before  # nothing mixed in
-    # a kill lost the last two episodes and half a line: resume finishes exactly those
+    # a kill before the last two episodes, in the middle of the first: their task has no stats row
+    # yet, and the solve no summary; resume finishes exactly those
     lines = before.splitlines(keepends=True)
     (out / "trajectories.jsonl").write_text("".join(lines[:-2]) + lines[-2][:40])
+    cut = {json.loads(x)["task_id"] for x in lines[-2:]}
+    stats = (out / "task_stats.jsonl").read_text().splitlines(keepends=True)
+    (out / "task_stats.jsonl").write_text("".join(x for x in stats if json.loads(x)["task_id"] not in cut))
+    (out / "summary.json").unlink()
     resumed = spade("solve", "--resume", str(out), "--concurrency", "3")
     assert resumed.returncode == 0, resumed.stderr
     key = lambda text: sorted(json.loads(x)["trajectory_id"] for x in text.splitlines())  # noqa: E731

@@ -56,3 +56,41 @@ def test_scrub_secrets():
         "n": 3,
         "max_tokens": 5,
     }
+
+
+def test_read_numbered_counts_every_line_and_names_a_damaged_one(tmp_path):
+    from spade_llm.store import read_numbered
+
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3, "tr')  # a blank line, then a torn last line
+    assert list(read_numbered(path)) == [(1, {"a": 1}), (3, {"a": 2})]
+    path.write_text('{"a": 1}\n[1]\n')
+    with pytest.raises(UserError, match=r"j\.jsonl:2: damaged record \(not a JSON object\)"):
+        list(read_numbered(path))
+
+
+def test_read_names_a_line_that_is_not_a_record_of_its_journal(tmp_path):
+    run = RunDir.create(tmp_path / "r")
+    run.append(TASKS, [{"task_id": "t", "description": "d", "entry_point": "f", "reference_code": "", "tests": []}])
+    assert [r["task_id"] for r in run.read(TASKS)] == ["t"]
+    run.append(TASKS, [{"task_id": 5}])
+    with pytest.raises(
+        UserError, match=rf"^{tmp_path / 'r' / TASKS}:2: not a task: task_id: Input should be a valid string"
+    ):
+        run.read(TASKS)
+
+
+def test_insert_puts_records_back_before_their_lines_in_one_replace(tmp_path):
+    run = RunDir.create(tmp_path / "r")
+    run.append("j.jsonl", [{"n": 1}, {"n": 3}, {"text": "a\u2028b"}])  # a line separator inside a string
+    run.insert("j.jsonl", [(2, {"n": 2}), (99, {"n": 4}), (99, {"n": 5}), (1, {"n": 0})])
+    assert [json.loads(x) for x in (tmp_path / "r" / "j.jsonl").read_text().split("\n")[:-1]] == [
+        {"n": 0},
+        {"n": 1},
+        {"n": 2},
+        {"n": 3},
+        {"text": "a\u2028b"},
+        {"n": 4},
+        {"n": 5},
+    ]
+    assert not list((tmp_path / "r").glob(".*.tmp"))

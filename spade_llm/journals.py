@@ -1,0 +1,603 @@
+"""A run directory read back to resume it: typed records, checked against what the run recorded.
+
+Resume trusts the run directory: what a finished epoch holds is never redone. A line removed,
+duplicated or replaced after spade wrote it would therefore pass unnoticed into the resumed run and
+every export of it, so resume checks before it trusts. Each journal's lines must be records of
+their kind (a line that is not names FILE:LINE and the field, before anything else is compared),
+and the records must agree with what the run wrote down about them as it went:
+
+- a finished epoch (one with a ``metrics.jsonl`` row) has exactly the tasks, rejections (by
+  reason) and episodes its row counts, and as many proposals as it says were made;
+- decisions are made in (request, position) order, so the decided candidates of any epoch are a
+  prefix of its answered requests' candidates (``proposals.jsonl`` in plan order): a gap is a lost line;
+- a ``task_stats.jsonl`` row says how many episodes its task has; every episode and stats row
+  names a task of ``tasks.jsonl``; no record appears twice.
+
+What is missing is written back only where it can be recomputed exactly, from records that are
+there, by the same code that wrote it: a finished epoch's ``task_stats`` row (a function of the
+task's episodes, once those are complete) and the rejection of a request or candidate that did
+not parse (a function of the ``proposals.jsonl`` row, just as a resumed epoch re-decides it). A
+task, an episode, a validation or duplicate rejection, a plan, a proposal or a metrics row would
+take the model or the sandbox again, whose answer may differ: those stop the resume with exit 2
+naming the file, the epoch and what is missing. A partial last line (a killed writer) is not
+damage: ``RunDir.open_existing`` cuts it before anything is read. An epoch with no recorded answer
+at all (an older spade kept no ``proposals.jsonl``) has no decision order to check: its counts are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .curriculum import EpochPlan
+from .errors import UserError
+from .evaluator import task_stats
+from .generator import Candidate, Proposal, kept_answer
+from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_numbered
+from .types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
+
+CHANGED = "the run directory was changed after it was written (restore it from a copy, or start the run again)"
+"""How every consistency error ends: spade never writes these, so someone else did."""
+
+REQUEST_FAILED = -1
+"""Position of a rejection that stands for a whole failed request (no candidate came out of it)."""
+
+
+class CandidateRecord(BaseModel):
+    """What resume reads of a candidate in a ``proposals.jsonl`` row."""
+
+    model_config = ConfigDict(extra="allow")
+
+    position: int
+    task: Task | None = None
+    reason: str | None = None
+    detail: str | None = None
+
+
+class ProposalRecord(BaseModel):
+    """What resume reads of a ``proposals.jsonl`` row (``generator.Proposal.record`` writes it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    epoch: int
+    request_index: int
+    n: int
+    failure: str | None = None
+    detail: str | None = None
+    candidates: list[CandidateRecord] | None = None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None = None
+    text: str | None = None
+    parse_error: dict[str, Any] | None = None
+
+
+RECORD_MODELS: Mapping[str, tuple[type[BaseModel], str]] = {
+    TASKS: (Task, "task"),
+    REJECTED: (Rejection, "rejection"),
+    TRAJECTORIES: (Trajectory, "trajectory"),
+    TASK_STATS: (TaskStats, "task_stats row"),
+    METRICS: (EpochMetrics, "metrics row"),
+    PLANS: (EpochPlan, "plan"),
+    PROPOSALS: (ProposalRecord, "proposals row"),
+}
+"""Each journal's record model, and what its records are called in messages."""
+
+
+def numbered(path: Path, journal: str) -> Iterator[tuple[int, dict[str, Any], Any]]:
+    """(line, record as written, record validated) for each record of a journal.
+
+    Raises:
+        UserError: a line is not JSON, or not a record of the journal's kind: ``FILE:LINE``, the
+            first field pydantic names, and how many more it found.
+    """
+    model, what = RECORD_MODELS[journal]
+    for n, raw in read_numbered(path):
+        try:
+            record = model.model_validate(raw)
+        except ValidationError as e:
+            errors = e.errors()
+            first = errors[0] if errors else {"loc": (), "msg": str(e)}
+            where = ".".join(str(p) for p in first["loc"]) or "record"
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise UserError(
+                f"{path}:{n}: not a {what}: {where}: {first['msg']}{more}; repair that line, or start the run again"
+            ) from None
+        yield n, raw, record
+
+
+def decision_key(request_index: int | None, position: int | None) -> tuple[int, int]:
+    """Where a decision sits in its epoch's order: (request, position; ``REQUEST_FAILED`` first)."""
+    return (request_index if request_index is not None else -1, position if position is not None else REQUEST_FAILED)
+
+
+def request_rejection(epoch: int, request_index: int, proposal: Proposal) -> Rejection:
+    """The rejection of a request that failed as a whole. The loop and resume's repair both build it
+    here, so a repaired line is the line the loop writes."""
+    return Rejection(
+        epoch=epoch,
+        request_index=request_index,
+        reason=proposal.failure or "",
+        detail=proposal.detail,
+        answer=kept_answer(proposal.text) if proposal.text else None,
+        parse_error=proposal.parse_error,
+    )
+
+
+def candidate_rejection(epoch: int, request_index: int, proposal: Proposal, candidate: Candidate) -> Rejection:
+    """The rejection of a candidate that did not parse as a task (see ``request_rejection``)."""
+    raw = candidate.raw if isinstance(candidate.raw, dict) else {"value": candidate.raw}
+    return Rejection(
+        epoch=epoch,
+        request_index=request_index,
+        position=candidate.position[1],
+        reason=candidate.reason or "invalid_task",
+        detail=candidate.detail,
+        task=raw,
+        answer=kept_answer(proposal.text) if proposal.text else None,
+    )
+
+
+def task_epoch(task: Task) -> int:
+    return int(task.meta.get("epoch", -1))
+
+
+def _task_key(task: Task) -> tuple[int, int] | None:
+    """A run's task's decision key; None for a task no generator request decided (a solve's)."""
+    ri, pos = task.meta.get("request_index"), task.meta.get("position")
+    return (ri, pos) if isinstance(ri, int) and isinstance(pos, int) else None
+
+
+def _ids(values: list[str], limit: int = 5) -> str:
+    shown = ", ".join(values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def _plural(n: int, word: str) -> str:
+    if n == 1:
+        return f"1 {word}"
+    return f"{n} {word[:-1]}ies" if word.endswith("y") else f"{n} {word}s"
+
+
+@dataclass
+class RunRecords:
+    """A run directory's records, checked (and repaired where that is exact). Lists are in file order."""
+
+    tasks: list[Task] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    task_stats: list[TaskStats] = field(default_factory=list)
+    metrics: list[EpochMetrics] = field(default_factory=list)
+    plans: list[EpochPlan] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    """``proposals.jsonl`` rows as written (``Proposal.from_record`` reads them)."""
+
+
+class _Lines:
+    """The records of one run directory with their line numbers, for the checks' messages."""
+
+    def __init__(self, run: RunDir, journals: tuple[str, ...]) -> None:
+        self.run = run
+        self.rows: dict[str, list[tuple[int, Any]]] = {}
+        self.raw_proposals: dict[int, dict[str, Any]] = {}
+        """``proposals.jsonl`` rows as written, by line: ``Proposal.from_record`` reads these."""
+        for journal in journals:  # every line is checked before any record is compared
+            rows = []
+            for n, raw, record in numbered(run.path / journal, journal):
+                rows.append((n, record))
+                if journal == PROPOSALS:
+                    self.raw_proposals[n] = raw
+            self.rows[journal] = rows
+
+    def path(self, journal: str) -> Path:
+        return self.run.path / journal
+
+    def at(self, journal: str, line: int) -> str:
+        return f"{self.path(journal)}:{line}"
+
+    @staticmethod
+    def ref(journal: str, line: int) -> str:
+        """Another line of the same run, named short (the message names the run's path once)."""
+        return f"{journal}:{line}"
+
+    def unique(
+        self, journal: str, key: Callable[[Any], Hashable | None], what: Callable[[Any], str]
+    ) -> dict[Any, tuple[int, Any]]:
+        """``key(record) -> (line, record)`` (records whose key is None left out); a key seen twice is
+        a duplicated line (UserError, saying ``what(record)``)."""
+        seen: dict[Any, tuple[int, Any]] = {}
+        for n, record in self.rows[journal]:
+            k = key(record)
+            if k is None:
+                continue
+            if k in seen:
+                raise UserError(
+                    f"{self.at(journal, n)}: {what(record)} again (first at line {seen[k][0]}): a line duplicated; "
+                    f"{CHANGED}"
+                )
+            seen[k] = (n, record)
+        return seen
+
+
+def load_run(run: RunDir) -> RunRecords:
+    """A self-play run's records, checked as the module docstring says; what can be recomputed
+    exactly is written back first.
+
+    Raises:
+        UserError: a line is not a record of its journal (FILE:LINE), or the records disagree with
+            what the run recorded about them (the file, the epoch, what is missing or repeated).
+    """
+    lines = _Lines(run, (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS))
+    repairs = _check_run(lines)
+    if repairs.rejections:  # in place: rejected.jsonl is in decision order, as the loop writes it
+        run.insert(REJECTED, [(before, r.model_dump(mode="json")) for before, r in repairs.rejections])
+        lines.rows[REJECTED] = [(n, r) for n, _, r in numbered(run.path / REJECTED, REJECTED)]
+    if repairs.stats:  # task_stats.jsonl is in completion order: appended, as after a kill
+        run.append(TASK_STATS, [s.model_dump(mode="json") for s in repairs.stats])
+    return RunRecords(
+        tasks=[t for _, t in lines.rows[TASKS]],
+        rejected=[r for _, r in lines.rows[REJECTED]],
+        trajectories=[t for _, t in lines.rows[TRAJECTORIES]],
+        task_stats=[s for _, s in lines.rows[TASK_STATS]] + repairs.stats,
+        metrics=[m for _, m in lines.rows[METRICS]],
+        plans=[p for _, p in lines.rows[PLANS]],
+        proposals=[lines.raw_proposals[n] for n, _ in lines.rows[PROPOSALS]],
+    )
+
+
+@dataclass
+class _Repairs:
+    rejections: list[tuple[int, Rejection]] = field(default_factory=list)
+    """(the line of ``rejected.jsonl`` it goes before, the rejection) for rejections re-derived."""
+    stats: list[TaskStats] = field(default_factory=list)
+
+
+@dataclass
+class _Slot:
+    """One place in an epoch's decision order: a failed request, or one of a request's candidates."""
+
+    key: tuple[int, int]
+    rejection: Rejection | None
+    """The rejection it gets when it can be derived from the proposal alone (it did not parse)."""
+    task_id: str | None
+
+
+def _slots(epoch: int, plan: EpochPlan, answers: dict[int, dict[str, Any]]) -> list[_Slot]:
+    """The epoch's decision order as far as it is known: requests in plan order up to the first one
+    with no recorded answer (decisions stop there), each answer's candidates in position order.
+    ``answers``: request index -> its ``proposals.jsonl`` row as written."""
+    slots: list[_Slot] = []
+    for request in plan.requests:
+        row = answers.get(request.request_index)
+        if row is None:
+            break
+        proposal = Proposal.from_record(row)
+        if proposal.failure:
+            rejection = request_rejection(epoch, request.request_index, proposal)
+            slots.append(_Slot((request.request_index, REQUEST_FAILED), rejection, None))
+        for cand in proposal.candidates:
+            if cand.task is None:
+                rejection = candidate_rejection(epoch, request.request_index, proposal, cand)
+                slots.append(_Slot(cand.position, rejection, None))
+            else:
+                slots.append(_Slot(cand.position, None, cand.task.task_id))
+    return slots
+
+
+def _check_run(lines: _Lines) -> _Repairs:
+    """The checks of ``load_run``, in an order that names the likeliest cause first: repeated lines,
+    the epochs' sequence, answers, decisions, then episodes and their stats."""
+    repairs = _Repairs()
+    tasks = lines.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
+    stats = lines.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
+    trajs = lines.unique(
+        TRAJECTORIES,
+        lambda t: (t.task_id, t.sample_index),
+        lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
+    )
+    lines.unique(  # a rejection repeated (those of requests with no index cannot be told apart)
+        REJECTED,
+        lambda r: (r.epoch, *decision_key(r.request_index, r.position)) if r.request_index is not None else None,
+        lambda r: f"the rejection of epoch {r.epoch} request {r.request_index} position {r.position}",
+    )
+    plans = lines.unique(PLANS, lambda p: p.epoch, lambda p: f"the plan of epoch {p.epoch}")
+    proposals = lines.unique(
+        PROPOSALS,
+        lambda p: (p.epoch, p.request_index),
+        lambda p: f"the answer to epoch {p.epoch} request {p.request_index}",
+    )
+    metrics: dict[int, tuple[int, EpochMetrics]] = {}
+    for i, (n, row) in enumerate(lines.rows[METRICS]):
+        if row.epoch != i:
+            why = (
+                f"a second row for epoch {row.epoch} (first at line {metrics[row.epoch][0]}): a line duplicated"
+                if row.epoch in metrics
+                else f"the row of epoch {row.epoch} where epoch {i}'s belongs: a line was removed"
+            )
+            raise UserError(f"{lines.at(METRICS, n)}: {why}; {CHANGED}")
+        metrics[i] = (n, row)
+    finished = len(metrics)
+
+    by_epoch: dict[int, list[tuple[int, Task]]] = defaultdict(list)
+    for n, task in tasks.values():
+        by_epoch[task_epoch(task)].append((n, task))
+    rejections_of: dict[int, list[tuple[int, Rejection]]] = defaultdict(list)
+    for n, r in lines.rows[REJECTED]:
+        rejections_of[r.epoch].append((n, r))
+    later = [
+        (lines.ref(journal, n), epoch)
+        for journal, epochs in (
+            (TASKS, [(n, task_epoch(t)) for n, t in tasks.values()]),
+            (REJECTED, [(n, r.epoch) for n, r in lines.rows[REJECTED]]),
+            (PLANS, [(n, p.epoch) for n, p in plans.values()]),
+            (PROPOSALS, [(n, p.epoch) for n, p in proposals.values()]),
+        )
+        for n, epoch in epochs
+        if epoch > finished
+    ]
+    if later:
+        where, epoch = later[0]
+        raise UserError(
+            f"{lines.path(METRICS)}: no row for epoch {finished}, though epoch {epoch} has records ({where}); {CHANGED}"
+        )
+
+    by_task: dict[str, list[Trajectory]] = defaultdict(list)
+    for _, t in trajs.values():
+        by_task[t.task_id].append(t)
+    epochs = sorted({*range(finished + 1), *by_epoch, *rejections_of} - {-1})
+    for epoch in epochs:
+        _check_decisions(lines, epoch, metrics.get(epoch), plans, proposals, by_epoch, rejections_of, by_task, repairs)
+    _check_episodes(lines, tasks, stats, trajs, by_task)
+    for epoch in range(finished):
+        n_metrics, row = metrics[epoch]
+        epoch_tasks = [t for _, t in by_epoch.get(epoch, [])]
+        episodes = sum(len(by_task.get(t.task_id, [])) for t in epoch_tasks)
+        if episodes != row.episodes:
+            unstated = [t.task_id for t in epoch_tasks if t.task_id not in stats and t.task_id in by_task]
+            hint = f" (tasks without a task_stats row: {_ids(unstated)})" if unstated else ""
+            raise UserError(
+                f"{lines.path(TRAJECTORIES)}: epoch {epoch} has {_plural(episodes, 'episode')}, its metrics "
+                f"({lines.ref(METRICS, n_metrics)}) say {row.episodes}{hint}; {CHANGED}"
+            )
+        for task in epoch_tasks:  # the episodes are complete: a lost stats row is recomputed exactly
+            if task.task_id not in stats and by_task.get(task.task_id):
+                repairs.stats.append(task_stats(task.task_id, epoch, task.kind, by_task[task.task_id]))
+    return repairs
+
+
+def _check_decisions(
+    lines: _Lines,
+    epoch: int,
+    metrics: tuple[int, EpochMetrics] | None,
+    plans: dict[Any, tuple[int, EpochPlan]],
+    proposals: dict[Any, tuple[int, ProposalRecord]],
+    by_epoch: dict[int, list[tuple[int, Task]]],
+    rejections_of: dict[int, list[tuple[int, Rejection]]],
+    by_task: dict[str, list[Trajectory]],
+    repairs: _Repairs,
+) -> None:
+    """One epoch's tasks and rejections against its answers and (once finished) its metrics row."""
+    decided: dict[tuple[int, int], tuple[str, int]] = {}
+    for n, task in by_epoch.get(epoch, []):
+        key = _task_key(task)
+        if key is not None:
+            decided[key] = (TASKS, n)
+    for n, r in rejections_of.get(epoch, []):
+        if r.request_index is None:
+            continue
+        key = decision_key(r.request_index, r.position)
+        if key in decided:
+            journal, first = decided[key]
+            raise UserError(
+                f"{lines.at(REJECTED, n)}: rejects epoch {epoch} request {key[0]} position {r.position}, which "
+                f"{lines.ref(journal, first)} decided already; {CHANGED}"
+            )
+        decided[key] = (REJECTED, n)
+    missing: list[_Slot] = []
+    if any(k[0] == epoch for k in proposals):  # an epoch of an older spade's run kept no answers
+        missing = _gaps(lines, epoch, metrics, plans, proposals, decided)
+    derived = [slot for slot in missing if slot.rejection is not None]
+    unknown = [slot for slot in missing if slot.rejection is None]
+    if metrics is not None:
+        _check_counts(lines, epoch, metrics, by_epoch, rejections_of, derived, unknown)
+    elif unknown:  # the running epoch: a gap in its decisions (its last one may be lost: a kill)
+        slot = unknown[0]
+        where = lines.path(TASKS) if slot.task_id in by_task else f"{lines.path(TASKS)} or {REJECTED}"
+        raise UserError(
+            f"{where}: epoch {epoch} has no decision for request {slot.key[0]} position "
+            f"{slot.key[1]} ({slot.task_id}), though later candidates are decided; {CHANGED}"
+        )
+    for slot in derived:
+        assert slot.rejection is not None
+        repairs.rejections.append((_line_before(lines, epoch, slot.key), slot.rejection))
+
+
+def _gaps(
+    lines: _Lines,
+    epoch: int,
+    metrics: tuple[int, EpochMetrics] | None,
+    plans: dict[Any, tuple[int, EpochPlan]],
+    proposals: dict[Any, tuple[int, ProposalRecord]],
+    decided: dict[tuple[int, int], tuple[str, int]],
+) -> list[_Slot]:
+    """The places of the epoch's decision order that should be decided and are not: all its metrics
+    row counts once it finished, up to its last decision while it runs."""
+    plan = plans.get(epoch)
+    if plan is None:
+        if metrics is not None or decided:
+            why = f"which finished ({lines.ref(METRICS, metrics[0])})" if metrics else "which has decisions"
+            raise UserError(f"{lines.path(PLANS)}: no plan for epoch {epoch}, {why}; {CHANGED}")
+        return []
+    answers = {k[1]: row for k, (_, row) in proposals.items() if k[0] == epoch}
+    slots = _slots(epoch, plan[1], {k[1]: lines.raw_proposals[n] for k, (n, _) in proposals.items() if k[0] == epoch})
+    order = {slot.key: i for i, slot in enumerate(slots)}
+    unanswered = [r.request_index for r in plan[1].requests if r.request_index not in answers]
+    for key in sorted(k for k in decided if k not in order):  # the first such decision, in decision order
+        journal, n = decided[key]
+        before = [r for r in unanswered if r <= key[0]]  # decisions stop at the first unanswered request
+        why = (
+            f"no answer to epoch {epoch} request {before[0]}"
+            if before
+            else f"epoch {epoch} request {key[0]}'s answer has no candidate at position {key[1]}"
+        )
+        raise UserError(
+            f"{lines.path(PROPOSALS)}: {why}, though {lines.ref(journal, n)} decides request {key[0]} position "
+            f"{key[1]}; {CHANGED}"
+        )
+    if metrics is None:
+        return [slot for slot in slots[: max((order[k] + 1 for k in decided), default=0)] if slot.key not in decided]
+    n_metrics, row = metrics
+    made = sum(p.n if p.failure else len(p.candidates or []) for p in answers.values())
+    if made != row.tasks_proposed:
+        hint = f"; no answer to request {_ids([str(r) for r in unanswered])}" if unanswered else ""
+        raise UserError(
+            f"{lines.path(PROPOSALS)}: epoch {epoch}'s answers hold {made} proposals, its metrics "
+            f"({lines.ref(METRICS, n_metrics)}) say {row.tasks_proposed}{hint}; {CHANGED}"
+        )
+    size = row.tasks_accepted + sum(row.rejected_by_reason.values())
+    if size > len(slots):
+        raise UserError(
+            f"{lines.path(PROPOSALS)}: epoch {epoch}'s answers hold {len(slots)} candidates, its metrics "
+            f"({lines.ref(METRICS, n_metrics)}) count {size} decisions; {CHANGED}"
+        )
+    beyond = sorted((order[k], k) for k in decided if order[k] >= size)
+    if beyond:
+        journal, n = decided[beyond[0][1]]
+        raise UserError(
+            f"{lines.at(journal, n)}: epoch {epoch} decided more candidates than its metrics count; {CHANGED}"
+        )
+    return [slot for slot in slots[:size] if slot.key not in decided]
+
+
+def _check_counts(
+    lines: _Lines,
+    epoch: int,
+    metrics: tuple[int, EpochMetrics],
+    by_epoch: dict[int, list[tuple[int, Task]]],
+    rejections_of: dict[int, list[tuple[int, Rejection]]],
+    derived: list[_Slot],
+    unknown: list[_Slot],
+) -> None:
+    """A finished epoch's tasks, and its rejections by reason (with those re-derived), against its
+    metrics row; ``unknown``: the undecided candidates that only the sandbox could decide."""
+    n_metrics, row = metrics
+    said = f"its metrics ({lines.ref(METRICS, n_metrics)}) say"
+    have_tasks = len(by_epoch.get(epoch, []))
+    if have_tasks != row.tasks_accepted:
+        short = row.tasks_accepted - have_tasks
+        ids = [s.task_id or "?" for s in unknown]
+        what = ""
+        if short > 0 and unknown:
+            what = f" (missing {_ids(ids)})" if short == len(unknown) else f" (missing {short} of {_ids(ids)})"
+        raise UserError(
+            f"{lines.path(TASKS)}: epoch {epoch} has {_plural(have_tasks, 'task')}, {said} "
+            f"{row.tasks_accepted}{what}; {CHANGED}"
+        )
+    reasons = Counter(r.reason for _, r in rejections_of.get(epoch, []))
+    reasons.update(slot.rejection.reason for slot in derived if slot.rejection is not None)
+    if dict(reasons) != {k: v for k, v in row.rejected_by_reason.items() if v}:
+        diff = sorted(set(reasons) | set(row.rejected_by_reason))
+        reason = next(r for r in diff if reasons.get(r, 0) != row.rejected_by_reason.get(r, 0))
+        ids = [f"{s.task_id} at request {s.key[0]} position {s.key[1]}" for s in unknown]
+        hint = f" (missing: the rejection of {_ids(ids)})" if ids else ""
+        raise UserError(
+            f"{lines.path(REJECTED)}: epoch {epoch} has {_plural(reasons.get(reason, 0), 'rejection')} for "
+            f"{reason!r}, {said} {row.rejected_by_reason.get(reason, 0)}{hint}; {CHANGED}"
+        )
+
+
+def _line_before(lines: _Lines, epoch: int, key: tuple[int, int]) -> int:
+    """The ``rejected.jsonl`` line a re-derived rejection goes before: the file is in decision order
+    (epochs in turn, each in (request, position) order), so the first line that sorts after it."""
+    for n, r in lines.rows[REJECTED]:
+        if (r.epoch, *decision_key(r.request_index, r.position)) > (epoch, *key):
+            return n
+    return 10**12
+
+
+def _check_episodes(
+    lines: _Lines,
+    tasks: dict[Any, tuple[int, Task]],
+    stats: dict[Any, tuple[int, TaskStats]],
+    trajs: dict[Any, tuple[int, Trajectory]],
+    by_task: dict[str, list[Trajectory]],
+    epochs: bool = True,
+) -> None:
+    """Every episode and stats row names a known task; a stats row counts its task's episodes.
+    ``epochs``: name the task's epoch (a run's tasks have one; a solve's are all its own)."""
+    for n, t in trajs.values():
+        if t.task_id not in tasks:
+            raise UserError(
+                f"{lines.path(TASKS)}: no task {t.task_id}, though {lines.ref(TRAJECTORIES, n)} is one of its "
+                f"episodes; {CHANGED}"
+            )
+    for task_id, (n, row) in stats.items():
+        if task_id not in tasks:
+            raise UserError(
+                f"{lines.path(TASKS)}: no task {task_id}, though {lines.ref(TASK_STATS, n)} is its stats row; {CHANGED}"
+            )
+        have = sorted(t.sample_index for t in by_task.get(task_id, []))
+        if len(have) != row.samples:
+            samples = f" (sample {', '.join(map(str, have))})" if have else ""
+            epoch = f" (epoch {task_epoch(tasks[task_id][1])})" if epochs else ""
+            count = _plural(len(have), "trajectory")
+            raise UserError(
+                f"{lines.path(TRAJECTORIES)}: task {task_id}{epoch} has {count}{samples}, its task_stats row "
+                f"({lines.ref(TASK_STATS, n)}) says {row.samples}; {CHANGED}"
+            )
+
+
+@dataclass
+class SolveRecords:
+    """A ``spade solve`` directory's records, checked. Lists are in file order."""
+
+    tasks: list[Task] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    task_stats: list[TaskStats] = field(default_factory=list)
+
+
+def load_solve(run: RunDir) -> SolveRecords:
+    """A solve's records, checked: every line a record of its kind (FILE:LINE), none twice, every
+    episode and stats row of a known task, each stats row counting its task's episodes, and as many
+    tasks (and at least as many episodes) as ``summary.json`` counted when it was written.
+
+    A lost stats row needs no repair here: ``Session.solve`` writes the row of every task whose
+    samples are all judged, as after a kill.
+
+    Raises:
+        UserError: as ``load_run``.
+    """
+    lines = _Lines(run, (TASKS, TRAJECTORIES, TASK_STATS))
+    tasks = lines.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
+    stats = lines.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
+    trajs = lines.unique(
+        TRAJECTORIES,
+        lambda t: (t.task_id, t.sample_index),
+        lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
+    )
+    by_task: dict[str, list[Trajectory]] = defaultdict(list)
+    for _, t in trajs.values():
+        by_task[t.task_id].append(t)
+    _check_episodes(lines, tasks, stats, trajs, by_task, epochs=False)
+    summary = run.read_json("summary.json")
+    if isinstance(summary, dict) and "epochs" not in summary:
+        counted, episodes = summary.get("tasks"), summary.get("trajectories")
+        if isinstance(counted, int) and counted != len(tasks):
+            raise UserError(
+                f"{lines.path(TASKS)}: {_plural(len(tasks), 'task')}, summary.json counted {counted}; {CHANGED}"
+            )
+        if isinstance(episodes, int) and episodes > len(trajs):
+            raise UserError(
+                f"{lines.path(TRAJECTORIES)}: {_plural(len(trajs), 'trajectory')}, summary.json counted "
+                f"{episodes} when it was written; {CHANGED}"
+            )
+    return SolveRecords(
+        tasks=[t for _, t in lines.rows[TASKS]],
+        trajectories=[t for _, t in lines.rows[TRAJECTORIES]],
+        task_stats=[s for _, s in lines.rows[TASK_STATS]],
+    )
