@@ -135,7 +135,10 @@ class SandboxConfig(_Section):
     test_timeout_s: float = Field(default=3.0, gt=0)
     """Time budget of one test call inside an execution, in seconds."""
     memory_mb: int = Field(default=512, ge=16)
-    """Memory limit of one execution, in MiB."""
+    """Memory limit of one execution, in MiB: everything it holds at once on bwrap and docker (its
+    processes and threads together, the files it writes in its scratch directory and /dev/shm, and
+    about 16 MiB of spade's own processes in the sandbox), so a program gets about this less 16 MiB.
+    Without cgroups (bwrap not as root) and on subprocess, each process is limited on its own."""
     max_processes: int = Field(default=64, ge=1)
     """Processes and threads one execution may have."""
     scratch_mb: int = Field(default=64, ge=1)
@@ -256,6 +259,20 @@ class TrainerConfig(_Section):
     (``verl.parquet``, which needs pyarrow)."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Longest time the command may take (None: no limit); past it the run stops, ``--resume`` retries."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Key-like environment variables the command gets anyway, by name or shell-style glob
+    (``[HF_TOKEN, WANDB_API_KEY, "AWS_*"]``). The command gets our environment (PATH, HOME, the
+    locale, caches, ``SPADE_*``...) less every key-like variable: a word of the name ending in KEY or
+    TOKEN, or AUTH; SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL or COOKIE in it; a value that is a
+    URL with credentials (``spade_llm.redact.key_like``). Its logs mask the values of our key-like
+    variables and the credentials of URLs either way."""
+
+    @model_validator(mode="after")
+    def _pass_env_names(self) -> TrainerConfig:
+        for name in self.pass_env:
+            if not name.strip() or "=" in name:
+                raise ValueError(f"pass_env lists variable names or globs, got {name!r}")
+        return self
 
 
 class RewardConfig(_Section):
@@ -382,6 +399,32 @@ def default_config_dict() -> dict[str, Any]:
     return _read_yaml(text, "default.yaml")
 
 
+_KEY_FIELDS = frozenset({"api_key", "apikey", "api-key"})
+"""Names of a credential that a config might be given, in every section we would read a model from."""
+
+
+def _refuse_keys(data: dict[str, Any], origin: str) -> None:
+    """One clear line for a key written into the config (``llm: {api_key: ...}``, or under
+    ``generator:``/``solver:``): keys never live in the config, which is copied into every run
+    directory; the provider's environment variable, or a ``.env`` file, holds it.
+
+    Raises:
+        UserError: naming where the key is and what to set instead.
+    """
+    for section in ("llm", "generator", "solver", None):
+        node = data.get(section) if section else data
+        if not isinstance(node, dict):
+            continue
+        for key in node:
+            if str(key).lower() in _KEY_FIELDS:
+                where = f"{section}.{key}" if section else str(key)
+                raise UserError(
+                    f"{origin}: {where}: keys never go in the config (it is copied into the run directory); "
+                    "set the provider's variable instead (OPENAI_API_KEY for openai/ models, ANTHROPIC_API_KEY, "
+                    "...) in the environment or in a .env file in the working directory"
+                )
+
+
 def _describe(err: ValidationError) -> str:
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "config"
@@ -449,6 +492,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             origin = str(p)
     if overrides:
         data = deep_merge(data, overrides)
+    _refuse_keys(data, origin)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
@@ -456,6 +500,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
 
 def config_from_dict(data: dict[str, Any], origin: str) -> RunConfig:
+    _refuse_keys(data, origin)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:

@@ -6,10 +6,15 @@ evaluator's reward back into policy optimisation, closing the training loop").
 metrics row and the ``on_epoch_end`` hooks are done. Before it runs, the formats in
 ``trainer.formats`` are exported from the whole run so far into ``RUN_DIR/exports/epoch-NNN/``; the
 command gets that folder (``{exports}`` in it, else as its last argument) and the environment
-variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH`` and ``SPADE_SOLVER_MODEL``. Its
-stdout and stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` (tail them to follow a
-long training). If it prints a JSON object (one line) naming ``solver_model`` (or ``model``) and/or
-``api_base``, the solver switches to the last such for the later epochs. The command runs in its own
+variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH`` and ``SPADE_SOLVER_MODEL``, on top of
+ours without its keys: a key-like variable (``OPENAI_API_KEY``, ``HF_TOKEN``, ``*PASSWORD*``..., the
+rule is ``redact.key_like``) reaches the command only when ``trainer.pass_env`` names it. Its stdout and
+stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` as they come (tail them to follow a
+long training), redacted on the way: the values of our key-like variables and the credentials of
+URLs (``scheme://user:pass@`` -> ``scheme://***@``) never reach the disk. If it prints a JSON object
+(one line) naming ``solver_model`` (or ``model``) and/or ``api_base``, the solver switches to the
+last such for the later epochs (read from the output as printed: an ``api_base`` keeps its
+credentials in memory, ``manifest.json`` records it without them). The command runs in its own
 process group, which a timeout or an interrupted run ends whole (SIGTERM, then SIGKILL): a launcher's
 workers must not outlive the step and hold the GPU into the next try.
 
@@ -24,19 +29,23 @@ GPU job launcher), often far heavier than this package; a command is what every 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .hooks import HookError
+from .redact import StreamRedactor, key_like, redact, secret_values
 from .store import scrub_secrets
 
 if TYPE_CHECKING:
@@ -51,6 +60,13 @@ SUFFIXES = {"verl": "parquet"}
 """File suffix of each export format (``jsonl`` unless named here)."""
 STOP_GRACE_S = 5.0
 """How long a stopped training command gets to exit on SIGTERM (to save what it can) before SIGKILL."""
+LOG_DRAIN_S = 5.0
+"""How long the logs are read on once the command has exited: what it printed last is still in the
+pipes. A process it left running on purpose (a server for the new model) may hold them open for
+good; its output goes on into the same files, redacted, for as long as this process lives."""
+SWITCH_SCAN_CHARS = 1 << 20
+"""Stdout up to this size is kept whole for ``read_switch`` (a pretty-printed switch object); past
+it, only the last line that names a switch is kept."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,96 @@ def read_switch(stdout: str) -> SolverSwitch | None:
             if switch is not None:
                 return switch
     return None
+
+
+def trainer_env(environ: Mapping[str, str], pass_env: Sequence[str] = ()) -> dict[str, str]:
+    """The environment the training command starts with: ``environ`` without its key-like variables
+    (``redact.key_like``: ``*_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``, a URL with
+    credentials...), but for those ``pass_env`` names (names or shell-style globs, case-sensitive).
+    PATH, HOME, the locale, caches (``HF_HOME``), CUDA settings and the rest stay."""
+    return {
+        k: v for k, v in environ.items() if not key_like(k, v) or any(fnmatchcase(k, pattern) for pattern in pass_env)
+    }
+
+
+class _SwitchScan:
+    """What of a command's stdout ``read_switch`` needs, read as it comes: all of it while it is
+    small, else the last line that names a switch (so a long training's log is not held in memory)."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.size = 0
+        self.last = ""
+        self._line = ""
+
+    def feed(self, text: str) -> None:
+        if self.size <= SWITCH_SCAN_CHARS:
+            self.head.append(text)
+        self.size += len(text)
+        *lines, self._line = (self._line + text).split("\n")
+        if len(self._line) > SWITCH_SCAN_CHARS:  # no switch is that long
+            self._line = ""
+        for line in lines:
+            self._scan(line)
+
+    def _scan(self, line: str) -> None:
+        line = line.strip()
+        if not line.startswith("{") or ("model" not in line and "api_base" not in line):
+            return
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(obj, dict):
+            return
+        try:
+            named = _switch_of(obj) is not None
+        except HookError:
+            named = True  # a bad switch: read_switch says so, if no later line names a good one
+        if named:
+            self.last = line
+
+    def text(self) -> str:
+        """The text to hand ``read_switch``."""
+        self._scan(self._line)
+        return "".join(self.head) if self.size <= SWITCH_SCAN_CHARS else self.last
+
+
+class _LogCopy(threading.Thread):
+    """Copies one output stream of the command into its log file, redacted, as it comes (a daemon
+    thread: see ``LOG_DRAIN_S``). A write that fails (disk full) is kept in ``error``; the pipe is
+    still drained, so the command never blocks on a full pipe."""
+
+    def __init__(self, pipe: IO[bytes], out: IO[bytes], secrets: list[str], scan: _SwitchScan | None) -> None:
+        super().__init__(name=f"trainer-log-{Path(out.name).name}", daemon=True)
+        self.pipe = pipe
+        self.out = out
+        self.redactor = StreamRedactor(secrets)
+        self.scan = scan
+        self.error: OSError | None = None
+
+    def _write(self, text: str) -> None:
+        if text and self.error is None:
+            try:
+                self.out.write(text.encode("utf-8", "surrogateescape"))  # the bytes it printed, less the secrets
+                self.out.flush()
+            except OSError as e:
+                self.error = e
+
+    def run(self) -> None:
+        decode = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape").decode
+        try:
+            while chunk := os.read(self.pipe.fileno(), 1 << 16):  # what is there, at once
+                text = decode(chunk)
+                if self.scan is not None:
+                    self.scan.feed(text)
+                self._write(self.redactor.feed(text))
+            self._write(self.redactor.feed(decode(b"", final=True)) + self.redactor.close())
+        finally:
+            with contextlib.suppress(OSError):
+                self.pipe.close()
+            with contextlib.suppress(OSError):
+                self.out.close()
 
 
 def command_line(command: str | list[str], exports: Path, run_dir: Path, epoch: int) -> list[str]:
@@ -207,26 +313,40 @@ class Trainer:
         logs.mkdir(exist_ok=True)
         out_path, err_path = logs / f"epoch-{epoch:03d}.stdout", logs / f"epoch-{epoch:03d}.stderr"
         env = {
-            **os.environ,
+            **trainer_env(os.environ, self.config.pass_env),
             "SPADE_EXPORTS": str(exports),
             "SPADE_RUN_DIR": str(self.run.path),
             "SPADE_EPOCH": str(epoch),
             "SPADE_SOLVER_MODEL": solver_model,
         }
-        self.log(f"trainer: epoch {epoch}: {shlex.join(argv)}")
+        secrets = secret_values(os.environ)  # ours, passed on or not: none is written
+        self.log(f"trainer: epoch {epoch}: {redact(shlex.join(argv), secrets)}")
         started = time.monotonic()
         where = f"(output in {out_path.parent}; --resume runs it again)"
-        try:
-            with out_path.open("wb") as out, err_path.open("wb") as err:
+        scan = _SwitchScan()
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(out_path.open("wb"))
+            err = files.enter_context(err_path.open("wb"))
+            try:
                 # its own process group: a timeout or an interrupted run ends the whole training (a
                 # launcher's workers too), not only the process it started
                 proc = subprocess.Popen(
-                    argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
                 )
-        except FileNotFoundError:
-            raise HookError(f"trainer command not found: {argv[0]}") from None
-        except PermissionError:
-            raise HookError(f"trainer command is not executable: {argv[0]}") from None
+            except FileNotFoundError:
+                raise HookError(f"trainer command not found: {argv[0]}") from None
+            except PermissionError:
+                raise HookError(f"trainer command is not executable: {argv[0]}") from None
+            assert proc.stdout is not None and proc.stderr is not None
+            copies = [_LogCopy(proc.stdout, out, secrets, scan), _LogCopy(proc.stderr, err, secrets, None)]
+            files.pop_all()  # the copies close them
+        for copy in copies:
+            copy.start()
         self._running = proc
         try:
             code = proc.wait(timeout=self.config.timeout_s)
@@ -237,10 +357,16 @@ class Trainer:
             ) from None
         finally:
             self._running = None
+            deadline = time.monotonic() + LOG_DRAIN_S
+            for copy in copies:
+                copy.join(max(0.0, deadline - time.monotonic()))
         seconds = round(time.monotonic() - started, 3)
+        failed = next((c.error for c in copies if c.error is not None), None)
+        if failed is not None:
+            raise failed  # the run directory cannot be written (disk full...): the step is not recorded
         if code != 0:
             raise HookError(f"trainer command exited with {code} after epoch {epoch} {where}")
-        switch = read_switch(out_path.read_text(encoding="utf-8", errors="replace"))
+        switch = read_switch(scan.text())
         record = {
             "epoch": epoch,
             "exports": str(exports),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -272,3 +275,97 @@ def test_command_line_fills_placeholders_or_appends_the_exports(tmp_path: Path) 
     ]
     with pytest.raises(HookError, match="empty"):
         command_line("  ", exports, run, 0)
+
+
+# -- secrets stay out (issue 24) -------------------------------------------------------------------
+
+OPENAI_KEY = "sk-test-OPENAI-9f8e7d6c5b4a"
+HF_KEY = "hf_testTOKEN0a1b2c3d4e5f"
+AWS_KEY = "AWSsecret/0123456789abcdefXYZ"
+PROXY = "http://bob:hunter2-proxy@proxy.example:3128"
+
+# prints every variable it got, a URL with credentials on stderr, then a switch whose endpoint has some
+ENV_SCRIPT = """\
+import json, os, sys
+for k, v in sorted(os.environ.items()):
+    print(f"{k}={v}")
+print("fetching https://alice:s3cr3t-pw@hub.example/model.bin", file=sys.stderr)
+print(json.dumps({"solver_model": "fake/strong-solver", "api_base": "http://user:pass-9x@host.example/v1"}))
+"""
+
+
+@pytest.mark.parametrize("pass_env", [[], ["HF_TOKEN"]], ids=["nothing-passed", "hf-token-passed"])
+def test_a_trainer_that_prints_its_environment_leaves_no_key_in_the_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pass_env: list[str]
+) -> None:
+    for name, value in [
+        ("OPENAI_API_KEY", OPENAI_KEY),
+        ("HF_TOKEN", HF_KEY),
+        ("AWS_SECRET_ACCESS_KEY", AWS_KEY),
+        ("HTTPS_PROXY", PROXY),
+    ]:
+        monkeypatch.setenv(name, value)
+    script = tmp_path / "env.py"
+    script.write_text(ENV_SCRIPT)
+    trainer: dict[str, object] = {"command": [sys.executable, str(script)], "formats": ["grpo"]}
+    if pass_env:
+        trainer["pass_env"] = pass_env
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"solver": {"samples_per_task": 1}, "trainer": trainer}))
+    out = tmp_path / "run"
+    assert _run(tmp_path, "--config", str(config), "--epochs", "1", "--out", str(out)) == 0
+    stdout = (out / "trainer" / "epoch-000.stdout").read_text()
+    got = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line and not line.startswith("{"))
+    assert "OPENAI_API_KEY" not in got and "AWS_SECRET_ACCESS_KEY" not in got and "HTTPS_PROXY" not in got
+    if pass_env:
+        assert got["HF_TOKEN"] == "***"  # passed on, and masked in the log all the same
+    else:
+        assert "HF_TOKEN" not in got
+    assert got["SPADE_EPOCH"] == "0" and got["PATH"] == os.environ["PATH"]  # the rest stays
+    assert "http://***@host.example/v1" in stdout
+    assert "https://***@hub.example/model.bin" in (out / "trainer" / "epoch-000.stderr").read_text()
+    leaks = [OPENAI_KEY, HF_KEY, AWS_KEY, "hunter2-proxy", "s3cr3t-pw", "pass-9x"]
+    for path in out.rglob("*"):  # the whole run directory, every file
+        if path.is_file():
+            data = path.read_bytes()
+            assert not [s for s in leaks if s.encode() in data], path
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert steps[0]["switch"] == {"model": "fake/strong-solver", "api_base": "http://host.example/v1"}
+
+
+def test_the_switch_keeps_the_credentials_the_log_hides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The solver must reach the endpoint it was handed: the switch is read from the output as printed."""
+    script = tmp_path / "switch.py"
+    filler = "x" * 1000
+    script.write_text(
+        "import json\n"
+        "print(json.dumps({'solver_model': 'openai/m', 'api_base': 'http://u:p-secret@h:1/v1'}))\n"
+        f'for i in range(1500): print(\'{{"loss": \' + str(i) + \', "pad": "{filler}"}}\')\n'  # > 1 MiB after it
+    )
+    trainer = Trainer(TrainerConfig(command=[sys.executable, str(script)]), RunDir(tmp_path), log=lambda _m: None)
+    monkeypatch.setattr(trainer, "export", lambda epoch: tmp_path)
+    outcome = trainer.step(0, "fake/default")
+    assert outcome.switch == SolverSwitch("openai/m", "http://u:p-secret@h:1/v1")
+    assert outcome.record["switch"] == {"model": "openai/m", "api_base": "http://h:1/v1"}
+    log = (tmp_path / "trainer" / "epoch-000.stdout").read_text()
+    assert "p-secret" not in log and log.count('"loss"') == 1500
+
+
+def test_a_process_the_step_leaves_running_does_not_hold_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step may start a server for its new model and leave it running, its output on our pipe."""
+    pid_file = tmp_path / "server.pid"
+    command = ["sh", "-c", f"(sleep 120; echo late) & echo $! > {pid_file}; echo trained"]
+    trainer = Trainer(TrainerConfig(command=command), RunDir(tmp_path), log=lambda _m: None)
+    monkeypatch.setattr(trainer, "export", lambda epoch: tmp_path)
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(trainer.step(0, "fake/default")), daemon=True)
+    thread.start()
+    thread.join(60)
+    try:
+        assert done, "the step waited for a process it left running"
+        assert "trained" in (tmp_path / "trainer" / "epoch-000.stdout").read_text()
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(os.getpgid(int(pid_file.read_text())), signal.SIGKILL)
