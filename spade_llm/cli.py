@@ -474,15 +474,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.resume:
         run, config = _open_resumed("run", args, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()], overrides)
+        args.run_path = run.path
+        _require_keys(config, generator=True)
         session = Session(config)
     else:
         config = load_config(args.config, overrides)
+        _require_keys(config, generator=True)
         session = Session(config)  # checks models, templates and sandbox before making the directory
         try:
             run = RunDir.create(args.out, config.runs_dir)
         except BaseException:
             session.close()
             raise
+        args.run_path = run.path
     log = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     if not args.quiet:
         log(
@@ -525,6 +529,40 @@ EXIT_ENDPOINT = 3
 """The model endpoint was unusable: the circuit breaker stopped the run (SPEC's exit codes)."""
 EXIT_EXECUTOR = 4
 """The executor lost its workers (Ray workers dead past their retries): the run stopped, resumable."""
+
+
+def _require_keys(config: Any, *, generator: bool) -> None:
+    """One clear error, before anything is made, when a role's hosted model has no key to call it with
+    (``llm.registry.missing_key``); without it the first request fails as an outage, exit 3.
+
+    Raises:
+        UserError: naming the role's model and the variable to set.
+    """
+    from .llm.registry import missing_key
+
+    roles = [("generator", config.generator)] if generator else []
+    for role, section in [*roles, ("solver", config.solver)]:
+        variable = missing_key(section)
+        if variable is None:
+            continue
+        local = (
+            "; for an OpenAI-compatible server that needs none, give --api-base URL"
+            if section.model.startswith("openai/")
+            else ""
+        )
+        raise UserError(
+            f"{role} model {section.model} needs {variable}, which is not set: export it, or put it in a .env "
+            f"file in the working directory (keys never go in the config){local}"
+        )
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    """What an interrupted ``run``/``solve`` says to continue: ``--resume DIR`` only for the run
+    directory this command made or opened, once it holds a config (what ``--resume`` needs)."""
+    path = getattr(args, "run_path", None)
+    if args.command not in ("run", "solve") or path is None or not (Path(path) / "config.yaml").is_file():
+        return ""
+    return f"; continue with: spade {args.command} --resume {path}"
 
 
 def _stopped_early(command: str, error: EndpointDown | ExecutorError, path: Path) -> int:
@@ -629,6 +667,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     }
     if args.resume:
         run, config = _open_resumed("solve", args, list(flags.items()), _overrides(args, flags))
+        args.run_path = run.path
         tasks = [Task.model_validate(r) for r in run.read(TASKS)]
         if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
             given = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
@@ -640,8 +679,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
         tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
         config = load_config(args.config, _overrides(args, flags))
         run = None
+    _require_keys(config, generator=False)
     with Session(config, need_generator=False) as session:
+        tasks = session.fill_expected(tasks)  # a task that cannot be filled fails before the directory exists
         run = run or RunDir.create(args.out, config.runs_dir)  # an existing non-empty --out is refused
+        args.run_path = run.path
         try:
             summary = session.solve(
                 tasks,
@@ -826,6 +868,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from . import evaluator
+    from .expected import fill_expected
     from .judge import Judge, final_status, load_settings
     from .kinds import get_kind
     from .progress import bar, progress_block
@@ -835,15 +878,22 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     if not tasks:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to judge")
     by_id = {t.task_id: t for t in tasks}
-    samples = (
-        _read_samples(args.samples, by_id, skip_invalid=args.skip_invalid)
-        if args.samples
-        else [(t, get_kind(t.kind).reference_answer(t)) for t in tasks]
-    )
-    if not samples:
+    given = _read_samples(args.samples, by_id, skip_invalid=args.skip_invalid) if args.samples else []
+    if args.samples and not given:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
     sandbox = starting.result() if starting else _sandbox(settings.backend)
-    judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
+    try:
+        judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
+        tasks = fill_expected(judge, tasks, args.concurrency)  # tests given without an expected value
+        by_id = {t.task_id: t for t in tasks}
+        samples = (
+            [(by_id[task.task_id], code) for task, code in given]
+            if args.samples
+            else [(t, get_kind(t.kind).reference_answer(t)) for t in tasks]
+        )
+    except BaseException:
+        sandbox.close()
+        raise
     per_task: dict[str, list[bool]] = {}
     judged = {"done": 0, "passed": 0}
 
@@ -1024,12 +1074,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
-        hint = (
-            f"; continue with: spade run --resume {args.out or args.resume}"
-            if args.command == "run" and (getattr(args, "out", None) or getattr(args, "resume", None))
-            else ""
-        )
-        print(f"spade {args.command}: interrupted{hint}", file=sys.stderr)
+        print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
         return 130
     except SpadeError as e:
         if args.debug:

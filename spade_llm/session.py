@@ -15,7 +15,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from .checking import CodeChecker
+from .checking import CodeChecker, limits_from
 from .config import RoleConfig, RunConfig, config_from_dict, deep_merge
 from .controller import Controller, LimitedLLM, RunState
 from .errors import EndpointDown, ExecutorError, UserError
@@ -234,6 +234,23 @@ class Session:
         )
         return checker, solver
 
+    def fill_expected(self, tasks: list[Task]) -> list[Task]:
+        """``tasks`` with the expected values their tests lack taken from each task's reference, run
+        in this process's sandbox under the run's limits (``expected.fill_expected``); nothing runs
+        when none lacks one.
+
+        Raises:
+            UserError: a reference cannot give a missing value (the task and test are named).
+        """
+        from .expected import fill_expected, needs_filling
+        from .judge import Judge
+
+        if not any(needs_filling(t) for t in tasks):
+            return list(tasks)
+        c = self.config
+        judge = Judge(self.sandbox, limits_from(c.sandbox), c.sandbox.test_timeout_s)
+        return fill_expected(judge, tasks, c.controller.concurrency)
+
     def use_solver_model(self, switch: SolverSwitch) -> LLM:
         """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
         model it replaces (to close when the run ends).
@@ -410,7 +427,7 @@ class Session:
             asyncio.run(main())
         except (EndpointDown, ExecutorError) as e:
             stopped = e
-        trajs = [Trajectory.model_validate(r) for r in run.read(TRAJECTORIES)]
+        trajs = [t for ts in by_task.values() for t in ts]  # every episode on disk, and none twice
         summary = {
             "complete": stopped is None,
             **({"stopped_because": str(stopped)} if stopped else {}),

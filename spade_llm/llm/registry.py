@@ -3,9 +3,14 @@
 ``fake/<profile>`` is the built-in offline model; ``openai/<name>`` with an ``api_base`` (any
 OpenAI-compatible server) goes through the small HTTP client in ``openai_http`` unless
 ``llm.transport`` is ``litellm``; anything else goes through litellm.
+
+``missing_key`` tells, before a run starts, that a hosted provider's key is not set (the CLI makes
+that exit 2 before a run directory exists, instead of an outage after the first request).
 """
 
 from __future__ import annotations
+
+import os
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
@@ -84,3 +89,52 @@ async def aclose_llm(llm: object) -> None:
             await close()
             return
         llm = getattr(llm, "inner", None) or getattr(llm, "llm", None)
+
+
+KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""The commonest hosted providers' key variables (any one will do), as litellm reads them: a missing key
+for these is told in a second, before litellm's import (seconds) would tell it. Every other provider
+asks litellm's own table."""
+
+
+def missing_key(role_config: RoleConfig) -> str | None:
+    """The environment variable the role's model needs and that is not set (``OPENAI_API_KEY``; ``A or
+    B`` when either will do), None when nothing is missing or we cannot tell. A ``.env`` file in the
+    working directory counts, as it does for the requests; so does an empty value (none: a ``.env``
+    template's ``OPENAI_API_KEY=`` is no key).
+
+    No key is asked for a fake model or when the role has an ``api_base``: a local server (vLLM,
+    llama.cpp, Ollama behind ``openai/<name>``) needs none, and a proxy decides for itself. The
+    providers of ``KEY_VARIABLES`` are answered from it; any other from litellm's
+    ``validate_environment`` (a dict lookup once litellm is imported, which building the model does
+    anyway right after). There only providers whose every missing variable is an ``*_API_KEY``
+    count: those that also sign in another way (AWS profiles and roles for bedrock, Azure AD,
+    Vertex's application credentials) or need no key at all (Ollama's base URL) are left to the
+    request.
+    """
+    model = role_config.model.strip()
+    if not model or model == "fake" or model.startswith("fake/") or role_config.api_base:
+        return None
+    from .litellm import import_litellm, load_dotenv
+
+    load_dotenv()
+    prefix = model.split("/", 1)[0] if "/" in model else ""
+    known = KEY_VARIABLES.get(prefix)
+    if known is not None:
+        return None if any(os.environ.get(name, "").strip() for name in known) else " or ".join(known)
+    litellm = import_litellm()
+    try:
+        missing = list(litellm.validate_environment(model=model).get("missing_keys") or [])
+        provider = litellm.get_llm_provider(model=model)[1]
+    except Exception:  # an unknown model: check_model_string says so when the model is built
+        return None
+    if not missing and provider in KEY_VARIABLES:  # a bare name (gpt-4o-mini): litellm counts an empty key
+        known = KEY_VARIABLES[provider]
+        return None if any(os.environ.get(name, "").strip() for name in known) else " or ".join(known)
+    if not missing or not all(name.endswith("_API_KEY") for name in missing):
+        return None
+    return " or ".join(missing)

@@ -1,0 +1,102 @@
+"""An interrupted ``run`` or ``solve`` advises ``--resume DIR`` only for a directory that holds a run to
+resume, and ``solve`` advises it too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade_llm.cli import main
+from spade_llm.session import Session
+
+
+def _interrupt(*_args: Any, **_kwargs: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_start_up_advises_no_resume_of_a_directory_never_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(Session, "__init__", _interrupt)  # still checking models, templates, sandbox
+    out = tmp_path / "never"
+    assert main(["run", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "spade run: interrupted" and not out.exists()
+
+
+def test_ctrl_c_mid_solve_advises_its_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = Session.solve
+
+    def solve_then_interrupt(self: Session, tasks: list[Any], run: Any, **kwargs: Any) -> Any:
+        original(self, tasks, run, **kwargs)  # the run directory holds its episodes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Session, "solve", solve_then_interrupt)
+    gen = tmp_path / "gen"
+    assert (
+        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "2", "--out", str(gen)]) == 0
+    )
+    out = tmp_path / "solved"
+    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--sandbox", "auto", "--out", str(out)]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+    monkeypatch.setattr(Session, "solve", original)
+    assert main(["solve", "--resume", str(out)]) == 0  # the advice works
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 2
+
+
+def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    original = Session._write_header
+
+    def header_then_interrupt(self: Session, run: Any, resumed: bool) -> None:
+        original(self, run, resumed)  # config.yaml is there: the directory can be resumed
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Session, "run", lambda self, run, **kw: header_then_interrupt(self, run, False))
+    assert main(["run", "--sandbox", "auto"]) == 130
+    [made] = [p.relative_to(tmp_path) for p in (tmp_path / "runs").iterdir()]
+    assert (
+        capsys.readouterr().err.strip().splitlines()[-1]
+        == f"spade run: interrupted; continue with: spade run --resume {made}"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child")
+def test_a_real_sigint_mid_solve(tmp_path: Path) -> None:
+    """As a user's Ctrl-C arrives: a signal, while episodes run."""
+    gen = tmp_path / "gen"
+    assert (
+        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "4", "--out", str(gen)]) == 0
+    )
+    out = tmp_path / "solved"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--samples-per-task", "50"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spade_llm.cli", *argv, "--sandbox", "auto", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    trajectories = out / "trajectories.jsonl"
+    deadline = time.monotonic() + 120
+    while not (trajectories.exists() and trajectories.read_text().strip()) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
