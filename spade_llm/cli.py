@@ -324,10 +324,29 @@ def _scan_tasks(path: str) -> list[_TaskLine]:
         try:
             task = Task.model_validate_json(text)
         except ValidationError as e:
-            rows.append(_TaskLine(n, task_id=_readable_task_id(text), detail=_not_a_task(e)))
-            continue
+            cleaned = _task_with_surrogates(text)
+            if cleaned is None:
+                rows.append(_TaskLine(n, task_id=_readable_task_id(text), detail=_not_a_task(e)))
+                continue
+            task = cleaned
         rows.append(_TaskLine(n, task=task, task_id=task.task_id))
     return rows
+
+
+def _task_with_surrogates(text: str) -> Any:
+    """The task of a line pydantic's JSON parser refused for a ``"\\ud800"`` escape (another tool's
+    text), its lone surrogates made U+FFFD as records get them (``text.json_loads``); None otherwise."""
+    from pydantic import ValidationError
+
+    from .text import json_loads
+    from .types import Task
+
+    if "\\u" not in text:
+        return None
+    try:
+        return Task.model_validate(json_loads(text))
+    except (ValueError, RecursionError, ValidationError):
+        return None
 
 
 def _readable_task_id(text: str) -> str | None:

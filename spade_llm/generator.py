@@ -22,6 +22,7 @@ from .llm.base import LLM, TRUNCATED, LLMRequest, ResponseFormat
 from .llm.stats import LLMStats, RoleStats
 from .seeding import derive_seed
 from .templates import Prompts
+from .text import clean_data
 from .types import Message, Task
 
 JSON_SHAPE = json.dumps(
@@ -181,7 +182,7 @@ def extract_json(text: str, finish_reason: str = "stop", accept: Callable[[Any],
                 continue
             if isinstance(value, (dict, list)):
                 if accept is None or accept(value):
-                    return value
+                    return clean_data(value)  # a "\ud800" escape decodes to a lone surrogate: U+FFFD
                 declined = declined if declined is not None else value
     where = _where(furthest, furthest_in, text) if furthest is not None else None
     if finish_reason in TRUNCATED:

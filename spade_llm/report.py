@@ -53,6 +53,7 @@ import yaml
 
 from .errors import UserError
 from .store import TRAJECTORIES
+from .text import clean_data, json_loads, to_utf8
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -116,7 +117,7 @@ def _records_at(path: Path, damaged: Counter[str]) -> Iterator[tuple[int, dict[s
                 if not raw.strip():
                     continue
                 try:
-                    record = json.loads(raw)
+                    record = json_loads(raw)  # a lone surrogate ("\ud800", a record of another tool) gives U+FFFD
                 except (ValueError, RecursionError):
                     damaged[path.name] += 1
                     continue
@@ -139,7 +140,7 @@ def _record_at(f: BinaryIO, offset: int) -> dict[str, Any] | None:
     """The record on the line at ``offset`` of an open JSONL file (None if it is no longer one)."""
     try:
         f.seek(offset)
-        record = json.loads(f.readline())
+        record = json_loads(f.readline())
     except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
@@ -147,7 +148,7 @@ def _record_at(f: BinaryIO, offset: int) -> dict[str, Any] | None:
 
 def _json_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -155,7 +156,7 @@ def _json_file(path: Path) -> dict[str, Any]:
 
 def _yaml_file(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = clean_data(yaml.safe_load(path.read_text(encoding="utf-8")))  # YAML's "\ud800" too
     except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -1435,14 +1436,17 @@ def render_report(
 
 
 def write_atomic(target: Path, text: str) -> None:
+    """``text`` as ``target``'s UTF-8 content, replaced atomically; a lone surrogate that got past the
+    readers (none should) is written as U+FFFD rather than losing the page (``spade_llm.text``)."""
+    data = to_utf8(text)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
         raise UserError(f"cannot write {target}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except OSError as e:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import yaml
 
 from .errors import UserError
+from .text import json_loads, to_utf8
 
 TASKS = "tasks.jsonl"
 REJECTED = "rejected.jsonl"
@@ -65,7 +66,7 @@ def read_numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not raw.strip():
                     continue
                 try:
-                    record = json.loads(raw.decode("utf-8"))
+                    record = json_loads(raw.decode("utf-8"))  # "\ud800" (another tool's record): U+FFFD
                 except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deep
                     why = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
                     raise UserError(f"{path}:{n}: damaged record ({why}); repair or remove that line") from None
@@ -210,14 +211,19 @@ class RunDir:
             (self.path / name).touch()
 
     def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None:
-        """Append records as whole lines in one write, flushed to the OS."""
+        """Append records as whole lines in one write, flushed to the OS.
+
+        A lone surrogate in a record (text that did not come through the LLM layer, which cleans its
+        own) is written as U+FFFD: a record is never lost to ``UnicodeEncodeError`` (``spade_llm.text``).
+        """
         text = "".join(_dumps(r) + "\n" for r in records)
         if not text:
             return
+        data = to_utf8(text)
         try:
             fd = os.open(self.path / journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                view = memoryview(text.encode("utf-8"))
+                view = memoryview(data)
                 while view:
                     n = os.write(fd, view)
                     view = view[n:]
@@ -258,7 +264,7 @@ class RunDir:
     def _replace(self, name: str, text: str) -> None:
         tmp = self.path / f".{name}.tmp"
         try:
-            tmp.write_text(text, encoding="utf-8")
+            tmp.write_bytes(to_utf8(text))
             os.replace(tmp, self.path / name)
         except OSError as e:
             with contextlib.suppress(OSError):
@@ -301,7 +307,7 @@ class RunDir:
     def read_json(self, name: str) -> Any:
         """A JSON file of the run, or None when it is missing or damaged (a kill mid-write)."""
         try:
-            return json.loads((self.path / name).read_text(encoding="utf-8"))
+            return json_loads((self.path / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
 

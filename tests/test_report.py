@@ -229,6 +229,40 @@ def test_huge_strings_are_cut(copy: Path) -> None:
     assert len(slim["attempts"][0]["code"]) < report.TEXT_LIMIT + 100
 
 
+def test_records_holding_lone_surrogates_still_get_a_page(copy: Path) -> None:
+    """Records with an escaped lone surrogate ("\\ud800", as another tool or an older version wrote
+    them) in every kind of text the page shows: read with U+FFFD in its place, and the page written."""
+    lone = "\ud800"
+
+    def trajectories(records: list[dict[str, Any]]) -> None:
+        for t in records:
+            for m in t["messages"]:
+                m["content"] += lone
+            for a in t["attempts"]:
+                a["code"] += f"# {lone}"
+                a["result"]["stderr"] = lone
+
+    def tasks(records: list[dict[str, Any]]) -> None:
+        for t in records:
+            t["description"] += lone
+            t["tags"] = [*t["tags"], f"tag{lone}"]
+
+    _edit(copy / "trajectories.jsonl", trajectories)
+    _edit(copy / "tasks.jsonl", tasks)
+    _edit(copy / "metrics.jsonl", lambda records: records[0]["warnings"].append(f"warn{lone}"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["models"] = {"generator": f"gen{lone}", "solver": f"sol{lone}"}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert b"\\ud800" in (copy / "tasks.jsonl").read_bytes()
+
+    page = report.render_report(copy).read_bytes().decode("utf-8")  # strict: every byte encodes text
+    assert "tag\ufffd" in page and "sol\ufffd" in page
+    data = _data(page)
+    first = next(iter(data["tasks"].values()))
+    assert first["desc"].endswith("\ufffd")
+    assert all(a["code"].endswith("# \ufffd") for t in first["traj"] for a in t["attempts"])
+
+
 # -- size and sampling ---------------------------------------------------------------------------
 
 

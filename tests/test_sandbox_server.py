@@ -361,9 +361,10 @@ def test_memory_limit_is_enforced(client: httpx.Client, server: SandboxServer) -
 
 def test_memory_values_share_few_buckets() -> None:
     bounds = ServeLimits(default_memory_mb=1024, min_memory_mb=64, max_memory_mb=4096)
+    # rounded down: a program never gets more memory than it asked for
     assert [memory_bucket(v, bounds) for v in (-1, 0, 1, 64, 65, 100, 128, 129, 1000, 1024, 1025)] == [
         1024, 1024, 64, 64, 64, 96, 128, 128, 768, 1024, 1024,
-    ]  # fmt: skip  (rounded down: a program never gets more memory than it asked for)
+    ]  # fmt: skip
     assert memory_bucket(10**9, bounds) == 4096
     assert len({memory_bucket(v, bounds) for v in range(1, 5000)}) == 13
 

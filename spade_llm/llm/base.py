@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..text import clean_text
 from ..types import Message, TokenUsage
 
 Role = Literal["generator", "solver"]
@@ -13,6 +14,15 @@ ResponseFormat = Literal["text", "json_object", "json_schema"]
 TRUNCATED = frozenset({"length", "answer_cap"})
 """``finish_reason`` values of an answer that was cut off: ``length`` (``max_tokens`` reached) and
 ``answer_cap`` (``llm.answer_timeout_s`` ran out while the answer streamed)."""
+
+
+def _clean_message(message: Message) -> Message:
+    """``message`` itself, or a copy whose content holds no lone surrogate (see ``spade_llm.text``)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, str):
+        return message
+    cleaned = clean_text(content)
+    return message if cleaned is content else message.model_copy(update={"content": cleaned})
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,13 @@ class LLMRequest:
     """The schema sent with ``response_format="json_schema"`` (OpenAI's ``{"name", "schema"}`` form)."""
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a prompt can carry text holding a lone surrogate (a task decoded from a model's JSON escape
+        # "\ud800"): cleaned here, so no provider's request body or cache key fails to encode
+        cleaned = [_clean_message(m) for m in self.messages]
+        if any(c is not m for c, m in zip(cleaned, self.messages, strict=True)):
+            object.__setattr__(self, "messages", cleaned)
+
     @property
     def json_mode(self) -> bool:
         """Whether the answer is asked to be JSON (either form)."""
@@ -47,12 +64,25 @@ class LLMResponse:
 
     ``finish_reason`` is ``stop``, ``length`` (truncated by ``max_tokens``), ``answer_cap`` (cut by
     ``llm.answer_timeout_s``), ``content_filter`` or another provider string; ``text`` may be empty.
+
+    Every answer of every provider (the fakes and the cache included) is built here, so this is where
+    model text enters: on construction a lone surrogate in ``text`` (a JSON ``"\\ud800"``) becomes
+    U+FFFD and a pair (its halves streamed in two chunks) the character it spells, so every later
+    write of it encodes (:func:`spade_llm.text.clean_text`; free for ASCII).
     """
 
     text: str
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str = "stop"
     model: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("text", "finish_reason", "model"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                cleaned = clean_text(value)
+                if cleaned is not value:
+                    object.__setattr__(self, name, cleaned)
 
 
 @runtime_checkable
