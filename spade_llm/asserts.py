@@ -193,13 +193,18 @@ def _unwrapped(node: ast.expr, param: str) -> ast.expr | None:
     """The candidate call itself, or inside ``tuple(...)``/``list(...)`` (compared as a sequence)."""
     if _is_call(node, param):
         return node
+    inner = _sequence_of(node)
+    return inner if inner is not None and _is_call(inner, param) else None
+
+
+def _sequence_of(node: ast.expr) -> ast.expr | None:
+    """``X`` of ``tuple(X)`` or ``list(X)``."""
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id in ("tuple", "list")
         and len(node.args) == 1
         and not node.keywords
-        and _is_call(node.args[0], param)
     ):
         return node.args[0]
     return None
@@ -282,14 +287,10 @@ def _fold(node: ast.expr) -> Any:
             return _bounded(_BINARY[type(node.op)](a, b))
         except (ArithmeticError, TypeError, ValueError):
             raise _NotConstant("arithmetic") from None
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("tuple", "list")
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        value = _fold(node.args[0])
+    inner = _sequence_of(node)
+    if inner is not None:
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        value = _fold(inner)
         if type(value) not in (tuple, list, str):
             raise _NotConstant("conversion")
         return tuple(value) if node.func.id == "tuple" else list(value)

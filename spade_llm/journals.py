@@ -205,6 +205,18 @@ class _Lines:
         """Another line of the same run, named short (the message names the run's path once)."""
         return f"{journal}:{line}"
 
+    def episodes(self) -> tuple[dict[Any, tuple[int, Any]], dict[Any, tuple[int, Any]], dict[Any, tuple[int, Any]]]:
+        """Tasks by id, task_stats rows by task id and trajectories by (task id, sample), each once
+        (``unique``): what a run and a solve share."""
+        tasks = self.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
+        stats = self.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
+        trajs = self.unique(
+            TRAJECTORIES,
+            lambda t: (t.task_id, t.sample_index),
+            lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
+        )
+        return tasks, stats, trajs
+
     def unique(
         self, journal: str, key: Callable[[Any], Hashable | None], what: Callable[[Any], str]
     ) -> dict[Any, tuple[int, Any]]:
@@ -293,13 +305,7 @@ def _check_run(lines: _Lines) -> _Repairs:
     """The checks of ``load_run``, in an order that names the likeliest cause first: repeated lines,
     the epochs' sequence, answers, decisions, then episodes and their stats."""
     repairs = _Repairs()
-    tasks = lines.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
-    stats = lines.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
-    trajs = lines.unique(
-        TRAJECTORIES,
-        lambda t: (t.task_id, t.sample_index),
-        lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
-    )
+    tasks, stats, trajs = lines.episodes()
     lines.unique(  # a rejection repeated (those of requests with no index cannot be told apart)
         REJECTED,
         lambda r: (r.epoch, *decision_key(r.request_index, r.position)) if r.request_index is not None else None,
@@ -573,13 +579,7 @@ def load_solve(run: RunDir) -> SolveRecords:
         UserError: as ``load_run``.
     """
     lines = _Lines(run, (TASKS, TRAJECTORIES, TASK_STATS))
-    tasks = lines.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
-    stats = lines.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
-    trajs = lines.unique(
-        TRAJECTORIES,
-        lambda t: (t.task_id, t.sample_index),
-        lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
-    )
+    tasks, stats, trajs = lines.episodes()
     by_task: dict[str, list[Trajectory]] = defaultdict(list)
     for _, t in trajs.values():
         by_task[t.task_id].append(t)

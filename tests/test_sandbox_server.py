@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,10 +26,10 @@ from typing import Any
 import httpx
 import pytest
 from sandbox_backends import unavailable
+from sandbox_serving import serving
 
 from spade_llm.errors import UserError
 from spade_llm.sandbox import registry
-from spade_llm.sandbox.base import Sandbox
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox_server import (
     FETCH_WRAPPER,
@@ -50,25 +49,8 @@ BACKEND = "bwrap" if REASON is None else "subprocess"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SandboxServer]:
-    sandbox: Sandbox = get_sandbox(BACKEND)
-    loop = asyncio.new_event_loop()
-    srv = SandboxServer("127.0.0.1", 0, sandbox, concurrency=4)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(srv.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10), "server did not start"
-    yield srv
-    asyncio.run_coroutine_threadsafe(srv.close(), loop).result(30)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    loop.close()
+    with serving(get_sandbox(BACKEND), concurrency=4) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ kills real programs on the real backend.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import importlib.util
 import json
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import requests
+import sandbox_serving
 from sandbox_backends import unavailable
 
 from spade_llm import sandbox_server
@@ -53,27 +53,9 @@ PRINT_42 = {"code": "print(42)", "language": "python"}
 
 @contextmanager
 def serving(sandbox: Sandbox | None = None, **options: Any) -> Iterator[SandboxServer]:
-    """A ``SandboxServer`` on a free 127.0.0.1 port, served by an event loop in a thread of its own."""
-    loop = asyncio.new_event_loop()
-    srv = SandboxServer("127.0.0.1", 0, sandbox if sandbox is not None else get_sandbox(BACKEND), **options)
-    ready = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(srv.start())
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(30), "server did not start"
-    try:
+    """``sandbox_serving.serving`` on this module's backend unless another sandbox is given."""
+    with sandbox_serving.serving(sandbox if sandbox is not None else get_sandbox(BACKEND), **options) as srv:
         yield srv
-    finally:
-        asyncio.run_coroutine_threadsafe(srv.close(), loop).result(60)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
 
 
 @pytest.fixture(scope="module")
