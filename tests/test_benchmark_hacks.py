@@ -296,3 +296,21 @@ def test_a_load_error_is_an_error_and_timeouts_stop_before_the_check(bwrap):
     assert final_status(slow) == "timeout"
     assert [r.status for r in slow.test_results or []] == ["timeout"] * 5
     assert (slow.test_results or [])[-1].error == "not run: earlier tests timed out"
+
+
+def test_an_honest_check_leaves_nothing_behind_and_its_worker_is_reused(bwrap, monkeypatch):
+    # the check's process reaps the answer's: a warm worker that had to sweep a leftover is retired
+    from spade_llm.sandbox import pool
+
+    released: list[bool] = []
+    release = pool.WorkerPool._release
+
+    def spy(self, worker, reusable):
+        released.append(reusable)
+        return release(self, worker, reusable)
+
+    monkeypatch.setattr(pool.WorkerPool, "_release", spy)
+    task = check_task(SECRET_CHECK, [TestCase(input="(3,)", expected=6)])
+    for _ in range(3):
+        assert final_status(judge(bwrap, task, task.reference_code, LIMITS)) == "passed"
+    assert released == [True, True, True]

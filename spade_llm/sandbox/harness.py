@@ -299,13 +299,21 @@ def _print_traceback(e: BaseException) -> None:
 
 
 def _requests(fd: int) -> "Any":
-    """The answer's process's inputs: argument tuples sent by the check's process, until it closes."""
-    while True:
-        try:
-            args = read_message(fd)
-        except (EOFError, OSError, ValueError):
-            return
-        yield args
+    """The answer's process's inputs: argument tuples sent by the check's process (``frame_message``
+    framing), until it closes; one read per call where ``read_message`` would make two."""
+    buf = b""
+    try:
+        while True:
+            while _len(buf) < 11 or _len(buf) < 11 + _int(buf[:11]):
+                chunk = posix.read(fd, 1 << 16)
+                if not chunk:
+                    return
+                buf += chunk
+            end = 11 + _int(buf[:11])
+            args, buf = marshal.loads(buf[11:end]), buf[end:]
+            yield args
+    except (OSError, ValueError, EOFError, TypeError):
+        return
 
 
 class _JSONContext:
@@ -375,6 +383,20 @@ class _Answer:
             return None
         self.seq += 1
         return reply
+
+    def end(self) -> None:
+        """Stop the answer's process and reap it: nothing of an honest run is left for the worker to
+        sweep (a warm worker is reused only after a run that left nothing behind)."""
+        for fd in (self.to_fd, self.from_fd):
+            try:
+                posix.close(fd)
+            except OSError:
+                pass
+        try:
+            posix.kill(self.pid, SIGKILL)
+            posix.waitpid(self.pid, 0)
+        except OSError:
+            pass
 
     def loaded(self) -> "str | None":
         """Wait for the answer's process to load the code: None once it has, else the record to
@@ -698,6 +720,14 @@ class _Child:
         posix.close(to_r)
         posix.close(from_w)
         answer = _Answer(pid, to_w, from_r, int(req["results_limit"]))
+        try:
+            return self._check_through(answer, check_fd)
+        finally:
+            answer.end()
+
+    def _check_through(self, answer: "_Answer", check_fd: int) -> int:
+        """Check mode's part once the answer's process exists: the tests' records, then the script."""
+        req = self.req
         stop_after = req.get("max_timeouts")
         stop_after = _int(stop_after) if stop_after is not None else -1
         timeouts = 0
