@@ -11,6 +11,7 @@ whose output is encoded inside the sandbox and compared outside it (``sandbox/ve
 * ``assert abs(candidate(ARGS) - VALUE) < EPS`` (also ``math.fabs``, either order of the difference):
   ``abs_tol``;
 * ``assert candidate(ARGS)`` / ``assert not candidate(ARGS)``: ``as_bool``;
+* any of these inside ``for x in range(CONSTANTS):``, one test per turn (``x`` a constant in each);
 
 where ARGS and VALUE are constant expressions (literals, arithmetic on them, ``tuple``/``list`` of
 them), folded here under size bounds; nothing of the benchmark runs on this machine. ``assert True``,
@@ -27,6 +28,7 @@ tuple equals a list): the canonical solutions pass all 164 HumanEval tasks under
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import operator
 from collections.abc import Callable
@@ -81,11 +83,12 @@ def split_check(check_source: str, entry_point: str, prompt: str = "") -> SplitC
     tests: list[TestCase] = []
     kept: list[ast.stmt] = []
     for stmt in check.body:
-        converted = _convert(stmt, param)
-        if converted is None:
-            kept.append(stmt)
-        elif isinstance(converted, TestCase):
-            tests.append(converted)
+        unrolled = _unrolled(stmt)
+        converted_all = [_convert(s, param) for s in unrolled] if unrolled is not None else [_convert(stmt, param)]
+        if any(c is None for c in converted_all):
+            kept.append(stmt)  # a loop is kept whole unless every assert of every turn converts
+        else:
+            tests.extend(c for c in converted_all if isinstance(c, TestCase))
     if not kept:
         return SplitCheck(tests, None)
     check.body = kept
@@ -126,6 +129,50 @@ def _self_contained(prompt: str, entry_point: str, script: str) -> str:
     ]
     helpers = ast.unparse(tree).strip()
     return f"{helpers}\n\n\n{script.strip()}\n" if helpers else f"{script.strip()}\n"
+
+
+MAX_UNROLLED = 100
+"""Most turns of a ``for x in range(...)`` loop of asserts turned into one test per turn."""
+
+
+def _unrolled(stmt: ast.stmt) -> list[ast.stmt] | None:
+    """The statements of ``for NAME in range(CONSTANTS): ASSERTS`` turn by turn, ``NAME`` replaced by
+    its value in each; None for any other statement, or a loop that is not that plain."""
+    if not (
+        isinstance(stmt, ast.For)
+        and not stmt.orelse
+        and isinstance(stmt.target, ast.Name)
+        and isinstance(stmt.iter, ast.Call)
+        and isinstance(stmt.iter.func, ast.Name)
+        and stmt.iter.func.id == "range"
+        and 1 <= len(stmt.iter.args) <= 3
+        and not stmt.iter.keywords
+        and all(isinstance(s, (ast.Assert, ast.Expr)) for s in stmt.body)
+    ):
+        return None
+    try:
+        bounds = [_fold(a) for a in stmt.iter.args]
+    except _NotConstant:
+        return None
+    if any(type(b) is not int for b in bounds) or (len(bounds) == 3 and bounds[2] == 0):
+        return None
+    turns = range(*bounds)
+    if len(turns) > MAX_UNROLLED:
+        return None
+    name = stmt.target.id
+    return [_Substitute(name, value).visit(copy.deepcopy(s)) for value in turns for s in stmt.body]
+
+
+class _Substitute(ast.NodeTransformer):
+    """Every read of one name, as a constant."""
+
+    def __init__(self, name: str, value: int) -> None:
+        self.name, self.value = name, value
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(self.value), node)
+        return node
 
 
 def _convert(stmt: ast.stmt, param: str) -> TestCase | object | None:
@@ -252,7 +299,8 @@ _CONSTANT_TYPES = (int, float, complex, str, bytes, bool, type(None))
 
 def _fold(node: ast.expr) -> Any:
     """The value of a constant expression: literals, ``+ - * / // % **`` and unary signs on them,
-    containers of them, ``tuple``/``list`` of one; ``_NotConstant`` for anything else or too large."""
+    containers of them, ``tuple``/``list`` of one, ``str`` of a scalar; ``_NotConstant`` for
+    anything else or too large."""
     if isinstance(node, ast.Constant):
         if not isinstance(node.value, _CONSTANT_TYPES):
             raise _NotConstant("constant")
@@ -287,6 +335,17 @@ def _fold(node: ast.expr) -> Any:
             return _bounded(_BINARY[type(node.op)](a, b))
         except (ArithmeticError, TypeError, ValueError):
             raise _NotConstant("arithmetic") from None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "str"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        value = _fold(node.args[0])
+        if type(value) not in (int, float, bool, str, type(None)):
+            raise _NotConstant("str")
+        return str(value)
     inner = _sequence_of(node)
     if inner is not None:
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

@@ -99,7 +99,7 @@ def judge(
         sandbox, code, task.entry_point, [t.input for t in cases], limits, test_timeout_s, max_timeouts=max_timeouts
     )
     result = verdicts(outcome, cases)
-    if result.test_results is not None:
+    if result.test_results is not None and tests is not None:  # a subset: each result names its test's index
         result.test_results = [r.model_copy(update={"index": chosen[r.index]}) for r in result.test_results]
     return result
 

@@ -127,3 +127,26 @@ def test_inputs_read_back_as_exactly_the_arguments():
 def test_a_script_that_does_not_parse_is_kept_as_it_is():
     split = split_check("def check(candidate:\n", "f", "def f(x):\n    pass\n")
     assert split.tests == [] and split.residue == "def check(candidate:\n"
+
+
+def test_a_plain_range_loop_of_asserts_becomes_a_test_per_turn():
+    check = "def check(candidate):\n    for x in range(2, 5):\n        assert candidate(x, x + 1) == str(x)\n"
+    split = split_check(check, "f")
+    assert split.residue is None
+    assert [(t.input, t.expected) for t in split.tests] == [("(2, 3)", "2"), ("(3, 4)", "3"), ("(4, 5)", "4")]
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "for x in range(3):\n        assert candidate(x) == y\n",  # another name: the loop stays whole
+        "for x in range(1000):\n        assert candidate(x) == x\n",  # too many turns
+        "for x in range(n):\n        assert candidate(x) == x\n",  # bounds not constant
+        "for x in [1, 2]:\n        assert candidate(x) == x\n",  # not a range
+        "for x in range(3):\n        y = x\n        assert candidate(y) == x\n",  # not only asserts
+        "for x in range(3):\n        assert candidate(x) == x\n    else:\n        pass\n",
+    ],
+)
+def test_other_loops_stay_in_the_check(loop):
+    split = split_check(f"def check(candidate):\n    {loop}", "f")
+    assert split.tests == [] and split.residue is not None

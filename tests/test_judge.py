@@ -11,6 +11,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spade_llm.errors import UserError
 from spade_llm.judge import MAX_TEST_TIMEOUTS, Judge, final_status, judge, load_settings, parse_input
@@ -222,3 +224,44 @@ def test_settings_without_a_config_import_no_config_models():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner), st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_VALUES, max_size=4))
+def test_parse_input_gives_literal_evals_values_with_their_types(args):
+    # the JSON fast path must never give another value or type than literal_eval would
+    import ast
+
+    text = repr(tuple(args))
+    assert repr(parse_input(text)) == repr(ast.literal_eval(text))
+    spaced = text.replace(", ", ",")  # no fast path: literal_eval itself
+    assert repr(parse_input(spaced)) == repr(ast.literal_eval(spaced))
+
+
+@pytest.mark.parametrize("text", ["(true,)", "(null,)", "(NaN,)", "(Infinity,)", '("a\\/b",)', "([1, 2],"])
+def test_json_only_spellings_are_never_inputs(text):
+    import ast
+
+    try:
+        want = repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError):
+        want = None
+    got = parse_input(text)
+    assert (repr(got) if isinstance(got, tuple) else None) == want
+
+
+def test_a_deep_input_is_refused_on_the_fast_path_too():
+    deep = "(" + "[" * (MAX_INPUT_DEPTH + 1) + "]" * (MAX_INPUT_DEPTH + 1) + ",)"
+    assert "nested deeper" in str(parse_input(deep))

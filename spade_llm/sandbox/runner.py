@@ -10,6 +10,7 @@ compares them outside.
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -72,15 +73,43 @@ def parse_input(text: str) -> tuple[Any, ...] | str:
     """
     if len(text) > MAX_INPUT_CHARS:
         return f"input longer than {MAX_INPUT_CHARS} characters ({len(text)})"
-    try:
-        value = pyast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        return f"not a Python literal: {text[:60]!r} ({type(e).__name__})"
+    value = _json_shaped(text)
+    if value is None:
+        try:
+            value = pyast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+            return f"not a Python literal: {text[:60]!r} ({type(e).__name__})"
     if type(value) is not tuple:
         return f"not a tuple of arguments: {text[:60]!r} ({type(value).__name__}; write a 1-tuple as '(x,)')"
-    if _depth(value) > MAX_INPUT_DEPTH:
+    # a container opens with a bracket: text with fewer cannot nest deeper (the walk costs more than the parse)
+    if sum(text.count(c) for c in "([{") > MAX_INPUT_DEPTH and _depth(value) > MAX_INPUT_DEPTH:
         return f"nested deeper than {MAX_INPUT_DEPTH} levels"
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+_JSON = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _json_shaped(text: str) -> tuple[Any, ...] | None:
+    """The arguments of an input that reads the same as JSON inside its parentheses, such as
+    ``([1, 2.5], 3)`` (what ``repr`` writes for numbers, lists and double-quoted strings), parsed
+    by the C JSON decoder in a tenth of ``literal_eval``'s time; None for any other text (then
+    ``literal_eval`` decides). Taken only when ``repr`` of the result gives back the very text: the
+    value ``literal_eval`` would give, with its types (``true``, ``NaN`` or ``"\\/"`` never pass)."""
+    if len(text) < 2 or text[0] != "(" or text[-1] != ")" or "\\" in text or text.count("(") != 1:
+        return None
+    inner = text[1:-1]
+    body = inner[:-1] if inner.endswith(",") else inner
+    try:
+        value = _JSON.decode("[" + body + "]")
+    except (ValueError, RecursionError):
+        return None
+    args = tuple(value)
+    return args if repr(args) == text else None
 
 
 def _depth(value: Any) -> int:
