@@ -28,8 +28,10 @@ than judged on a lossy copy.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -332,11 +334,21 @@ def parse_records(results: str, n: int, *, cut: bool, max_timeouts: int | None =
     return rec
 
 
+_DECODER: Any = json.JSONDecoder()  # what make_scanner reads off it (typeshed types it as a scanner)
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(_DECODER)
+"""The C scanner behind ``json.loads``, called directly: a record is one JSON value and nothing else,
+and a run has one record per test (``json.loads``'s own steps around it cost as much as the scan)."""
+
+
 def _parse_record(payload: str, n: int, rec: Records) -> None:
     try:
-        data = json.loads(payload)
+        data, end = _SCAN(payload, 0)
+    except StopIteration:
+        raise ProtocolError("record is not JSON") from None
     except (ValueError, RecursionError) as e:
         raise ProtocolError(f"record is not JSON: {str(e)[:80]}") from None
+    if end != len(payload):
+        raise ProtocolError("record is not JSON: extra data after the record")
     if type(data) is not dict:
         raise ProtocolError("record is not an object")
     if set(data) == {"load_error"} and type(data["load_error"]) is str:
