@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import unavailable
 
 from spade_llm.config import RunConfig, load_config
 from spade_llm.controller import Controller, RunState
@@ -30,7 +31,6 @@ from spade_llm.executors import WorkItem
 from spade_llm.generator import LLMGenerator
 from spade_llm.llm.stats import LLMStats
 from spade_llm.llm.testing import FunctionLLM
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.session import Session
 from spade_llm.store import RunDir
 from spade_llm.templates import Prompts
@@ -53,15 +53,7 @@ STUB_SALTS = [3, 6]
 CHANGED = "changed after it was written"
 
 
-def _backend() -> str:
-    try:
-        get_sandbox("bwrap").close()
-        return "bwrap"
-    except Exception:
-        return "subprocess"
-
-
-BACKEND = _backend()
+BACKEND = "bwrap" if unavailable("bwrap") is None else "subprocess"
 
 
 def _config(seed: int, epochs: int = 2) -> RunConfig:

@@ -695,13 +695,11 @@ class _Child:
         process, asks it for the tests' outputs and relays them as records, then runs the check
         script with ``candidate`` calling across; ``done`` only when ``check`` returned."""
         req = self.req
-        check_fd = -1
-        if req.get("check_file"):
-            # opened and unlinked before the answer's process exists, read only after it is forked:
-            # the script is neither on disk nor in memory anywhere the answer can look
-            check_fd = posix.open(req["check_file"], posix.O_RDONLY)
-            posix.unlink(req["check_file"])
-        _CODE.pop(req.get("check_file") or "", None)  # never compiled ahead (forkserver._precompile); never kept
+        # opened and unlinked before the answer's process exists, read only after it is forked: the
+        # script is neither on disk nor in memory anywhere the answer can look
+        check_fd = posix.open(req["check_file"], posix.O_RDONLY)
+        posix.unlink(req["check_file"])
+        _CODE.pop(req["check_file"], None)  # never compiled ahead (forkserver._precompile); never kept
 
         prctl = _PRCTL[0] if _PRCTL else _load_prctl()
         if prctl is not None:
@@ -712,8 +710,7 @@ class _Child:
         pid = posix.fork()
         if pid == 0:
             for fd in (self.res, to_w, from_r, check_fd):
-                if fd >= 0:
-                    posix.close(fd)
+                posix.close(fd)
             self.pid, self.res, self.token = _getpid(), from_w, "a"
             self.req = {**req, "inputs": _requests(to_r), "max_timeouts": None, "ready": True}
             _exit(self.tests())
@@ -750,9 +747,6 @@ class _Child:
                 self.send('{"i":%d,"ms":%.3f,%s}' % (i, ms, body))
                 if timeouts == stop_after:
                     return 0  # as in tests mode: no more calls, and the check is not run
-            if check_fd < 0:
-                self.send("done")
-                return 0
             source = b""
             while True:
                 chunk = posix.read(check_fd, 1 << 16)

@@ -188,16 +188,7 @@ def execute_calls(
     ``max_timeouts``: after this many calls timed out the harness calls no more (code that loops on
     every input would otherwise spend the whole wall limit); None: every input is tried.
     """
-    if max_timeouts is not None and max_timeouts < 1:
-        raise ValueError(f"max_timeouts must be at least 1 or None, got {max_timeouts}")
-    args = [parse_input(text) for text in inputs]
-    request = {
-        "file": SOLUTION_FILE,
-        "entry_point": entry_point,
-        "inputs": args,
-        "test_timeout_s": float(test_timeout_s),
-        "max_timeouts": max_timeouts,
-    }
+    request = _calls_request(entry_point, inputs, test_timeout_s, max_timeouts)
     seen = _execute(
         sandbox,
         "tests",
@@ -209,6 +200,21 @@ def execute_calls(
         max_timeouts=max_timeouts,
     )
     return CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped)
+
+
+def _calls_request(
+    entry_point: str, inputs: list[str], test_timeout_s: float, max_timeouts: int | None
+) -> dict[str, Any]:
+    """The harness request to call ``SOLUTION_FILE``'s entry point on each input (tests and check mode)."""
+    if max_timeouts is not None and max_timeouts < 1:
+        raise ValueError(f"max_timeouts must be at least 1 or None, got {max_timeouts}")
+    return {
+        "file": SOLUTION_FILE,
+        "entry_point": entry_point,
+        "inputs": [parse_input(text) for text in inputs],
+        "test_timeout_s": float(test_timeout_s),
+        "max_timeouts": max_timeouts,
+    }
 
 
 def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
@@ -299,7 +305,7 @@ def run_tests(
 def run_check(
     sandbox: Sandbox,
     program: str,
-    check_code: str | None,
+    check_code: str,
     entry_point: str,
     limits: Limits,
     tests: list[TestCase] | None = None,
@@ -319,21 +325,14 @@ def run_check(
     """
     cases = list(tests or [])
     marker = secrets.token_hex(16)
-    files = {SOLUTION_FILE: program}
-    request: dict[str, Any] = {
-        "file": SOLUTION_FILE,
-        "entry_point": entry_point,
-        "inputs": [parse_input(t.input) for t in cases],
-        "test_timeout_s": float(DEFAULT_TEST_TIMEOUT_S if test_timeout_s is None else test_timeout_s),
-        "max_timeouts": max_timeouts,
+    timeout_s = DEFAULT_TEST_TIMEOUT_S if test_timeout_s is None else test_timeout_s
+    request = {
+        **_calls_request(entry_point, [t.input for t in cases], timeout_s, max_timeouts),
+        "check_file": CHECK_FILE,
     }
-    if check_code is not None:
-        files[CHECK_FILE] = check_code
-        request["check_file"] = CHECK_FILE
+    files = {SOLUTION_FILE: program, CHECK_FILE: check_code}
     seen = _execute(sandbox, "check", files, request, limits, n=len(cases), marker=marker, max_timeouts=max_timeouts)
     judged = judge(CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped), cases)
-    if check_code is None:
-        return judged
     result = seen.result
     passed = seen.check_passed
     status: TestStatus
