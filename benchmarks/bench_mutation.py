@@ -23,9 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spade_llm.checking import limits_from  # noqa: E402
 from spade_llm.config import SandboxConfig  # noqa: E402
-from spade_llm.llm import fake_bank as bank  # noqa: E402
+from spade_llm.fake import bank  # noqa: E402
 from spade_llm.sandbox.registry import get_sandbox  # noqa: E402
 from spade_llm.types import Task, TestCase  # noqa: E402
 from spade_llm.validation import ValidationReport, Validator  # noqa: E402
@@ -68,8 +67,8 @@ def main() -> int:
     config = SandboxConfig()
     sandbox = get_sandbox(args.sandbox)
     try:
-        off = Validator(sandbox, limits_from(config), config.test_timeout_s, min_kill_rate=0)
-        on = Validator(sandbox, limits_from(config), config.test_timeout_s)
+        off = Validator(sandbox, config.limits(), config.test_timeout_s, min_kill_rate=0)
+        on = Validator(sandbox, config.limits(), config.test_timeout_s)
         measure(off, tasks[:3])  # warm the sandbox (a fork server's first start) before timing
         off_s, off_reports = measure(off, tasks)
         on_s, on_reports = measure(on, tasks)

@@ -5,8 +5,9 @@ The public API is imported lazily so that ``spade --help`` and other light comma
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,8 @@ _EXPORTS = {
     "Generator": "spade_llm.generator",
     "Solver": "spade_llm.solver",
     "Store": "spade_llm.store",
+    "read_run": "spade_llm.store",
+    "RunRecords": "spade_llm.store",
     # running things
     "start_run": "spade_llm.session",
     "solve_tasks": "spade_llm.session",
@@ -61,6 +64,7 @@ __all__ = [
     "Message",
     "ModelError",
     "RunConfig",
+    "RunRecords",
     "Sandbox",
     "SandboxUnavailable",
     "Solver",
@@ -78,22 +82,13 @@ __all__ = [
     "get_llm",
     "get_sandbox",
     "load_config",
+    "read_run",
     "solve_tasks",
     "start_run",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'spade_llm' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,7 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sandbox.registry import get_sandbox
     from .session import solve_tasks, start_run
     from .solver import Solver
-    from .store import Store
+    from .store import RunRecords, Store, read_run
     from .types import (
         Attempt,
         EpochMetrics,

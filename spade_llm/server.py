@@ -215,7 +215,7 @@ class FakeServer(HTTPServer):
         refuse: frozenset[str] = frozenset(),
     ) -> None:
         """``backend`` is a module-like object with ``FakeLLM``, ``PROFILES`` and ``infer_role``:
-        ``spade_llm.llm.fake`` unless a test puts a stand-in there.
+        ``spade_llm.fake`` unless a test puts a stand-in there.
 
         Pacing, to play a slow model: ``tokens_per_s`` streams an answer a token (~4 characters) at
         a time at that rate; ``answer_s`` instead makes every answer take that long, one chunk every
@@ -224,7 +224,7 @@ class FakeServer(HTTPServer):
         ``response_format`` (as llama-cpp-python does), ``stream_options`` answers 400 naming it.
         """
         if backend is None:
-            from .llm import fake
+            from . import fake
 
             backend = fake
         super().__init__(host, port)

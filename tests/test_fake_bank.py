@@ -17,15 +17,27 @@ import time
 
 import pytest
 
-from spade_llm.llm import fake_bank as bank
-from spade_llm.llm.fake_bank import VARIANTS, Variant
+from spade_llm.fake import bank, identify, mistakes, pipelines, tasks
+from spade_llm.fake.bank import VARIANTS, Variant
 
 REQUIRED_FAMILIES = {
     "strings", "lists", "arithmetic", "recursion", "dynamic_programming", "parsing", "dicts",
     "sorting_searching", "bits", "matrices", "intervals", "simulation",
 }  # fmt: skip
 
-PARAM_CASES = [pytest.param(v, pi, id=f"{v.key}#{pi}") for v in VARIANTS for pi in range(len(v.params))]
+FAST_VARIANTS = {next(v.key for v in VARIANTS if v.family == family) for family in {v.family for v in VARIANTS}}
+"""The first variant of each family: the one the fast lane (``-m "not slow"``) checks; the others are slow."""
+
+
+def _lane(fast: bool) -> tuple[pytest.MarkDecorator, ...]:
+    return () if fast else (pytest.mark.slow,)
+
+
+PARAM_CASES = [
+    pytest.param(v, pi, id=f"{v.key}#{pi}", marks=_lane(v.key in FAST_VARIANTS and pi == 0))
+    for v in VARIANTS
+    for pi in range(len(v.params))
+]
 
 
 def _task(variant: Variant, pi: int, seed: int, target: float = 0.5) -> bank.BankTask:
@@ -37,7 +49,7 @@ def _fails_some_test(code: str, task: bank.BankTask, time_limit_s: float = 0.1) 
     deliberate infinite loop costs one time limit, not one per test)."""
     for args, expected in zip(task.inputs, task.outputs, strict=True):
         outcome = bank.run_in_process(code, task.entry_point, [args], time_limit_s)[0]
-        if not (outcome.ok and bank.same_value(outcome.value, expected)):
+        if not (outcome.ok and bank.strict_equal(outcome.value, expected)):
             return True
     return False
 
@@ -93,10 +105,10 @@ def test_reference_is_correct_deterministic_and_fast_on_its_own_tests(variant: V
         assert per_test < 0.1
         for test, a, b, out in zip(data["tests"], first, second, task.outputs, strict=True):
             assert a.ok and b.ok, a.error
-            assert bank.same_value(a.value, b.value) and bank.same_value(a.value, out)
+            assert bank.strict_equal(a.value, b.value) and bank.strict_equal(a.value, out)
             assert bank.json_roundtrips(out), "verdicts compare JSON values: every output must have an exact JSON form"
             if "expected" in test:
-                assert bank.same_value(json.loads(json.dumps(test["expected"])), a.value)
+                assert bank.strict_equal(json.loads(json.dumps(test["expected"])), a.value)
 
 
 @pytest.mark.parametrize(("variant", "pi"), PARAM_CASES)
@@ -105,7 +117,7 @@ def test_tests_reject_the_trivial_stand_ins(variant: Variant, pi: int) -> None:
         task = _task(variant, pi, seed)
         for position, name in enumerate(("None", "0", "first argument", "[]", '""', "{}")):
             survives = all(
-                bank.same_value(bank.stand_ins(args)[position], out)
+                bank.strict_equal(bank.stand_ins(args)[position], out)
                 for args, out in zip(task.inputs, task.outputs, strict=True)
             )
             assert not survives, f"returning {name} passes every test"
@@ -119,11 +131,12 @@ def test_same_rng_gives_byte_identical_tasks_and_other_seeds_differ() -> None:
     assert a == b and a != c
 
 
+@pytest.mark.slow
 def test_tasks_do_not_depend_on_the_hash_seed() -> None:
     """Task content (and the references' outputs) is the same in processes with other hash seeds."""
     script = (
         "import json, random, hashlib\n"
-        "from spade_llm.llm import fake_bank as b\n"
+        "from spade_llm.fake import bank as b\n"
         "variants = [*b.VARIANTS, *(b.random_pipeline(random.Random(i), i / 20) for i in range(20))]\n"
         "blob = json.dumps([b.build_task(v, random.Random(i), i / 60).to_json() for i, v in enumerate(variants)])\n"
         "print(hashlib.sha256(blob.encode()).hexdigest())\n"
@@ -158,19 +171,19 @@ def test_every_mistake_really_fails_a_test(variant: Variant, pi: int) -> None:
 
 def test_generic_loop_rewrites_read_like_real_mistakes() -> None:
     code = "def total(nums):\n    s = 0\n    for x in nums:\n        s += x\n    return s\n"
-    assert "for x in nums[1:]:" in (bank._generic_off_by_one(code) or "")
-    assert "for i in range(len(nums) + 1):\n        x = nums[i]" in (bank._generic_exception(code) or "")
-    looping = bank._generic_infinite_loop(code) or ""
+    assert "for x in nums[1:]:" in (mistakes._generic_off_by_one(code) or "")
+    assert "for i in range(len(nums) + 1):\n        x = nums[i]" in (mistakes._generic_exception(code) or "")
+    looping = mistakes._generic_infinite_loop(code) or ""
     assert "while idx < len(nums):" in looping and "idx += 1" not in looping
     assert bank.run_in_process(looping, "total", [([1],)], time_limit_s=0.05)[0].status == "timeout"
     growing = "def f(xs):\n    out = []\n    for x in xs:\n        out.append(x)\n    return out\n"
-    assert bank._generic_infinite_loop(growing) is None, "a loop that allocates would end on memory, not time"
+    assert mistakes._generic_infinite_loop(growing) is None, "a loop that allocates would end on memory, not time"
     ranged = "def f(n):\n    t = 0\n    for i in range(1, n + 1):\n        t += i\n    return t\n"
-    assert "range(1, n)" in (bank._generic_off_by_one(ranged) or "")
-    assert "i = 1\n    while i < n + 1:" in (bank._generic_infinite_loop(ranged) or "")
+    assert "range(1, n)" in (mistakes._generic_off_by_one(ranged) or "")
+    assert "i = 1\n    while i < n + 1:" in (mistakes._generic_infinite_loop(ranged) or "")
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.key)
+@pytest.mark.parametrize("variant", [pytest.param(v, id=v.key, marks=_lane(v.key in FAST_VARIANTS)) for v in VARIANTS])
 def test_identify_recognises_each_variant_from_its_description(variant: Variant) -> None:
     for seed in range(4):
         task = bank.build_task(variant, random.Random(seed), 0.5)
@@ -223,11 +236,11 @@ def test_run_in_process_reports_errors_and_timeouts_as_outcomes() -> None:
     assert (bank.run_in_process("def g():\n    return 1\n", "f", [()])[0].error or "").startswith("KeyError")
 
 
-def test_same_value_is_strict_about_types() -> None:
-    assert not bank.same_value(True, 1) and not bank.same_value(1, 1.0)
-    assert not bank.same_value(float("nan"), float("nan"))
-    assert bank.same_value([1, {"a": (2,)}], [1, {"a": (2,)}])
-    assert not bank.same_value([1, 2], (1, 2))
+def test_strict_equal_is_strict_about_types() -> None:
+    assert not bank.strict_equal(True, 1) and not bank.strict_equal(1, 1.0)
+    assert not bank.strict_equal(float("nan"), float("nan"))
+    assert bank.strict_equal([1, {"a": (2,)}], [1, {"a": (2,)}])
+    assert not bank.strict_equal([1, 2], (1, 2))
 
 
 def test_stable_hash_is_fixed_across_processes() -> None:
@@ -246,19 +259,24 @@ def test_stable_hash_is_fixed_across_processes() -> None:
 def _minimal_chain(step: bank.Step, pi: int) -> bank.Spec:
     """The step alone, or with the first step that feeds it or consumes it when it must."""
     chain: list[tuple[str, int]] = [(step.name, pi)]
-    if step.takes not in bank._INPUT_TYPES:
-        feeder = next(s for s in bank.STEPS if s.gives == step.takes and s.takes in bank._INPUT_TYPES)
+    if step.takes not in pipelines._INPUT_TYPES:
+        feeder = next(s for s in bank.STEPS if s.gives == step.takes and s.takes in pipelines._INPUT_TYPES)
         chain.insert(0, (feeder.name, 0))
-    if step.gives not in bank._OUTPUT_TYPES:
-        consumer = next(s for s in bank.STEPS if s.takes == step.gives and s.gives in bank._OUTPUT_TYPES)
+    if step.gives not in pipelines._OUTPUT_TYPES:
+        consumer = next(s for s in bank.STEPS if s.takes == step.gives and s.gives in pipelines._OUTPUT_TYPES)
         chain.append((consumer.name, 0))
     return tuple(chain)
 
 
-STEP_CASES = [pytest.param(s, pi, id=f"{s.name}#{pi}") for s in bank.STEPS for pi in range(len(s.params))]
+FAST_STEPS = {next(s.name for s in bank.STEPS if s.family == family) for family in bank.FAMILIES}
+STEP_CASES = [
+    pytest.param(s, pi, id=f"{s.name}#{pi}", marks=_lane(s.name in FAST_STEPS and pi == 0))
+    for s in bank.STEPS
+    for pi in range(len(s.params))
+]
 
 PIPELINES = [
-    pytest.param(family, target, id=f"{family}@{target}")
+    pytest.param(family, target, id=f"{family}@{target}", marks=_lane(target == 0.5))
     for family in sorted(bank.FAMILIES)
     for target in (0.1, 0.5, 0.9)
 ]
@@ -268,8 +286,8 @@ def test_steps_are_well_formed_and_cover_every_family() -> None:
     names = [s.name for s in bank.STEPS]
     assert len(names) == len(set(names)) >= 100
     assert {s.family for s in bank.STEPS} == set(bank.FAMILIES)
-    produced = {s.gives for s in bank.STEPS} | bank._INPUT_TYPES
-    consumed = {s.takes for s in bank.STEPS} | bank._OUTPUT_TYPES
+    produced = {s.gives for s in bank.STEPS} | pipelines._INPUT_TYPES
+    consumed = {s.takes for s in bank.STEPS} | pipelines._OUTPUT_TYPES
     for step in bank.STEPS:
         assert 0 < step.cost <= 0.45 and step.family in bank.FAMILIES
         assert step.takes in produced and step.gives in consumed, step.name
@@ -278,7 +296,7 @@ def test_steps_are_well_formed_and_cover_every_family() -> None:
             assert ";" not in phrase and not phrase.endswith(".") and "$" not in phrase, phrase
         for kind in step.bugs:
             assert kind in bank.MISTAKE_KINDS
-    assert len(bank._phrase_index()) == sum(len(s.params) for s in bank.STEPS), "every phrase reads differently"
+    assert len(identify._phrase_index()) == sum(len(s.params) for s in bank.STEPS), "every phrase reads differently"
     for family in bank.FAMILIES:
         costs = [s.cost for s in bank.STEPS if s.family == family]
         assert min(costs) <= 0.12 and max(costs) >= 0.25, family
@@ -314,9 +332,9 @@ def test_composed_tasks_are_valid_recognisable_and_near_the_target(family: str, 
         first = bank.run_in_process(data["reference_code"], task.entry_point, inputs, time_limit_s=2.0)
         second = bank.run_in_process(data["reference_code"], task.entry_point, inputs, time_limit_s=2.0)
         for a, b, out in zip(first, second, task.outputs, strict=True):
-            assert a.ok and b.ok and bank.same_value(a.value, b.value) and bank.same_value(a.value, out)
+            assert a.ok and b.ok and bank.strict_equal(a.value, b.value) and bank.strict_equal(a.value, out)
             assert bank.json_roundtrips(out)
-        assert bank._rejects_stand_ins(task.inputs, task.outputs)
+        assert tasks._rejects_stand_ins(task.inputs, task.outputs)
         assert {"syntax_error", "wrong_name"} <= set(bank.mistake_kinds(variant, 0))
         prompt = f"{task.description}\n\nWrite a Python function `{task.entry_point}`."
         found = bank.identify(prompt)
@@ -347,7 +365,8 @@ def test_composed_statements_list_the_steps_and_read_back_after_edits() -> None:
     # one step less is another exercise; a name inside a longer one is not taken for the entry point
     two_steps = bank.compose((("keep_multiples", 1), ("square_each", 0)))
     shorter = bank.identify(two_steps.statement(0, "process_numbers", 1))
-    assert shorter is not None and shorter.variant.spec == (("keep_multiples", 1), ("square_each", 0))
+    assert shorter is not None and isinstance(shorter.variant, bank.PipelineVariant)
+    assert shorter.variant.spec == (("keep_multiples", 1), ("square_each", 0))
     assert shorter.entry_point == "process_numbers"
 
 
@@ -401,6 +420,7 @@ def test_tasks_are_the_same_in_any_thread() -> None:
         for i in range(12):
             target = 0.2 + 0.06 * i
             variant = bank.random_pipeline(rng, target, None) if i % 2 else bank.VARIANTS[(5 * i) % len(bank.VARIANTS)]
+            assert variant is not None
             out.append(bank.build_task(variant, random.Random(i), target).to_json())
 
     here: list[dict] = []

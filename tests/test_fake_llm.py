@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from spade_llm.errors import UserError
-from spade_llm.llm import fake_bank as bank
+from spade_llm.fake import bank
+from spade_llm.fake.model import PROFILES, FakeLLM, infer_role, profile_for_model
 from spade_llm.llm.base import LLM, LLMRequest
-from spade_llm.llm.fake import PROFILES, FakeLLM, infer_role, profile_for_model
 from spade_llm.types import Message
 
 HUMANEVAL_PROMPT = (
@@ -73,7 +73,7 @@ def judge(answer: str, task: dict[str, Any]) -> tuple[bool, str]:
     expected = bank.run_in_process(task["reference_code"], ep, inputs)
     for i, (args, want) in enumerate(zip(inputs, expected, strict=True)):
         got = bank.run_in_process(code, ep, [args], time_limit_s=0.1)[0]
-        if got.ok and bank.same_value(got.value, want.value):
+        if got.ok and bank.strict_equal(got.value, want.value):
             continue
         head = f"Test {i + 1} failed.\nInput: {task['tests'][i]['input']}\n"
         if got.status == "timeout":
@@ -157,6 +157,7 @@ async def test_same_seed_same_tasks_and_other_seeds_differ() -> None:
     assert (await FakeLLM(seed=1).complete(seedless)).text != (await FakeLLM(seed=2).complete(seedless)).text
 
 
+@pytest.mark.slow
 async def test_answers_do_not_depend_on_call_order_or_concurrency() -> None:
     llm = FakeLLM("default", seed=5)
     tasks = await many_tasks(llm, 10, 0.5)
@@ -172,6 +173,7 @@ async def test_answers_do_not_depend_on_call_order_or_concurrency() -> None:
     assert [r.text for r in forward] == [r.text for r in reversed(backward)] == [r.text for r in sequential]
 
 
+@pytest.mark.slow
 async def test_every_family_is_reachable_and_difficulty_follows_the_target() -> None:
     llm = FakeLLM(seed=2)
     families: set[str] = set()
@@ -213,6 +215,7 @@ def _focus_request(topic: str, target: float, seed: int, extra: str = "") -> LLM
     )
 
 
+@pytest.mark.slow
 async def test_a_long_run_of_independent_requests_is_mostly_novel() -> None:
     """The run's duplicate gate rejects a task whose reference has the shape of any earlier one:
     192 one-task requests, topics rotating and targets moving as in a 12 x 16 run, must stay
@@ -239,6 +242,7 @@ async def test_a_long_run_of_independent_requests_is_mostly_novel() -> None:
     assert len(accepted) >= 0.8 * proposed, len(accepted)
 
 
+@pytest.mark.slow
 async def test_one_answer_holds_different_tasks_and_classics_shown_in_the_prompt_are_avoided() -> None:
     llm = FakeLLM(seed=4)
     for index in range(3):
@@ -348,6 +352,7 @@ def _recover_json(text: str) -> Any:
     return json.loads(text[start : end + 1]) if start >= 0 and end > start else json.loads(text)
 
 
+@pytest.mark.slow
 async def test_noisy_profile_breaks_a_fraction_of_answers_and_tasks() -> None:
     llm = FakeLLM("noisy", seed=6)
     outcomes: Counter[str] = Counter()
@@ -389,11 +394,11 @@ def _breakage(task: dict[str, Any]) -> str:
     if any(not o.ok for o in first):
         return "raises"
     second = bank.run_in_process(code, ep, inputs, time_limit_s=1.0)
-    differs = any(not bank.same_value(a.value, b.value) for a, b in zip(first, second, strict=True))
+    differs = any(not bank.strict_equal(a.value, b.value) for a, b in zip(first, second, strict=True))
     if differs or "import random" in code:
         return "nondeterministic"
     for test, outcome in zip(task["tests"], first, strict=True):
-        if "expected" in test and not bank.same_value(test["expected"], outcome.value):
+        if "expected" in test and not bank.strict_equal(test["expected"], outcome.value):
             return "expected_mismatch"
     return "ok"
 
@@ -460,6 +465,7 @@ async def test_solver_answer_is_a_sentence_and_a_python_block_defining_the_entry
     assert judge(answer.text, task)[0]
 
 
+@pytest.mark.slow
 async def test_wrong_answers_are_realistic_mistakes_that_really_fail() -> None:
     tasks = await many_tasks(FakeLLM(seed=12), 60, 0.35)
     llm = FakeLLM("default", seed=12)
@@ -476,6 +482,7 @@ async def test_wrong_answers_are_realistic_mistakes_that_really_fail() -> None:
     assert 10 <= wrong <= 55
 
 
+@pytest.mark.slow
 async def test_repair_with_feedback_fixes_more_often_than_without() -> None:
     tasks = await many_tasks(FakeLLM(seed=13), 120, 0.3)
     llm = FakeLLM("default", seed=13)
@@ -598,8 +605,8 @@ def test_focus_topic_steers_the_family_in_process_and_over_http_text() -> None:
     import asyncio
     import json as _json
 
+    from spade_llm.fake.model import FakeLLM
     from spade_llm.llm.base import LLMRequest
-    from spade_llm.llm.fake import FakeLLM
     from spade_llm.types import Message
 
     fake = FakeLLM("default", seed=3)

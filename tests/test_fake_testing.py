@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from spade_llm.errors import LLMCallError
+from spade_llm.fake.scripted import FunctionLLM, ScriptedLLM, ScriptExhausted
 from spade_llm.llm.base import LLM, LLMRequest, LLMResponse
-from spade_llm.llm.testing import FunctionLLM, ScriptedLLM, ScriptExhausted
 from spade_llm.types import Message, TokenUsage
 
 

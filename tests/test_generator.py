@@ -1,8 +1,10 @@
 import json
+from typing import Any
 
 import pytest
 
 from spade_llm.errors import LLMCallError
+from spade_llm.fake.scripted import ScriptedLLM
 from spade_llm.generator import (
     BadAnswer,
     LLMGenerator,
@@ -15,7 +17,6 @@ from spade_llm.generator import (
 )
 from spade_llm.llm.base import LLMResponse
 from spade_llm.llm.stats import LLMStats
-from spade_llm.llm.testing import ScriptedLLM
 from spade_llm.templates import Prompts
 
 TASK = {
@@ -61,7 +62,7 @@ def test_extract_json_failures_have_reasons(text, finish, reason):
 
 
 def ctx(**kw):
-    base = dict(
+    base: dict[str, Any] = dict(
         epoch=0, request_index=0, n=2, difficulty=0.4, capability=0.5, examples=[], avoid_tags=[], seed=11, run_seed=3
     )
     base.update(kw)
@@ -73,7 +74,8 @@ async def test_generator_parses_tasks_and_ids_are_deterministic():
     gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object")
     proposal = await gen.propose(ctx())
     assert proposal.failure is None
-    tasks = [c.task for c in proposal.candidates]
+    tasks = [c.task for c in proposal.candidates if c.task is not None]
+    assert len(tasks) == len(proposal.candidates)  # every candidate parsed
     assert [t.entry_point for t in tasks] == ["add", "plus"]
     assert tasks[0].task_id == make_task_id(3, 0, (0, 0), TASK)
     assert tasks[0].tests[1].has_expected and not tasks[0].tests[0].has_expected

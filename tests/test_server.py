@@ -110,7 +110,7 @@ def test_model_name_selects_the_profile(model: str, profile: str, fake_server: S
 
 def test_body_maps_onto_llm_request(fake_server: StartServer) -> None:
     StubLLM.seen.clear()
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "developer", "content": "sys"},
         {"role": "user", "content": [{"type": "text", "text": "part one, "}, {"type": "text", "text": "two"}]},
     ]
@@ -319,9 +319,9 @@ def test_serve_in_a_process_prints_its_url_and_stops_on_sigint(tmp_path: Path) -
 
 def _real_fake() -> Any:
     try:
-        from spade_llm.llm import fake
+        from spade_llm import fake
     except ImportError:
-        pytest.skip("spade_llm.llm.fake not available yet")
+        pytest.skip("spade_llm.fake not available yet")
     return fake
 
 
@@ -348,7 +348,7 @@ def test_serve_reports_a_busy_port_as_a_user_error(monkeypatch: pytest.MonkeyPat
     import spade_llm.server as server_mod
     from spade_llm.errors import UserError
 
-    monkeypatch.setattr(server_mod, "FakeServer", lambda *a, **kw: FakeServer(*a, **kw, backend=STUB))
+    monkeypatch.setattr(server_mod, "FakeServer", lambda *a, **kw: FakeServer(*a, **{**kw, "backend": STUB}))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

@@ -380,7 +380,7 @@ async def test_a_finished_answer_on_a_stream_left_open_stands(fake_server: Start
     """A server that sends the finish chunk and [DONE], then holds the connection: the answer is whole."""
 
     async def held(request: httpx.Request) -> httpx.Response:
-        async def body():  # type: ignore[no-untyped-def]
+        async def body():
             yield sse(chunk("whole", "stop"))
             await asyncio.sleep(30)
 
@@ -397,7 +397,7 @@ async def test_a_finished_answer_on_a_stream_left_open_stands(fake_server: Start
 
 async def test_a_stream_that_never_says_a_word_before_the_cap_is_a_timeout() -> None:
     async def pings(request: httpx.Request) -> httpx.Response:
-        async def body():  # type: ignore[no-untyped-def]
+        async def body():
             for _ in range(100):
                 yield b": ping\n\n"
                 await asyncio.sleep(0.1)
@@ -413,8 +413,8 @@ async def test_a_stream_that_never_says_a_word_before_the_cap_is_a_timeout() -> 
 
 
 def test_an_answer_cut_by_the_cap_is_not_cached(tmp_path: Path) -> None:
+    from spade_llm.fake.scripted import ScriptedLLM
     from spade_llm.llm.cache import CachedLLM
-    from spade_llm.llm.testing import ScriptedLLM
 
     inner = ScriptedLLM([LLMResponse(text="part", finish_reason="answer_cap"), LLMResponse(text="whole")])
     cached = CachedLLM(inner, tmp_path)

@@ -19,11 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spade_llm.config import LLMConfig, RoleConfig
+from spade_llm.fake.scripted import FunctionLLM, ScriptedLLM
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.llm.cache import CachedLLM, cache_key
 from spade_llm.llm.openai_http import OpenAIHTTP, parse_completion_body
 from spade_llm.llm.stats import LLMStats
-from spade_llm.llm.testing import FunctionLLM, ScriptedLLM
 from spade_llm.text import REPLACEMENT, clean_data, clean_text, json_loads, to_utf8
 from spade_llm.types import Message
 

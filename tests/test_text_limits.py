@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from spade_llm.fake import bank
+from spade_llm.fake.model import FakeLLM, infer_role
 from spade_llm.generator import MAX_ANSWER_CHARS, BadAnswer, extract_json
 from spade_llm.kinds.induction import extract_code
-from spade_llm.llm import fake_bank as bank
 from spade_llm.llm.base import LLMRequest
-from spade_llm.llm.fake import FakeLLM, infer_role
 from spade_llm.types import Message
 
 MB = 1_000_000

@@ -4,18 +4,41 @@
 OpenAI-compatible server) goes through the small HTTP client in ``openai_http`` unless
 ``llm.transport`` is ``litellm``; anything else goes through litellm.
 
+``BUILTIN_MODELS`` names the in-process models (the fake) by dotted path: they sit above this
+layer (the fake reads the domain to play its part), so the provider layer imports them by name,
+when a model string asks for one, and never from its own modules.
+
 ``missing_key`` tells, before a run starts, that a hosted provider's key is not set (the CLI makes
 that exit 2 before a run directory exists, instead of an outage after the first request).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
+from typing import cast
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
 from .base import LLM, LLMRequest, LLMResponse
 from .stats import LLMStats, RoleStats
+
+BUILTIN_MODELS: dict[str, str] = {"fake": "spade_llm.fake:FakeLLM"}
+"""Model-string prefixes served in-process -> the ``module:attr`` of their class, built as
+``cls(profile=<the part after "/", else "default">, seed=<the run's seed>)``."""
+
+
+def builtin_model(model: str) -> str | None:
+    """The ``BUILTIN_MODELS`` name a model string selects (``fake`` for ``fake`` and ``fake/<profile>``),
+    None for any other model."""
+    name = model.split("/", 1)[0]
+    return name if name in BUILTIN_MODELS else None
+
+
+def _builtin_class(name: str) -> Callable[..., LLM]:
+    module, _, attr = BUILTIN_MODELS[name].partition(":")
+    return cast("Callable[..., LLM]", getattr(importlib.import_module(module), attr))
 
 
 class CountingLLM:
@@ -51,11 +74,10 @@ def get_llm(
     model = role_config.model.strip()
     if not model:
         raise UserError("model string is empty")
-    if model.startswith("fake/") or model == "fake":
-        from .fake import FakeLLM
-
+    builtin = builtin_model(model)
+    if builtin is not None:
         profile = model.split("/", 1)[1] if "/" in model else "default"
-        return CountingLLM(FakeLLM(profile=profile, seed=seed), stats or LLMStats())
+        return CountingLLM(_builtin_class(builtin)(profile=profile, seed=seed), stats or LLMStats())
     direct = model.startswith("openai/") and bool(role_config.api_base)
     if llm_config.transport == "http" and not direct:
         raise UserError(f"llm.transport 'http' needs an openai/<name> model with an api_base, got '{model}'")
@@ -117,7 +139,7 @@ def missing_key(role_config: RoleConfig) -> str | None:
     request.
     """
     model = role_config.model.strip()
-    if not model or model == "fake" or model.startswith("fake/") or role_config.api_base:
+    if not model or builtin_model(model) is not None or role_config.api_base:
         return None
     from .litellm import import_litellm, load_dotenv
 

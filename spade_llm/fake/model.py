@@ -3,7 +3,7 @@
 Why it exists: ``spade run`` must work on a fresh machine, and the pipeline's tests need a model
 whose behaviour is known. The fake plays both roles. As the *generator* it writes a JSON object
 ``{"tasks": [...]}`` near the requested difficulty and on the requested topic: mostly multi-step
-exercises composed from the bank's building blocks (:func:`spade_llm.llm.fake_bank.random_pipeline`,
+exercises composed from the bank's building blocks (:func:`spade_llm.fake.bank.random_pipeline`,
 hundreds of structurally different programs per topic, so long runs are not eaten by the duplicate
 gate), sometimes one of the bank's classic exercises (:data:`STATIC_SHARE`). As the *solver* it is
 a learning student: it recognises the task in its prompt, answers correctly with a probability
@@ -57,7 +57,7 @@ the conversation, never from a phrase of the prompt (users edit prompts):
 
 Task identification (solver): from content only. The prompt always carries the task's
 description verbatim and its entry point (public tests may be few or none);
-:func:`spade_llm.llm.fake_bank.identify` finds the bank statement in it (exactly, or for a composed
+:func:`spade_llm.fake.bank.identify` finds the bank statement in it (exactly, or for a composed
 exercise by reading its numbered steps back, or failing that by word overlap checked against the
 examples the prompt shows). A task the bank did not write (an imported benchmark problem) gets a
 generic, plausible attempt that defines the entry point and returns ``None``.
@@ -76,10 +76,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
+from ..llm.base import LLMRequest, LLMResponse, Role
 from ..types import Message, TokenUsage
-from . import fake_bank as bank
-from . import fake_kinds
-from .base import LLMRequest, LLMResponse, Role
+from . import bank, noisy
+from .kinds import answer_kind
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
 
@@ -279,12 +279,12 @@ class FakeLLM:
             task = bank.build_task(variant, task_rng, target)
             data = task.to_json()
             if self.profile.noisy and task_rng.random() < 0.25:
-                data = _break_task(task, data, task_rng)
+                data = noisy.break_task(task, data, task_rng)
             tasks.append(data)
         text = json.dumps({"tasks": tasks}, indent=2)
         if not self.profile.noisy:
             return text, "stop"
-        return _noisy_wrapping(text, n, rng)
+        return noisy.noisy_wrapping(text, n, rng)
 
     def _collapse_variant(self) -> bank.Variant:
         """The one exercise a ``collapse`` generator keeps coming back to (fixed for the profile, so
@@ -334,7 +334,7 @@ class FakeLLM:
     # -- solver -------------------------------------------------------------------------------
 
     def _solve(self, request: LLMRequest) -> tuple[str, str]:
-        kind_answer = fake_kinds.answer_kind(self, request)
+        kind_answer = answer_kind(self, request)
         if kind_answer is not None:  # a deduction or abduction prompt: values or inputs, not code
             return kind_answer, "stop"
         messages = request.messages
@@ -508,7 +508,7 @@ _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
 def _extract_code(text: str) -> str | None:
-    blocks = _FENCE.findall(text)
+    blocks: list[str] = _FENCE.findall(text)
     if blocks:
         return max(blocks, key=len)
     return text if re.search(r"^[^\S\n]*def \w+\s*\(", text, re.M) else None
@@ -579,85 +579,3 @@ def _generic_attempt(text: str) -> str:
         m = re.search(r"`([A-Za-z_]\w*)\(([^`\n]*)\)`", text)
         name, params = (m.group(1), _parameter_names(m.group(2))) if m else ("solution", "*args")
     return f"def {name}({params}):\n    # I could not work out the rule; returning a neutral value.\n    return None\n"
-
-
-# --------------------------------------------------------------------------------------------
-# Noisy profile: broken answers and broken tasks
-# --------------------------------------------------------------------------------------------
-
-
-def _noisy_wrapping(text: str, n: int, rng: random.Random) -> tuple[str, str]:
-    """Dress a JSON answer the way sloppy models do; some dressings a parser cannot undo."""
-    r = rng.random()
-    if r < 0.09:
-        cut = rng.randint(len(text) // 4, len(text) * 3 // 4)
-        return text[:cut], "length"
-    if r < 0.15:
-        commas = [m.start() for m in re.finditer(r'",\n', text)]
-        if commas:
-            at = rng.choice(commas)
-            return text[: at + 1] + text[at + 2 :], "stop"
-        return text[: len(text) // 2], "stop"
-    if r < 0.28:
-        return f"Sure! Here are {n} new tasks:\n\n{text}\n\nLet me know if you would like more.", "stop"
-    if r < 0.41:
-        return f"```json\n{text}\n```", "stop"
-    return text, "stop"
-
-
-def _perturb(value: Any, rng: random.Random) -> Any:
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + rng.choice((-1, 1))
-    if isinstance(value, float):
-        return value + 0.5
-    if isinstance(value, str):
-        return value + "x" if value else "x"
-    if isinstance(value, list):
-        return value[:-1] if value else [0]
-    if isinstance(value, dict):
-        return {} if value else {"x": 1}
-    return 0
-
-
-def _break_task(task: bank.BankTask, data: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """Spoil one task the way a careless generator does; the validation gates must catch each."""
-    kinds = ["raises", "wrong_expected", "nondeterministic", "missing_entry_point", "syntax_error"]
-    kind = rng.choice(kinds)
-    ep = task.entry_point
-    if kind == "raises":
-        code = bank.mistake_code(task.variant, task.params_index, ep, "exception", rng)
-        if code is not None:
-            outcomes = bank.run_in_process(code, ep, task.inputs, time_limit_s=1.0)
-            if any(o.status == "error" for o in outcomes):
-                return {**data, "reference_code": code}
-        kind = "syntax_error"
-    if kind == "wrong_expected":
-        candidates = [i for i, out in enumerate(task.outputs) if bank.json_roundtrips(out)]
-        if candidates:
-            i = rng.choice(candidates)
-            tests = [dict(t) for t in data["tests"]]
-            tests[i]["expected"] = _perturb(task.outputs[i], rng)
-            return {**data, "tests": tests}
-        kind = "nondeterministic"
-    if kind == "nondeterministic":
-        return {**data, "reference_code": _nondeterministic(task)}
-    if kind == "missing_entry_point":
-        return {**data, "reference_code": bank.rename_function(task.reference_code, ep, task.variant.entry_points, rng)}
-    return {**data, "reference_code": bank.break_syntax(task.reference_code, ep, rng)}
-
-
-def _nondeterministic(task: bank.BankTask) -> str:
-    """The reference wrapped in a post-processing step whose result changes from run to run."""
-    ep = task.entry_point
-    impl = f"_{ep}_impl"
-    core = re.sub(rf"\b{re.escape(ep)}\b(?=\s*\()", impl, task.reference_code)
-    sample = next((o for o in task.outputs if o is not None), None)
-    if isinstance(sample, list):
-        body = "    result = list(result)\n    random.shuffle(result)  # order should not matter\n    return result\n"
-    elif isinstance(sample, str):
-        body = '    return "".join(set(result))  # drop repeated characters\n'
-    else:
-        body = "    if random.random() < 0.5:  # break ties at random\n        return None\n    return result\n"
-    return f"import random\n\n{core}\n\ndef {ep}(*args):\n    result = {impl}(*args)\n{body}"

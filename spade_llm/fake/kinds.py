@@ -1,13 +1,13 @@
 """The fake model's play on ``deduction`` and ``abduction`` prompts (see ``spade_llm.kinds``).
 
-Why apart from ``fake.py``: the two kinds answer with values and inputs, not code, and need their
+Why apart from ``model.py``: the two kinds answer with values and inputs, not code, and need their
 own reading of the prompt. ``FakeLLM._solve`` hands a request here first; :func:`answer_kind`
 answers it when the conversation is one of these kinds, else returns None.
 
 How a prompt is recognised: its first user message starts with the marker line of the kind's
 templates (``Predict the output`` / ``Find an input``), and lists the queries one per line
 (``f(args) == ?`` / ``f(?) == <output>``). The task is recognised by
-:func:`fake_bank.identify` from the description in the prompt; the true answers come from the
+:func:`bank.identify` from the description in the prompt; the true answers come from the
 bank's own trusted reference run in-process (``run_in_process``), never from the program text in
 the prompt, which is not executed here. A task the bank did not write gets plausible guesses.
 
@@ -26,19 +26,32 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import pyast
-from ..kinds.deduction import read_items
+from ..kinds.queries import read_items
+from ..llm.base import LLMRequest
 from ..sandbox.verdict import matches
 from ..types import Message
-from . import fake_bank as bank
+from . import bank
+from .perturb import perturb
 
-if TYPE_CHECKING:
-    from .base import LLMRequest
-    from .fake import FakeLLM
+__all__ = ["ABDUCTION_MARKER", "DEDUCTION_MARKER", "Student", "answer_kind", "detect_kind"]
 
-__all__ = ["ABDUCTION_MARKER", "DEDUCTION_MARKER", "answer_kind", "detect_kind"]
+
+class Student(Protocol):
+    """What the kinds' answers need of the model: its skill curve and its generator per request.
+
+    :class:`spade_llm.fake.model.FakeLLM` is one. Taken by protocol so that this module sits below
+    the model, which hands its requests here first, instead of importing it back.
+    """
+
+    def p_first_try(self, difficulty: float, epoch: int = 0) -> float: ...
+
+    def p_fix(self, p_first_try: float, clarity: float) -> float: ...
+
+    def _rng(self, request: LLMRequest, role: str, *extra: Any, digest: bool = False) -> random.Random: ...
+
 
 DEDUCTION_MARKER = "Predict the output"
 ABDUCTION_MARKER = "Find an input"
@@ -85,25 +98,8 @@ def _abduction_queries(prompt: str) -> list[tuple[bool, Any]]:
     return out
 
 
-def _rng(llm: FakeLLM, request: LLMRequest, *parts: Any) -> random.Random:
+def _rng(llm: Student, request: LLMRequest, *parts: Any) -> random.Random:
     return llm._rng(request, "solver", *parts)
-
-
-def _perturb(value: Any, rng: random.Random) -> Any:
-    """A plausible wrong value of the same shape (never ``matches`` the original)."""
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + rng.choice((-1, 1))
-    if isinstance(value, float):
-        return value + 0.5
-    if isinstance(value, str):
-        return value[:-1] if value and rng.random() < 0.5 else value + rng.choice("ax ")
-    if isinstance(value, (list, tuple)):
-        return list(value[:-1]) if value else [0]
-    if isinstance(value, dict):
-        return {} if value else {"x": 1}
-    return 0 if value is None else None
 
 
 def _previous_right(answer: str, truth: list[str]) -> bool:
@@ -111,7 +107,7 @@ def _previous_right(answer: str, truth: list[str]) -> bool:
     return all(line in answer for line in truth)
 
 
-def _decide(llm: FakeLLM, request: LLMRequest, kind: str, ident: bank.Identification, truth: list[str]) -> bool:
+def _decide(llm: Student, request: LLMRequest, kind: str, ident: bank.Identification, truth: list[str]) -> bool:
     epoch = request.metadata.get("epoch", 0)
     epoch = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
     answers = [m.content for m in request.messages if m.role == "assistant"]
@@ -133,7 +129,7 @@ def _call(entry_point: str, args: Sequence[Any]) -> str:
     return f"{entry_point}({', '.join(repr(a) for a in args)})"
 
 
-def _deduce(llm: FakeLLM, request: LLMRequest, prompt: str, ident: bank.Identification | None) -> str:
+def _deduce(llm: Student, request: LLMRequest, prompt: str, ident: bank.Identification | None) -> str:
     queries = _deduction_queries(prompt)
     repair = any(m.role == "assistant" for m in request.messages)
     name = ident.entry_point if ident else "f"
@@ -148,7 +144,7 @@ def _deduce(llm: FakeLLM, request: LLMRequest, prompt: str, ident: bank.Identifi
     rng = _rng(llm, request, "deduction-mistake", ident.variant.key, len(request.messages))
     wrong = {rng.randrange(len(values))} | {i for i in range(len(values)) if rng.random() < 0.7}
     lines = [
-        f"{_call(name, a)} == {(_perturb(v, rng) if i in wrong else v)!r}"
+        f"{_call(name, a)} == {(perturb(v, rng, vary_text=True) if i in wrong else v)!r}"
         for i, (a, v) in enumerate(zip(calls, values, strict=True))
     ]
     return _block(lines, repair)
@@ -171,7 +167,7 @@ def _candidates(ident: bank.Identification) -> list[tuple[tuple[Any, ...], Any]]
     return [(a, o.value) for a, o in zip(inputs, outcomes, strict=True) if o.ok]
 
 
-def _abduce(llm: FakeLLM, request: LLMRequest, prompt: str, ident: bank.Identification | None) -> str:
+def _abduce(llm: Student, request: LLMRequest, prompt: str, ident: bank.Identification | None) -> str:
     targets = _abduction_queries(prompt)
     repair = any(m.role == "assistant" for m in request.messages)
     if ident is None:
@@ -192,7 +188,7 @@ def _abduce(llm: FakeLLM, request: LLMRequest, prompt: str, ident: bank.Identifi
     return _block(lines, repair)
 
 
-def answer_kind(llm: FakeLLM, request: LLMRequest, kind: str | None = None) -> str | None:
+def answer_kind(llm: Student, request: LLMRequest, kind: str | None = None) -> str | None:
     """The fake's answer to a deduction or abduction conversation; None for any other prompt.
 
     ``kind`` forces the kind (None: read it from the prompt's marker line).

@@ -16,8 +16,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
+from ..llm.base import LLMRequest, LLMResponse
 from ..types import TokenUsage
-from .base import LLMRequest, LLMResponse
 
 __all__ = ["FunctionLLM", "Reply", "ScriptExhausted", "ScriptedLLM"]
 
