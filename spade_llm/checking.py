@@ -1,4 +1,4 @@
-"""Async access to the sandbox for the pipeline: judge code against a task, validate a task.
+"""Async access to the sandbox for the pipeline: check an answer against a task, validate a task.
 
 Sandbox calls block, so they run in worker threads, at most ``concurrency`` at once; the event
 loop stays free for model requests.
@@ -12,19 +12,9 @@ from collections.abc import Sequence
 from .config import SandboxConfig
 from .judge import Judge
 from .kinds import get_kind
-from .sandbox.base import Limits, Sandbox
+from .sandbox.base import Sandbox
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
-
-
-def limits_from(config: SandboxConfig) -> Limits:
-    return Limits(
-        timeout_s=config.timeout_s,
-        memory_mb=config.memory_mb,
-        max_processes=config.max_processes,
-        scratch_mb=config.scratch_mb,
-        output_limit_bytes=config.output_limit_bytes,
-    )
 
 
 class CodeChecker:
@@ -42,7 +32,7 @@ class CodeChecker:
     ) -> None:
         self.sandbox = sandbox
         self.config = config
-        self.limits = limits_from(config)
+        self.limits = config.limits()
         self.validator = Validator(
             sandbox,
             self.limits,
@@ -55,13 +45,14 @@ class CodeChecker:
         self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    def check_sync(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
-        """Judge ``code`` on the task's tests (``tests``: a subset by index), or its ``check_code``."""
-        return get_kind(task.kind).judge(self.judge, task, code, tests)
+    def check_answer_sync(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+        """The kind's ``check_answer`` on the task's tests (``tests``: a subset by index), or its ``check_code``."""
+        return get_kind(task.kind).check_answer(self.judge, task, code, tests)
 
-    async def check(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+    async def check_answer(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+        """``check_answer_sync`` in a worker thread, at most ``concurrency`` at once."""
         async with self._slots:
-            return await asyncio.to_thread(self.check_sync, task, code, tests)
+            return await asyncio.to_thread(self.check_answer_sync, task, code, tests)
 
     async def validate(self, task: Task) -> ValidationReport:
         async with self._slots:

@@ -15,12 +15,13 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import EndpointDown, ExecutorError, SpadeError, UserError
+from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
 
 EXIT_USER = 2
 EXIT_INTERNAL = 1
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=_positive(int), help="solver attempts per task")
     run.add_argument("--samples-per-task", type=_positive(int), help="independent solver episodes per task (K)")
     run.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
-    run.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
+    _sandbox_flag(run, help="sandbox backend")
     _executor_flags(run)
     run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
     run.add_argument("--seed", type=int, help="root seed: same seed, same run")
@@ -126,13 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("exec", help="run one program in the sandbox, print its ExecutionResult as JSON")
     ex.add_argument("file", help="Python file, or - for stdin")
-    ex.add_argument("--sandbox", default="auto", choices=["auto", "subprocess", "bwrap", "docker"])
+    _sandbox_flag(ex, default=AUTO)
     ex.add_argument("--timeout", type=_positive(float, 0.01), default=10.0, help="wall-clock limit, seconds")
     ex.add_argument("--memory-mb", type=_positive(int, 16), default=512, help="memory limit, MiB")
 
     ve = sub.add_parser("verify", help="validate tasks: one JSON line per task, a summary on stderr")
     ve.add_argument("tasks", help="tasks JSONL file")
-    ve.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="backend (default: auto)")
+    _sandbox_flag(ve, help=f"backend (default: {AUTO})")
     ve.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
     ve.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
     ve.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
@@ -140,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="judge solutions (the references by default) against the tasks' tests")
     ev.add_argument("tasks", help="tasks JSONL file")
     ev.add_argument("--samples", help='JSONL of {"task_id", "completion"} or {"task_id", "code"}')
-    ev.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="backend (default: auto)")
+    _sandbox_flag(ev, help=f"backend (default: {AUTO})")
     ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
     ev.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
     ev.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
@@ -157,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--max-turns", type=_positive(int), help="attempts per task")
     so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
     so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
-    so.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], help="sandbox backend")
+    _sandbox_flag(so, help="sandbox backend")
     _executor_flags(so)
     so.add_argument(
         "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
@@ -247,12 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ss.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ss.add_argument("--port", type=_port, default=8080, help="port to listen on (0: any free port)")
-    ss.add_argument("--sandbox", choices=["auto", "subprocess", "bwrap", "docker"], default="auto", help="backend")
+    _sandbox_flag(ss, default=AUTO, help="backend")
     ss.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2, help="programs running at once")
     ss.add_argument(
         "--allow-unsafe",
         action="store_true",
-        help="serve on a backend that is no security boundary (subprocess): only for code you trust",
+        help=f"serve on a backend that is no security boundary ({FALLBACK}): only for code you trust",
     )
     ss.add_argument(
         "--token-file",
@@ -423,6 +424,11 @@ def _sandbox(name: str) -> Any:
     return get_sandbox(name)
 
 
+def _sandbox_flag(parser: argparse.ArgumentParser, **kw: Any) -> None:
+    """``--sandbox``, its choices the registry's backend names (``BACKEND_NAMES``)."""
+    parser.add_argument("--sandbox", choices=BACKEND_NAMES, **kw)
+
+
 def _executor_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--executor",
@@ -506,7 +512,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             session.close()
             raise
         args.run_path = run.path
-    log = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    log: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     if not args.quiet:
         log(
             f"spade run: {config.generator.model} proposes, {config.solver.model} solves; "
@@ -668,8 +674,7 @@ def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any
 def cmd_solve(args: argparse.Namespace) -> int:
     from .config import load_config
     from .session import Session
-    from .store import TASKS, RunDir
-    from .types import Task
+    from .store import TASKS, RunDir, read_run
 
     _ray_address_means_ray(args)
     flags = {
@@ -687,7 +692,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.resume:
         run, config = _open_resumed("solve", args, list(flags.items()), _overrides(args, flags))
         args.run_path = run.path
-        tasks = [Task.model_validate(r) for r in run.read(TASKS)]
+        tasks = read_run(run.path).tasks  # solve checks the rest before it writes
         if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
             given = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
             if [t.task_id for t in given] != [t.task_id for t in tasks]:
@@ -877,7 +882,7 @@ def _sample(text: str, tasks: dict[str, Any]) -> tuple[Any, str]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     # the sandbox starts first, in the background, while the rest is imported and the input read
     # (with --config, the config names the backend)
-    starting = None if args.config else _start_sandbox(args.sandbox or "auto")
+    starting = None if args.config else _start_sandbox(args.sandbox or AUTO)
     try:
         return _evaluate(args, starting)
     finally:
@@ -927,7 +932,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
             for (task, _code), result in zip(
                 samples,
                 _run_concurrently(
-                    lambda s: get_kind(s[0].kind).judge(judge, s[0], s[1], None), samples, args.concurrency
+                    lambda s: get_kind(s[0].kind).check_answer(judge, s[0], s[1], None), samples, args.concurrency
                 ),
                 strict=True,
             ):

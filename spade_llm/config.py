@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .sandbox.base import Limits
+from .sandbox.registry import AUTO, BACKEND_NAMES
 from .types import TaskKind
+
+if TYPE_CHECKING:
+    BackendName = str
+else:
+    BackendName = Literal[BACKEND_NAMES]  # built from the registry's names: mypy takes no computed Literal
 
 
 class _Section(BaseModel):
@@ -128,8 +135,11 @@ class LLMConfig(_Section):
 
 
 class SandboxConfig(_Section):
-    backend: Literal["auto", "subprocess", "bwrap", "docker"] = "auto"
-    """Where programs run: ``auto`` picks the strongest isolating backend that works here."""
+    backend: BackendName = Field(
+        default=AUTO,
+        description=f"Where programs run, one of {', '.join(BACKEND_NAMES)}: ``{AUTO}`` picks the strongest "
+        "isolating backend that works here.",
+    )  # the names are the registry's (sandbox.registry.BACKEND_NAMES), so the description is built from them
     timeout_s: float = Field(default=10.0, gt=0)
     """Wall-clock limit for one execution, in seconds."""
     test_timeout_s: float = Field(default=3.0, gt=0)
@@ -147,6 +157,16 @@ class SandboxConfig(_Section):
     """Bytes kept per output stream; the rest is dropped and flagged as truncated."""
     docker_image: str | None = None
     """Image for the docker backend; default a slim Python of the host's minor version."""
+
+    def limits(self) -> Limits:
+        """The ``Limits`` of one execution under this section (every ``Limits`` built from a config)."""
+        return Limits(
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            max_processes=self.max_processes,
+            scratch_mb=self.scratch_mb,
+            output_limit_bytes=self.output_limit_bytes,
+        )
 
 
 class ValidationConfig(_Section):

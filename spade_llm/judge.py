@@ -1,11 +1,11 @@
 """The one judge: how well does ``code`` do on ``task``? Used by validation, the solver, ``evaluate``,
-``verify`` and (later) the reward functions, so a verdict means the same thing everywhere.
+``verify`` and the reward functions, so a verdict means the same thing everywhere.
 
-``judge`` runs the code on the chosen tests in one sandbox execution and compares its outputs
-with the expected values outside the sandbox; ``final_status`` turns that execution into an
-attempt's verdict. Validation, which needs the raw outputs (to fill in expected values and to
-compare two runs), takes them from ``Judge.outputs`` and compares with ``verdicts``: the same
-execution and the same comparison.
+``run_task_tests`` (what calling a ``Judge`` does) runs the code on the chosen tests in one sandbox
+execution and compares its outputs with the expected values outside the sandbox; ``final_status``
+turns that execution into an attempt's verdict. Validation, which needs the raw outputs (to fill in
+expected values and to compare two runs), takes them from ``Judge.outputs`` and compares with
+``compare_outputs``: the same execution and the same comparison.
 
 Blocking: the pipeline calls it from worker threads (``checking.py``).
 """
@@ -17,8 +17,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import DEFAULT_TEST_TIMEOUT_S, CallsOutcome, execute_calls, parse_input, run_check
-from .sandbox.runner import judge as verdicts
+from .sandbox.registry import AUTO
+from .sandbox.runner import (
+    DEFAULT_TEST_TIMEOUT_S,
+    CallsOutcome,
+    compare_outputs,
+    execute_calls,
+    parse_input,
+    run_check,
+)
 from .types import ExecutionResult, FinalStatus, Task
 
 __all__ = [
@@ -26,11 +33,11 @@ __all__ = [
     "MAX_TEST_TIMEOUTS",
     "Judge",
     "JudgeSettings",
+    "compare_outputs",
     "final_status",
-    "judge",
     "load_settings",
     "parse_input",
-    "verdicts",
+    "run_task_tests",
 ]
 
 MAX_TEST_TIMEOUTS = 2
@@ -52,13 +59,14 @@ class Judge:
     max_timeouts: int | None = MAX_TEST_TIMEOUTS
 
     def __call__(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
-        return judge(
+        """``run_task_tests`` in this judge's sandbox, under its limits."""
+        return run_task_tests(
             self.sandbox, task, code, self.limits, self.test_timeout_s, tests=tests, max_timeouts=self.max_timeouts
         )
 
     def outputs(self, task: Task, code: str, *, hash_seed: int = 0) -> CallsOutcome:
         """What ``code``'s entry point returned on each of the task's test inputs, before comparison
-        (``verdicts(outcome, tests)`` compares); ``hash_seed`` is the run's PYTHONHASHSEED."""
+        (``compare_outputs(outcome, tests)`` compares); ``hash_seed`` is the run's PYTHONHASHSEED."""
         return execute_calls(
             self.sandbox,
             code,
@@ -71,7 +79,7 @@ class Judge:
         )
 
 
-def judge(
+def run_task_tests(
     sandbox: Sandbox,
     task: Task,
     code: str,
@@ -98,7 +106,7 @@ def judge(
     outcome = execute_calls(
         sandbox, code, task.entry_point, [t.input for t in cases], limits, test_timeout_s, max_timeouts=max_timeouts
     )
-    result = verdicts(outcome, cases)
+    result = compare_outputs(outcome, cases)
     if result.test_results is not None and tests is not None:  # a subset: each result names its test's index
         result.test_results = [r.model_copy(update={"index": chosen[r.index]}) for r in result.test_results]
     return result
@@ -129,7 +137,7 @@ class JudgeSettings:
 
     limits: Limits
     test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
-    backend: str = "auto"
+    backend: str = AUTO
     docker_image: str | None = None
     banned_imports: frozenset[str] = frozenset()
     """``validation.banned_imports`` of the run config (``verify`` rejects such tasks as ``banned_import``)."""
@@ -155,13 +163,7 @@ def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSett
         config = load_config(config_path)
         sandbox = config.sandbox
         settings = JudgeSettings(
-            Limits(
-                timeout_s=sandbox.timeout_s,
-                memory_mb=sandbox.memory_mb,
-                max_processes=sandbox.max_processes,
-                scratch_mb=sandbox.scratch_mb,
-                output_limit_bytes=sandbox.output_limit_bytes,
-            ),
+            sandbox.limits(),
             sandbox.test_timeout_s,
             sandbox.backend,
             sandbox.docker_image,

@@ -1,7 +1,7 @@
 """Reward functions for trainers: TRL's ``code_reward`` and verl's ``compute_score``.
 
 A trainer's reward must mean what the loop's verdict means, or the policy learns something else:
-so an answer is judged here by the same code as in the loop (``Judge``, the task kind's ``judge``,
+so an answer is judged here by the same code as in the loop (``Judge``, the task kind's ``check_answer``,
 ``final_status``), on *every* test of the task's ground truth, hidden ones included
 (``spade_llm.groundtruth``: exports put it in the GRPO rows' ``ground_truth`` column and in verl's
 ``reward_model.ground_truth``).
@@ -65,8 +65,9 @@ from .errors import SandboxUnavailable, UserError
 from .groundtruth import task_from_ground_truth
 from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
 from .kinds import get_kind
-from .kinds.induction import _fenced_blocks
+from .kinds.base import PYTHON_TAGS, fenced_blocks
 from .sandbox.base import Limits, Sandbox
+from .sandbox.registry import AUTO
 from .types import ExecutionResult, Task
 
 __all__ = [
@@ -93,7 +94,6 @@ logger = logging.getLogger("spade_llm.rewards")
 RewardStatus = Literal["passed", "failed", "timeout", "error", "no_code"]
 STATUS_CODES: Final[dict[str, int]] = {"passed": 0, "failed": 1, "timeout": 2, "error": 3, "no_code": 4}
 """``status_code`` in ``compute_score``'s dict: a number for each status, for loggers that keep numbers only."""
-PYTHON_TAGS: Final = ("python", "py", "python3")
 ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", "reference_code", "public", "task_id")
 """The dataset columns a reward reads; TRL passes every column, and its own objects, as keywords."""
 SANDBOX_ENV: Final = "SPADE_SANDBOX"
@@ -108,7 +108,7 @@ def strict_python_block(text: str) -> str:
 
     Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
     without the asked-for block would teach the policy that the format does not matter."""
-    bodies = [body for lang, body in _fenced_blocks(text) if lang in PYTHON_TAGS]
+    bodies = [body for lang, body in fenced_blocks(text) if lang in PYTHON_TAGS]
     if not bodies or not bodies[-1].strip():
         return ""
     return bodies[-1].strip("\n") + "\n"
@@ -334,7 +334,7 @@ class Rewarder:
         sandbox: Sandbox | None = None,
         allow_unsafe: bool = False,
     ) -> None:
-        self.backend = backend or (sandbox.name if sandbox is not None else os.environ.get(SANDBOX_ENV) or "auto")
+        self.backend = backend or (sandbox.name if sandbox is not None else os.environ.get(SANDBOX_ENV) or AUTO)
         self.allow_unsafe = allow_unsafe
         self.limits = limits or Limits()
         self.test_timeout_s = test_timeout_s
@@ -399,7 +399,7 @@ class Rewarder:
             from .sandbox.registry import get_sandbox
 
             sandbox = get_sandbox(self.backend)
-            if self.backend == "auto" and not sandbox.isolating and not self.allow_unsafe:
+            if self.backend == AUTO and not sandbox.isolating and not self.allow_unsafe:
                 # a policy's completions are untrusted code: ``auto`` falling back to no isolation is refused
                 # here, as ``spade serve-sandbox`` refuses it (naming a backend is a choice, and is kept)
                 sandbox.close()
@@ -499,7 +499,7 @@ class Rewarder:
     # -- judging --
 
     def run(self, task: Task, answer: str, tests: Sequence[int] | None = None) -> ExecutionResult:
-        """The kind's judge on ``answer`` (already extracted) over ``tests`` (default all), in the
+        """The kind's ``check_answer`` on ``answer`` (already extracted) over ``tests`` (default all), in the
         sandbox; a sandbox failure is retried once on a fresh sandbox, then raised (at once when the
         sandbox that failed is itself a replacement no run has finished on: another thread's restart
         did not help, and a broken backend must not be restarted once per answer).
@@ -511,7 +511,7 @@ class Rewarder:
         for retry in (True, False):
             judge, generation = self._lease()
             try:
-                result = kind.judge(judge, task, answer, tests)
+                result = kind.check_answer(judge, task, answer, tests)
                 if self._unproven:
                     with self._lock:
                         self._unproven.discard(generation)

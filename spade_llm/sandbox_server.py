@@ -125,6 +125,7 @@ from urllib.parse import urlsplit
 from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .sandbox.base import Limits, Program, Sandbox
 from .sandbox.common import PROGRAM_FILE
+from .sandbox.registry import AUTO
 
 if TYPE_CHECKING:
     from .types import ExecutionResult
@@ -994,7 +995,7 @@ def serve_sandbox(
     host: str,
     port: int,
     *,
-    backend: str = "auto",
+    backend: str = AUTO,
     concurrency: int | None = None,
     allow_unsafe: bool = False,
     bounds: ServeLimits | None = None,
@@ -1026,7 +1027,7 @@ def serve_sandbox(
         "the {} sandbox is no security boundary: serve-sandbox will not run code sent over the network on it "
         "(use --sandbox bwrap or docker, or --allow-unsafe for code you trust)"
     )
-    if backend != "auto" and not allow_unsafe and not is_isolating(backend):
+    if backend != AUTO and not allow_unsafe and not is_isolating(backend):
         raise UserError(refusal.format(backend))  # before starting it: nothing to start or warn about
     sandbox = get_sandbox(backend)  # a backend that is no boundary has warned about it on its start
     if not sandbox.isolating and not allow_unsafe:

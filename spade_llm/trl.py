@@ -41,8 +41,8 @@ from typing import Any, TypeVar
 
 from .errors import UserError
 from .kinds import get_kind
-from .kinds.deduction import call_text
 from .kinds.induction import extract_code
+from .kinds.queries import call_text
 from .rewards import Rewarder, Verdict, default_rewarder, no_code, row_task
 from .solver import examples_task, first_messages, stderr_tail
 from .types import ExecutionResult, Message, Task, TestCase, TestResult

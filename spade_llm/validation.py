@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import behaviour, pyast
-from .judge import Judge, final_status, parse_input, verdicts
+from .judge import Judge, compare_outputs, final_status, parse_input
 from .mutation import DISPATCHER, MAX_MUTANTS, Mutant, dispatcher_source, mutants, probe_inputs
 from .sandbox.base import Limits, Sandbox
 from .sandbox.runner import CallsOutcome, execute_calls
@@ -226,7 +226,7 @@ class Validator:
         assert filled is not None
         second = self._run(task, hash_seed=1)
         for i, (a, b) in enumerate(zip(first.outputs, second.outputs, strict=False)):
-            if not (a.ok and b.ok and same_value(a.value, b.value)):
+            if not (a.ok and b.ok and same_across_runs(a.value, b.value)):
                 return report(
                     "nondeterministic",
                     f"test {i} ({task.tests[i].input[:60]}): output changed on a second run under another hash seed",
@@ -339,7 +339,7 @@ class Validator:
         if reason is None and len(outcome.outputs) < len(task.tests):
             reason = ("runtime_error", f"the reference stopped after {len(outcome.outputs)} of {len(task.tests)} tests")
         filled = task.model_copy(update={"tests": filled_tests})
-        verdict = verdicts(outcome, filled_tests)
+        verdict = compare_outputs(outcome, filled_tests)
         return filled, final_status(verdict), verdict.tests_passed or 0, reason
 
     def _mutation_gate(self, task: Task, first: CallsOutcome) -> tuple[MutationStats | None, Mutant | None]:
@@ -463,7 +463,7 @@ def _digest(output: Output) -> tuple[bool, Any]:
     return False, "timeout" if output.status == "timeout" else None
 
 
-def same_value(a: Any, b: Any) -> bool:
+def same_across_runs(a: Any, b: Any) -> bool:
     """Whether two runs' outputs are the same value: exact types (``1`` is not ``True`` or ``1.0``),
     NaN the same as NaN, unsupported values by their type only (their repr may show an address)."""
     if type(a) is not type(b):
@@ -471,11 +471,11 @@ def same_value(a: Any, b: Any) -> bool:
     if type(a) is float:
         return a == b or (math.isnan(a) and math.isnan(b))
     if type(a) is complex:
-        return same_value(a.real, b.real) and same_value(a.imag, b.imag)
+        return same_across_runs(a.real, b.real) and same_across_runs(a.imag, b.imag)
     if type(a) is list or type(a) is tuple:
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same_across_runs(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is dict:
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same_across_runs(a[k], b[k]) for k in a)
     if type(a) is Unsupported:
         return bool(a.type_name == b.type_name)
     return bool(a == b)

@@ -19,7 +19,7 @@ import pytest
 from sandbox_backends import unavailable
 
 from spade_llm.groundtruth import ground_truth
-from spade_llm.judge import final_status, judge
+from spade_llm.judge import final_status, run_task_tests
 from spade_llm.sandbox.base import Limits
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.types import Task, TestCase
@@ -220,10 +220,10 @@ SECRET_CHECK = "def check(candidate):\n    assert candidate(31337) == 62674, 'SE
 
 def test_the_check_runs_apart_with_the_answer_called_by_value(bwrap):
     task = check_task(SECRET_CHECK, [TestCase(input="(3,)", expected=6)])
-    result = judge(bwrap, task, task.reference_code, LIMITS)
+    result = run_task_tests(bwrap, task, task.reference_code, LIMITS)
     assert final_status(result) == "passed" and (result.tests_passed, result.tests_total) == (2, 2)
     # the reference passes; a wrong answer fails the test and the check, each with its own verdict
-    wrong = judge(bwrap, task, "def f(x):\n    return x + 1\n", LIMITS)
+    wrong = run_task_tests(bwrap, task, "def f(x):\n    return x + 1\n", LIMITS)
     assert [r.status for r in wrong.test_results or []] == ["failed", "failed"]
     assert (wrong.test_results or [])[1].input == "check(f)"
 
@@ -251,7 +251,7 @@ def test_the_answer_never_sees_the_check_script(bwrap):
         "print('SEEN', seen, file=sys.stderr)\n"
         "def f(x):\n    return x * 2\n"
     )
-    result = judge(bwrap, check_task(SECRET_CHECK), spy, LIMITS)
+    result = run_task_tests(bwrap, check_task(SECRET_CHECK), spy, LIMITS)
     assert final_status(result) == "passed"
     assert "SEEN []" in result.stderr, result.stderr
 
@@ -267,9 +267,9 @@ def test_the_answer_never_sees_the_check_script(bwrap):
     ],
 )
 def test_what_the_answer_does_in_its_process_fails_the_check(bwrap, answer, why):
-    result = judge(bwrap, check_task(SECRET_CHECK), answer, LIMITS)
+    result = run_task_tests(bwrap, check_task(SECRET_CHECK), answer, LIMITS)
     assert result.tests_passed == 0 and final_status(result) != "passed"
-    assert why in (result.test_results or [])[-1].error or why in result.stderr
+    assert why in ((result.test_results or [])[-1].error or "") or why in result.stderr
 
 
 def test_the_check_sees_the_answers_exceptions_by_type(bwrap):
@@ -284,15 +284,15 @@ def test_the_check_sees_the_answers_exceptions_by_type(bwrap):
         "    assert candidate(2) == 4\n"
     )
     answer = "def f(x):\n    if x < 0:\n        raise ValueError('negative input')\n    return x * 2\n"
-    assert final_status(judge(bwrap, check_task(check), answer, LIMITS)) == "passed"
-    assert final_status(judge(bwrap, check_task(check), "def f(x):\n    return x * 2\n", LIMITS)) == "failed"
+    assert final_status(run_task_tests(bwrap, check_task(check), answer, LIMITS)) == "passed"
+    assert final_status(run_task_tests(bwrap, check_task(check), "def f(x):\n    return x * 2\n", LIMITS)) == "failed"
 
 
 def test_a_load_error_is_an_error_and_timeouts_stop_before_the_check(bwrap):
     task = check_task(SECRET_CHECK, [TestCase(input=f"({i},)", expected=2 * i) for i in range(4)])
-    broken = judge(bwrap, task, "def f(x)\n", LIMITS)
+    broken = run_task_tests(bwrap, task, "def f(x)\n", LIMITS)
     assert final_status(broken) == "error" and broken.load_error and "SyntaxError" in broken.load_error
-    slow = judge(bwrap, task, "def f(x):\n    while True:\n        pass\n", LIMITS, test_timeout_s=0.3)
+    slow = run_task_tests(bwrap, task, "def f(x):\n    while True:\n        pass\n", LIMITS, test_timeout_s=0.3)
     assert final_status(slow) == "timeout"
     assert [r.status for r in slow.test_results or []] == ["timeout"] * 5
     assert (slow.test_results or [])[-1].error == "not run: earlier tests timed out"
@@ -312,5 +312,5 @@ def test_an_honest_check_leaves_nothing_behind_and_its_worker_is_reused(bwrap, m
     monkeypatch.setattr(pool.WorkerPool, "_release", spy)
     task = check_task(SECRET_CHECK, [TestCase(input="(3,)", expected=6)])
     for _ in range(3):
-        assert final_status(judge(bwrap, task, task.reference_code, LIMITS)) == "passed"
+        assert final_status(run_task_tests(bwrap, task, task.reference_code, LIMITS)) == "passed"
     assert released == [True, True, True]

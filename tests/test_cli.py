@@ -32,6 +32,7 @@ def run_a(tmp_path_factory):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_run_writes_spec_run_directory(run_a):
     out, proc = run_a
     assert str(out) in proc.stdout
@@ -89,6 +90,7 @@ def test_run_writes_spec_run_directory(run_a):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_some_trajectory_repairs_with_the_earlier_error(run_a):
     out, _ = run_a
     found = 0
@@ -105,6 +107,7 @@ def test_some_trajectory_repairs_with_the_earlier_error(run_a):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
     out, _ = run_a
     b = tmp_path / "b"
@@ -125,6 +128,7 @@ def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
     full = tmp_path / "full"
     assert (
@@ -159,7 +163,7 @@ def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
         (["run", "--epochs", "-1"], "--epochs"),
         (["run", "--epochs", "abc"], "--epochs"),
         (["run", "--model", "fake/nonexistent-profile"], "nonexistent-profile"),
-        (["run", "--model", "nonsense-model-xyz"], "unknown model"),
+        pytest.param(["run", "--model", "nonsense-model-xyz"], "unknown model", marks=pytest.mark.slow),  # ~30 s here
         (["exec", "/nonexistent.py"], "not found"),
         (["verify", "/nonexistent.jsonl"], "not found"),
         (["evaluate", "/nonexistent.jsonl"], "not found"),
@@ -204,6 +208,7 @@ def test_help_for_every_command():
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path):
     full = tmp_path / "full"
     args = ("--epochs", "2", "--seed", "5", "--sandbox", "subprocess", "--quiet")
@@ -245,6 +250,7 @@ def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_samples_per_task_gives_k_trajectories_and_agreeing_task_stats(tmp_path):
     out = tmp_path / "k4"
     proc = spade(
@@ -276,6 +282,7 @@ def test_samples_per_task_gives_k_trajectories_and_agreeing_task_stats(tmp_path)
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -294,6 +301,7 @@ def test_resume_refuses_flags_that_change_what_the_run_is(run_a, tmp_path, flags
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
     out = tmp_path / "r"
     assert (
@@ -356,6 +364,7 @@ def test_fake_extremes_move_the_difficulty(tmp_path, profile, moves):
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_solve_refuses_an_existing_out_and_resumes_only_as_it_was_started(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     run_dir = tmp_path / "src"

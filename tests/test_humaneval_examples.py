@@ -15,12 +15,12 @@ import pytest
 
 from spade_llm.checking import CodeChecker
 from spade_llm.config import SandboxConfig
+from spade_llm.fake.scripted import ScriptedLLM
 from spade_llm.importers import docstring_examples, import_humaneval
-from spade_llm.llm.testing import ScriptedLLM
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.solver import LLMSolver, examples_task
 from spade_llm.templates import Prompts
-from spade_llm.types import Task, TestCase
+from spade_llm.types import Task, TestCase, Trajectory
 
 HUMANEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "HumanEval.jsonl.gz"
 
@@ -81,10 +81,10 @@ def test_canonical_solutions_pass_their_examples_but_for_humaneval_47(humaneval)
         failing = [
             t.task_id
             for t in humaneval.values()
-            if t.examples and not checker.check_sync(examples_task(t), t.reference_code).all_passed
+            if t.examples and not checker.check_answer_sync(examples_task(t), t.reference_code).all_passed
         ]
         # the wrong docstring changes no verdict: the check alone decides
-        assert checker.check_sync(humaneval["HumanEval/47"], humaneval["HumanEval/47"].reference_code).all_passed
+        assert checker.check_answer_sync(humaneval["HumanEval/47"], humaneval["HumanEval/47"].reference_code).all_passed
     finally:
         sandbox.close()
     assert failing == ["HumanEval/47"]
@@ -102,12 +102,19 @@ CHECK_TASK = Task(
 )
 
 
-def solve(task: Task, answers: list[str]) -> tuple[object, ScriptedLLM]:
+def solve(task: Task, answers: list[str]) -> tuple[Trajectory, ScriptedLLM]:
     sandbox = get_sandbox("subprocess")
     checker = CodeChecker(sandbox, SandboxConfig(backend="subprocess"), concurrency=1)
     llm = ScriptedLLM(answers)
     solver = LLMSolver(
-        llm, Prompts(), checker.check, seed=0, max_turns=len(answers), public_tests=3, temperature=0.0, max_tokens=100
+        llm,
+        Prompts(),
+        checker.check_answer,
+        seed=0,
+        max_turns=len(answers),
+        public_tests=3,
+        temperature=0.0,
+        max_tokens=100,
     )
     try:
         return asyncio.run(solver.solve(task, 0)), llm

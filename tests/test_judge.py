@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spade_llm.errors import UserError
-from spade_llm.judge import MAX_TEST_TIMEOUTS, Judge, final_status, judge, load_settings, parse_input
+from spade_llm.judge import MAX_TEST_TIMEOUTS, Judge, final_status, load_settings, parse_input, run_task_tests
 from spade_llm.sandbox.base import Limits
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import MAX_INPUT_CHARS, MAX_INPUT_DEPTH
@@ -37,15 +37,8 @@ def task(code: str = "", tests=None, **kw) -> Task:
     )
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    box = get_sandbox("subprocess")
-    yield box
-    box.close()
-
-
 def run(sandbox, code: str, **kw) -> ExecutionResult:
-    return judge(sandbox, task(), code, LIMITS, TEST_TIMEOUT_S, **kw)
+    return run_task_tests(sandbox, task(), code, LIMITS, TEST_TIMEOUT_S, **kw)
 
 
 # -- final_status ----------------------------------------------------------------------------
@@ -70,12 +63,12 @@ def run(sandbox, code: str, **kw) -> ExecutionResult:
     ],
 )
 def test_final_status(sandbox, code, status):
-    result = judge(sandbox, task(), code or "\n", LIMITS, TEST_TIMEOUT_S)
+    result = run_task_tests(sandbox, task(), code or "\n", LIMITS, TEST_TIMEOUT_S)
     assert final_status(result) == status, (result.status, result.load_error, result.test_results)
 
 
 def test_final_status_load_error_is_kept():
-    result = judge(get_sandbox("subprocess"), task(), "def f(x)\n", LIMITS, TEST_TIMEOUT_S)
+    result = run_task_tests(get_sandbox("subprocess"), task(), "def f(x)\n", LIMITS, TEST_TIMEOUT_S)
     assert result.load_error and "SyntaxError" in result.load_error
 
 
@@ -93,11 +86,12 @@ def test_final_status_of_check_mode_results():
     assert final_status(check("timeout", "timeout")) == "timeout"
 
 
-# -- judge -----------------------------------------------------------------------------------
+# -- run_task_tests ------------------------------------------------------------------------------
 
 
 def test_subset_keeps_task_indices(sandbox):
-    result = judge(sandbox, task(), "def f(x):\n    return x * 2 + 1 if x > 2 else 0\n", LIMITS, tests=[3, 0])
+    result = run_task_tests(sandbox, task(), "def f(x):\n    return x * 2 + 1 if x > 2 else 0\n", LIMITS, tests=[3, 0])
+    assert result.test_results is not None
     assert [(r.index, r.input, r.status) for r in result.test_results] == [(3, "(7,)", "passed"), (0, "(1,)", "failed")]
     assert result.tests_total == 2 and result.tests_passed == 1
 
@@ -106,6 +100,7 @@ def test_judge_object_is_the_function(sandbox):
     j = Judge(sandbox, LIMITS, TEST_TIMEOUT_S)
     assert j.max_timeouts == MAX_TEST_TIMEOUTS == 2
     result = j(task(), "def f(x):\n    return x * 2 + 1\n", tests=[1])
+    assert result.test_results is not None
     assert result.all_passed and [r.index for r in result.test_results] == [1]
     outcome = j.outputs(task(), "def f(x):\n    return x * 2 + 1\n")
     assert [o.value for o in outcome.outputs] == [3, 5, 11, 15]
@@ -115,10 +110,11 @@ def test_two_timeouts_stop_an_execution(sandbox):
     tests = [TestCase(input=f"({i},)", expected=i) for i in range(6)]
     code = "def f(x):\n    if x == 0:\n        return 0\n    while True:\n        pass\n"
     t0 = time.monotonic()
-    result = judge(sandbox, task(tests=tests), code, LIMITS, TEST_TIMEOUT_S)
+    result = run_task_tests(sandbox, task(tests=tests), code, LIMITS, TEST_TIMEOUT_S)
     elapsed = time.monotonic() - t0
     assert elapsed < 4 * TEST_TIMEOUT_S, elapsed  # 5 loops would take 2.5 s
     assert result.status == "ok" and final_status(result) == "timeout"
+    assert result.test_results is not None
     assert [r.status for r in result.test_results] == ["passed"] + ["timeout"] * 5
     assert [r.error for r in result.test_results[3:]] == ["not run: earlier tests timed out"] * 3
     assert "2 tests timed out; the remaining 3 were not run" in result.stderr
@@ -127,8 +123,10 @@ def test_two_timeouts_stop_an_execution(sandbox):
 def test_max_timeouts_none_tries_every_test(sandbox):
     code = "def f(x):\n    while x < 5:\n        pass\n    return x * 2 + 1\n"
     result = run(sandbox, code, max_timeouts=None)
+    assert result.test_results is not None
     assert [r.status for r in result.test_results] == ["timeout", "timeout", "passed", "passed"]
     stopped = run(sandbox, code)
+    assert stopped.test_results is not None
     assert [r.status for r in stopped.test_results] == ["timeout"] * 4 and stopped.tests_passed == 0
     assert final_status(result) == final_status(stopped) == "timeout"
 
@@ -141,9 +139,9 @@ def test_max_timeouts_must_be_positive(sandbox):
 def test_check_code_tasks_run_their_asserts(sandbox):
     check = "def check(candidate):\n    assert candidate(2) == 5\n"
     t = task(check_code=check, tests=[])
-    assert final_status(judge(sandbox, t, "def f(x):\n    return x * 2 + 1\n", LIMITS)) == "passed"
-    assert final_status(judge(sandbox, t, "def f(x):\n    return x\n", LIMITS)) == "failed"
-    assert final_status(judge(sandbox, t, "def f(x)\n", LIMITS)) == "error"
+    assert final_status(run_task_tests(sandbox, t, "def f(x):\n    return x * 2 + 1\n", LIMITS)) == "passed"
+    assert final_status(run_task_tests(sandbox, t, "def f(x):\n    return x\n", LIMITS)) == "failed"
+    assert final_status(run_task_tests(sandbox, t, "def f(x)\n", LIMITS)) == "error"
 
 
 # -- parse_input -----------------------------------------------------------------------------
@@ -238,6 +236,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_VALUES, max_size=4))
 def test_parse_input_gives_literal_evals_values_with_their_types(args):

@@ -11,19 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spade_llm.checking import CodeChecker, limits_from
+from spade_llm.checking import CodeChecker
 from spade_llm.config import SandboxConfig
 from spade_llm.errors import TemplateError, UserError
+from spade_llm.fake import bank
+from spade_llm.fake.kinds import answer_kind, detect_kind
+from spade_llm.fake.model import FakeLLM
+from spade_llm.fake.scripted import FunctionLLM
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import KIND_NAMES, allocate_kinds, get_kind, normalize_mix
 from spade_llm.kinds.abduction import proposals
 from spade_llm.kinds.deduction import predictions
-from spade_llm.llm import fake_bank as bank
 from spade_llm.llm.base import LLMRequest
-from spade_llm.llm.fake import FakeLLM
-from spade_llm.llm.fake_kinds import answer_kind, detect_kind
-from spade_llm.llm.testing import FunctionLLM
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.verdict import matches, to_json
 from spade_llm.solver import LLMSolver
 from spade_llm.templates import Prompts
@@ -59,22 +58,15 @@ def make_task(kind: str, code: str = SORT_CODE, tests: list[TestCase] | None = N
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    box = get_sandbox("subprocess")
-    yield box
-    box.close()
-
-
-@pytest.fixture(scope="module")
 def judge(sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=0.5)
-    return Judge(sandbox, limits_from(config), config.test_timeout_s)
+    return Judge(sandbox, config.limits(), config.test_timeout_s)
 
 
 @pytest.fixture(scope="module")
 def validator(sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=1)
-    return Validator(sandbox, limits_from(config), config.test_timeout_s)
+    return Validator(sandbox, config.limits(), config.test_timeout_s)
 
 
 def statuses(result):
@@ -126,7 +118,7 @@ RIGHT = "```python\nf([3, 1, 2], 2) == [1, 2]\nf([5, 4], 1) == [4]\nf([9, 7, 8],
 )
 def test_deduction_verdicts(answer, expected_statuses, final):
     task = make_task("deduction")
-    result = DEDUCTION.judge(None, task, DEDUCTION.parse_answer(answer), None)  # type: ignore[arg-type]
+    result = DEDUCTION.check_answer(None, task, DEDUCTION.parse_answer(answer), None)  # type: ignore[arg-type]
     if expected_statuses is not None:
         assert statuses(result) == expected_statuses
     assert result.tests_total == 3
@@ -139,27 +131,28 @@ def test_deduction_verdicts(answer, expected_statuses, final):
 def test_deduction_types_are_strict():
     task = make_task("deduction", COUNT_CODE, COUNT_TESTS, entry="g")
     answer = "g('a') == True\ng('banana') == 3.0\ng('xyz') == 0"
-    result = DEDUCTION.judge(None, task, answer, None)  # type: ignore[arg-type]
+    result = DEDUCTION.check_answer(None, task, answer, None)  # type: ignore[arg-type]
     assert statuses(result) == ["failed", "failed", "passed"]
 
 
 def test_deduction_judges_a_subset_and_keeps_indices():
     task = make_task("deduction")
-    result = DEDUCTION.judge(None, task, RIGHT, [2])  # type: ignore[arg-type]
+    result = DEDUCTION.check_answer(None, task, RIGHT, [2])  # type: ignore[arg-type]
+    assert result.test_results is not None
     assert [r.index for r in result.test_results] == [2]
     assert result.tests_total == 1 and result.all_passed
 
 
 def test_deduction_reference_answer_passes():
     task = make_task("deduction")
-    assert DEDUCTION.judge(None, task, DEDUCTION.reference_answer(task), None).all_passed  # type: ignore[arg-type]
+    assert DEDUCTION.check_answer(None, task, DEDUCTION.reference_answer(task), None).all_passed  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("answer", ["[" * 50_000, "f(" * 50_000 + " == 1", "(1,\n" * 20_000, "x" * 200_000, "1" * 5000])
 def test_deduction_hostile_answers_are_data_and_fast(answer):
     task = make_task("deduction")
     started = time.monotonic()
-    result = DEDUCTION.judge(None, task, answer, None)  # type: ignore[arg-type]
+    result = DEDUCTION.check_answer(None, task, answer, None)  # type: ignore[arg-type]
     assert time.monotonic() - started < 5
     assert result.tests_passed == 0
 
@@ -185,8 +178,9 @@ async def test_abduction_any_input_giving_the_output_passes(judge):
     task = make_task("abduction")
     # none of these is the task's own input
     answer = "```python\nf([2, 1, 50], 2) == [1, 2]\nf([4], 1) == [4]\nf([8, 9, 7, 100], 3) == [7, 8, 9]\n```"
-    result = ABDUCTION.judge(judge, task, ABDUCTION.parse_answer(answer), None)
+    result = ABDUCTION.check_answer(judge, task, ABDUCTION.parse_answer(answer), None)
     assert statuses(result) == ["passed"] * 3 and final_status(result) == "passed"
+    assert result.test_results is not None
     assert [r.input for r in result.test_results] == ["([2, 1, 50], 2)", "([4], 1)", "([8, 9, 7, 100], 3)"]
 
 
@@ -195,21 +189,25 @@ def test_abduction_lines_match_outputs_first_then_order(judge):
     answer = "f([8, 9, 7], 3) == [7, 8, 9]\nf([2, 1], 2)\n(([4, 5], 1))"
     found = proposals(task, answer)
     assert found == {2: ([8, 9, 7], 3), 0: ([2, 1], 2), 1: ([4, 5], 1)}
-    assert ABDUCTION.judge(judge, task, answer, None).all_passed
+    assert ABDUCTION.check_answer(judge, task, answer, None).all_passed
 
 
 def test_abduction_wrong_garbage_raising_and_looping_inputs(judge):
     task = make_task("abduction", LOOPS_CODE, LOOPS_TESTS, entry="h")
-    wrong = ABDUCTION.judge(judge, task, "h(8) == 2\nh(9) == 3\nh(14) == 4", None)
+    wrong = ABDUCTION.check_answer(judge, task, "h(8) == 2\nh(9) == 3\nh(14) == 4", None)
     assert statuses(wrong) == ["failed", "failed", "passed"]
+    assert wrong.test_results is not None
     assert wrong.test_results[0].output == "3"
-    garbage = ABDUCTION.judge(judge, task, "no idea, sorry", None)
+    garbage = ABDUCTION.check_answer(judge, task, "no idea, sorry", None)
     assert final_status(garbage) == "error" and garbage.load_error
+    assert garbage.test_results is not None
     assert all(r.input == "" for r in garbage.test_results)  # the task's own inputs are the answers
-    raising = ABDUCTION.judge(judge, task, "h(13) == 2\nh(3) == 3\nh(4) == 4", None)
+    raising = ABDUCTION.check_answer(judge, task, "h(13) == 2\nh(3) == 3\nh(4) == 4", None)
     assert statuses(raising) == ["failed", "passed", "passed"]
+    assert raising.test_results is not None
     assert "ValueError" in (raising.test_results[0].error or "")
-    looping = ABDUCTION.judge(judge, task, "h(-1) == 2\nh(3) == 3\nh(4) == 4", None)
+    looping = ABDUCTION.check_answer(judge, task, "h(-1) == 2\nh(3) == 3\nh(4) == 4", None)
+    assert looping.test_results is not None
     assert looping.test_results[0].status == "timeout"
     assert final_status(looping) == "timeout"
 
@@ -225,11 +223,12 @@ def test_abduction_cannot_force_an_output_through_a_default_parameter(judge):
         TestCase(input="(15,)", expected=610),
     ]
     task = make_task("abduction", memo_fib, tests, entry="fib")
-    forced = ABDUCTION.judge(
+    forced = ABDUCTION.check_answer(
         judge, task, "fib(0, {0: 55}) == 55\nfib(0, {0: 6765}) == 6765\nfib(0, {0: 610}) == 610", None
     )
+    assert forced.test_results is not None
     assert statuses(forced) == ["failed"] * 3 and "arguments" in (forced.test_results[0].error or "")
-    honest = ABDUCTION.judge(judge, task, "fib(10) == 55\nfib(20) == 6765\nfib(15) == 610", None)
+    honest = ABDUCTION.check_answer(judge, task, "fib(10) == 55\nfib(20) == 6765\nfib(15) == 610", None)
     assert honest.all_passed
 
 
@@ -238,7 +237,7 @@ def test_answers_with_ints_too_long_to_print_are_data(judge):
     for kind in (DEDUCTION, ABDUCTION):
         task = make_task(kind.name)
         for answer in (f"f({huge}) == 3", f"f([1], 1) == {huge}", huge):
-            result = kind.judge(judge, task, answer, None)
+            result = kind.check_answer(judge, task, answer, None)
             assert final_status(result) in ("failed", "error")
 
 
@@ -251,7 +250,7 @@ def test_overflowing_kind_weights_still_allocate():
 
 def test_abduction_reference_answer_passes(judge):
     task = make_task("abduction")
-    assert ABDUCTION.judge(judge, task, ABDUCTION.reference_answer(task), None).all_passed
+    assert ABDUCTION.check_answer(judge, task, ABDUCTION.reference_answer(task), None).all_passed
 
 
 # -- gates ---------------------------------------------------------------------------------------
@@ -340,12 +339,12 @@ async def test_repair_prompts_never_reveal_expected_values_or_inputs(judge):
     solver = LLMSolver(FunctionLLM(lambda r: ""), Prompts(), None, seed=0, max_turns=3, public_tests=1,  # type: ignore[arg-type]
                        temperature=0.0, max_tokens=100)  # fmt: skip
     answer = "s('zebra') == 'ZEBRA-41'\ns('yak') == 'YAK-42'\ns('ox') == 'OX-42'"
-    result = DEDUCTION.judge(judge, deduction, answer, [0])
+    result = DEDUCTION.check_answer(judge, deduction, answer, [0])
     text = solver.repair_message(deduction, Attempt(turn=1, code=answer, result=result), result).content
     assert text.startswith("Predict the output") and "ZEBRA-41" in text and "ZEBRA-42" not in text
     abduction = deduction.model_copy(update={"kind": "abduction"})
     for answer in ("s('cat') == 'ZEBRA-42'", "gibberish"):
-        result = ABDUCTION.judge(judge, abduction, answer, [0])
+        result = ABDUCTION.check_answer(judge, abduction, answer, [0])
         text = solver.repair_message(abduction, Attempt(turn=1, code=answer, result=result), result).content
         assert text.startswith("Find an input") and "zebra" not in text
         assert answer != "s('cat') == 'ZEBRA-42'" or "CAT-42" in text  # what its own input gave
@@ -366,6 +365,7 @@ def test_allocate_kinds_examples():
         "abduction": 1,
     }
     assert allocate_kinds(mix, 0, 0, 0) == []
+    bad: dict[str, float] | list[str]
     for bad in ({"induction": -1.0}, {"induction": 0.0}, {"induction": float("nan")}, []):
         with pytest.raises(ValueError):
             allocate_kinds(bad, 3, 0, 0)
@@ -519,7 +519,7 @@ async def test_episodes_of_each_kind_with_the_fake(sandbox, kind):
     llm = FunctionLLM(lambda request: answer_kind(fake, request) or "")
     checker = CodeChecker(sandbox, SandboxConfig(backend="subprocess", timeout_s=5), concurrency=1)
     solver = LLMSolver(
-        llm, Prompts(), checker.check, seed=0, max_turns=2, public_tests=1, temperature=0.0, max_tokens=100
+        llm, Prompts(), checker.check_answer, seed=0, max_turns=2, public_tests=1, temperature=0.0, max_tokens=100
     )
     task = bank_task(kind, FAKE_VARIANTS[1], 1)
     trajectory = await solver.solve(task, epoch=0)

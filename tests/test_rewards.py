@@ -29,7 +29,7 @@ from spade_llm import rewards
 from spade_llm.errors import SandboxUnavailable, UserError
 from spade_llm.groundtruth import ground_truth
 from spade_llm.kinds import get_kind
-from spade_llm.kinds.deduction import call_text
+from spade_llm.kinds.queries import call_text
 from spade_llm.rewards import STATUS_CODES, CodeReward, Rewarder, code_reward, compute_score, make_code_reward
 from spade_llm.sandbox.base import Limits, Program, Sandbox
 from spade_llm.sandbox.runner import parse_input

@@ -17,12 +17,13 @@ import socket
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sandbox_backends import unavailable
 
-from spade_llm.judge import final_status, judge
+from spade_llm.judge import final_status, run_task_tests
 from spade_llm.sandbox.base import Limits, Program, Sandbox
 from spade_llm.sandbox.registry import BACKENDS, get_sandbox
 from spade_llm.sandbox.runner import execute_calls, run_check, run_program, run_tests
@@ -35,11 +36,12 @@ GRACE_S = 3.0
 LIMITS = Limits(timeout_s=2.0, memory_mb=256, output_limit_bytes=1 << 16)
 TEST_TIMEOUT_S = 1.0
 
-VARIANTS = [*BACKENDS, "subprocess-launcher"]
+VARIANTS = [*BACKENDS, pytest.param("subprocess-launcher", marks=pytest.mark.slow)]
+"""Every backend, and subprocess with its fallback rlimit launcher (slow lane only: a second run of subprocess)."""
 
 
 @pytest.fixture(scope="module", params=VARIANTS)
-def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     name = request.param
     if name == "subprocess-launcher":
         box: Sandbox = SubprocessSandbox(rlimits_via="launcher")
@@ -384,10 +386,11 @@ def test_two_timeouts_stop_an_execution(sandbox):
     tests = [TestCase(input=f"({i},)", expected=i) for i in range(6)]
     looping = Task(task_id="loops", description="d", entry_point="f", reference_code="", tests=tests)
     t0 = time.monotonic()
-    r = judge(sandbox, looping, "def f(x):\n    while True:\n        pass\n", Limits(timeout_s=8.0), 0.5)
+    r = run_task_tests(sandbox, looping, "def f(x):\n    while True:\n        pass\n", Limits(timeout_s=8.0), 0.5)
     elapsed = time.monotonic() - t0
     assert elapsed < 2.0, elapsed  # 2 x 0.5 s and the start, well under 6 x 0.5 s
     assert r.status == "ok" and r.tests_passed == 0 and r.tests_total == 6
+    assert r.test_results is not None
     assert [t.status for t in r.test_results] == ["timeout"] * 6
     assert [t.error for t in r.test_results[:2]] == ["timed out after 0.5 s"] * 2
     assert [t.error for t in r.test_results[2:]] == ["not run: earlier tests timed out"] * 4
@@ -577,12 +580,14 @@ def check(candidate):
 def test_check_mode(sandbox, completion, passes):
     r = run_check(sandbox, completion, CHECK, "add", LIMITS)
     assert (r.tests_passed, r.tests_total) == (int(passes), 1), (r.status, r.stderr[-500:])
+    assert r.test_results is not None
     assert r.test_results[0].status == ("passed" if passes else r.test_results[0].status)
     assert r.test_results[0].passed is passes
 
 
 def test_check_mode_failure_shows_the_assert(sandbox):
     r = run_check(sandbox, "def add(a, b):\n    return a - b\n", CHECK, "add", LIMITS)
+    assert r.test_results is not None
     assert r.test_results[0].status == "failed"
     assert 'File "check.py", line 5, in check' in r.stderr and "AssertionError" in r.stderr
 
@@ -598,6 +603,7 @@ def test_check_mode_failure_shows_the_assert(sandbox):
 def test_check_mode_program_that_does_not_load_is_an_error(sandbox, completion, fragment):
     r = run_check(sandbox, completion, CHECK, "add", LIMITS)
     assert r.status == "error" and r.tests_passed == 0 and fragment in (r.load_error or "")
+    assert r.test_results is not None
     assert r.test_results[0].status == "error" and fragment in (r.test_results[0].error or "")
 
 
@@ -611,6 +617,7 @@ def test_check_mode_runs_the_check_code_as_given(sandbox):
     # a program that rewrites check.py before the asserts are loaded still faces the original asserts
     tamper = "open('check.py', 'w').write('def check(candidate):\\n    pass\\n')\ndef add(a, b):\n    return 0\n"
     r = run_check(sandbox, tamper, CHECK, "add", LIMITS)
+    assert r.test_results is not None
     assert r.tests_passed == 0 and r.test_results[0].status == "failed", r.stderr[-300:]
 
 

@@ -120,6 +120,7 @@ def test_start_sandbox_hands_over_what_get_sandbox_makes(monkeypatch):
     _Counted.made.clear()
     starting = registry.start_sandbox("counted")
     sandbox = starting.result()
+    assert isinstance(sandbox, _Counted)
     assert _Counted.made == [sandbox]
     starting.close()  # handed over: the caller closes it, not the start
     assert sandbox.closed == 0

@@ -5,7 +5,7 @@ import pytest
 from spade_llm.checking import CodeChecker
 from spade_llm.config import RewardConfig, SandboxConfig
 from spade_llm.errors import LLMCallError
-from spade_llm.llm.testing import ScriptedLLM
+from spade_llm.fake.scripted import ScriptedLLM
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.solver import LLMSolver, extract_code
 from spade_llm.templates import Prompts
@@ -39,7 +39,7 @@ def make_solver(llm, checker, prompts=None, max_turns=3):
     return LLMSolver(
         llm,
         prompts or Prompts(),
-        checker.check,
+        checker.check_answer,
         seed=1,
         max_turns=max_turns,
         public_tests=3,

@@ -2,9 +2,7 @@
 
 import pytest
 
-from spade_llm.checking import limits_from
 from spade_llm.config import SandboxConfig
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import Validator, defines_name
 
@@ -15,11 +13,9 @@ def task(code, tests=None, entry="f", **kw):
 
 
 @pytest.fixture(scope="module")
-def validator():
-    sandbox = get_sandbox("subprocess")
+def validator(sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=4, test_timeout_s=1)
-    yield Validator(sandbox, limits_from(config), config.test_timeout_s)
-    sandbox.close()
+    return Validator(sandbox, config.limits(), config.test_timeout_s)
 
 
 GOOD = "def f(x):\n    return x * 2 + 1\n"

@@ -14,7 +14,7 @@ import pytest
 
 from spade_llm.sandbox import verdict
 from spade_llm.sandbox.harness import MAX_DEPTH, encode_value
-from spade_llm.sandbox.runner import CallsOutcome, judge
+from spade_llm.sandbox.runner import CallsOutcome, compare_outputs
 from spade_llm.sandbox.verdict import (
     Output,
     ProtocolError,
@@ -451,7 +451,8 @@ def test_judge_statuses():
         Output("error", error="ValueError: x"),
         Output("timeout", error="timed out after 1 s"),
     ]
-    result = judge(outcome(outputs), tests)
+    result = compare_outputs(outcome(outputs), tests)
+    assert result.test_results is not None
     statuses = [(r.status, r.error) for r in result.test_results]
     assert statuses == [
         ("passed", None),
@@ -467,16 +468,20 @@ def test_judge_statuses():
 
 def test_judge_missing_outputs():
     tests = [TestCase(input="(1,)", expected=1), TestCase(input="(2,)", expected=2)]
-    cut = judge(outcome([Output("ok", 1)], status="timeout"), tests)
+    cut = compare_outputs(outcome([Output("ok", 1)], status="timeout"), tests)
+    assert cut.test_results is not None
     assert [r.status for r in cut.test_results] == ["passed", "timeout"]
-    failed = judge(outcome([], status="error", load_error="SyntaxError: bad"), tests)
+    failed = compare_outputs(outcome([], status="error", load_error="SyntaxError: bad"), tests)
+    assert failed.test_results is not None
     assert [r.status for r in failed.test_results] == ["error", "error"]
     assert failed.test_results[0].error == "SyntaxError: bad" and failed.tests_passed == 0
 
 
 def test_judge_unsupported_output_fails_with_reason():
-    result = judge(outcome([Output("ok", Unsupported("Weird", "7"))]), [TestCase(input="(1,)", expected=7)])
-    assert result.test_results[0].status == "failed" and "unsupported output type Weird" in result.test_results[0].error
+    result = compare_outputs(outcome([Output("ok", Unsupported("Weird", "7"))]), [TestCase(input="(1,)", expected=7)])
+    assert result.test_results is not None
+    error = result.test_results[0].error
+    assert result.test_results[0].status == "failed" and error is not None and "unsupported output type Weird" in error
 
 
 # -- stopping after max_timeouts -------------------------------------------------------------
@@ -519,7 +524,8 @@ def test_interpret_a_stopped_run_is_ok_with_a_note():
 def test_judge_tests_not_run_after_the_stop_are_timeouts():
     tests = [TestCase(input=f"({i},)", expected=i) for i in range(4)]
     outputs = [Output("ok", 0), Output("timeout", error="timed out after 1 s"), Output("timeout", error="timed out")]
-    result = judge(CallsOutcome(ExecutionResult(status="ok"), outputs, None, stopped=True), tests)
+    result = compare_outputs(CallsOutcome(ExecutionResult(status="ok"), outputs, None, stopped=True), tests)
+    assert result.test_results is not None
     assert [(r.status, r.error) for r in result.test_results][2:] == [
         ("timeout", "timed out"),
         ("timeout", "not run: earlier tests timed out"),

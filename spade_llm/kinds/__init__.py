@@ -9,58 +9,23 @@ Three kinds, as in Absolute Zero, each in its own module:
   running the *reference* on the proposed inputs in the sandbox).
 
 Every kind keeps the same task record (SPEC "Task"), so generation, validation, records, rewards
-and metrics are shared; only the prompts, the answer's reading, the gates and the judge differ.
+and metrics are shared; only the prompts, the answer's reading, the gates and ``check_answer`` differ.
 ``allocate_kinds`` (``mix.py``) hands an epoch's generator requests their kinds from a weighted mix.
+
+The interface, ``TaskKind``, lives in ``base.py`` with what every kind shares; ``queries.py`` holds
+what the two query kinds share. Imports go one way: this package imports the kind modules (when a
+kind is first asked for), and they import ``base`` and ``queries``, never the package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from ..errors import UserError
+from .base import TaskKind
 from .mix import allocate_kinds, normalize_mix
 
-if TYPE_CHECKING:
-    from ..judge import Judge
-    from ..types import ExecutionResult, Task
-    from ..validation import ValidationReport, Validator
-
 __all__ = ["KIND_NAMES", "TaskKind", "allocate_kinds", "get_kind", "normalize_mix"]
-
-
-def _no_view(task: Task) -> dict[str, Any]:
-    """Induction's prompts need nothing beyond what the solver already passes."""
-    return {}
-
-
-def _reference_code(task: Task) -> str:
-    """Induction's perfect answer is the reference itself."""
-    return task.reference_code
-
-
-@dataclass(frozen=True)
-class TaskKind:
-    """One kind of task: the pieces the pipeline looks up by ``task.kind``."""
-
-    name: str
-    first_template: str
-    """Template of the solver's first prompt."""
-    repair_template: str
-    """Template of a repair prompt after a failed attempt."""
-    parse_answer: Callable[[str], str]
-    """The model's answer text -> the answer to judge ('' when there is none)."""
-    gates: Callable[[Validator, Task], ValidationReport]
-    """Proves a proposed task of this kind sound (SPEC's gates, in order)."""
-    judge: Callable[[Judge, Task, str, Sequence[int] | None], ExecutionResult]
-    """Judges an answer on the task's tests (a subset by index, or all)."""
-    summary: str = ""
-    view: Callable[[Task], dict[str, Any]] = _no_view
-    """Extra variables for this kind's first and repair templates (built from public information
-    only: the program for deduction and abduction, and their queries)."""
-    reference_answer: Callable[[Task], str] = _reference_code
-    """The answer a perfect solver gives (``spade evaluate`` judges it when no samples are given)."""
 
 
 def _induction() -> TaskKind:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
 from ..sandbox.verdict import Unsupported, matches, show
 from ..types import TestCase, TestResult
-from . import TaskKind
-from .deduction import (
+from .base import TaskKind
+from .queries import (
     Item,
     all_same,
     answer_text,
@@ -136,7 +136,7 @@ def _out_of_shape(task: Task, i: int, args: tuple[Any, ...]) -> str | None:
     return None
 
 
-def judge(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
     """The reference run on each chosen query's proposed input, its output compared outside."""
     chosen = chosen_tests(task, tests)
     found = proposals(task, answer)
@@ -232,7 +232,7 @@ KIND = TaskKind(
     repair_template="solver/abduction_repair.j2",
     parse_answer=answer_text,
     gates=gates,
-    judge=judge,
+    check_answer=check_answer,
     summary="find inputs that make the program return given outputs",
     view=view,
     reference_answer=reference_answer,

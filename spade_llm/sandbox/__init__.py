@@ -9,8 +9,8 @@
 * ``common`` — what the backends share (environment, results, the unprivileged uid).
 * ``harness`` — the program that runs inside the sandbox and calls the code under test.
 * ``verdict`` — outside: reads the harness's report, decodes outputs, compares them.
-* ``runner`` — programs and calls in the sandbox: ``run_program``, ``execute_calls``, ``judge``
-  (compare outputs), ``run_tests``, ``run_check``. The pipeline judges through
+* ``runner`` — programs and calls in the sandbox: ``run_program``, ``execute_calls``,
+  ``compare_outputs``, ``run_tests``, ``run_check``. The pipeline judges through
   ``spade_llm.judge``, which is built on these.
 
 See ``docs/sandbox.md``.

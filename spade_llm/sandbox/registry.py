@@ -3,7 +3,10 @@
 ``BACKENDS`` maps a name to ``"module:Class"``; adding a backend is adding an entry (and its
 module). A backend's constructor probes the machine and raises ``SandboxUnavailable`` when it
 cannot run programs here, which is how ``auto`` picks: the first of ``AUTO_ORDER`` that
-constructs, else ``subprocess`` with a warning that it is not a security boundary.
+constructs, else ``FALLBACK`` (``subprocess``) with a warning that it is not a security boundary.
+``BACKEND_NAMES`` (``auto`` and every key of ``BACKENDS``) is the one list of names: the CLI's
+``--sandbox`` choices and the config's ``sandbox.backend`` are built from it. This module is light
+(no pydantic, no backend), so ``spade --help`` may import it.
 
 ``start_sandbox`` does ``get_sandbox``'s work in a background thread, for a caller with other work
 meanwhile: a backend's start (the probe, its first workers) is mostly other processes starting,
@@ -14,29 +17,34 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import logging
 import threading
 from typing import Any
 
 from ..errors import SandboxUnavailable, UserError
 from .base import Sandbox
 
-logger = logging.getLogger("spade_llm.sandbox")
-
 BACKENDS: dict[str, str] = {
     "subprocess": "spade_llm.sandbox.subprocess:SubprocessSandbox",
     "bwrap": "spade_llm.sandbox.bwrap:BwrapSandbox",
     "docker": "spade_llm.sandbox.docker:DockerSandbox",
 }
+AUTO = "auto"
+"""The name that picks a backend: the first of ``AUTO_ORDER`` that works here, else ``FALLBACK``."""
 AUTO_ORDER: tuple[str, ...] = ("bwrap",)
 """Isolating backends ``auto`` tries, in order (docker only when asked for: it is slow to start)."""
+FALLBACK = "subprocess"
+"""The backend ``auto`` falls back to: always available, and no security boundary."""
+DOCKER = "docker"
+"""The backend that takes an image (``sandbox.docker_image``)."""
+BACKEND_NAMES: tuple[str, ...] = (AUTO, *BACKENDS)
+"""Every name ``get_sandbox`` accepts, in the order help texts and errors list them."""
 
 
 def _load(name: str) -> type[Sandbox]:
     try:
         target = BACKENDS[name]
     except KeyError:
-        choices = ", ".join(["auto", *BACKENDS])
+        choices = ", ".join([AUTO, *BACKENDS])
         raise UserError(f"unknown sandbox backend {name!r} (choose one of {choices})") from None
     module_name, _, class_name = target.partition(":")
     try:
@@ -63,11 +71,11 @@ def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
         UserError: unknown name.
         SandboxUnavailable: the backend cannot run programs on this machine.
     """
-    if name == "docker" and docker_image:
+    if name == DOCKER and docker_image:
         cls: Any = _load(name)
         sandbox: Sandbox = cls(image=docker_image)
         return sandbox
-    if name != "auto":
+    if name != AUTO:
         return _load(name)()
     reasons = []
     for candidate in AUTO_ORDER:
@@ -75,14 +83,17 @@ def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
             return _load(candidate)()
         except SandboxUnavailable as e:
             reasons.append(f"{candidate}: {e}")
-    from .subprocess import SubprocessSandbox
+    import logging  # here: the only use, and ``spade --help`` imports this module
 
-    logger.warning(
-        "sandbox auto: no isolating backend works here (%s); falling back to subprocess, which is NOT a "
+    logging.getLogger("spade_llm.sandbox").warning(
+        "sandbox auto: no isolating backend works here (%s); falling back to %s, which is NOT a "
         "security boundary (generated code runs as this user, with its network and files)",
         "; ".join(reasons),
+        FALLBACK,
     )
-    return SubprocessSandbox(warn=False)
+    fallback: Any = _load(FALLBACK)  # its constructor takes ``warn`` (the warning is given above)
+    chosen: Sandbox = fallback(warn=False)
+    return chosen
 
 
 def backend_availability(names: list[str] | None = None) -> dict[str, str | None]:

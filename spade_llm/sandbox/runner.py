@@ -1,10 +1,10 @@
-"""The sandbox API the pipeline calls: run a program, call an entry point on inputs, judge outputs.
+"""The sandbox API the pipeline calls: run a program, call an entry point on inputs, compare outputs.
 
 Everything here is backend-independent and blocking (the pipeline runs it in worker threads).
 Each call sends ``harness.py`` (``common.harness_program``) through ``Sandbox.run`` with the code
 under test as a file beside it, and turns the harness's report into an ``ExecutionResult`` with
 ``verdict.py``. The harness never runs here: this process does not even import it. Expected
-values never enter the sandbox: ``execute_calls`` brings back encoded outputs and ``judge``
+values never enter the sandbox: ``execute_calls`` brings back encoded outputs and ``compare_outputs``
 compares them outside.
 """
 
@@ -32,9 +32,9 @@ __all__ = [
     "HARNESS_STUB",
     "CallsOutcome",
     "Output",
+    "compare_outputs",
     "execute_calls",
     "harness_program",
-    "judge",
     "parse_input",
     "run_check",
     "run_program",
@@ -217,7 +217,7 @@ def _calls_request(
     }
 
 
-def judge(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
+def compare_outputs(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
     """``outcome.result`` with the verdict of each test filled in (pure; nothing runs).
 
     A test passes only when its call returned a value that ``matches`` its ``expected``; a test
@@ -296,10 +296,11 @@ def run_tests(
     hash_seed: int = 0,
     max_timeouts: int | None = None,
 ) -> ExecutionResult:
-    """``execute_calls`` on the tests' inputs, then ``judge`` (``spade_llm.judge`` is the pipeline's entry)."""
+    """``execute_calls`` on the tests' inputs, then ``compare_outputs`` (the pipeline's entry is
+    ``spade_llm.judge``)."""
     inputs = [t.input for t in tests]
     outcome = execute_calls(sandbox, code, entry_point, inputs, limits, test_timeout_s, hash_seed, max_timeouts)
-    return judge(outcome, tests)
+    return compare_outputs(outcome, tests)
 
 
 def run_check(
@@ -332,7 +333,7 @@ def run_check(
     }
     files = {SOLUTION_FILE: program, CHECK_FILE: check_code}
     seen = _execute(sandbox, "check", files, request, limits, n=len(cases), marker=marker, max_timeouts=max_timeouts)
-    judged = judge(CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped), cases)
+    judged = compare_outputs(CallsOutcome(seen.result, seen.outputs, seen.load_error, seen.stopped), cases)
     result = seen.result
     passed = seen.check_passed
     status: TestStatus

@@ -1,0 +1,211 @@
+"""What the query kinds (``deduction``, ``abduction``) share: reading an answer's lines, building
+the verdicts of an answer, their gates, and the reference answer.
+
+An answer to a query kind is one line per query, ``f(args) == <Python literal>`` (or a bare call or
+literal), in a fenced block or bare; ``read_items`` reads them, each kind matches them to its
+queries its own way.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .. import pyast
+from ..sandbox.runner import parse_input
+from ..sandbox.verdict import matches
+from ..types import ExecutionResult, TestResult
+from .base import PYTHON_TAGS, fenced_blocks
+
+if TYPE_CHECKING:
+    from ..types import Task
+    from ..validation import ValidationReport, Validator
+
+MAX_ANSWER_CHARS = 100_000
+"""Longest answer block read (a longer one is malformed: no prediction is that long)."""
+MAX_ITEMS = 256
+"""Answer lines considered, the last ones (a model may think aloud before answering)."""
+MAX_OUTPUT_CHARS = 300
+"""Longest repr of a query's output the gates accept: a prediction must fit on a line."""
+_BULLET = re.compile(r"^(?:[-*+]\s+|\d{1,3}[.)]\s+)")
+_ARROW = re.compile(r"\s*(?:->|→|=>)\s*")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One statement read from an answer: a call and/or a value."""
+
+    args: tuple[Any, ...] | None = None
+    """Positional arguments of a call ``name(args)`` (None: no call)."""
+    value: Any = None
+    has_value: bool = False
+    """A value was read: the literal after ``==``, or a bare literal."""
+    error: str | None = None
+    """Why the value after ``==`` could not be read (not a Python literal)."""
+
+
+def answer_text(text: str) -> str:
+    """The part of an answer holding the predictions: the last python-tagged fenced block, else
+    the last fenced block, else the whole answer; '' when it is blank."""
+    blocks = fenced_blocks(text)
+    python = [body for lang, body in blocks if lang in PYTHON_TAGS]
+    region = python[-1] if python else blocks[-1][1] if blocks else text
+    return region.strip()
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _call_args(node: ast.expr) -> tuple[Any, ...] | None:
+    """The literal positional arguments of ``name(...)``, or None when ``node`` is not such a call."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.keywords:
+        return None
+    values = []
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            return None
+        ok, value = _literal(arg)
+        if not ok:
+            return None
+        values.append(value)
+    return tuple(values)
+
+
+def _item(stmt: ast.stmt) -> Item | None:
+    node = stmt.value if isinstance(stmt, ast.Expr) else stmt.test if isinstance(stmt, ast.Assert) else None
+    if node is None:
+        return None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        args = _call_args(node.left)
+        if args is None:
+            return None
+        ok, value = _literal(node.comparators[0])
+        return Item(args, value, ok, None if ok else "the value after == is not a Python literal")
+    args = _call_args(node)
+    if args is not None:
+        return Item(args)
+    ok, value = _literal(node)
+    return Item(value=value, has_value=True) if ok else None
+
+
+def _parse(source: str) -> list[ast.stmt] | None:
+    try:
+        return pyast.parse(source).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _line_items(line: str) -> list[Item]:
+    """Items of one line of a block that is not Python as a whole (prose around the answers)."""
+    line = _BULLET.sub("", line.strip()).strip().strip("`").strip()
+    if not line:
+        return []
+    body = _parse(line)
+    if body is None and _ARROW.search(line):
+        body = _parse(_ARROW.sub(" == ", line, count=1))
+    return [it for it in (_item(s) for s in body or []) if it is not None]
+
+
+def read_items(region: str) -> list[Item]:
+    """Every call and value written in an answer block, in order (the last ``MAX_ITEMS``)."""
+    body = _parse(region)
+    if body is not None:
+        items = [it for it in (_item(s) for s in body) if it is not None]
+    else:
+        items = [it for line in region.splitlines() for it in _line_items(line)]
+    return items[-MAX_ITEMS:]
+
+
+def unreadable(region: str) -> str | None:
+    """Why an answer block holds nothing to judge, or None."""
+    if not region:
+        return "the answer is empty"
+    if len(region) > MAX_ANSWER_CHARS:
+        return f"the answer is longer than {MAX_ANSWER_CHARS} characters"
+    return None
+
+
+def call_text(entry_point: str, test_input: str) -> str:
+    """``f(1, [2])`` for the input ``(1, [2])`` (a 1-tuple shown without its comma)."""
+    args = parse_input(test_input)
+    if isinstance(args, str):
+        return f"{entry_point}{test_input}"
+    return f"{entry_point}({', '.join(safe_repr(a) for a in args)})"
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or a placeholder for an int too long for ``repr`` (Python refuses past 4300 digits)."""
+    try:
+        return repr(value)
+    except ValueError:
+        return f"<{type(value).__name__} too long to print>"
+
+
+def malformed(task: Task, chosen: Sequence[int], why: str, *, inputs_public: bool = True) -> ExecutionResult:
+    """The verdict on an answer with nothing to judge: an ``error``, like code that does not load.
+    ``inputs_public`` False (abduction, whose inputs are the answers) leaves the inputs out."""
+    results = [
+        TestResult(index=i, input=task.tests[i].input if inputs_public else "", status="error", error=why)
+        for i in chosen
+    ]
+    return ExecutionResult(
+        status="error", stderr=f"{why}\n", tests_passed=0, tests_total=len(chosen), test_results=results, load_error=why
+    )
+
+
+def chosen_tests(task: Task, tests: Sequence[int] | None) -> list[int]:
+    return list(range(len(task.tests))) if tests is None else list(tests)
+
+
+def tests_result(results: list[TestResult], base: ExecutionResult | None = None) -> ExecutionResult:
+    """``base`` (default: a clean ``ok`` run) with the tests' verdicts filled in."""
+    base = base or ExecutionResult(status="ok")
+    return base.model_copy(
+        update={
+            "tests_passed": sum(r.status == "passed" for r in results),
+            "tests_total": len(results),
+            "test_results": results,
+        }
+    )
+
+
+# -- gates ---------------------------------------------------------------------------------------
+
+
+def shared_gates(validator: Validator, task: Task) -> ValidationReport:
+    """Validation's gates without induction's test-strength gate (stand-ins and mutants)."""
+    return validator.validate(task, test_strength=False)
+
+
+def with_own_gate(report: ValidationReport, weak: str | None) -> ValidationReport:
+    """The shared report, its ``weak_tests`` replaced by this kind's own verdict ``weak``."""
+    if report.reason not in (None, "weak_tests"):
+        return report
+    if weak:
+        return replace(report, valid=False, reason="weak_tests", detail=weak)
+    return replace(report, valid=True, reason=None, detail="")
+
+
+def output_too_long(expected: list[Any]) -> str | None:
+    for i, value in enumerate(expected):
+        size = len(safe_repr(value)) if type(value) is not int or value.bit_length() < 4000 else MAX_OUTPUT_CHARS + 1
+        if size > MAX_OUTPUT_CHARS:
+            return f"query {i}: the output is {size} characters long, at most {MAX_OUTPUT_CHARS} can be shown"
+    return None
+
+
+def all_same(expected: list[Any]) -> bool:
+    return all(matches(value, expected[0]) for value in expected[1:])
+
+
+def reference_answer(task: Task) -> str:
+    """The right prediction for every query whose expected value is known."""
+    lines = [f"{call_text(task.entry_point, t.input)} == {t.expected!r}" for t in task.tests if t.has_expected]
+    return "```python\n" + "\n".join(lines) + "\n```\n"
