@@ -124,9 +124,25 @@ def proxy_stats(log: Path) -> dict[str, Any]:
 
 
 def spade_run(base: str, out: Path, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    cmd = [*spade_cmd(), "run", "--model", "openai/default", "--api-base", f"{base}/v1", "--epochs", "1",
-           "--tasks-per-epoch", str(args.tasks), "--concurrency", str(args.concurrency), "--seed", str(args.seed),
-           "--out", str(out), "--quiet"]
+    cmd = [
+        *spade_cmd(),
+        "run",
+        "--model",
+        "openai/default",
+        "--api-base",
+        f"{base}/v1",
+        "--epochs",
+        "1",
+        "--tasks-per-epoch",
+        str(args.tasks),
+        "--concurrency",
+        str(args.concurrency),
+        "--seed",
+        str(args.seed),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-bench-local")}
     started = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, timeout=args.run_timeout)
@@ -134,19 +150,24 @@ def spade_run(base: str, out: Path, args: argparse.Namespace, work: Path) -> dic
     if r.returncode != 0:
         raise SystemExit(f"spade run failed ({r.returncode}): {(r.stderr or r.stdout).strip()[-500:]}")
     summary = json.loads((out / "summary.json").read_text())
-    return {"wall_s": round(wall, 3), "llm": summary.get("llm"), "tasks_accepted": summary.get("tasks_accepted"),
-            "trajectories": summary.get("trajectories")}
+    return {
+        "wall_s": round(wall, 3),
+        "llm": summary.get("llm"),
+        "tasks_accepted": summary.get("tasks_accepted"),
+        "trajectories": summary.get("trajectories"),
+    }
 
 
 async def provider_only(base: str, n: int, concurrency: int) -> float:
     """Wall time of ``n`` requests through LiteLLM with at most ``concurrency`` in flight."""
     import spade_llm.llm.litellm as provider
+    import spade_llm.llm.transport as transport
     from spade_llm.config import LLMConfig, RoleConfig
     from spade_llm.llm.base import LLMRequest
     from spade_llm.llm.stats import LLMStats
     from spade_llm.types import Message
 
-    provider.ALLOW_MODEL_REQUESTS = True
+    transport.ALLOW_MODEL_REQUESTS = True
     llm = provider.LiteLLM(RoleConfig(model="openai/default", api_base=f"{base}/v1"), LLMConfig(), stats=LLMStats())
     messages = [Message(role="user", content="Write a function `add(a, b)` returning a + b.")]
     await llm.complete(LLMRequest(messages=messages, role="solver"))  # warm-up: client setup, imports
@@ -177,9 +198,13 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="bench-llm-"))
     use_cli = has_serve_fake()
-    result: dict[str, Any] = {"latency_s": args.latency, "concurrency": args.concurrency, "tasks": args.tasks,
-                              "server": "spade serve-fake" if use_cli else "spade_llm.server.serve",
-                              "counted_by": "faulty_proxy passthrough" if args.via_proxy else "server /stats"}
+    result: dict[str, Any] = {
+        "latency_s": args.latency,
+        "concurrency": args.concurrency,
+        "tasks": args.tasks,
+        "server": "spade serve-fake" if use_cli else "spade_llm.server.serve",
+        "counted_by": "faulty_proxy passthrough" if args.via_proxy else "server /stats",
+    }
     try:
         with fake_server(0.0, work, use_cli) as zero, fake_server(args.latency, work, use_cli) as slow:
             base0 = spade_run(zero, work / "run0", args, work)
@@ -191,22 +216,33 @@ def main() -> int:
                 before = get_json(f"{slow}/stats")
                 slow_run = spade_run(slow, work / "run1", args, work)
                 after = get_json(f"{slow}/stats")
-                counts = {"requests": after["completions"] - before["completions"],
-                          "max_inflight": after["max_inflight"]}
+                counts = {
+                    "requests": after["completions"] - before["completions"],
+                    "max_inflight": after["max_inflight"],
+                }
             requests = int(counts["requests"])
             sequential = requests * args.latency + base0["wall_s"]
             result["pipeline"] = {
-                "zero_latency_wall_s": base0["wall_s"], "wall_s": slow_run["wall_s"], "requests": requests,
-                "max_inflight": counts["max_inflight"], "sequential_estimate_s": round(sequential, 3),
+                "zero_latency_wall_s": base0["wall_s"],
+                "wall_s": slow_run["wall_s"],
+                "requests": requests,
+                "max_inflight": counts["max_inflight"],
+                "sequential_estimate_s": round(sequential, 3),
                 "speedup_vs_sequential": round(sequential / slow_run["wall_s"], 2),
-                "llm": slow_run["llm"], "tasks_accepted": slow_run["tasks_accepted"],
+                "llm": slow_run["llm"],
+                "tasks_accepted": slow_run["tasks_accepted"],
                 "trajectories": slow_run["trajectories"],
             }
             n = args.provider_requests
             seq = asyncio.run(provider_only(slow, n, 1))
             par = asyncio.run(provider_only(slow, n, args.concurrency))
-            result["provider"] = {"requests": n, "sequential_wall_s": round(seq, 3), "concurrent_wall_s": round(par, 3),
-                                  "speedup": round(seq / par, 2), "ideal_speedup": min(n, args.concurrency)}
+            result["provider"] = {
+                "requests": n,
+                "sequential_wall_s": round(seq, 3),
+                "concurrent_wall_s": round(par, 3),
+                "speedup": round(seq / par, 2),
+                "ideal_speedup": min(n, args.concurrency),
+            }
     finally:
         if args.keep:
             print(f"kept {work}", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import spade_llm.llm.litellm as litellm_provider
+import spade_llm.llm.transport as transport
 from spade_llm.cli import main
 from spade_llm.config import RoleConfig
 
@@ -87,7 +87,7 @@ def test_other_providers_ask_litellm(no_keys: Path) -> None:
 def test_openai_with_an_api_base_still_needs_no_key(
     no_keys: Path, monkeypatch: pytest.MonkeyPatch, fake_server, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(litellm_provider, "ALLOW_MODEL_REQUESTS", True)  # only our server on 127.0.0.1
+    monkeypatch.setattr(transport, "ALLOW_MODEL_REQUESTS", True)  # only our server on 127.0.0.1
     server = fake_server()
     tasks = no_keys / "t.jsonl"
     tasks.write_text(json.dumps(TASK) + "\n")

@@ -28,21 +28,15 @@ import os
 import re
 from typing import Any
 
-from ..config import LLMConfig, RoleConfig
+from ..config import RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
 from .base import LLMRequest, LLMResponse
-from .endpoints import EndpointPool, Route
-from .formats import ResponseFormats
-from .retry import RequestClock, RetryPolicy, complete_with_retries
-from .stats import LLMStats, RoleStats
+from .transport import Transport, scrub
 
 log = logging.getLogger("spade_llm.llm")
 
 _litellm: Any = None
-
-ALLOW_MODEL_REQUESTS = True
-"""Tests set this to False (tests/conftest.py) so no test reaches a real model by accident."""
 
 _GRACE_S = 5.0
 """Slack on top of the per-attempt timeout before our own ``asyncio.wait_for`` gives up: a guard
@@ -84,7 +78,7 @@ def import_litellm() -> Any:
         except ImportError as e:  # pragma: no cover - litellm is a core dependency
             raise UserError("litellm is not installed: pip install spade_llm") from e
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per exception
-        litellm.set_verbose = False
+        litellm.set_verbose = False  # type: ignore[attr-defined]  # a module global litellm does not re-export
         litellm.num_retries = 0  # we retry (counted, budgeted); litellm must not retry underneath
         # One transport (httpx) in production and in the respx tests: the aiohttp transport
         # bypasses httpx, so faults tested through respx would not be the faults users hit.
@@ -213,29 +207,6 @@ def classify(exc: BaseException) -> str:
     return "bad_response"
 
 
-_SECRET_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{6,}"),
-    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
-]
-
-
-def scrub(text: str, limit: int = 300) -> str:
-    """Error text without anything that looks like a credential, cut to ``limit`` characters.
-
-    Replaces the values of credential-like environment variables (``*_KEY``, ``*_TOKEN``,
-    ``*_SECRET``) and key-shaped strings (``sk-...``, ``Bearer ...``, ``api_key=...``).
-    """
-    for name, value in os.environ.items():
-        upper = name.upper()
-        if len(value) >= 8 and upper.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")):
-            text = text.replace(value, "***")
-    text = _SECRET_PATTERNS[0].sub("sk-***", text)
-    text = _SECRET_PATTERNS[1].sub(r"\1***", text)
-    text = _SECRET_PATTERNS[2].sub(r"\1***", text)
-    return text[:limit]
-
-
 _scrub = scrub  # the name older callers used
 
 
@@ -246,19 +217,7 @@ def _describe(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-def policy_from_config(llm_config: LLMConfig) -> RetryPolicy:
-    """The retry policy of a run's ``llm`` config section."""
-    budget = getattr(llm_config, "retry_budget_s", None)
-    return RetryPolicy(
-        max_retries=llm_config.max_retries,
-        backoff_s=llm_config.backoff_s,
-        max_backoff_s=30.0,
-        max_retry_after_s=float(getattr(llm_config, "max_retry_after_s", 60.0)),
-        budget_s=float(budget) if budget is not None else None,
-    )
-
-
-class LiteLLM:
+class LiteLLM(Transport):
     """Chat completions through ``litellm.acompletion``: timeouts, counted retries, fault kinds.
 
     Several ``api_base`` values spread requests over the servers (the least busy first, at most
@@ -267,24 +226,10 @@ class LiteLLM:
     each whole attempt. A server refusing ``json_schema`` by name gets ``json_object`` from then on.
     """
 
-    def __init__(
-        self,
-        role_config: RoleConfig,
-        llm_config: LLMConfig,
-        stats: LLMStats | RoleStats,
-        policy: RetryPolicy | None = None,
-    ) -> None:
-        self.model = role_config.model
-        self.role_config = role_config
-        self.llm_config = llm_config
-        self.stats = stats
-        self.policy = policy or policy_from_config(llm_config)
-        self.timeout_s = float(llm_config.timeout_s)
+    def servers(self, role_config: RoleConfig) -> dict[str, str | None]:
         bases = role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]
         # a pool needs names: the provider's default endpoint (no api_base) is named after the model
-        self._urls = {(b.rstrip("/") if b else f"default:{self.model}"): b for b in bases}
-        self.pool = EndpointPool(list(self._urls), llm_config.max_inflight_per_endpoint)
-        self.formats = ResponseFormats(self.model, stats)
+        return {(b.rstrip("/") if b else f"default:{role_config.model}"): b for b in bases}
 
     def _params(self, request: LLMRequest, timeout: float, base: str | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -313,41 +258,27 @@ class LiteLLM:
             params["response_format"] = response_format
         return params
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
-        if not ALLOW_MODEL_REQUESTS:
-            raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
+    def classify(self, exc: BaseException) -> str:
+        return classify(exc)
+
+    def error_text(self, exc: BaseException) -> str:
+        return _describe(exc)
+
+    def ready(self) -> None:
+        import_litellm()  # the first import, outside the retries: a missing litellm is no fault to retry
+
+    def prepare(self, request: LLMRequest, endpoint: str, timeout: float) -> dict[str, Any]:
+        return self._params(request, timeout, self.urls[endpoint])
+
+    async def send(self, endpoint: str, sent: dict[str, Any], timeout: float) -> LLMResponse:
         litellm = import_litellm()
+        response = await asyncio.wait_for(litellm.acompletion(**sent), timeout + _GRACE_S)
+        return self._to_response(response, litellm)
 
-        route = Route(self.pool)
-
-        async def attempt(clock: RequestClock) -> LLMResponse:
-            async with route.attempt(clock) as url:
-                timeout = clock.timeout()
-                params = self._params(request, timeout, self._urls[url])
-                try:
-                    response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
-                except Exception as exc:
-                    status = getattr(exc, "status_code", None)
-                    said = scrub(_describe(exc), 300)
-                    if not self.formats.refused(
-                        params.get("response_format"), status if isinstance(status, int) else None, said
-                    ):
-                        raise
-                    self.stats.request()  # the re-send without the schema is a request of its own
-                    params = self._params(request, timeout, self._urls[url])
-                    response = await asyncio.wait_for(litellm.acompletion(**params), timeout + _GRACE_S)
-                return self._to_response(response, litellm)
-
-        return await complete_with_retries(
-            self.model,
-            attempt,
-            self.policy,
-            self.timeout_s,
-            self.stats,
-            classify=classify,
-            describe=lambda exc, limit: scrub(_describe(exc), limit),
-        )
+    def refused(self, sent: dict[str, Any], exc: Exception) -> bool:
+        status = getattr(exc, "status_code", None)
+        said = scrub(_describe(exc), 300)
+        return self.formats.refused(sent.get("response_format"), status if isinstance(status, int) else None, said)
 
     def _to_response(self, response: Any, litellm: Any) -> LLMResponse:
         if response is None:

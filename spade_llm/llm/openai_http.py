@@ -26,7 +26,8 @@ or ``json_schema``, or ``stream_options``) gets the request again at once withou
 request carries it: ``json_schema`` falls back to ``json_object``, once per run, recorded in
 ``LLMStats.fallbacks`` (and from there in ``manifest.json``).
 
-It is hardened exactly as the litellm provider is, and shares its pieces so the two behave the same:
+It is hardened exactly as the litellm provider is: both are a :class:`~spade_llm.llm.transport.Transport`,
+which owns a request's path (endpoint, attempt, fault kind, retry, stats), so the two behave the same:
 
 * retries go through :func:`~spade_llm.llm.retry.call_with_retries` with the run's
   :class:`~spade_llm.llm.retry.RetryPolicy` (same budget, backoff, jitter and ``Retry-After``
@@ -37,7 +38,7 @@ It is hardened exactly as the litellm provider is, and shares its pieces so the 
   ``connection``, a 2xx body that is not JSON or has no usable ``choices`` ``bad_response``
   (all retried); any other 4xx (and 3xx, a misconfigured ``api_base``) is ``client_error``
   and fails at once with ``LLMCallError``;
-* error text is passed through the litellm provider's ``scrub`` (no key ever in a message),
+* error text is passed through the shared ``scrub`` (no key ever in a message),
   several ``api_base`` values are used round robin (a retry goes to the next one), and a local
   server without ``OPENAI_API_KEY`` gets the same placeholder key.
 
@@ -60,13 +61,11 @@ import httpx
 from ..config import LLMConfig, RoleConfig
 from ..errors import LLMCallError, UserError
 from ..types import TokenUsage
-from . import litellm as _provider
 from .base import LLMRequest, LLMResponse
-from .endpoints import EndpointPool, Route
-from .formats import ResponseFormats
-from .litellm import PLACEHOLDER_KEY, BadResponse, load_dotenv, policy_from_config, scrub
-from .retry import RequestClock, RetryPolicy, complete_with_retries
+from .litellm import PLACEHOLDER_KEY, BadResponse, load_dotenv
+from .retry import RetryPolicy
 from .stats import LLMStats, RoleStats
+from .transport import Transport, scrub
 
 log = logging.getLogger("spade_llm.llm")
 
@@ -337,7 +336,7 @@ def _bases(api_base: str | list[str] | None) -> list[str]:
     return out
 
 
-class OpenAIHTTP:
+class OpenAIHTTP(Transport):
     """Chat completions over HTTP to an OpenAI-compatible server: streamed, pooled, counted retries.
 
     ``max_connections`` bounds the connection pool; keep it at least the run's concurrency, or
@@ -355,20 +354,12 @@ class OpenAIHTTP:
         *,
         max_connections: int = 64,
     ) -> None:
-        self.model = role_config.model
-        self.role_config = role_config
-        self.llm_config = llm_config
-        self.stats = stats
-        self.policy = policy or policy_from_config(llm_config)
-        self.timeout_s = float(llm_config.timeout_s)
+        super().__init__(role_config, llm_config, stats, policy)
         self.answer_timeout_s = float(llm_config.answer_timeout_s)
         self.stream = bool(llm_config.stream)
         self.max_connections = max(1, int(max_connections))
         self.wire_model = self.model.removeprefix("openai/")
         """The model name the server sees: the part after ``openai/``, as litellm sends it."""
-        self.bases = _bases(role_config.api_base)
-        self.pool = EndpointPool(self.bases, llm_config.max_inflight_per_endpoint)
-        self.formats = ResponseFormats(self.model, stats)
         self.send_stream_options = True
         """False once a server refused ``stream_options`` by name: never sent again."""
         self._client: httpx.AsyncClient | None = None
@@ -413,23 +404,37 @@ class OpenAIHTTP:
                 body["stream_options"] = {"include_usage": True}
         return body
 
-    def _refusal(self, body: dict[str, Any], exc: StatusError) -> bool:
-        """Whether ``exc`` refuses a parameter ``body`` carried by name (``json_schema``, ``stream_options``);
+    def servers(self, role_config: RoleConfig) -> dict[str, str | None]:
+        return {base: base for base in _bases(role_config.api_base)}
+
+    def classify(self, exc: BaseException) -> str:
+        return classify(exc)
+
+    def error_text(self, exc: BaseException) -> str:
+        return _describe(exc)
+
+    def prepare(self, request: LLMRequest, endpoint: str, timeout: float) -> dict[str, Any]:
+        return self.payload(request)
+
+    def refused(self, sent: dict[str, Any], exc: Exception) -> bool:
+        """Whether ``exc`` refuses a parameter ``sent`` carried by name (``json_schema``, ``stream_options``);
         if so that parameter is never sent again."""
+        if not isinstance(exc, StatusError):
+            return False
         message = scrub(str(exc), 300)
-        if self.formats.refused(body.get("response_format"), exc.status_code, message):
+        if self.formats.refused(sent.get("response_format"), exc.status_code, message):
             return True
         if exc.status_code < 400 or exc.status_code in (401, 403, 404, 408, 429):
             return False
-        if "stream_options" in body and _NAMES_STREAM_OPTIONS.search(message):
+        if "stream_options" in sent and _NAMES_STREAM_OPTIONS.search(message):
             self.send_stream_options = False
             self.stats.fallback("stream_options", {"dropped": "stream_options", "status": exc.status_code})
             return True
         return False
 
-    async def _attempt(self, base: str, body: dict[str, Any], timeout: float) -> LLMResponse:
+    async def send(self, endpoint: str, sent: dict[str, Any], timeout: float) -> LLMResponse:
         client = self._client_for_loop()
-        url = f"{base}/chat/completions"
+        url = f"{endpoint}/chat/completions"
         key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         headers = {"Authorization": f"Bearer {key}"}
         answer = _StreamedAnswer(self.model)
@@ -437,7 +442,7 @@ class OpenAIHTTP:
 
         async def exchange() -> None:
             # httpx's timeout bounds each connect/read/write/pool wait: with a stream, the longest silence
-            async with client.stream("POST", url, json=body, headers=headers, timeout=httpx.Timeout(timeout)) as r:
+            async with client.stream("POST", url, json=sent, headers=headers, timeout=httpx.Timeout(timeout)) as r:
                 if not 200 <= r.status_code < 300:
                     await r.aread()
                     raise StatusError(r.status_code, _error_message(r), r.headers)
@@ -487,35 +492,6 @@ class OpenAIHTTP:
             )
             return answer.response(finish_reason="answer_cap")
         return plain[0] if plain else answer.response()
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One answer, after retries; raises ``LLMCallError(kind)`` when the endpoint fails for good."""
-        if not _provider.ALLOW_MODEL_REQUESTS:
-            raise RuntimeError(f"real model requests are blocked in tests (model {self.model})")
-        route = Route(self.pool)
-
-        async def attempt(clock: RequestClock) -> LLMResponse:
-            async with route.attempt(clock) as base:
-                body = self.payload(request)
-                while True:
-                    try:
-                        return await self._attempt(base, body, clock.timeout())
-                    except StatusError as exc:
-                        # a refused parameter is dropped for good, so this re-sends at most once per parameter
-                        if not self._refusal(body, exc):
-                            raise
-                        body = self.payload(request)
-                        self.stats.request()  # the re-send is a request of its own
-
-        return await complete_with_retries(
-            self.model,
-            attempt,
-            self.policy,
-            self.timeout_s,
-            self.stats,
-            classify=classify,
-            describe=lambda exc, limit: scrub(_describe(exc), limit),
-        )
 
     async def aclose(self) -> None:
         """Close the pooled connections. Call it from the loop that made the requests; from another

@@ -229,15 +229,16 @@ class _StopBeforeBudget(stop_base):
 
 async def complete_with_retries(
     model: str,
-    attempt: Callable[[RequestClock], Awaitable[Any]],
+    attempt: Callable[[RequestClock], Awaitable[T]],
     policy: RetryPolicy,
     timeout_s: float,
     stats: Any,
     *,
     classify: Callable[[BaseException], str],
     describe: Callable[[BaseException, int], str],
-) -> Any:
-    """One model answer through :func:`call_with_retries`, the way every provider counts it.
+) -> T:
+    """One model answer through :func:`call_with_retries`, the way every provider counts it
+    (:class:`~spade_llm.llm.transport.Transport` calls it for both real transports).
 
     ``attempt(clock)`` makes one try; ``clock.timeout()`` is the time it may take (cut so the last
     try fits the budget), ``clock.exclude(s)`` takes time spent queueing for a server out of the
@@ -252,7 +253,7 @@ async def complete_with_retries(
     clock = RequestClock(policy, timeout_s)
     attempts = 0
 
-    async def one() -> Any:
+    async def one() -> T:
         nonlocal attempts
         attempts += 1
         return await attempt(clock)
