@@ -12,13 +12,13 @@ import math
 import re
 import tokenize
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .types import FinalStatus, TaskStats, Trajectory
+from .types import EpochMetrics, FinalStatus, Rejection, Task, TaskStats, TokenUsage, Trajectory, decision_key
 
 if TYPE_CHECKING:  # the config models cost ~0.2 s to import; evaluate and verify do without them
-    from .config import RewardConfig
+    from .config import ControllerConfig, RewardConfig
 
 
 def episode_reward(
@@ -344,3 +344,87 @@ def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 
     if last is not None and last.tasks_proposed >= 4 and last.tasks_accepted / last.tasks_proposed < 0.2:
         signs.append(f"validity collapsing: {last.tasks_accepted} of {last.tasks_proposed} proposals accepted")
     return signs
+
+
+def epoch_metrics(
+    epoch: int,
+    target_difficulty: float,
+    *,
+    tasks: Sequence[Task],
+    earlier_tasks: Sequence[Task],
+    fingerprints: Mapping[str, frozenset[tuple[str, ...]]],
+    trajectories: Mapping[str, Sequence[Trajectory]],
+    rejected: Sequence[Rejection],
+    proposals: Sequence[Mapping[str, Any]],
+    task_stats: Mapping[str, TaskStats],
+    earlier_metrics: Sequence[EpochMetrics],
+    controller: ControllerConfig,
+    warnings: Sequence[str] = (),
+    mutation_s: Sequence[float] = (),
+    wall_s: float = 0.0,
+) -> EpochMetrics:
+    """One epoch's ``metrics.jsonl`` row (``next_difficulty`` left for the curriculum to set).
+
+    ``tasks``: the epoch's accepted tasks in file order; ``earlier_tasks``: those of earlier epochs;
+    ``fingerprints``: task id -> code fingerprint, for every accepted task; ``trajectories``: task id
+    -> its episodes; ``rejected``, ``proposals`` (``proposals.jsonl`` rows in request order): the
+    epoch's; ``task_stats``: task id -> stats row; ``earlier_metrics``: the rows before this one;
+    ``warnings``: what only timing could cause (budgets), said first.
+    """
+    ids = {t.task_id for t in tasks}
+    trajs = [t for task_id in sorted(ids) for t in trajectories.get(task_id, [])]
+    earlier = [fingerprints[t.task_id] for t in earlier_tasks]
+    stats = [task_stats[i] for i in sorted(ids) if i in task_stats]
+    generator = sum(
+        (TokenUsage(prompt_tokens=p["prompt_tokens"], completion_tokens=p["completion_tokens"]) for p in proposals),
+        TokenUsage(),
+    )
+    usage = sum((t.usage for t in trajs), TokenUsage())
+    said = list(warnings)
+    if not trajs:
+        said.append("no episode ran: pass rate unmeasured, difficulty kept")
+    elif len(trajs) < controller.min_episodes:
+        said.append(f"only {len(trajs)} episodes (< min_episodes {controller.min_episodes}): difficulty kept")
+    suspects = sum("hardcoded_suspect" in t.flags for t in trajs)
+    if suspects:
+        said.append(f"{suspects} episodes passed the public tests but failed hidden ones (hardcoded_suspect)")
+    ordered = sorted(tasks, key=lambda t: decision_key(t.meta.get("request_index"), t.meta.get("position")))
+    parsed = sum(1 for p in proposals for cand in p.get("candidates") or [] if cand.get("task") is not None)
+    proposed = sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals)
+    earlier_tags = {tag for t in earlier_tasks for tag in t.tags}
+    tags_now = earlier_tags | {tag for t in tasks for tag in t.tags}
+    by_id = {t.task_id: t for t in tasks}
+    measured = [(by_id[s.task_id].difficulty, s.pass_rate) for s in stats if s.task_id in by_id]
+    row = EpochMetrics(
+        epoch=epoch,
+        difficulty=target_difficulty,
+        pass_rate=pass_rate(trajs),
+        first_try_pass_rate=first_try_pass_rate(trajs),
+        mean_turns=mean_turns(trajs),
+        tasks_proposed=proposed,
+        tasks_accepted=len(tasks),
+        rejected_by_reason=count_reasons(r.reason for r in rejected),
+        novelty=novelty([fingerprints[t.task_id] for t in ordered], earlier),
+        mean_reward=mean_reward(trajs),
+        episodes=len(trajs),
+        mean_learnability=round(math.fsum(s.learnability for s in stats) / len(stats), 4) if stats else None,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        generator_prompt_tokens=generator.prompt_tokens,
+        generator_completion_tokens=generator.completion_tokens,
+        wall_s=round(wall_s, 3),
+        warnings=said,
+        funnel=funnel(proposed, parsed, (r.reason for r in rejected), len(tasks)),
+        failure_classes=count_reasons(c for c in map(failure_class, trajs) if c is not None),
+        p90_solve_s=percentile([t.wall_s for t in trajs], 0.9),
+        difficulty_histogram=difficulty_histogram(t.difficulty for t in tasks),
+        zero_spread_share=zero_spread_share(stats),
+        calibration=calibration([d for d, _ in measured], [p for _, p in measured]),
+        tags_seen=len(tags_now),
+        new_tags=len(tags_now - earlier_tags),
+        kinds=count_reasons(t.kind for t in tasks),
+        mutants=mutant_summary([t.meta.get("mutants") for t in tasks]),
+        mutation_s=mean_or_none(list(mutation_s)),
+    )
+    signs = warning_signs([*earlier_metrics, row], controller.band)
+    return row.model_copy(update={"warnings": [*said, *signs]})

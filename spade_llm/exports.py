@@ -85,12 +85,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from .errors import UserError
 from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from .kinds import KIND_NAMES
-from .store import JOURNALS, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_jsonl
+from .store import JOURNALS, read_run
 from .types import Attempt, Message, Task, Trajectory
 
 __all__ = [
@@ -239,8 +237,8 @@ class TaskRecord:
 
 
 @dataclass(frozen=True)
-class RunRecords:
-    """What an export reads from a run directory."""
+class ExportRun:
+    """What an export reads from a run directory: its accepted tasks with their episodes."""
 
     path: Path
     public_tests: int
@@ -263,17 +261,6 @@ def tier_of(passed: int, samples: int) -> str:
     return "medium"
 
 
-def _records(path: Path, model: Any, what: str) -> Iterator[Any]:
-    """``path``'s records validated as ``model``; a record that is not one is a damaged run (UserError)."""
-    for n, record in enumerate(read_jsonl(path), 1):
-        try:
-            yield model.model_validate(record)
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "record"
-            raise UserError(f"{path}: record {n} is not a {what} ({where}: {first['msg']})") from None
-
-
 def _task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
     """Epoch, generator request, position, then file order: the same rows whatever order concurrent
     workers appended the tasks in (a ``solve`` run's tasks have none of these and keep file order)."""
@@ -286,32 +273,26 @@ def _task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
     return num("epoch"), num("request_index"), num("position"), i
 
 
-def load_run(run_dir: Path, test_fraction: float) -> RunRecords:
-    """The run's accepted tasks, their trajectories and measured difficulty.
+def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
+    """The run's accepted tasks, their trajectories and measured difficulty (``store.read_run``,
+    strict: a line that is not a record of its journal is not turned into training data).
 
     Raises:
-        UserError: no such directory, not a run directory, or a damaged record.
+        UserError: no such directory, not a run directory, or a damaged record (FILE:LINE).
     """
-    if not run_dir.exists():
-        raise UserError(f"run directory not found: {run_dir}")
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a directory")
-    if not (run_dir / "config.yaml").is_file():
-        raise UserError(f"{run_dir} is not a run directory (no config.yaml)")
-    config = RunDir(run_dir).read_yaml("config.yaml")
-    config = config if isinstance(config, dict) else {}
+    records = read_run(run_dir)
+    config = records.config
     solver = config.get("solver") if isinstance(config.get("solver"), dict) else {}
     public_tests = solver.get("public_tests", 3) if isinstance(solver, dict) else 3
     prompts_dir = config.get("prompts_dir")
 
     seen: dict[str, Task] = {}
-    for task in _records(run_dir / TASKS, Task, "task"):
+    for task in records.tasks:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
     ordered = sorted(enumerate(seen.values()), key=_task_order)
     by_id = {t.task_id: TaskRecord(task=t, split=split_of(t.task_id, test_fraction)) for _, t in ordered}
-
     trajectory_ids: set[str] = set()
-    for traj in _records(run_dir / TRAJECTORIES, Trajectory, "trajectory"):
+    for traj in records.trajectories:
         record = by_id.get(traj.task_id)
         if record is None or traj.trajectory_id in trajectory_ids:
             continue  # a rejected task's episode, or a record written twice
@@ -322,12 +303,11 @@ def load_run(run_dir: Path, test_fraction: float) -> RunRecords:
         if record.trajectories:  # until its task_stats row is written (a run going on)
             passed = sum(t.final_status == "passed" for t in record.trajectories)
             record.measured = Measured(samples=len(record.trajectories), passed=passed)
-    for row in read_jsonl(run_dir / TASK_STATS):
-        stats = by_id.get(str(row.get("task_id")))
-        n, k = row.get("samples"), row.get("passed")
-        if stats is not None and isinstance(n, int) and isinstance(k, int) and n > 0:
-            stats.measured = Measured(samples=n, passed=k)
-    return RunRecords(
+    for row in records.task_stats:
+        stats = by_id.get(row.task_id)
+        if stats is not None and row.samples > 0:
+            stats.measured = Measured(samples=row.samples, passed=row.passed)
+    return ExportRun(
         path=run_dir,
         public_tests=public_tests if isinstance(public_tests, int) and public_tests > 0 else 3,
         prompts_dir=prompts_dir if isinstance(prompts_dir, str) else None,
@@ -447,7 +427,7 @@ def passing_answer(traj: Trajectory) -> tuple[int, Attempt] | None:
 class Openings:
     """A task's prompt: a trajectory's recorded opening, else rendered from the run's templates."""
 
-    def __init__(self, run: RunRecords) -> None:
+    def __init__(self, run: ExportRun) -> None:
         self.run = run
         self._prompts: Any = None
 
@@ -563,17 +543,17 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
                 yield _pair(record, "repair", good.messages[:fi], (good, gi), (good, fi))
 
 
-def _truth(run: RunRecords, task: Task) -> dict[str, Any]:
+def _truth(run: ExportRun, task: Task) -> dict[str, Any]:
     from .solver import split_tests
 
     return ground_truth(task, len(split_tests(task, run.public_tests)[0]))
 
 
-def _ground_truth(run: RunRecords, task: Task) -> str:
+def _ground_truth(run: ExportRun, task: Task) -> str:
     return json.dumps(_truth(run, task), ensure_ascii=False, sort_keys=True)
 
 
-def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
+def grpo_rows(run: ExportRun, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
     """One prompt per task, with the columns TRL hands a reward function."""
     openings = Openings(run)
     for record in records:
@@ -591,7 +571,7 @@ def grpo_rows(run: RunRecords, records: Iterable[TaskRecord]) -> Iterator[dict[s
 
 
 def verl_rows(
-    run: RunRecords,
+    run: ExportRun,
     records: Iterable[TaskRecord],
     reward: str = "spade",
     left_out: LeftOut | None = None,
@@ -629,7 +609,7 @@ def verl_rows(
         }
 
 
-def _content_key(fmt: str, run: RunRecords) -> Callable[[dict[str, Any]], str]:
+def _content_key(fmt: str, run: ExportRun) -> Callable[[dict[str, Any]], str]:
     """What makes two rows the same training example (module docstring), as a canonical string.
 
     For ``grpo`` and ``verl`` that is the prompt and all a reward judges: the whole ground truth but
@@ -772,7 +752,7 @@ def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
 
 
 def build_rows(
-    run: RunRecords,
+    run: ExportRun,
     fmt: str,
     filters: ExportFilters,
     verl_reward: str = "spade",
@@ -834,7 +814,7 @@ def export_run(
         raise UserError(f"--verl-reward is for --format verl, not {fmt}")
     if fmt == "verl":
         _pyarrow()  # before any work: say what to install
-    run = load_run(run_dir, test_fraction)
+    run = read_for_export(run_dir, test_fraction)
     path = output if output is not None else default_output(run_dir, fmt)
     _check_output(path, run_dir)
     left_out = LeftOut()

@@ -20,12 +20,26 @@ import sys
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from .episodes import RunState
     from .llm.stats import LLMStats
+    from .types import EpochMetrics
 
-__all__ = ["LiveBlock", "PlainLog", "bar", "is_live_terminal", "progress_block", "requests_line"]
+__all__ = [
+    "LiveBlock",
+    "PlainLog",
+    "bar",
+    "describe_epoch",
+    "epoch_lines",
+    "is_live_terminal",
+    "progress_block",
+    "requests_line",
+    "run_summary",
+    "solve_lines",
+    "solve_summary",
+]
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 CLEAR_LINE, CLEAR_BELOW = "\x1b[2K", "\x1b[J"
@@ -151,3 +165,118 @@ class PlainLog:
 def progress_block(live: bool, render: Callable[[], list[str]], log: Callable[[str], None]) -> LiveBlock | PlainLog:
     """A live block on stderr when ``live``, else plain lines through ``log``: one interface either way."""
     return LiveBlock(sys.stderr, render) if live else PlainLog(log)
+
+
+# -- what the run and solve commands show and leave behind -------------------------------------------
+
+
+def epoch_lines(state: RunState, epochs: int, samples_per_task: int, stats: LLMStats, inflight: int = 0) -> list[str]:
+    """The running epoch as a few lines for the terminal, with ``inflight`` model requests under way;
+    called from the drawing thread, so it only reads (and copies what the loop appends to)."""
+    from .types import task_epoch
+
+    epoch = min(len(state.metrics), max(0, epochs - 1))
+    plan = state.plans.get(epoch)
+    asked = len(plan.requests) if plan is not None else 0
+    answered = sum(1 for e, _ in list(state.proposals) if e == epoch)
+    accepted = sum(1 for t in list(state.tasks) if task_epoch(t) == epoch)
+    rejected = sum(1 for r in list(state.rejected) if r.epoch == epoch)
+    episodes = [t for t in list(state.trajectories) if t.epoch == epoch]
+    expected = accepted * samples_per_task
+    passed = sum(t.final_status == "passed" for t in episodes)
+    rate = f"{passed / len(episodes):.0%}" if episodes else "n/a"
+    target = f"{plan.target_difficulty:.2f}" if plan is not None else "..."
+    return [
+        f"epoch {epoch}  difficulty {target}   epochs done {len(state.metrics)}/{epochs}"
+        f" {bar(len(state.metrics), epochs, 12)}",
+        f"  proposals {answered}/{asked} answered   validated {accepted + rejected}   accepted {accepted}"
+        f"   rejected {rejected}",
+        f"  episodes {len(episodes)}/{expected} {bar(len(episodes), expected)}  pass rate so far {rate}",
+        requests_line(stats, inflight),
+    ]
+
+
+def solve_lines(ended: int, resumed_with: int, passed: int, total: int, stats: LLMStats, inflight: int) -> list[str]:
+    """``spade solve``'s block: episodes ended of ``total`` (``resumed_with`` of them on disk before),
+    the pass rate of those this process ran, requests in flight."""
+    rate = f"{passed / (ended - resumed_with):.0%}" if ended > resumed_with else "n/a"
+    return [
+        f"solve: episodes {ended}/{total} {bar(ended, total)}  pass rate so far {rate}",
+        requests_line(stats, inflight),
+    ]
+
+
+def _percent(value: float | None) -> str:
+    return "  n/a" if value is None else f"{value:>4.0%}"
+
+
+def describe_epoch(row: EpochMetrics, said: set[str] | frozenset[str] = frozenset()) -> str:
+    """One log line per epoch, then its warnings but those in ``said`` (printed before)."""
+    turns = "n/a" if row.mean_turns is None else f"{row.mean_turns:.2f}"
+    reward = "n/a" if row.mean_reward is None else f"{row.mean_reward:+.2f}"
+    line = (
+        f"epoch {row.epoch}: difficulty {row.difficulty:.2f}  accepted {row.tasks_accepted}/{row.tasks_proposed}"
+        f"  pass {_percent(row.pass_rate).strip()} (first try {_percent(row.first_try_pass_rate).strip()})"
+        f" on {row.episodes} episodes  turns {turns}  reward {reward}  novelty {row.novelty:.2f}"
+        f"  -> next {row.next_difficulty:.2f}"
+    )
+    return line + "".join(f"\n  warning: {w}" for w in row.warnings if w not in said)
+
+
+def run_summary(
+    state: RunState, samples_per_task: int, llm: dict[str, Any], *, done: bool, stopped_because: str | None = None
+) -> dict[str, Any]:
+    """A run's ``summary.json``: where it stands, from its records (``llm``: the request counters)."""
+    from collections import Counter
+
+    from .evaluator import count_reasons, mean_reward, pass_rate
+    from .types import TokenUsage
+
+    trajs = state.trajectories
+    statuses = Counter(t.final_status for t in trajs)
+    solver_usage = sum((t.usage for t in trajs), TokenUsage())
+    rows = list(state.proposals.values())
+    costs = [r["cost"] for r in rows if r.get("cost") is not None]
+    return {
+        "complete": done,
+        **({"stopped_because": stopped_because} if stopped_because else {}),
+        "epochs": len(state.metrics),
+        "tasks_accepted": len(state.tasks),
+        "tasks_rejected": len(state.rejected),
+        "rejected_by_reason": count_reasons(r.reason for r in state.rejected),
+        "trajectories": len(trajs),
+        "samples_per_task": samples_per_task,
+        "final_status": dict(sorted(statuses.items())),
+        "pass_rate": pass_rate(trajs),
+        "mean_reward": mean_reward(trajs),
+        "difficulty": [m.difficulty for m in state.metrics],
+        "usage": {
+            "solver": solver_usage.model_dump(),
+            "generator": {
+                "prompt_tokens": sum(int(r["prompt_tokens"]) for r in rows),
+                "completion_tokens": sum(int(r["completion_tokens"]) for r in rows),
+                "cost": sum(costs) if costs else None,
+            },
+        },
+        "llm": llm,
+    }
+
+
+def solve_summary(
+    state: RunState, tasks: int, samples_per_task: int, llm: dict[str, Any], stopped_because: str | None = None
+) -> dict[str, Any]:
+    """A solve's ``summary.json``: every episode on disk, and none twice."""
+    from .evaluator import first_try_pass_rate, mean_turns, pass_rate
+
+    trajs = [t for ts in state.by_task.values() for t in ts]
+    return {
+        "complete": stopped_because is None,
+        **({"stopped_because": stopped_because} if stopped_because else {}),
+        "tasks": tasks,
+        "trajectories": len(trajs),
+        "samples_per_task": samples_per_task,
+        "pass_rate": pass_rate(trajs),
+        "first_try_pass_rate": first_try_pass_rate(trajs),
+        "mean_turns": mean_turns(trajs),
+        "llm": llm,
+    }

@@ -15,24 +15,20 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from .checking import CodeChecker, limits_from
-from .config import RoleConfig, RunConfig, config_from_dict, deep_merge
-from .controller import Controller, LimitedLLM, RunState
+from .config import RunConfig, config_from_dict, deep_merge
+from .controller import Controller, load_state
+from .episodes import Episodes, RunState
 from .errors import EndpointDown, ExecutorError, UserError
-from .evaluator import first_try_pass_rate, mean_turns, pass_rate, task_stats
-from .executors import Checker, Executor, LocalExecutor, WorkItem, start_ray_executor
+from .executors import Checker, Executor, LocalExecutor, start_ray_executor
 from .generator import LLMGenerator
 from .hooks import load_hooks
-from .journals import load_solve
 from .llm.base import LLM
-from .llm.breaker import CircuitBreaker, GuardedLLM
-from .llm.registry import aclose_llm, get_llm
-from .llm.stats import LLMStats
-from .progress import bar, progress_block, requests_line
-from .sandbox.base import Sandbox
-from .sandbox.registry import get_sandbox
+from .llm.limited import LimitedLLM
+from .llm.registry import aclose_llm
+from .progress import progress_block, solve_lines, solve_summary
 from .solver import LLMSolver
-from .store import TASK_STATS, TASKS, TRAJECTORIES, RunDir, scrub_secrets
+from .solver_session import SolverSession
+from .store import TASKS, RunDir, RunRecords, check_integrity, read_run, scrub_secrets
 from .templates import Prompts
 from .trainer import SolverSwitch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
@@ -83,14 +79,7 @@ def load_resumed_config(run: RunDir, overrides: dict[str, Any]) -> RunConfig:
     return config_from_dict(deep_merge(data, overrides), str(run.path / "config.yaml"))
 
 
-def guarded(llm: LLM, role: RoleConfig, window_s: float) -> LLM:
-    """``llm`` behind a circuit breaker named after its endpoint (see ``llm/breaker.py``)."""
-    base = role.api_base[0] if isinstance(role.api_base, list) else role.api_base
-    endpoint = f"{role.model} at {scrub_secrets(base)}" if base else role.model
-    return GuardedLLM(llm, CircuitBreaker(endpoint, window_s))
-
-
-class Session:
+class Session(SolverSession):
     """Everything a run needs, checked before anything is written.
 
     Building it validates the prompt templates, both model strings and the sandbox backend,
@@ -98,33 +87,8 @@ class Session:
     """
 
     def __init__(self, config: RunConfig, *, need_generator: bool = True) -> None:
-        self.config = config
-        self.prompts = Prompts(config.prompts_dir)
-        problems = self.prompts.check_all()  # a broken user template fails now, not mid-run
-        if problems:
-            raise UserError(problems[0])
-        self.stats = LLMStats()
-        inflight = config.controller.concurrency
-        self.gen_llm = (
-            guarded(
-                get_llm(
-                    config.generator,
-                    config.llm,
-                    seed=config.seed,
-                    stats=self.stats.view("generator"),
-                    concurrency=inflight,
-                ),
-                config.generator,
-                config.llm.breaker_s,
-            )
-            if need_generator
-            else None
-        )
-        self.sol_llm = guarded(
-            get_llm(config.solver, config.llm, seed=config.seed, stats=self.stats.view("solver"), concurrency=inflight),
-            config.solver,
-            config.llm.breaker_s,
-        )
+        self._need_generator = need_generator
+        super().__init__(config)
         entries = list(config.hooks.on_epoch_end)
         if config.report:
             from .report import require_matplotlib
@@ -136,7 +100,6 @@ class Session:
             from .exports import require_pyarrow
 
             require_pyarrow("trainer.formats: verl")
-        self._sandbox: Sandbox | None = None
         self.remote: RayExecutor | None = None
         """The Ray executor (``executor: ray``): its workers validate and solve, each with a sandbox
         of its own, so this process starts none."""
@@ -145,13 +108,8 @@ class Session:
         else:
             self.sandbox  # noqa: B018  started now: a backend that cannot run fails before a run directory exists
 
-    @property
-    def sandbox(self) -> Sandbox:
-        """This process's sandbox (started on first use under ``executor: ray``, where workers run
-        the programs and the driver needs none)."""
-        if self._sandbox is None:
-            self._sandbox = get_sandbox(self.config.sandbox.backend, docker_image=self.config.sandbox.docker_image)
-        return self._sandbox
+    def _models_before_solver(self) -> None:
+        self.gen_llm: LLM | None = self.role_llm(self.config.generator, "generator") if self._need_generator else None
 
     @property
     def sandbox_name(self) -> str:
@@ -175,8 +133,7 @@ class Session:
             if self.remote is not None:
                 self.remote.close()
         finally:
-            if self._sandbox is not None:
-                self._sandbox.close()
+            super().close()
 
     def __enter__(self) -> Session:
         return self
@@ -206,74 +163,6 @@ class Session:
             header = manifest(self.config, self.prompts, self.sandbox_name, self.executor_info())
             run.write_json("manifest.json", header)
 
-    def build_solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
-        """The checker and solver of this session. A remote executor's worker builds the same from the
-        same ``RunConfig`` (``Session(config, need_generator=False).build_solver(...)``), so where an
-        episode runs cannot change its record."""
-        c = self.config
-        checker = CodeChecker(
-            self.sandbox,
-            c.sandbox,
-            c.controller.concurrency,
-            frozenset(c.validation.banned_imports),
-            min_kill_rate=c.validation.min_kill_rate,
-            max_mutants=c.validation.max_mutants,
-        )
-        solver = LLMSolver(
-            LimitedLLM(self.sol_llm, slots),
-            self.prompts,
-            checker.check,
-            seed=c.seed,
-            max_turns=c.solver.max_turns,
-            public_tests=c.solver.public_tests,
-            temperature=c.solver.temperature,
-            max_tokens=c.solver.max_tokens,
-            stderr_lines=c.solver.stderr_tail_lines,
-            reward=c.reward,
-            stats=self.stats.view("solver"),
-        )
-        return checker, solver
-
-    def fill_expected(self, tasks: list[Task]) -> list[Task]:
-        """``tasks`` with the expected values their tests lack taken from each task's reference, run
-        in this process's sandbox under the run's limits (``expected.fill_expected``); nothing runs
-        when none lacks one.
-
-        Raises:
-            UserError: a reference cannot give a missing value (the task and test are named).
-        """
-        from .expected import fill_expected, needs_filling
-        from .judge import Judge
-
-        if not any(needs_filling(t) for t in tasks):
-            return list(tasks)
-        c = self.config
-        judge = Judge(self.sandbox, limits_from(c.sandbox), c.sandbox.test_timeout_s)
-        return fill_expected(judge, tasks, c.controller.concurrency)
-
-    def use_solver_model(self, switch: SolverSwitch) -> LLM:
-        """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
-        model it replaces (to close when the run ends).
-
-        Raises:
-            UserError: the model string names no known provider or fake profile.
-        """
-        update = switch.dump()
-        role = self.config.solver.model_copy(update=update)
-        try:
-            llm = get_llm(
-                role,
-                self.config.llm,
-                seed=self.config.seed,
-                stats=self.stats.view("solver"),
-                concurrency=self.config.controller.concurrency,
-            )
-        except UserError as e:
-            raise UserError(f"the trainer's solver model: {e}") from None
-        replaced, self.sol_llm = self.sol_llm, guarded(llm, role, self.config.llm.breaker_s)
-        self.config.solver = role
-        return replaced
-
     def run(
         self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print, live: bool = False
     ) -> list[EpochMetrics]:
@@ -281,7 +170,7 @@ class Session:
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
         gen_llm = self.gen_llm
-        state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
+        state = load_state(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
@@ -359,66 +248,46 @@ class Session:
         without an expected value get the reference's output first (``fill_expected``; the CLI does it
         before the run directory exists), so ``tasks.jsonl`` holds the values the episodes were judged on.
         """
-        records = load_solve(run)  # checked first: a damaged directory is refused untouched
+        fresh = not (run.path / "config.yaml").is_file()
+        records = (
+            RunRecords(run.path) if fresh else check_integrity(read_run(run.path))
+        )  # a damaged directory is refused untouched
         tasks = self.fill_expected(tasks)
         self._write_header(run, resumed=resumed)
         k = self.config.solver.samples_per_task
-        done = {(t.task_id, t.sample_index) for t in records.trajectories}
+        state = RunState.from_records(records)
+        on_disk = len(state.trajectories)
         if not records.tasks:
             run.append(TASKS, [t.dump() for t in tasks])
-        by_task: dict[str, list[Trajectory]] = {}
-        for trajectory in records.trajectories:
-            by_task.setdefault(trajectory.task_id, []).append(trajectory)
-        stats_written = {row.task_id for row in records.task_stats}
-
-        def write_stats(task: Task) -> None:
-            trajs = by_task.get(task.task_id, [])
-            if task.task_id in stats_written or len(trajs) < k:
-                return
-            row = task_stats(task.task_id, 0, task.kind, trajs)
-            run.append(TASK_STATS, [row.model_dump(mode="json")])
-            stats_written.add(task.task_id)
 
         async def main() -> None:
             executor, _, solver = self.executors(asyncio.Semaphore(self.config.controller.concurrency))
-            slots = asyncio.Semaphore(executor.slots)
-
-            episodes = [(t, s) for t in tasks for s in range(k) if (t.task_id, s) not in done]
-            finished = {"done": len(done), "passed": 0}
+            passed = 0
 
             def progress() -> list[str]:
-                total, ended = len(tasks) * k, finished["done"]
-                rate = f"{finished['passed'] / (ended - len(done)):.0%}" if ended > len(done) else "n/a"
                 inflight = solver.llm.inflight if solver is not None and isinstance(solver.llm, LimitedLLM) else 0
                 inflight += self.remote.inflight if self.remote is not None else 0
-                return [
-                    f"solve: episodes {ended}/{total} {bar(ended, total)}  pass rate so far {rate}",
-                    requests_line(self.stats, inflight),
-                ]
+                ended = len(state.trajectories)
+                return solve_lines(ended, on_disk, passed, len(tasks) * k, self.stats, inflight)
 
             block = progress_block(live, progress, log)
             if self.remote is not None:
                 self.remote.log = block.log
 
-            async def one(task: Task, sample: int) -> None:
-                async with slots:
-                    trajectory = await executor.run(WorkItem(task, 0, sample))
-                run.append(TRAJECTORIES, [trajectory.model_dump(mode="json")])
-                by_task.setdefault(task.task_id, []).append(trajectory)
-                finished["done"] += 1
-                finished["passed"] += trajectory.final_status == "passed"
-                write_stats(task)
-                block.log(
-                    f"{task.task_id}#{sample}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
-                    if k > 1
-                    else f"{task.task_id}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)"
-                )
+            def ended(task: Task, trajectory: Trajectory) -> None:
+                nonlocal passed
+                passed += trajectory.final_status == "passed"
+                sample = f"#{trajectory.sample_index}" if k > 1 else ""
+                block.log(f"{task.task_id}{sample}: {trajectory.final_status} in {len(trajectory.attempts)} turn(s)")
 
+            episodes = Episodes(
+                run, state, executor, k, task_budget_s=self.config.solver.task_budget_s, on_trajectory=ended
+            )
             try:
                 for task in tasks:
-                    write_stats(task)  # a kill between the last sample and its stats row
+                    episodes.write_stats(task, 0)  # a kill between the last sample and its stats row
                 with block:
-                    await asyncio.gather(*(one(t, s) for t, s in episodes))
+                    await asyncio.gather(*(e for task in tasks for e in episodes.start(task, 0)))
             finally:
                 await aclose_llm(self.sol_llm)
 
@@ -427,18 +296,7 @@ class Session:
             asyncio.run(main())
         except (EndpointDown, ExecutorError) as e:
             stopped = e
-        trajs = [t for ts in by_task.values() for t in ts]  # every episode on disk, and none twice
-        summary = {
-            "complete": stopped is None,
-            **({"stopped_because": str(stopped)} if stopped else {}),
-            "tasks": len(tasks),
-            "trajectories": len(trajs),
-            "samples_per_task": k,
-            "pass_rate": pass_rate(trajs),
-            "first_try_pass_rate": first_try_pass_rate(trajs),
-            "mean_turns": mean_turns(trajs),
-            "llm": self.stats.summary(),
-        }
+        summary = solve_summary(state, len(tasks), k, self.stats.summary(), str(stopped) if stopped else None)
         run.write_json("summary.json", summary)
         run.note_llm_fallbacks(self.stats.fallbacks)
         if stopped is not None:

@@ -291,3 +291,17 @@ class TaskStats(BaseModel):
     learnability: float
     """Absolute Zero's ``1 - p`` when ``0 < p < 1``, else 0: how much the solver can still learn here."""
     mean_turns: float
+
+
+REQUEST_FAILED = -1
+"""Position of a rejection that stands for a whole failed request (no candidate came out of it)."""
+
+
+def decision_key(request_index: int | None, position: int | None) -> tuple[int, int]:
+    """Where a decision sits in its epoch's order: (request, position; ``REQUEST_FAILED`` first)."""
+    return (request_index if request_index is not None else -1, position if position is not None else REQUEST_FAILED)
+
+
+def task_epoch(task: Task) -> int:
+    """The epoch that accepted a run's task (-1 for a task no epoch made: an imported one)."""
+    return int(task.meta.get("epoch", -1))

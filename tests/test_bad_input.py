@@ -29,6 +29,7 @@ import pytest
 from spade_llm import store
 from spade_llm.cli import main
 from spade_llm.errors import UserError
+from spade_llm.store import rundir
 
 GOOD = "def f(x):\n    return x * 2 + 1\n"
 TESTS = [{"input": f"({i},)", "expected": i * 2 + 1} for i in (1, 2, 5, 7)]
@@ -340,7 +341,7 @@ def test_debug_keeps_the_traceback(tmp_path):
 
 
 class _DiskFullOn:
-    """Stands in for ``os`` in spade_llm.store: writes to the journal named ``journal`` fail with ENOSPC."""
+    """Stands in for ``os`` in spade_llm.store.rundir: writes to the journal named ``journal`` fail with ENOSPC."""
 
     def __init__(self, journal: str) -> None:
         self.journal = journal
@@ -359,7 +360,7 @@ def test_a_full_disk_mid_run_is_one_line_and_the_run_resumes(tmp_path, capsys, m
     out = tmp_path / "run"
     argv = ["run", "--out", str(out), "--epochs", "1", "--tasks-per-epoch", "2", "--sandbox", "subprocess"]
     with monkeypatch.context() as m:
-        m.setattr(store, "os", _DiskFullOn(store.TRAJECTORIES))
+        m.setattr(rundir, "os", _DiskFullOn(store.TRAJECTORIES))
         message = user_error(capsys, *argv, "--quiet", says="No space left on device")
     assert f"--resume {out}" in message and "free some space" in message
     kept = (out / store.TASKS).read_text()
@@ -384,18 +385,19 @@ def test_a_full_disk_replacing_a_file_keeps_the_old_one(tmp_path):
         def replace(src: Any, dst: Any) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    store_os = store.os
-    store.os = Full()  # type: ignore[assignment]
+    store_os = rundir.os
+    rundir.os = Full()  # type: ignore[assignment]
     try:
         with pytest.raises(UserError, match="No space left on device"):
             run.write_json("summary.json", {"new": True})
     finally:
-        store.os = store_os
+        rundir.os = store_os
     assert json.loads((tmp_path / "summary.json").read_text()) == {"old": True}
     assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_a_damaged_journal_line_is_named_not_a_crash(tmp_path):
     (tmp_path / store.TASKS).write_bytes(line(task("a")) + b"{half a rec\n" + line(task("b")))
+    (tmp_path / "config.yaml").write_text("{}\n")
     with pytest.raises(UserError, match=r"tasks.jsonl:2: damaged record"):
-        store.RunDir(tmp_path).read(store.TASKS)
+        store.read_run(tmp_path)

@@ -102,7 +102,7 @@ def make(tmp_path: Path, config: RunConfig, pass_prob=lambda d: 0.5, **gen_kw):
     run.touch_journals()
     gen = StubGenerator(run, **gen_kw)
     executor = StubExecutor(pass_prob, slots=config.controller.concurrency)
-    controller = Controller(config, run, gen, executor, StubChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
+    controller = Controller(config, run, gen, executor, StubChecker(), LLMStats(), log=lambda _m: None)
     return controller, gen, executor, run
 
 
@@ -213,6 +213,7 @@ def test_reward_difficulty_is_the_target_not_the_generators_claim(tmp_path):
     assert {reward_difficulty(i.task) for i in executor.items} == {0.3}  # the stub labels every task 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     slope=st.floats(0.8, 2.0),
@@ -296,8 +297,8 @@ BROKEN_ANSWER = (
 
 
 def test_bad_answers_are_kept_in_their_rejections_and_make_no_phantom_tasks(tmp_path):
+    from spade_llm.fake.scripted import FunctionLLM
     from spade_llm.generator import LLMGenerator
-    from spade_llm.llm.testing import FunctionLLM
     from spade_llm.templates import Prompts
 
     config = cfg(epochs=1, tasks_per_epoch=4, proposals_per_request=2)
@@ -311,7 +312,7 @@ def test_bad_answers_are_kept_in_their_rejections_and_make_no_phantom_tasks(tmp_
         max_tokens=100,
         stats=stats.view("generator"),
     )
-    controller = Controller(config, run, gen, StubExecutor(lambda d: 0.5), StubChecker(), stats, log=lambda _m: None)  # type: ignore[arg-type]
+    controller = Controller(config, run, gen, StubExecutor(lambda d: 0.5), StubChecker(), stats, log=lambda _m: None)
     asyncio.run(controller.run_all())
     rejected = rows(run.path / "rejected.jsonl")
     assert [r["reason"] for r in rejected] == ["bad_json", "bad_json"]  # one per request, not one per test
@@ -341,8 +342,8 @@ def test_frontier_examples_show_the_edge_and_one_task_past_it_on_each_side():
 
 
 def test_the_plan_records_example_rates_and_the_prompt_shows_them(tmp_path):
+    from spade_llm.fake.scripted import ScriptedLLM
     from spade_llm.generator import LLMGenerator
-    from spade_llm.llm.testing import ScriptedLLM
     from spade_llm.templates import Prompts
 
     controller, gen, _, run = make(tmp_path, cfg(epochs=3, tasks_per_epoch=4), pass_prob=lambda d: 0.5)

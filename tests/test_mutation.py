@@ -9,10 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spade_llm import behaviour
-from spade_llm.checking import limits_from
 from spade_llm.config import SandboxConfig
 from spade_llm.mutation import mutants, probe_inputs
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import ValidationReport, Validator
 
@@ -30,16 +28,9 @@ def task(code: str, inputs: list[str], entry: str = "f") -> Task:
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    sb = get_sandbox("subprocess")
-    yield sb
-    sb.close()
-
-
-@pytest.fixture(scope="module")
 def validator(sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=10, test_timeout_s=1)
-    return Validator(sandbox, limits_from(config), config.test_timeout_s, fingerprint_behaviour=True)
+    return Validator(sandbox, config.limits(), config.test_timeout_s, fingerprint_behaviour=True)
 
 
 # -- mutants (pure) ------------------------------------------------------------------------------
@@ -161,9 +152,9 @@ def test_mutants_that_loop_cost_one_short_budget_each(validator):
 def test_the_kill_rate_is_configurable(sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=10, test_timeout_s=1)
     weak = task(FILTER, ["([1, 5, 9], 4)", "([2, 3], 0)", "([7, 8, 1], 6)"])
-    lenient = Validator(sandbox, limits_from(config), 1, min_kill_rate=0.8)
+    lenient = Validator(sandbox, config.limits(), 1, min_kill_rate=0.8)
     assert lenient.validate(weak).valid
-    off = Validator(sandbox, limits_from(config), 1, min_kill_rate=0)
+    off = Validator(sandbox, config.limits(), 1, min_kill_rate=0)
     report = off.validate(weak)
     assert report.valid and report.mutation is None
 
@@ -187,7 +178,9 @@ WEAK_BOUNDARY_TESTS = ["(11,)", "(20,)", "(3,)", "(5,)"]  # nothing at 10: ``x >
     "prelude",
     [
         # module-level work is not a call's cost: the gate still runs after a slow precompute
-        "import time\n_t = time.monotonic()\nwhile time.monotonic() - _t < 0.3:\n    pass\n",
+        pytest.param(
+            "import time\n_t = time.monotonic()\nwhile time.monotonic() - _t < 0.3:\n    pass\n", marks=pytest.mark.slow
+        ),
         # each version is a real module: dataclasses and sys.modules[__name__] work
         "from __future__ import annotations\nimport sys\nfrom dataclasses import dataclass\n"
         "from typing import ClassVar\n\n@dataclass\nclass Box:\n    n: ClassVar[int] = 1\n"
@@ -269,6 +262,7 @@ def test_the_controller_rejects_a_behavioural_twin_and_remembers_it_on_resume(tm
 
     run = RunDir.create(tmp_path / "run")
     run.touch_journals()
+    run.write_yaml("config.yaml", {})  # a run directory: what the resumed controller reads back
     config = load_config(None, {"controller": {"epochs": 1, "tasks_per_epoch": 2}})
     controller = Controller(config, run, None, NO_EPISODES, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
     code_a = "def f(x):\n    return sorted(x)\n"

@@ -22,10 +22,10 @@ from test_resume import BACKEND, DyingRunDir, Killed, records
 from spade_llm.config import RunConfig, load_config
 from spade_llm.errors import ExecutorError, UserError
 from spade_llm.session import Session
-from spade_llm.store import RunDir
+from spade_llm.store import RunDir, read_run
 
 ray = pytest.importorskip("ray", reason="executor 'ray' needs Ray: pip install 'spade_llm[ray]'")
-pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -216,11 +216,10 @@ def test_a_worker_that_cannot_build_its_session_fails_before_the_run_directory(t
 
 def test_a_solve_on_ray_matches_a_local_solve(tmp_path: Path) -> None:
     from spade_llm.session import solve_tasks
-    from spade_llm.types import Task
 
     run = RunDir.create(str(tmp_path / "source"), "runs")
     _run(_config(8, epochs=1), run)
-    tasks = [Task.model_validate(r) for r in run.read("tasks.jsonl")]
+    tasks = read_run(run.path).tasks
     out: dict[str, list[Any]] = {}
     for executor in ("local", "ray"):
         path = tmp_path / executor

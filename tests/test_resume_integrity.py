@@ -25,14 +25,15 @@ import pytest
 from sandbox_backends import unavailable
 
 from spade_llm.config import RunConfig, load_config
-from spade_llm.controller import Controller, RunState
+from spade_llm.controller import Controller, load_state
+from spade_llm.episodes import RunState
 from spade_llm.errors import UserError
 from spade_llm.executors import WorkItem
+from spade_llm.fake.scripted import FunctionLLM
 from spade_llm.generator import LLMGenerator
 from spade_llm.llm.stats import LLMStats
-from spade_llm.llm.testing import FunctionLLM
 from spade_llm.session import Session
-from spade_llm.store import RunDir
+from spade_llm.store import RunDir, read_run
 from spade_llm.templates import Prompts
 from spade_llm.types import Attempt, ExecutionResult, Task, Trajectory
 from spade_llm.validation import ValidationReport
@@ -151,7 +152,7 @@ def load(path: Path) -> RunState:
     """What a resume reads first: the directory reopened (torn lines cut), then its records."""
     run = RunDir.open_existing(path)
     try:
-        return RunState.load(run)
+        return load_state(run)
     finally:
         run.unlock()
 
@@ -567,7 +568,7 @@ def solve_session() -> Any:
 def _resume_solve(session: Session, path: Path) -> None:
     run = RunDir.open_existing(path)
     try:
-        tasks = [Task.model_validate(r) for r in run.read("tasks.jsonl")]
+        tasks = read_run(path).tasks
         session.solve(tasks, run, resumed=True, log=lambda _m: None)
     finally:
         run.unlock()
@@ -629,6 +630,7 @@ def _spade(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_cli_resume_refuses_a_damaged_run_and_leaves_it_untouched(runs, solved, tmp_path):
     src = runs[SEEDS[0]]
     cases = [

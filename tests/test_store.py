@@ -4,7 +4,7 @@ import os
 import pytest
 
 from spade_llm.errors import UserError
-from spade_llm.store import TASKS, RunDir, read_jsonl, scrub_secrets
+from spade_llm.store import TASKS, RunDir, read_jsonl, read_run, scrub_secrets
 
 
 def test_append_whole_lines_and_cut_partial_on_resume(tmp_path):
@@ -69,15 +69,18 @@ def test_read_numbered_counts_every_line_and_names_a_damaged_one(tmp_path):
         list(read_numbered(path))
 
 
-def test_read_names_a_line_that_is_not_a_record_of_its_journal(tmp_path):
+def test_read_run_names_a_line_that_is_not_a_record_of_its_journal(tmp_path):
     run = RunDir.create(tmp_path / "r")
+    run.write_yaml("config.yaml", {})
     run.append(TASKS, [{"task_id": "t", "description": "d", "entry_point": "f", "reference_code": "", "tests": []}])
-    assert [r["task_id"] for r in run.read(TASKS)] == ["t"]
+    assert [t.task_id for t in read_run(run.path).tasks] == ["t"]
     run.append(TASKS, [{"task_id": 5}])
     with pytest.raises(
         UserError, match=rf"^{tmp_path / 'r' / TASKS}:2: not a task: task_id: Input should be a valid string"
     ):
-        run.read(TASKS)
+        read_run(run.path)
+    tolerant = read_run(run.path, tolerant=True)  # the report's reading: the line skipped and counted
+    assert [t.task_id for t in tolerant.tasks] == ["t"] and tolerant.damaged == {TASKS: 1}
 
 
 def test_insert_puts_records_back_before_their_lines_in_one_replace(tmp_path):

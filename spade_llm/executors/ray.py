@@ -1,7 +1,7 @@
 """Validations and episodes on a Ray cluster (``executor: ray``, ``pip install 'spade_llm[ray]'``).
 
 The driver keeps the controller, the curriculum and the run directory; the cluster only computes.
-Each node gets ``ray.workers_per_node`` worker actors (``SpadeWorker``), each a ``Session`` rebuilt
+Each node gets ``ray.workers_per_node`` worker actors (``SpadeWorker``), each a ``SolverSession`` rebuilt
 from the run's config with its own models and warm sandbox. A work item goes to the least busy live
 worker; the records come back to the driver, which alone writes them, so a worker that dies (Ray
 restarts it and runs its items again, ``ray.max_retries`` times) can neither lose nor duplicate one.
@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,11 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..config import HooksConfig, RunConfig, TrainerConfig
-from ..controller import LimitedLLM
 from ..errors import ExecutorError, SpadeError, UserError
+from ..llm.limited import LimitedLLM
 from ..llm.registry import aclose_llm
 from ..llm.stats import LLMStats
+from ..solver_session import SolverSession
 from ..trainer import SolverSwitch
 from ..types import Task, Trajectory
 from ..validation import ValidationReport
@@ -106,11 +108,10 @@ class SpadeWorker:
     """
 
     def __init__(self, config: dict[str, Any], templates: dict[str, str], env: dict[str, str]) -> None:
-        from ..session import Session
-
         os.environ.update(env)
         self.error: SpadeError | None = None
-        self.node = ray.util.get_node_ip_address()
+        node_ip: Callable[[], str] = ray.util.get_node_ip_address  # ray's API has no annotations
+        self.node = node_ip()
         self._templates = tempfile.TemporaryDirectory(prefix="spade-prompts-") if templates else None
         try:
             run_config = RunConfig.model_validate(config)
@@ -125,7 +126,7 @@ class SpadeWorker:
                 run_config.solver.api_base = base
             self.role = {"model": run_config.solver.model, "api_base": run_config.solver.api_base}
             """The driver's solver model and endpoint this worker last followed."""
-            self.session = Session(run_config, need_generator=False)
+            self.session = SolverSession(run_config)
             self.slots = asyncio.Semaphore(run_config.controller.concurrency)
             self.checker, self.solver = self.session.build_solver(self.slots)
         except SpadeError as e:
@@ -186,8 +187,9 @@ class RayExecutor:
         self.owns_cluster = not ray.is_initialized()
         if self.owns_cluster:
             self._connect()
+        cluster_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # ray's API has no annotations
         nodes = sorted(
-            (n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= r.worker_cpus),
+            (n for n in cluster_nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= r.worker_cpus),
             key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
         )
         if not nodes:

@@ -1,4 +1,4 @@
-"""A run directory read back to resume it: typed records, checked against what the run recorded.
+"""The checks ``read_run`` makes of a run directory before anyone trusts it.
 
 Resume trusts the run directory: what a finished epoch holds is never redone. A line removed,
 duplicated or replaced after spade wrote it would therefore pass unnoticed into the resumed run and
@@ -34,18 +34,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .curriculum import EpochPlan
-from .errors import UserError
-from .evaluator import task_stats
-from .generator import Candidate, Proposal, kept_answer
-from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_numbered
-from .types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
+from ..curriculum import EpochPlan
+from ..errors import UserError
+from ..evaluator import task_stats
+from ..generator import Candidate, Proposal, kept_answer
+from ..types import REQUEST_FAILED, EpochMetrics, Rejection, Task, TaskStats, Trajectory, decision_key, task_epoch
+from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, read_numbered
 
 CHANGED = "the run directory was changed after it was written (restore it from a copy, or start the run again)"
 """How every consistency error ends: spade never writes these, so someone else did."""
-
-REQUEST_FAILED = -1
-"""Position of a rejection that stands for a whole failed request (no candidate came out of it)."""
 
 
 class CandidateRecord(BaseModel):
@@ -111,11 +108,6 @@ def numbered(path: Path, journal: str) -> Iterator[tuple[int, dict[str, Any], An
         yield n, raw, record
 
 
-def decision_key(request_index: int | None, position: int | None) -> tuple[int, int]:
-    """Where a decision sits in its epoch's order: (request, position; ``REQUEST_FAILED`` first)."""
-    return (request_index if request_index is not None else -1, position if position is not None else REQUEST_FAILED)
-
-
 def request_rejection(epoch: int, request_index: int, proposal: Proposal) -> Rejection:
     """The rejection of a request that failed as a whole. The loop and resume's repair both build it
     here, so a repaired line is the line the loop writes."""
@@ -143,10 +135,6 @@ def candidate_rejection(epoch: int, request_index: int, proposal: Proposal, cand
     )
 
 
-def task_epoch(task: Task) -> int:
-    return int(task.meta.get("epoch", -1))
-
-
 def _task_key(task: Task) -> tuple[int, int] | None:
     """A run's task's decision key; None for a task no generator request decided (a solve's)."""
     ri, pos = task.meta.get("request_index"), task.meta.get("position")
@@ -164,38 +152,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word[:-1]}ies" if word.endswith("y") else f"{n} {word}s"
 
 
-@dataclass
-class RunRecords:
-    """A run directory's records, checked (and repaired where that is exact). Lists are in file order."""
-
-    tasks: list[Task] = field(default_factory=list)
-    rejected: list[Rejection] = field(default_factory=list)
-    trajectories: list[Trajectory] = field(default_factory=list)
-    task_stats: list[TaskStats] = field(default_factory=list)
-    metrics: list[EpochMetrics] = field(default_factory=list)
-    plans: list[EpochPlan] = field(default_factory=list)
-    proposals: list[dict[str, Any]] = field(default_factory=list)
-    """``proposals.jsonl`` rows as written (``Proposal.from_record`` reads them)."""
-
-
-class _Lines:
+class Lines:
     """The records of one run directory with their line numbers, for the checks' messages."""
 
-    def __init__(self, run: RunDir, journals: tuple[str, ...]) -> None:
-        self.run = run
+    def __init__(self, root: Path, journals: tuple[str, ...]) -> None:
+        self.root = root
         self.rows: dict[str, list[tuple[int, Any]]] = {}
         self.raw_proposals: dict[int, dict[str, Any]] = {}
         """``proposals.jsonl`` rows as written, by line: ``Proposal.from_record`` reads these."""
         for journal in journals:  # every line is checked before any record is compared
             rows = []
-            for n, raw, record in numbered(run.path / journal, journal):
+            for n, raw, record in numbered(root / journal, journal):
                 rows.append((n, record))
                 if journal == PROPOSALS:
                     self.raw_proposals[n] = raw
             self.rows[journal] = rows
 
     def path(self, journal: str) -> Path:
-        return self.run.path / journal
+        return self.root / journal
 
     def at(self, journal: str, line: int) -> str:
         return f"{self.path(journal)}:{line}"
@@ -236,34 +210,10 @@ class _Lines:
         return seen
 
 
-def load_run(run: RunDir) -> RunRecords:
-    """A self-play run's records, checked as the module docstring says; what can be recomputed
-    exactly is written back first.
-
-    Raises:
-        UserError: a line is not a record of its journal (FILE:LINE), or the records disagree with
-            what the run recorded about them (the file, the epoch, what is missing or repeated).
-    """
-    lines = _Lines(run, (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS))
-    repairs = _check_run(lines)
-    if repairs.rejections:  # in place: rejected.jsonl is in decision order, as the loop writes it
-        run.insert(REJECTED, [(before, r.model_dump(mode="json")) for before, r in repairs.rejections])
-        lines.rows[REJECTED] = [(n, r) for n, _, r in numbered(run.path / REJECTED, REJECTED)]
-    if repairs.stats:  # task_stats.jsonl is in completion order: appended, as after a kill
-        run.append(TASK_STATS, [s.model_dump(mode="json") for s in repairs.stats])
-    return RunRecords(
-        tasks=[t for _, t in lines.rows[TASKS]],
-        rejected=[r for _, r in lines.rows[REJECTED]],
-        trajectories=[t for _, t in lines.rows[TRAJECTORIES]],
-        task_stats=[s for _, s in lines.rows[TASK_STATS]] + repairs.stats,
-        metrics=[m for _, m in lines.rows[METRICS]],
-        plans=[p for _, p in lines.rows[PLANS]],
-        proposals=[lines.raw_proposals[n] for n, _ in lines.rows[PROPOSALS]],
-    )
-
-
 @dataclass
-class _Repairs:
+class Repairs:
+    """What ``read_run`` re-derived exactly; ``apply_repairs`` writes it back (resume does)."""
+
     rejections: list[tuple[int, Rejection]] = field(default_factory=list)
     """(the line of ``rejected.jsonl`` it goes before, the rejection) for rejections re-derived."""
     stats: list[TaskStats] = field(default_factory=list)
@@ -301,10 +251,10 @@ def _slots(epoch: int, plan: EpochPlan, answers: dict[int, dict[str, Any]]) -> l
     return slots
 
 
-def _check_run(lines: _Lines) -> _Repairs:
-    """The checks of ``load_run``, in an order that names the likeliest cause first: repeated lines,
+def check_run(lines: Lines) -> Repairs:
+    """The checks of ``read_run`` on a self-play run, in an order that names the likeliest cause first: repeated lines,
     the epochs' sequence, answers, decisions, then episodes and their stats."""
-    repairs = _Repairs()
+    repairs = Repairs()
     tasks, stats, trajs = lines.episodes()
     lines.unique(  # a rejection repeated (those of requests with no index cannot be told apart)
         REJECTED,
@@ -358,7 +308,7 @@ def _check_run(lines: _Lines) -> _Repairs:
     epochs = sorted({*range(finished + 1), *by_epoch, *rejections_of} - {-1})
     for epoch in epochs:
         _check_decisions(lines, epoch, metrics.get(epoch), plans, proposals, by_epoch, rejections_of, by_task, repairs)
-    _check_episodes(lines, tasks, stats, trajs, by_task)
+    check_episodes(lines, tasks, stats, trajs, by_task)
     for epoch in range(finished):
         n_metrics, row = metrics[epoch]
         epoch_tasks = [t for _, t in by_epoch.get(epoch, [])]
@@ -377,7 +327,7 @@ def _check_run(lines: _Lines) -> _Repairs:
 
 
 def _check_decisions(
-    lines: _Lines,
+    lines: Lines,
     epoch: int,
     metrics: tuple[int, EpochMetrics] | None,
     plans: dict[Any, tuple[int, EpochPlan]],
@@ -385,7 +335,7 @@ def _check_decisions(
     by_epoch: dict[int, list[tuple[int, Task]]],
     rejections_of: dict[int, list[tuple[int, Rejection]]],
     by_task: dict[str, list[Trajectory]],
-    repairs: _Repairs,
+    repairs: Repairs,
 ) -> None:
     """One epoch's tasks and rejections against its answers and (once finished) its metrics row."""
     decided: dict[tuple[int, int], tuple[str, int]] = {}
@@ -424,7 +374,7 @@ def _check_decisions(
 
 
 def _gaps(
-    lines: _Lines,
+    lines: Lines,
     epoch: int,
     metrics: tuple[int, EpochMetrics] | None,
     plans: dict[Any, tuple[int, EpochPlan]],
@@ -481,7 +431,7 @@ def _gaps(
 
 
 def _check_counts(
-    lines: _Lines,
+    lines: Lines,
     epoch: int,
     metrics: tuple[int, EpochMetrics],
     by_epoch: dict[int, list[tuple[int, Task]]],
@@ -517,7 +467,7 @@ def _check_counts(
         )
 
 
-def _line_before(lines: _Lines, epoch: int, key: tuple[int, int]) -> int:
+def _line_before(lines: Lines, epoch: int, key: tuple[int, int]) -> int:
     """The ``rejected.jsonl`` line a re-derived rejection goes before: the file is in decision order
     (epochs in turn, each in (request, position) order), so the first line that sorts after it."""
     for n, r in lines.rows[REJECTED]:
@@ -526,8 +476,8 @@ def _line_before(lines: _Lines, epoch: int, key: tuple[int, int]) -> int:
     return 10**12
 
 
-def _check_episodes(
-    lines: _Lines,
+def check_episodes(
+    lines: Lines,
     tasks: dict[Any, tuple[int, Task]],
     stats: dict[Any, tuple[int, TaskStats]],
     trajs: dict[Any, tuple[int, Trajectory]],
@@ -558,33 +508,19 @@ def _check_episodes(
             )
 
 
-@dataclass
-class SolveRecords:
-    """A ``spade solve`` directory's records, checked. Lists are in file order."""
-
-    tasks: list[Task] = field(default_factory=list)
-    trajectories: list[Trajectory] = field(default_factory=list)
-    task_stats: list[TaskStats] = field(default_factory=list)
-
-
-def load_solve(run: RunDir) -> SolveRecords:
-    """A solve's records, checked: every line a record of its kind (FILE:LINE), none twice, every
-    episode and stats row of a known task, each stats row counting its task's episodes, and as many
-    tasks (and at least as many episodes) as ``summary.json`` counted when it was written.
+def check_solve(lines: Lines, summary: Any) -> None:
+    """A solve's checks: every line a record of its kind (FILE:LINE), none twice, every episode and
+    stats row of a known task, each stats row counting its task's episodes, and as many tasks (and at
+    least as many episodes) as ``summary.json`` counted when it was written.
 
     A lost stats row needs no repair here: ``Session.solve`` writes the row of every task whose
     samples are all judged, as after a kill.
-
-    Raises:
-        UserError: as ``load_run``.
     """
-    lines = _Lines(run, (TASKS, TRAJECTORIES, TASK_STATS))
     tasks, stats, trajs = lines.episodes()
     by_task: dict[str, list[Trajectory]] = defaultdict(list)
     for _, t in trajs.values():
         by_task[t.task_id].append(t)
-    _check_episodes(lines, tasks, stats, trajs, by_task, epochs=False)
-    summary = run.read_json("summary.json")
+    check_episodes(lines, tasks, stats, trajs, by_task, epochs=False)
     if isinstance(summary, dict) and "epochs" not in summary:
         counted, episodes = summary.get("tasks"), summary.get("trajectories")
         if isinstance(counted, int) and counted != len(tasks):
@@ -596,8 +532,3 @@ def load_solve(run: RunDir) -> SolveRecords:
                 f"{lines.path(TRAJECTORIES)}: {_plural(len(trajs), 'trajectory')}, summary.json counted "
                 f"{episodes} when it was written; {CHANGED}"
             )
-    return SolveRecords(
-        tasks=[t for _, t in lines.rows[TASKS]],
-        trajectories=[t for _, t in lines.rows[TRAJECTORIES]],
-        task_stats=[s for _, s in lines.rows[TASK_STATS]],
-    )

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import yaml
 
-from .errors import UserError
-from .text import json_loads, to_utf8
+from ..errors import UserError
+from ..text import json_loads, to_utf8
 
 TASKS = "tasks.jsonl"
 REJECTED = "rejected.jsonl"
@@ -236,7 +236,7 @@ class RunDir:
     def insert(self, journal: str, records: Iterable[tuple[int, dict[str, Any]]]) -> None:
         """Put records back where they belong, each ``(n, record)`` before the journal's line ``n``
         (past the last line: at the end), by replacing the file at once (a kill leaves the old file or
-        the new one). For resume's exact repairs (``journals.load_run``), never during a run."""
+        the new one). For resume's exact repairs (``store.apply_repairs``), never during a run."""
         placed: dict[int, list[str]] = {}
         for n, record in records:
             placed.setdefault(n, []).append(_dumps(record) + "\n")
@@ -294,15 +294,6 @@ class RunDir:
         raise UserError(f"cannot write {self.path / name}: {e.strerror or why}; {then}") from None
 
     # -- reading -----------------------------------------------------------------------------
-
-    def read(self, journal: str) -> list[dict[str, Any]]:
-        """A journal's records as written, each checked to be a record of its kind: a line that is
-        not one is named FILE:LINE (``journals.numbered``) by whoever reads the journal first."""
-        from .journals import RECORD_MODELS, numbered  # the record types sit above the store
-
-        if journal not in RECORD_MODELS:
-            return list(read_jsonl(self.path / journal))
-        return [raw for _, raw, _ in numbered(self.path / journal, journal)]
 
     def read_json(self, name: str) -> Any:
         """A JSON file of the run, or None when it is missing or damaged (a kill mid-write)."""

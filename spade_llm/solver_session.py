@@ -1,0 +1,133 @@
+"""What solving needs, assembled from a run config: prompts, the solver's model, a sandbox, and
+the checker and solver built from them.
+
+``Session`` (a whole run) builds on it, and a Ray worker builds one of its own from the same
+``RunConfig``, so where an episode runs cannot change its record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .checking import CodeChecker
+from .config import RoleConfig, RunConfig
+from .errors import UserError
+from .llm.base import LLM
+from .llm.breaker import CircuitBreaker, GuardedLLM
+from .llm.limited import LimitedLLM
+from .llm.registry import get_llm
+from .llm.stats import LLMStats
+from .sandbox.base import Sandbox
+from .sandbox.registry import get_sandbox
+from .solver import LLMSolver
+from .store import scrub_secrets
+from .templates import Prompts
+from .trainer import SolverSwitch
+from .types import Task
+
+
+def guarded(llm: LLM, role: RoleConfig, window_s: float) -> LLM:
+    """``llm`` behind a circuit breaker named after its endpoint (see ``llm/breaker.py``)."""
+    base = role.api_base[0] if isinstance(role.api_base, list) else role.api_base
+    endpoint = f"{role.model} at {scrub_secrets(base)}" if base else role.model
+    return GuardedLLM(llm, CircuitBreaker(endpoint, window_s))
+
+
+class SolverSession:
+    """The solver's side of a run, checked as it is built: templates, the solver's model string,
+    and (on first use) the sandbox backend."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.prompts = Prompts(config.prompts_dir)
+        problems = self.prompts.check_all()  # a broken user template fails now, not mid-run
+        if problems:
+            raise UserError(problems[0])
+        self.stats = LLMStats()
+        self._models_before_solver()
+        self.sol_llm = self.role_llm(config.solver, "solver")
+        self._sandbox: Sandbox | None = None
+
+    def _models_before_solver(self) -> None:
+        """Models built before the solver's, so their mistakes are told first (a run's generator)."""
+
+    def role_llm(self, role: RoleConfig, name: str) -> LLM:
+        """The model of one role (``generator``, ``solver``), behind its circuit breaker.
+
+        Raises:
+            UserError: the model string names no known provider or fake profile.
+        """
+        c = self.config
+        llm = get_llm(role, c.llm, seed=c.seed, stats=self.stats.view(name), concurrency=c.controller.concurrency)
+        return guarded(llm, role, c.llm.breaker_s)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """This process's sandbox, started on first use."""
+        if self._sandbox is None:
+            self._sandbox = get_sandbox(self.config.sandbox.backend, docker_image=self.config.sandbox.docker_image)
+        return self._sandbox
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+    def build_solver(self, slots: asyncio.Semaphore) -> tuple[CodeChecker, LLMSolver]:
+        """The checker and solver of this session, the solver's requests sharing ``slots``."""
+        c = self.config
+        checker = CodeChecker(
+            self.sandbox,
+            c.sandbox,
+            c.controller.concurrency,
+            frozenset(c.validation.banned_imports),
+            min_kill_rate=c.validation.min_kill_rate,
+            max_mutants=c.validation.max_mutants,
+        )
+        solver = LLMSolver(
+            LimitedLLM(self.sol_llm, slots),
+            self.prompts,
+            checker.check_answer,
+            seed=c.seed,
+            max_turns=c.solver.max_turns,
+            public_tests=c.solver.public_tests,
+            temperature=c.solver.temperature,
+            max_tokens=c.solver.max_tokens,
+            stderr_lines=c.solver.stderr_tail_lines,
+            reward=c.reward,
+            stats=self.stats.view("solver"),
+        )
+        return checker, solver
+
+    def fill_expected(self, tasks: list[Task]) -> list[Task]:
+        """``tasks`` with the expected values their tests lack taken from each task's reference, run
+        in this process's sandbox under the run's limits (``expected.fill_expected``); nothing runs
+        when none lacks one.
+
+        Raises:
+            UserError: a reference cannot give a missing value (the task and test are named).
+        """
+        from .expected import fill_expected, needs_filling
+        from .judge import Judge
+
+        if not any(needs_filling(t) for t in tasks):
+            return list(tasks)
+        c = self.config
+        judge = Judge(self.sandbox, c.sandbox.limits(), c.sandbox.test_timeout_s)
+        return fill_expected(judge, tasks, c.controller.concurrency)
+
+    def use_solver_model(self, switch: SolverSwitch) -> LLM:
+        """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
+        model it replaces (to close when the run ends).
+
+        Raises:
+            UserError: the model string names no known provider or fake profile.
+        """
+        update = switch.dump()
+        role = self.config.solver.model_copy(update=update)
+        try:
+            llm = self.role_llm(role, "solver")
+        except UserError as e:
+            raise UserError(f"the trainer's solver model: {e}") from None
+        replaced, self.sol_llm = self.sol_llm, llm
+        self.config.solver = role
+        return replaced

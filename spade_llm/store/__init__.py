@@ -1,0 +1,43 @@
+"""The store: a run directory on disk (``RunDir``, its journals), and ``read_run``, the one reader
+of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what resume asks more."""
+
+from .records import RunRecords, apply_repairs, check_integrity, read_run
+from .rundir import (
+    JOURNALS,
+    LOCK_FILE,
+    METRICS,
+    PLANS,
+    PROPOSALS,
+    REJECTED,
+    TASK_STATS,
+    TASKS,
+    TRAJECTORIES,
+    WRITE_ERRORS,
+    RunDir,
+    Store,
+    read_jsonl,
+    read_numbered,
+    scrub_secrets,
+)
+
+__all__ = [
+    "JOURNALS",
+    "LOCK_FILE",
+    "METRICS",
+    "PLANS",
+    "PROPOSALS",
+    "REJECTED",
+    "TASKS",
+    "TASK_STATS",
+    "TRAJECTORIES",
+    "WRITE_ERRORS",
+    "RunDir",
+    "RunRecords",
+    "Store",
+    "apply_repairs",
+    "check_integrity",
+    "read_jsonl",
+    "read_numbered",
+    "read_run",
+    "scrub_secrets",
+]

@@ -1,0 +1,230 @@
+"""``read_run``: the one reader of a run directory, for everything that reads one back.
+
+Resume (the controller and ``solve``), exports, the report and the trainer all read a run through
+it, so a record means the same thing to each of them. Two modes:
+
+- strict (the default): every line must be a record of its journal (``FILE:LINE`` otherwise). What
+  exports and trainers read. Resume then asks more of it, ``check_integrity``: the records must
+  agree with what the run wrote down about them as it went (``integrity``); what can be re-derived
+  exactly comes back in ``repairs``, merged into the lists, and ``apply_repairs`` writes it back.
+- tolerant: for a page about a run that may be going on or damaged (``spade report``): a line that
+  is not a record of its kind is counted in ``damaged`` and skipped, a damaged JSON file reads as
+  ``{}``.
+
+Either way a partial last line (a writer still at work, or killed) is not read, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..curriculum import EpochPlan
+from ..errors import UserError
+from ..text import clean_data, json_loads
+from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
+from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve
+from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir
+
+__all__ = ["RunRecords", "apply_repairs", "check_integrity", "read_run"]
+
+_ORDER = (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS)
+"""The journals in the order their lines are checked (the first damaged line named is in this order)."""
+
+
+@dataclass
+class RunRecords:
+    """A run directory's records (``spade run`` or ``spade solve``), typed. Lists are in file order."""
+
+    path: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    """``config.yaml`` as written (secrets scrubbed); ``{}`` when tolerant and it is damaged."""
+    manifest: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    """``summary.json``; ``{}`` before the run wrote one (or after a kill mid-write)."""
+    plans: list[EpochPlan] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    """``proposals.jsonl`` rows as written (``generator.Proposal.from_record`` reads them)."""
+    tasks: list[Task] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    task_stats: list[TaskStats] = field(default_factory=list)
+    metrics: list[EpochMetrics] = field(default_factory=list)
+    damaged: Counter[str] = field(default_factory=Counter)
+    """Tolerant only: journal name -> lines skipped because they were not records of its kind."""
+    repairs: Repairs = field(default_factory=Repairs)
+    """After ``check_integrity``: records re-derived exactly (already in the lists above)."""
+    lines: Lines | None = field(default=None, repr=False)
+    """Strict only: the records with their line numbers, for ``check_integrity``'s messages."""
+
+    @property
+    def is_solve(self) -> bool:
+        """A ``spade solve`` directory: no plan, proposal or epoch was ever written."""
+        return not (self.plans or self.proposals or self.metrics)
+
+
+def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
+    """The records of the run directory at ``path`` (see the module docstring for the two modes).
+
+    Raises:
+        UserError: ``path`` is not a run directory (no ``config.yaml``); strict only: a line is not a
+            record of its journal (FILE:LINE).
+    """
+    root = Path(path)
+    if not root.exists():
+        raise UserError(f"run directory not found: {root}")
+    if not root.is_dir():
+        raise UserError(f"{root} is not a directory")
+    if not (root / "config.yaml").is_file():
+        raise UserError(f"{root} is not a run directory (no config.yaml)")
+    if tolerant:
+        return _read_tolerant(root)
+    run = RunDir(root)
+    config = run.read_yaml("config.yaml")
+    records = RunRecords(
+        path=root,
+        config=config if isinstance(config, dict) else {},
+        manifest=_dict(run.read_json("manifest.json")),
+        summary=_dict(run.read_json("summary.json")),
+    )
+    lines = Lines(root, _ORDER)
+    rows = {journal: [record for _, record in lines.rows[journal]] for journal in _ORDER}
+    records.plans, records.metrics = rows[PLANS], rows[METRICS]
+    records.proposals = [lines.raw_proposals[n] for n, _ in lines.rows[PROPOSALS]]
+    records.tasks, records.trajectories = rows[TASKS], rows[TRAJECTORIES]
+    records.rejected, records.task_stats = rows[REJECTED], rows[TASK_STATS]
+    records.lines = lines
+    return records
+
+
+def check_integrity(records: RunRecords) -> RunRecords:
+    """``records`` (read strictly) checked against what the run recorded about them, as resume needs
+    (``integrity``'s docstring); what can be re-derived exactly is merged in and kept in ``repairs``.
+
+    Raises:
+        UserError: the records disagree with what the run recorded about them (the file, the epoch,
+            what is missing or repeated).
+    """
+    lines = records.lines
+    if lines is None:
+        raise ValueError("check_integrity needs records read strictly (read_run(path))")
+    if records.is_solve:
+        check_solve(lines, records.summary or None)
+        return records
+    repairs = check_run(lines)
+    records.rejected = _merged(lines.rows[REJECTED], repairs.rejections)
+    records.task_stats = [s for _, s in lines.rows[TASK_STATS]] + repairs.stats
+    records.repairs = repairs
+    return records
+
+
+def apply_repairs(run: RunDir, records: RunRecords) -> None:
+    """Write back what ``read_run`` re-derived, as the run would have written it: rejections in
+    place (``rejected.jsonl`` is in decision order), stats rows appended (completion order, as after
+    a kill). Resume does this before it goes on; nothing else writes a run it reads."""
+    repairs = records.repairs
+    if repairs.rejections:
+        run.insert(REJECTED, [(before, r.model_dump(mode="json")) for before, r in repairs.rejections])
+    if repairs.stats:
+        run.append(TASK_STATS, [s.model_dump(mode="json") for s in repairs.stats])
+
+
+def _merged(rows: list[tuple[int, Rejection]], inserted: list[tuple[int, Rejection]]) -> list[Rejection]:
+    """``rows`` with each ``(n, rejection)`` of ``inserted`` placed before line ``n`` (past the end:
+    last, by ``n``): the list ``RunDir.insert`` leaves on disk."""
+    before: dict[int, list[Rejection]] = {}
+    for n, rejection in inserted:
+        before.setdefault(n, []).append(rejection)
+    out: list[Rejection] = []
+    for n, rejection in rows:
+        out.extend(before.pop(n, []))
+        out.append(rejection)
+    for n in sorted(before):
+        out.extend(before[n])
+    return out
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _read_tolerant(root: Path) -> RunRecords:
+    damaged: Counter[str] = Counter()
+
+    def typed(journal: str) -> list[Any]:
+        model: type[BaseModel] = RECORD_MODELS[journal][0]
+        out = []
+        for raw in _raw_records(root / journal, damaged):
+            try:
+                out.append(model.model_validate(raw))
+            except ValidationError:
+                damaged[journal] += 1
+        return out
+
+    proposals = []
+    for raw in _raw_records(root / PROPOSALS, damaged):
+        try:
+            RECORD_MODELS[PROPOSALS][0].model_validate(raw)
+            proposals.append(raw)
+        except ValidationError:
+            damaged[PROPOSALS] += 1
+    return RunRecords(
+        path=root,
+        config=_yaml_dict(root / "config.yaml"),
+        manifest=_json_dict(root / "manifest.json"),
+        summary=_json_dict(root / "summary.json"),
+        plans=typed(PLANS),
+        proposals=proposals,
+        tasks=typed(TASKS),
+        rejected=typed(REJECTED),
+        trajectories=typed(TRAJECTORIES),
+        task_stats=typed(TASK_STATS),
+        metrics=typed(METRICS),
+        damaged=damaged,
+    )
+
+
+def _raw_records(path: Path, damaged: Counter[str]) -> list[dict[str, Any]]:
+    """The JSON objects of a journal; a missing file gives none, a partial last line is not read, and
+    a line that is not a JSON object is counted in ``damaged``."""
+    out: list[dict[str, Any]] = []
+    try:
+        with path.open("rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                if not raw.strip():
+                    continue
+                try:
+                    record = json_loads(raw)  # a lone surrogate ("\ud800", another tool's record): U+FFFD
+                except (ValueError, RecursionError):
+                    damaged[path.name] += 1
+                    continue
+                if isinstance(record, dict):
+                    out.append(record)
+                else:
+                    damaged[path.name] += 1
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    return out
+
+
+def _json_dict(path: Path) -> dict[str, Any]:
+    try:
+        return _dict(json_loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, RecursionError):
+        return {}
+
+
+def _yaml_dict(path: Path) -> dict[str, Any]:
+    try:
+        return _dict(clean_data(yaml.safe_load(path.read_text(encoding="utf-8"))))  # YAML's "\ud800" too
+    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
+        return {}
