@@ -125,6 +125,9 @@ def test_wheel_ships_every_subpackage_template_and_config(tmp_path: Path) -> Non
     expected |= {"spade_llm/configs/" + path.name for path in configs}
     expected |= {"spade_llm/py.typed", "spade_llm/configs/default.yaml", "spade_llm/kinds/__init__.py"}
     expected |= {"spade_llm/executors/__init__.py"}
+    static = sorted((ROOT / "spade_llm" / "report" / "static").iterdir())  # the report's CSS and JS
+    assert {p.suffix for p in static} >= {".css", ".js"}
+    expected |= {p.relative_to(ROOT).as_posix() for p in static}
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     assert not [n for n in names if n.startswith(("prompts/", "configs/", "tests/"))]  # nothing at the top level
 

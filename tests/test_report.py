@@ -10,6 +10,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -193,6 +194,18 @@ def test_trajectories_are_embedded_with_their_attempts(page: str, run_dir: Path)
     assert repaired, "the fake run has episodes passed after a repair"
 
 
+def test_styles_and_script_are_package_data_inlined(page: str) -> None:
+    for name, tag in (("report.css", "style"), ("report.js", "script")):
+        text = (ROOT / "spade_llm" / "report" / "static" / name).read_text(encoding="utf-8")
+        assert f"<{tag}>\n{text}</{tag}>" in page
+
+
+def test_importing_the_report_does_not_import_matplotlib() -> None:
+    code = "import sys, spade_llm.report; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_same_run_same_page(run_dir: Path, page: str, tmp_path: Path) -> None:
     again = report.render_report(run_dir, tmp_path / "again.html")
     assert again.read_text(encoding="utf-8") == page
@@ -271,14 +284,14 @@ def test_sampling_caps_a_large_run(run_dir: Path, tmp_path: Path, monkeypatch: p
     trajectories = len(_read(big / "trajectories.jsonl"))
     tasks = len(_read(big / "tasks.jsonl"))
     assert trajectories >= 600 and tasks > report.PAGE_ROWS
-    run = report.load_run(big)
+    run = report.read_report_data(big)
     capped = report.sample_details(run, max_trajectories=40, budget=10**9)
     assert capped.embedded == 40
     assert len(capped.details) == 40  # one per task before any task gets a second
     epochs = {run.episodes.epoch_of[t] for t in capped.details}
     assert len(epochs) > 10  # spread over the run, not its first epochs
     assert report.sample_details(run, 40, 10**9).details.keys() == capped.details.keys()  # deterministic
-    monkeypatch.setattr(report, "DETAIL_BUDGET", 150_000)
+    monkeypatch.setattr(report.sampling, "DETAIL_BUDGET", 150_000)  # the default budget, read per call
     page = report.render_report(big).read_text(encoding="utf-8")
     data = _data(page)
     assert 20 < sum(len(d["traj"]) for d in data["tasks"].values()) < trajectories
@@ -299,12 +312,13 @@ def test_a_run_still_going_or_damaged_still_gets_a_page(copy: Path) -> None:
     (copy / "summary.json").unlink()
     with (copy / "trajectories.jsonl").open("a") as f:
         f.write("not json\n")
+        f.write('{"trajectory_id": "json, not a trajectory"}\n')  # read_run counts it, as not a record
         f.write('{"trajectory_id": "half a line')
     (copy / "rejected.jsonl").unlink()
     page = report.render_report(copy, refresh_s=30).read_text(encoding="utf-8")
     assert "in progress: 1 of 3 epochs" in page
     assert "data-refresh='30'" in page
-    assert "1 damaged line(s) skipped" in page
+    assert "<b>trajectories.jsonl</b> 2 damaged line(s) skipped" in page
     assert page.count("<svg") == len(report.CHARTS)
 
 
@@ -337,7 +351,7 @@ def test_epoch_hook_renders_and_refreshes_until_the_last_epoch(copy: Path) -> No
 
 
 def test_missing_or_foreign_directory_is_a_user_error(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="no such run directory"):
+    with pytest.raises(UserError, match="run directory not found: "):
         report.render_report(tmp_path / "nope")
     with pytest.raises(UserError, match=r"not a run directory \(no config.yaml\)"):
         report.render_report(tmp_path)
@@ -391,7 +405,7 @@ def test_the_cli_writes_the_report_and_a_run_with_report_on_refreshes_it(
     assert main(["report", str(run_dir), "-o", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out) and "<svg" in out.read_text()
     assert main(["report", str(tmp_path / "missing")]) == 2
-    assert "no such run directory" in capsys.readouterr().err
+    assert "run directory not found: " in capsys.readouterr().err
 
     live = tmp_path / "live"
     assert main(["run", "--epochs", "2", "--tasks-per-epoch", "1", "--report", "--out", str(live), "--quiet"]) == 0

@@ -1,0 +1,314 @@
+"""What the page is made of, computed from the run's records: the run is read once, through
+``spade_llm.store.read_run(path, tolerant=True)`` (a run still going or damaged still gets a page:
+a line that is not a record is counted in ``damaged`` and skipped), and everything here is derived
+from those typed records: episode counts, the tasks table's rows, the run's state, its totals."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..store import RunRecords, read_run
+from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
+from .common import num, text_of, to_int
+
+
+@dataclass
+class TaskCounts:
+    """One task's episodes, counted."""
+
+    samples: int = 0
+    passed: int = 0
+    turns: int = 0
+
+
+@dataclass
+class Episodes:
+    """Aggregates over the run's trajectories: what the charts and the header need."""
+
+    count: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    turns_to_pass: Counter[int] = field(default_factory=Counter)
+    not_passed: int = 0
+    attempt_classes: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
+    flags: Counter[str] = field(default_factory=Counter)
+    reward_sum: float = 0.0
+    rewarded: int = 0
+    per_task: dict[str, TaskCounts] = field(default_factory=dict)
+    epoch_of: dict[str, int] = field(default_factory=dict)
+    kind_of: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunData:
+    """Everything the page is made of, read once: the run's records and what is counted from them."""
+
+    records: RunRecords
+    metrics: list[EpochMetrics]
+    """By epoch."""
+    task_stats: dict[str, TaskStats]
+    """By task id (the last row of a task wins)."""
+    episodes: Episodes
+
+    @property
+    def path(self) -> Path:
+        return self.records.path
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.records.config
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.records.manifest
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.records.summary
+
+    @property
+    def tasks(self) -> list[Task]:
+        return self.records.tasks
+
+    @property
+    def rejected(self) -> list[Rejection]:
+        return self.records.rejected
+
+    @property
+    def trajectories(self) -> list[Trajectory]:
+        return self.records.trajectories
+
+    @property
+    def damaged(self) -> Counter[str]:
+        return self.records.damaged
+
+
+def read_report_data(run_dir: Path | str) -> RunData:
+    """Read a run directory, tolerating a run still being written (partial lines, no summary yet).
+
+    Raises:
+        UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
+    """
+    records = read_run(run_dir, tolerant=True)
+    return RunData(
+        records=records,
+        metrics=sorted(records.metrics, key=lambda m: m.epoch),
+        task_stats={s.task_id: s for s in records.task_stats},
+        episodes=count_episodes(records.trajectories),
+    )
+
+
+def config_section(run: RunData, name: str) -> dict[str, Any]:
+    """One section of ``config.yaml`` (``controller``, ``solver``...), empty when missing or damaged."""
+    value = run.config.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))\b")
+
+
+def attempt_class(attempt: Attempt) -> str | None:
+    """Why one attempt failed, in one word (None when every test passed): ``timeout``, ``memory``...,
+    ``no_code``, an exception type, ``hidden_only`` (the public tests passed, hidden ones did not: a
+    sign of hard-coding) or ``wrong_answer``. It follows ``evaluator.failure_class``, per attempt."""
+    result = attempt.result
+    tests = result.test_results or []
+    total = result.tests_total or 0
+    if total and (result.tests_passed or 0) == total:
+        return None
+    status = result.status
+    if status == "timeout" or any(t.status == "timeout" for t in tests):
+        return "timeout"
+    if status in ("memory", "output_limit", "killed"):
+        return status
+    if not attempt.code.strip():
+        return "no_code"
+    for text in [result.load_error or "", *(t.error or "" for t in tests if t.status != "passed")]:
+        match = _EXCEPTION.match(text.strip())
+        if match:
+            return match.group(1).rsplit(".", 1)[-1]
+    if attempt.public_total and attempt.public_passed == attempt.public_total:
+        return "hidden_only"
+    return "wrong_answer"
+
+
+def count_episodes(trajectories: list[Trajectory]) -> Episodes:
+    """Count what the charts, the header and the tasks table need."""
+    eps = Episodes()
+    for t in trajectories:
+        status = t.final_status
+        eps.count += 1
+        eps.statuses[status] += 1
+        reward = num(t.reward)
+        if reward is not None:
+            eps.reward_sum += reward
+            eps.rewarded += 1
+        if status == "passed":
+            eps.turns_to_pass[max(1, len(t.attempts))] += 1
+        else:
+            eps.not_passed += 1
+        for n, a in enumerate(t.attempts, 1):
+            cls = attempt_class(a)
+            if cls is not None:
+                eps.attempt_classes[cls][n] += 1
+        for flag in t.flags:
+            eps.flags[flag] += 1
+        eps.epoch_of.setdefault(t.task_id, t.epoch)
+        eps.kind_of.setdefault(t.task_id, t.kind)
+        per = eps.per_task.setdefault(t.task_id, TaskCounts())
+        per.samples += 1
+        per.passed += status == "passed"
+        per.turns += len(t.attempts)
+    return eps
+
+
+# -- the tasks table -------------------------------------------------------------------------------
+
+
+@dataclass
+class TaskRow:
+    task_id: str
+    epoch: int
+    kind: str
+    difficulty: float | None
+    tags: list[str]
+    description: str
+    samples: int
+    passed: int
+    mean_turns: float | None
+    learnability: float | None
+    status: str
+
+
+STATUS_LABELS = {
+    "solved": "all samples passed",
+    "mixed": "some samples passed",
+    "unsolved": "no sample passed",
+    "pending": "not solved yet",
+}
+
+
+def _task_status(samples: int, passed: int) -> str:
+    if samples == 0:
+        return "pending"
+    return "solved" if passed == samples else "unsolved" if passed == 0 else "mixed"
+
+
+def task_rows(run: RunData) -> list[TaskRow]:
+    """One row per accepted task, and per task that only trajectories name (``spade solve`` runs)."""
+    rows: list[TaskRow] = []
+    seen: set[str] = set()
+    eps = run.episodes
+    records: list[Task | str] = [*run.tasks, *eps.per_task]  # repeats are skipped below
+    for t in records:
+        task = t if isinstance(t, Task) else None
+        task_id = t.task_id if isinstance(t, Task) else t
+        if task_id in seen:
+            continue
+        seen.add(task_id)
+        per = eps.per_task.get(task_id, TaskCounts())
+        stats = run.task_stats.get(task_id)
+        epoch: Any = stats.epoch if stats is not None else eps.epoch_of.get(task_id, 0)
+        if task is not None:
+            epoch = task.meta.get("epoch", epoch)
+        p = per.passed / per.samples if per.samples else None
+        learn_default = None if p is None else (1 - p if 0 < p < 1 else 0.0)
+        learn = num(stats.learnability, learn_default) if stats is not None else learn_default
+        rows.append(
+            TaskRow(
+                task_id=task_id,
+                epoch=to_int(epoch),
+                kind=task.kind if task is not None else eps.kind_of.get(task_id, "induction"),
+                difficulty=num(task.difficulty) if task is not None else None,
+                tags=list(task.tags) if task is not None else [],
+                description=task.description if task is not None else "",
+                samples=per.samples,
+                passed=per.passed,
+                mean_turns=per.turns / per.samples if per.samples else None,
+                learnability=learn,
+                status=_task_status(per.samples, per.passed),
+            )
+        )
+    return rows
+
+
+def task_epoch(task: Task) -> int:
+    """The epoch that accepted ``task`` (0 when its ``meta`` does not say)."""
+    return to_int(task.meta.get("epoch"))
+
+
+# -- the run as a whole ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    complete: bool
+    label: str
+
+
+def run_status(run: RunData) -> RunStatus:
+    """Finished, stopped early, or still going: ``summary.json``'s ``complete`` is only set after the
+    last epoch's hooks, so a run with all its epochs counts as finished too."""
+    planned = to_int(config_section(run, "controller").get("epochs"))
+    if run.summary.get("stopped_because"):
+        return RunStatus(False, f"stopped early: {run.summary['stopped_because']}")
+    if run.summary.get("complete") is True or (planned and len(run.metrics) >= planned):
+        return RunStatus(True, "complete")
+    return RunStatus(False, f"in progress: {len(run.metrics)} of {planned or '?'} epochs")
+
+
+def models(run: RunData) -> tuple[str, str]:
+    """The generator's and the solver's model names (``?`` when the run does not say)."""
+    named = run.manifest.get("models") if isinstance(run.manifest.get("models"), dict) else {}
+    assert isinstance(named, dict)
+    gen = named.get("generator") or config_section(run, "generator").get("model")
+    sol = named.get("solver") or config_section(run, "solver").get("model")
+    return text_of(gen) or "?", text_of(sol) or "?"
+
+
+def total_tokens(run: RunData) -> int:
+    usage = run.summary.get("usage")
+    if isinstance(usage, dict):
+        return sum(
+            to_int(u.get(k))
+            for u in usage.values()
+            if isinstance(u, dict)
+            for k in ("prompt_tokens", "completion_tokens")
+        )
+    return sum(
+        m.prompt_tokens + m.completion_tokens + m.generator_prompt_tokens + m.generator_completion_tokens
+        for m in run.metrics
+    )
+
+
+def llm_roles(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``llm.by_role``, or the totals as one ``all`` role for older summaries."""
+    llm = summary.get("llm") if isinstance(summary.get("llm"), dict) else {}
+    assert isinstance(llm, dict)
+    roles = llm.get("by_role")
+    if isinstance(roles, dict) and roles:
+        return {text_of(k): v for k, v in roles.items() if isinstance(v, dict)}
+    return {"all": llm} if llm else {}
+
+
+FUNNEL_STAGES = ("proposed", "parsed", "valid", "novel", "accepted")
+
+
+def funnel_totals(run: RunData) -> dict[str, int]:
+    totals: Counter[str] = Counter()
+    for m in run.metrics:
+        if m.funnel:
+            for stage in FUNNEL_STAGES:
+                totals[stage] += m.funnel.get(stage, 0)
+        else:  # older rows: the ends of the funnel only
+            totals["proposed"] += m.tasks_proposed
+            totals["accepted"] += m.tasks_accepted
+    return {stage: totals[stage] for stage in FUNNEL_STAGES if stage in totals}
+
+
+def top(counter: Counter[str], n: int) -> list[str]:
+    """The ``n`` most common keys; ties broken by name so the order is stable."""
+    return [k for k, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
