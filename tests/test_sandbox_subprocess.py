@@ -39,7 +39,7 @@ def test_scratch_removal_never_touches_the_parent(tmp_path, monkeypatch):
     (scratch / "locked" / "f").write_text("x")
     os.chmod(scratch / "locked", 0)
     real_rmdir = os.rmdir
-    calls = []
+    calls: list[object] = []
 
     def flaky_rmdir(path, *args, **kwargs):  # the scratch dir itself refuses once (a leftover wrote into it)
         if os.fspath(path) == str(scratch) and not calls:

@@ -111,10 +111,10 @@ def _libc_int_function(name: str) -> "Any":
 
     c: Any = _ctypes
 
-    class _CInt(c._SimpleCData):
+    class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
         _type_ = "i"
 
-    class _CFunc(c.CFuncPtr):
+    class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
         _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
         _restype_ = _CInt
 
@@ -1104,14 +1104,14 @@ def _load_seccomp(prctl: "Any", program: bytes) -> bool:
 
         c: Any = _ctypes
 
-        class _CChar(c._SimpleCData):
+        class _CChar(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
             _type_ = "c"
 
-        class _CULong(c._SimpleCData):
+        class _CULong(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
             _type_ = "L"
 
         def buffer(data: bytes) -> "Any":
-            class _Buf(c.Array):
+            class _Buf(c.Array):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
                 _type_ = _CChar
                 _length_ = len(data)
 
@@ -1124,7 +1124,8 @@ def _load_seccomp(prctl: "Any", program: bytes) -> bool:
         fprog = buffer(count + bytes(ptr - 2) + c.addressof(filters).to_bytes(ptr, sys.byteorder))
         if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return False
-        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, _CULong(c.addressof(fprog)), 0, 0) == 0
+        installed: bool = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, _CULong(c.addressof(fprog)), 0, 0) == 0
+        return installed
     except Exception:
         return False
 

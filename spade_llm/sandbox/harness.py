@@ -107,7 +107,7 @@ _complex = complex
 _str = str
 _bytes = bytes
 _list = list
-_tuple = tuple
+_tuple: "type[Any]" = tuple  # compared by identity with the other builtins: not narrowed
 _dict = dict
 _set = set
 _frozenset = frozenset
@@ -881,10 +881,10 @@ def _load_prctl() -> "Any":
 
         c: Any = _ctypes  # what ctypes/__init__.py does to build CDLL(None).prctl, minus its imports
 
-        class _CInt(c._SimpleCData):
+        class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
             _type_ = "i"
 
-        class _CFunc(c.CFuncPtr):
+        class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
             _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
             _restype_ = _CInt
 
@@ -1154,7 +1154,8 @@ def report_line(report: "dict[str, Any]", req: "dict[str, Any]", token: str, sec
         lines = report["res"].split("\n")
         done = len(lines) >= 3 and lines[0] == token + " start" and lines[-2:] == [token + " done", ""]
         report["marker"] = secret["marker"] if done and report["rc"] == 0 else None
-    return (secret["nonce"] + " " + _to_json(report) + "\n").encode("ascii")
+    line: str = secret["nonce"] + " " + _to_json(report) + "\n"
+    return line.encode("ascii")
 
 
 def new_pipes() -> "dict[str, int]":

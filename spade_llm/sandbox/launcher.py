@@ -149,10 +149,10 @@ def _libc(name: str) -> "Any":
 
     c: Any = _ctypes
 
-    class _CInt(c._SimpleCData):
+    class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
         _type_ = "i"
 
-    class _CFunc(c.CFuncPtr):
+    class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
         _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
         _restype_ = _CInt
 

@@ -129,7 +129,8 @@ def matches(value: Any, expected: Any, abs_tol: float | None = None) -> bool:
         if type(value) not in (int, float) or type(expected) not in (int, float):
             return False
         try:
-            return abs(value - expected) < abs_tol  # NaN and infinities are never within
+            within: bool = abs(value - expected) < abs_tol  # NaN and infinities are never within
+            return within
         except OverflowError:  # an int too large for a float is not near any float
             return False
     if expected is None:
