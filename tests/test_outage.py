@@ -48,21 +48,25 @@ def summary(run: Path) -> dict:
 
 @pytest.mark.e2e
 def test_a_closed_port_stops_the_run_naming_the_endpoint(tmp_path):
-    port = free_port()  # nothing listens there
-    out = tmp_path / "run"
-    started = time.monotonic()
-    proc = spade(
-        "run", "--config", breaker_config(tmp_path, 3), "--model", "openai/default",
-        "--api-base", f"http://127.0.0.1:{port}/v1", "--out", str(out),
-    )  # fmt: skip
-    assert proc.returncode == 3, proc.stderr
-    assert time.monotonic() - started < 60
-    last = proc.stderr.strip().splitlines()[-1]
-    assert f"127.0.0.1:{port}" in last and "unreachable" in last and "--resume" in last
-    s = summary(out)
-    assert s["complete"] is False and "unusable" in s["stopped_because"]
-    # nothing of the outage was recorded as the model's doing
-    assert not (out / "rejected.jsonl").read_text() and not (out / "metrics.jsonl").read_text()
+    # a port held bound but never listened on: connections are refused, and no test running beside
+    # this one (-n auto) can start a server on it meanwhile
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = int(closed.getsockname()[1])
+        out = tmp_path / "run"
+        started = time.monotonic()
+        proc = spade(
+            "run", "--config", breaker_config(tmp_path, 3), "--model", "openai/default",
+            "--api-base", f"http://127.0.0.1:{port}/v1", "--out", str(out),
+        )  # fmt: skip
+        assert proc.returncode == 3, proc.stderr
+        assert time.monotonic() - started < 60
+        last = proc.stderr.strip().splitlines()[-1]
+        assert f"127.0.0.1:{port}" in last and "unreachable" in last and "--resume" in last
+        s = summary(out)
+        assert s["complete"] is False and "unusable" in s["stopped_because"]
+        # nothing of the outage was recorded as the model's doing
+        assert not (out / "rejected.jsonl").read_text() and not (out / "metrics.jsonl").read_text()
 
 
 class _Refuse(http.server.BaseHTTPRequestHandler):
@@ -144,6 +148,7 @@ def test_serve_fake_killed_mid_run_then_resumed_equals_an_uninterrupted_run(tmp_
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_a_second_writer_is_refused_and_the_run_still_verifies(tmp_path):
     out = tmp_path / "run"
     first = subprocess.Popen(
