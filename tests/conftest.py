@@ -4,7 +4,8 @@ Guard (autouse): no real model request by accident. Tests that talk to respx moc
 their own on 127.0.0.1 lift it with ``allow_model_requests`` (or ``waits``, which also records the
 retry backoffs instead of sleeping them). ``openai_response`` / ``openai_error`` build the bodies an
 OpenAI-compatible endpoint answers with; ``fake_server`` starts in-process FakeServers and
-``fault_proxy`` puts shared/tools/faulty_proxy.py in front of one.
+``fault_proxy`` puts shared/tools/faulty_proxy.py in front of one. ``sandbox`` is the subprocess
+sandbox the judging tests share, one per module.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-import spade_llm.llm.litellm as litellm_provider
 import spade_llm.llm.retry as retry_mod
+import spade_llm.llm.transport as transport
 from spade_llm.llm.stats import LLMStats
 
 if TYPE_CHECKING:
+    from spade_llm.sandbox.base import Sandbox
     from spade_llm.server import FakeServer
 
 TEST_API_KEY = "sk-test-key-1234567890"
@@ -35,7 +37,7 @@ TEST_API_KEY = "sk-test-key-1234567890"
 
 @pytest.fixture(autouse=True)
 def block_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(litellm_provider, "ALLOW_MODEL_REQUESTS", False)
+    monkeypatch.setattr(transport, "ALLOW_MODEL_REQUESTS", False)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
 
@@ -47,7 +49,7 @@ def block_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
 def allow_model_requests(monkeypatch: pytest.MonkeyPatch) -> str:
     """Lift the guard for a test whose requests reach only respx mocks or servers of its own on
     127.0.0.1; sets a dummy OPENAI_API_KEY and returns it."""
-    monkeypatch.setattr(litellm_provider, "ALLOW_MODEL_REQUESTS", True)
+    monkeypatch.setattr(transport, "ALLOW_MODEL_REQUESTS", True)
     monkeypatch.setenv("OPENAI_API_KEY", TEST_API_KEY)
     return TEST_API_KEY
 
@@ -97,6 +99,21 @@ def openai_error() -> Callable[..., httpx.Response]:
     return _error
 
 
+# -- sandboxes --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """A subprocess sandbox for the module's tests, closed after its last one. Modules whose tests run on
+    several backends (test_sandbox_conformance.py, test_program_output.py) define a parametrized
+    ``sandbox`` of their own, which takes this one's place there."""
+    from spade_llm.sandbox.registry import get_sandbox
+
+    box = get_sandbox("subprocess")
+    yield box
+    box.close()
+
+
 # -- real sockets: in-process FakeServers and the fault proxy ----------------------------------------
 
 
@@ -111,7 +128,7 @@ def _free_port() -> int:
 def fake_server() -> Iterator[Callable[..., FakeServer]]:
     """``fake_server(backend=None, latency=0.0, seed=0, **pacing)`` starts a FakeServer on a free 127.0.0.1
     port, its event loop in a thread of its own, and returns it (``.url`` is the base URL, ``.port``,
-    ``.stats``); ``backend`` is a stand-in for ``spade_llm.llm.fake``; ``pacing`` goes to FakeServer
+    ``.stats``); ``backend`` is a stand-in for ``spade_llm.fake``; ``pacing`` goes to FakeServer
     (``answer_s``, ``chunk_s``, ``tokens_per_s``, ``refuse``). Every one stops at teardown."""
     from spade_llm.server import FakeServer
 

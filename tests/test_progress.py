@@ -44,6 +44,7 @@ def on_terminal(*args: str, timeout: float = 120) -> tuple[int, str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_run_draws_a_progress_block_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
     args = ["run", "--epochs", "2", "--tasks-per-epoch", "2", "--seed", "3"]
     code, drawn = on_terminal(*args, "--out", str(tmp_path / "tty"))

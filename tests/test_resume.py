@@ -128,6 +128,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("resume"))
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.sampled_from([1, 2, 23]),
@@ -187,6 +188,7 @@ def _spade(*args: str) -> list[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("journal", "count"),
     [("plans.jsonl", 1), ("trajectories.jsonl", 3), ("metrics.jsonl", 1), ("trajectories.jsonl", 9)],

@@ -75,6 +75,7 @@ def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child")
+@pytest.mark.slow
 def test_a_real_sigint_mid_solve(tmp_path: Path) -> None:
     """As a user's Ctrl-C arrives: a signal, while episodes run."""
     gen = tmp_path / "gen"

@@ -149,7 +149,7 @@ def test_solve_with_surrogates_in_the_answers_exits_0_with_its_trajectories(tmp_
     assert [r["task_id"] for r in strict_lines(tmp_path / "out" / "task_stats.jsonl")] == ["add-1"]
 
 
-@pytest.mark.parametrize("transport", ["plain", "litellm"])
+@pytest.mark.parametrize("transport", ["plain", pytest.param("litellm", marks=pytest.mark.slow)])
 def test_solve_with_surrogates_over_a_plain_body_or_litellm(tmp_path: Path, transport: str) -> None:
     if transport == "litellm":
         pytest.importorskip("litellm", reason="litellm is not installed")
