@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_resume import _strip_times  # the resume tests' canonical form: time fields dropped
 
 from spade_llm.config import RunConfig, load_config
 from spade_llm.importers import import_humaneval
@@ -36,7 +36,6 @@ JOURNALS = [
     "metrics.jsonl",
 ]
 COMPLETION_ORDER = {"trajectories.jsonl", "task_stats.jsonl"}
-TIME_FIELD = re.compile(r"(time|wall|duration|elapsed|latency|second)|(_s|_ms|_at)$|^(started|finished|created)")
 RUNS: dict[str, dict[str, Any]] = {
     "run-1": {"seed": 1},
     "run-7": {"seed": 7},
@@ -47,14 +46,6 @@ RUNS: dict[str, dict[str, Any]] = {
 }
 """Named runs: the seed and the config beside the common one."""
 SOLVES = {"solve-3": 3, "solve-11": 11}
-
-
-def _strip_times(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_times(v) for k, v in value.items() if not TIME_FIELD.search(k)}
-    if isinstance(value, list):
-        return [_strip_times(v) for v in value]
-    return value
 
 
 def _digest(row: Any) -> str:
