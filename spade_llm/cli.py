@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report",
         action="store_const",
         const=True,
-        help="write RUN_DIR/report.html after every epoch (pip install 'spade_llm[report]')",
+        help="write RUN_DIR/report.html after every epoch",
     )
     run.add_argument("--quiet", action="store_true", help="print only the run directory")
 

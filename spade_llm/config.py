@@ -361,7 +361,7 @@ class RunConfig(_Section):
     """Code run at points of the loop (``on_epoch_end``)."""
     report: bool = False
     """Write ``RUN_DIR/report.html`` after every epoch (the page reloads itself while the run goes
-    on); needs matplotlib: ``pip install 'spade_llm[report]'``."""
+    on)."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """A training command run between epochs, which may hand the solver a new model."""
     executor: Literal["local", "ray"] = "local"

@@ -132,5 +132,8 @@ def test_wheel_ships_every_subpackage_template_and_config(tmp_path: Path) -> Non
     assert not [n for n in names if n.startswith(("prompts/", "configs/", "tests/"))]  # nothing at the top level
 
     assert "License-Expression: MIT" in metadata_text
+    # the report's charts come with the base install: `pip install . && spade report RUN` draws them
+    base = [line for line in metadata_text.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert any(line.split()[1].startswith("matplotlib") for line in base), base
     for warning in ("SetuptoolsDeprecationWarning", "is absent from the `packages` configuration"):
         assert warning not in log, f"setuptools warned while building:\n{log[-4000:]}"

@@ -81,7 +81,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
         from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: F401
     except ImportError:
-        raise UserError("spade report needs matplotlib: pip install 'spade_llm[report]'") from None
+        raise UserError("spade report needs matplotlib, which spade_llm depends on: pip install matplotlib") from None
 
 
 _SVG_HEAD = re.compile(r"\A.*?(?=<svg\b)", re.S)
