@@ -12,6 +12,7 @@ import errno
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -545,6 +546,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"run directory: {run.path}",
         "  tasks.jsonl  trajectories.jsonl  task_stats.jsonl  metrics.jsonl  rejected.jsonl  summary.json"
         "  manifest.json  config.yaml",
+        f"next: spade report {shlex.quote(str(run.path))}   (the run as a page)",
+        f"      spade export {shlex.quote(str(run.path))} --format sft   (training data; dpo, grpo, verl too)",
     ]
     print("\n".join(lines))
     return 0

@@ -36,6 +36,9 @@ def run_a(tmp_path_factory):
 def test_run_writes_spec_run_directory(run_a):
     out, proc = run_a
     assert str(out) in proc.stdout
+    # it ends saying what to do next, with commands that work as printed
+    nexts = [line.split("(")[0].split() for line in proc.stdout.splitlines()[-2:]]
+    assert nexts == [["next:", "spade", "report", str(out)], ["spade", "export", str(out), "--format", "sft"]]
     for name in [
         "config.yaml",
         "manifest.json",
