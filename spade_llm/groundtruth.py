@@ -112,7 +112,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
 
 SANDBOX_FUSION_DATA_SOURCE = "codecontests"
 """A data source verl's ``default_compute_score`` sends to its SandboxFusion judge (with
-``reward_model.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
+``reward.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
 
 
 def _json_exact(value: Any) -> bool:

@@ -29,9 +29,10 @@ Use:
 * TRL: ``GRPOTrainer(reward_funcs=[code_reward], train_dataset=<the GRPO export>)``, or
   ``code_reward_async``, or ``make_code_reward(partial_credit=True)``; multi-turn with tools:
   ``spade_llm.trl.SpadeCodingEnv``.
-* verl: ``custom_reward_function.path=pkg://spade_llm.rewards``, ``custom_reward_function.name=
-  compute_score`` (or ``compute_score_async``). The dict's extra keys are the same for every answer
-  and never None: verl's agent loop takes the first answer's keys for all, and its validation
+* verl (0.9's keys): ``reward.custom_reward_function.path=pkg://spade_llm.rewards``,
+  ``reward.custom_reward_function.name=compute_score`` (or ``compute_score_async``). The dict's
+  extra keys are the same for every answer and never None: verl's agent loop takes the first
+  answer's keys for all, and its validation
   metrics take means of every key whose values are not strings (``status`` is a string, skipped
   there and kept in rollout dumps; ``status_code`` is its number). ``acc`` makes verl report the
   all-tests pass rate as its core validation metric.
@@ -733,8 +734,8 @@ def compute_score(
     """verl's ``custom_reward_function`` (``path: pkg://spade_llm.rewards``, ``name: compute_score``):
     ``{"score": ..., "acc", "pass_fraction", "tests_passed", "tests_total", "status", "status_code"}``
     (see ``Verdict.as_verl``). ``data_source`` and ``extra_info`` are not needed (the ground truth
-    says everything); ``partial_credit`` comes from ``custom_reward_function.reward_kwargs``; other
-    keywords verl may add are ignored.
+    says everything); ``partial_credit`` comes from ``reward.custom_reward_function.reward_kwargs``;
+    other keywords verl may add are ignored.
 
     Raises:
         UserError: malformed ground truth.
