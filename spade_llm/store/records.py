@@ -29,7 +29,7 @@ from ..errors import UserError
 from ..text import clean_data, json_loads
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve
-from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir
+from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_numbered
 
 __all__ = ["RunRecords", "apply_repairs", "check_integrity", "read_run"]
 
@@ -159,7 +159,7 @@ def _read_tolerant(root: Path) -> RunRecords:
     def typed(journal: str) -> list[Any]:
         model: type[BaseModel] = RECORD_MODELS[journal][0]
         out = []
-        for raw in _raw_records(root / journal, damaged):
+        for _, raw in read_numbered(root / journal, damaged):
             try:
                 out.append(model.model_validate(raw))
             except ValidationError:
@@ -167,7 +167,7 @@ def _read_tolerant(root: Path) -> RunRecords:
         return out
 
     proposals = []
-    for raw in _raw_records(root / PROPOSALS, damaged):
+    for _, raw in read_numbered(root / PROPOSALS, damaged):
         try:
             RECORD_MODELS[PROPOSALS][0].model_validate(raw)
             proposals.append(raw)
@@ -187,33 +187,6 @@ def _read_tolerant(root: Path) -> RunRecords:
         metrics=typed(METRICS),
         damaged=damaged,
     )
-
-
-def _raw_records(path: Path, damaged: Counter[str]) -> list[dict[str, Any]]:
-    """The JSON objects of a journal; a missing file gives none, a partial last line is not read, and
-    a line that is not a JSON object is counted in ``damaged``."""
-    out: list[dict[str, Any]] = []
-    try:
-        with path.open("rb") as f:
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    break
-                if not raw.strip():
-                    continue
-                try:
-                    record = json_loads(raw)  # a lone surrogate ("\ud800", another tool's record): U+FFFD
-                except (ValueError, RecursionError):
-                    damaged[path.name] += 1
-                    continue
-                if isinstance(record, dict):
-                    out.append(record)
-                else:
-                    damaged[path.name] += 1
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
-    return out
 
 
 def _json_dict(path: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,13 +49,14 @@ def _dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=True, separators=(",", ":"))
 
 
-def read_numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_numbered(path: Path, damaged: Counter[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for each record of a JSONL file; a partial last line (a killed writer)
-    is skipped, blank lines too.
+    is skipped, blank lines too. ``damaged`` given (a tolerant reader): a whole line that is not a
+    JSON record is counted there, under the file's name, and skipped instead.
 
     Raises:
-        UserError: the file cannot be read, or a whole line is not a JSON record (a damaged run
-            directory), naming the file and line.
+        UserError: the file cannot be read, or (no ``damaged``) a whole line is not a JSON record (a
+            damaged run directory), naming the file and line.
     """
     if not path.exists():
         return
@@ -68,9 +70,15 @@ def read_numbered(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 try:
                     record = json_loads(raw.decode("utf-8"))  # "\ud800" (another tool's record): U+FFFD
                 except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deep
+                    if damaged is not None:
+                        damaged[path.name] += 1
+                        continue
                     why = e.msg if isinstance(e, json.JSONDecodeError) else type(e).__name__
                     raise UserError(f"{path}:{n}: damaged record ({why}); repair or remove that line") from None
                 if not isinstance(record, dict):
+                    if damaged is not None:
+                        damaged[path.name] += 1
+                        continue
                     raise UserError(f"{path}:{n}: damaged record (not a JSON object); repair or remove that line")
                 yield n, record
     except OSError as e:
