@@ -21,32 +21,17 @@ from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
 from .dedup import Deduper
 from .episodes import Episodes, RunState
-from .evaluator import epoch_metrics
+from .evaluator import epoch_metrics, task_fingerprint
 from .executors import Checker, Executor
 from .generator import Generator, Proposal, ProposalContext
 from .hooks import EpochEnd, EpochHook, call_epoch_hooks
 from .llm.stats import LLMStats
 from .progress import describe_epoch, epoch_lines, run_summary
-from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASKS, RunDir, apply_repairs, check_integrity, read_run
+from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASKS, RunDir
 from .store.integrity import candidate_rejection, request_rejection
 from .trainer import SolverSwitch, Trainer
 from .types import EpochMetrics, Rejection, Task, decision_key, task_epoch
 from .validation import ValidationReport
-
-
-def load_state(run: RunDir) -> RunState:
-    """What ``run`` holds, checked against itself first (``store.check_integrity``), with what can be
-    re-derived exactly written back: a line that is not a record, or records that disagree with what
-    their epochs recorded, stop here with exit 2.
-
-    Raises:
-        UserError: the run directory is damaged (FILE:LINE), or was changed after it was written.
-    """
-    if not (run.path / "config.yaml").is_file():
-        return RunState()  # a new run: nothing written yet
-    records = check_integrity(read_run(run.path))
-    apply_repairs(run, records)
-    return RunState.from_records(records)
 
 
 class Controller:
@@ -71,7 +56,7 @@ class Controller:
         """``checker`` validates proposals (the local ``CodeChecker``, or the executor's workers);
         ``trainer`` runs the training step between epochs; ``switch_solver`` points the solver at the
         model a step hands back (and updates ``config.solver``); ``state``: what ``run`` holds, when
-        the caller loaded it already (``load_state``, which checks it)."""
+        the caller loaded it already (``RunState.load``, which checks it)."""
         self.config = config
         self.run = run
         self.generator = generator
@@ -83,7 +68,7 @@ class Controller:
         self.trainer = trainer
         self.switch_solver = switch_solver
         self.log = log
-        self.state = state if state is not None else load_state(run)
+        self.state = state if state is not None else RunState.load(run)
         previous = run.read_json("summary.json")
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
@@ -313,7 +298,8 @@ class Controller:
                 )
             )
             return None
-        twin_detail = self.deduper.duplicate(task.kind, report.task.reference_code, report.behaviour)
+        fp = task_fingerprint(report.task.reference_code)
+        twin_detail = self.deduper.duplicate(task.kind, fp, report.behaviour)
         if twin_detail is not None:
             self.reject(
                 Rejection(
@@ -334,7 +320,7 @@ class Controller:
             # only what the code fixes: how many mutants were killed or equivalent can hang on timing
             meta["mutants"] = report.mutation.total
         accepted = report.task.model_copy(update={"meta": meta})
-        self.deduper.accept(accepted, task.kind, report.behaviour)
+        self.deduper.accept(accepted, fp, task.kind, report.behaviour)
         self.state.tasks.append(accepted)
         self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
         return accepted

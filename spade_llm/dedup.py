@@ -36,16 +36,21 @@ class Deduper:
         """``kind:behaviour fingerprint`` -> the accepted task that has it (``behaviour.py``)."""
         for task in accepted:
             behaviour = task.meta.get("behaviour")
-            self._remember(task, task.kind, behaviour if isinstance(behaviour, str) else None)
+            self.accept(
+                task,
+                task_fingerprint(task.reference_code),
+                task.kind,
+                behaviour if isinstance(behaviour, str) else None,
+            )
 
     def fingerprints(self) -> dict[str, Fingerprint]:
         """Accepted task id -> its code fingerprint, in acceptance order."""
         return {a.task_id: a.fingerprint for a in self._accepted}
 
-    def duplicate(self, kind: str, reference_code: str, behaviour: str | None) -> str | None:
-        """Why a candidate of ``kind`` with this reference and behaviour is a duplicate (the
-        ``detail`` of its rejection), or None when it is new."""
-        fp = task_fingerprint(reference_code)
+    def duplicate(self, kind: str, fp: Fingerprint, behaviour: str | None) -> str | None:
+        """Why a candidate of ``kind`` with this code fingerprint (``evaluator.task_fingerprint`` of
+        its reference) and behaviour is a duplicate (the ``detail`` of its rejection), or None when
+        it is new."""
         # a program may come back as another kind (predict its output rather than write it): only
         # tasks of the same kind are compared
         score, index = max(
@@ -59,11 +64,9 @@ class Deduper:
             return f"computes what {same} computes: the same outputs on every shared probe input"
         return None
 
-    def accept(self, task: Task, kind: str, behaviour: str | None) -> None:
-        """Remember an accepted ``task``, proposed as ``kind`` (the kind its behaviour is filed under)."""
-        self._remember(task, kind, behaviour)
-
-    def _remember(self, task: Task, kind: str, behaviour: str | None) -> None:
-        self._accepted.append(_Accepted(task.task_id, task.kind, task_fingerprint(task.reference_code)))
+    def accept(self, task: Task, fp: Fingerprint, kind: str, behaviour: str | None) -> None:
+        """Remember an accepted ``task`` with its code fingerprint, proposed as ``kind`` (the kind its
+        behaviour is filed under)."""
+        self._accepted.append(_Accepted(task.task_id, task.kind, fp))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)

@@ -17,7 +17,7 @@ from typing import Any
 from .curriculum import EpochPlan
 from .evaluator import task_stats
 from .executors import Executor, WorkItem
-from .store import TASK_STATS, TRAJECTORIES, RunDir, RunRecords
+from .store import TASK_STATS, TRAJECTORIES, RunDir, RunRecords, apply_repairs, check_integrity, read_run
 from .types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
 
 
@@ -43,8 +43,23 @@ class RunState:
         self.by_task.setdefault(trajectory.task_id, []).append(trajectory)
 
     @classmethod
+    def load(cls, run: RunDir) -> RunState:
+        """What ``run`` holds (nothing, for a new one), checked against itself first
+        (``store.check_integrity``), with what can be re-derived exactly written back: a line that is
+        not a record, or records that disagree with what the run recorded, stop here with exit 2.
+
+        Raises:
+            UserError: the run directory is damaged (FILE:LINE), or was changed after it was written.
+        """
+        if not (run.path / "config.yaml").is_file():
+            return cls()  # a new run: nothing written yet
+        records = check_integrity(read_run(run.path))
+        apply_repairs(run, records)
+        return cls.from_records(records)
+
+    @classmethod
     def from_records(cls, records: RunRecords) -> RunState:
-        """The state of a run read back by ``store.read_run`` (which checked it)."""
+        """The state of a run read back by ``store.read_run``."""
         state = cls(tasks=records.tasks, metrics=records.metrics, rejected=records.rejected)
         state.task_stats = {row.task_id: row for row in records.task_stats}
         for trajectory in records.trajectories:

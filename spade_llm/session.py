@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from .config import RunConfig, config_from_dict, deep_merge
-from .controller import Controller, load_state
+from .controller import Controller
 from .episodes import Episodes, RunState
 from .errors import EndpointDown, ExecutorError, UserError
 from .executors import Checker, Executor, LocalExecutor, start_ray_executor
@@ -28,7 +28,7 @@ from .llm.registry import aclose_llm
 from .progress import progress_block, solve_lines, solve_summary
 from .solver import LLMSolver
 from .solver_session import SolverSession
-from .store import TASKS, RunDir, RunRecords, check_integrity, read_run, scrub_secrets
+from .store import TASKS, RunDir, scrub_secrets
 from .templates import Prompts
 from .trainer import SolverSwitch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
@@ -170,7 +170,7 @@ class Session(SolverSession):
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
         gen_llm = self.gen_llm
-        state = load_state(run)  # checked before the header: a damaged run is refused untouched
+        state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
@@ -248,16 +248,12 @@ class Session(SolverSession):
         without an expected value get the reference's output first (``fill_expected``; the CLI does it
         before the run directory exists), so ``tasks.jsonl`` holds the values the episodes were judged on.
         """
-        fresh = not (run.path / "config.yaml").is_file()
-        records = (
-            RunRecords(run.path) if fresh else check_integrity(read_run(run.path))
-        )  # a damaged directory is refused untouched
+        state = RunState.load(run)  # checked first: a damaged directory is refused untouched
         tasks = self.fill_expected(tasks)
         self._write_header(run, resumed=resumed)
         k = self.config.solver.samples_per_task
-        state = RunState.from_records(records)
         on_disk = len(state.trajectories)
-        if not records.tasks:
+        if not state.tasks:
             run.append(TASKS, [t.dump() for t in tasks])
 
         async def main() -> None:

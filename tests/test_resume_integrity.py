@@ -25,7 +25,7 @@ import pytest
 from sandbox_backends import unavailable
 
 from spade_llm.config import RunConfig, load_config
-from spade_llm.controller import Controller, load_state
+from spade_llm.controller import Controller
 from spade_llm.episodes import RunState
 from spade_llm.errors import UserError
 from spade_llm.executors import WorkItem
@@ -152,7 +152,7 @@ def load(path: Path) -> RunState:
     """What a resume reads first: the directory reopened (torn lines cut), then its records."""
     run = RunDir.open_existing(path)
     try:
-        return load_state(run)
+        return RunState.load(run)
     finally:
         run.unlock()
 
