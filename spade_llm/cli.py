@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import EndpointDown, ExecutorError, SpadeError, UserError
+from .errors import EndpointDown, ExecutorError, SpadeError, UserError, pip_install
 from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
 
 EXIT_USER = 2
@@ -435,7 +435,7 @@ def _executor_flags(parser: argparse.ArgumentParser) -> None:
         "--executor",
         choices=["local", "ray"],
         help="where validations and episodes run: local (asyncio here) or ray (a Ray cluster's workers; "
-        "pip install 'spade_llm[ray]'); the records are the same",
+        f"{pip_install('ray')}); the records are the same",
     )
     parser.add_argument(
         "--ray-address",

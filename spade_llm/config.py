@@ -313,7 +313,7 @@ class RewardConfig(_Section):
 
 
 class RayConfig(_Section):
-    """Where and how ``executor: ray`` runs validations and episodes (``pip install 'spade_llm[ray]'``)."""
+    """Where and how ``executor: ray`` runs validations and episodes (``pip install 'spade-selfplay[ray]'``)."""
 
     address: str | None = None
     """Cluster to join: ``auto`` (this machine is a node of one), ``HOST:6379`` (the head's GCS) or

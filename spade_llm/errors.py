@@ -18,6 +18,15 @@ Each pickles with its fields, so an error raised in a remote worker is raised as
 
 from __future__ import annotations
 
+DISTRIBUTION = "spade-selfplay"
+"""The name spade_llm is installed by (``pip install spade-selfplay``; PyPI's ``spade-llm`` is another
+project, an extension of the SPADE agent platform); the import package stays ``spade_llm``."""
+
+
+def pip_install(extra: str = "") -> str:
+    """The command that installs spade_llm with ``extra``: what an error about a missing module says."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {DISTRIBUTION}"
+
 
 class SpadeError(Exception):
     """Base class of every error spade_llm raises on purpose."""

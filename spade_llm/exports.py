@@ -32,7 +32,7 @@ Formats:
 * ``verl`` (parquet, verl's RL dataset): ``data_source`` (``"spade_llm"``), ``prompt`` (messages),
   ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
   task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
-  (``pip install 'spade_llm[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
+  (``pip install 'spade-selfplay[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
   built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as ``fn_name``,
   JSON argument lines and printed outputs; induction tasks whose arguments JSON can carry). That
   judge compares printed text and its wrapper prints nothing for an answer that raises or exits, so
@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from .errors import UserError, pip_install
 from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from .kinds import KIND_NAMES
 from .store import JOURNALS, read_run
@@ -692,7 +692,7 @@ def _write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
 
 
 def _needs_pyarrow(what: str) -> UserError:
-    return UserError(f"{what} writes parquet, which needs pyarrow: pip install 'spade_llm[parquet]'")
+    return UserError(f"{what} writes parquet, which needs pyarrow: {pip_install('parquet')}")
 
 
 def require_pyarrow(what: str) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .config import RunConfig, config_from_dict, deep_merge
 from .controller import Controller
 from .episodes import Episodes, RunState
-from .errors import EndpointDown, ExecutorError, UserError
+from .errors import DISTRIBUTION, EndpointDown, ExecutorError, UserError
 from .executors import Checker, Executor, LocalExecutor, start_ray_executor
 from .generator import LLMGenerator
 from .hooks import load_hooks
@@ -50,7 +50,7 @@ def _now() -> str:
 
 def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str, executor: dict[str, Any]) -> dict[str, Any]:
     return {
-        "spade_llm": _version("spade_llm"),
+        "spade_llm": _version(DISTRIBUTION),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "litellm": _version("litellm"),
@@ -151,7 +151,7 @@ class Session(SolverSession):
             resumes.append(
                 {
                     "at": _now(),
-                    "spade_llm": _version("spade_llm"),
+                    "spade_llm": _version(DISTRIBUTION),
                     "argv": [scrub_secrets(a) for a in sys.argv[1:]],
                     "sandbox": self.sandbox_name,
                     "executor": self.executor_info(),

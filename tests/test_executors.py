@@ -17,7 +17,7 @@ from spade_llm.llm.stats import LLMStats
 def test_without_ray_the_executor_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError, as without the extra
     monkeypatch.delitem(sys.modules, "spade_llm.executors.ray", raising=False)
-    with pytest.raises(UserError, match=r"pip install 'spade_llm\[ray\]'"):
+    with pytest.raises(UserError, match=r"pip install 'spade-selfplay\[ray\]'"):
         start_ray_executor(load_config(None, {"executor": "ray"}), LLMStats())
 
 

@@ -733,7 +733,7 @@ def test_verl_without_pyarrow_says_what_to_install(
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     assert main(["export", str(run), "--format", "verl", "-o", str(tmp_path / "v.parquet")]) == 2
     err = capsys.readouterr().err
-    assert "pyarrow" in err and "spade_llm[parquet]" in err and len(err.strip().splitlines()) == 1
+    assert "pyarrow" in err and "spade-selfplay[parquet]" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "v.parquet").exists()
 
 

@@ -99,7 +99,7 @@ def build_wheel(tmp_path: Path) -> tuple[Path, str]:
         if isolated and any(sign in log for sign in OFFLINE):
             pytest.skip(f"cannot build offline: setuptools here is {version}, the build needs >=77 from an index")
         pytest.fail(f"pip wheel failed:\n{log[-4000:]}")
-    wheels = list(out.glob("spade_llm-*.whl"))
+    wheels = list(out.glob("spade_selfplay-*.whl"))
     assert len(wheels) == 1, log[-4000:]
     return wheels[0], log
 
@@ -137,3 +137,30 @@ def test_wheel_ships_every_subpackage_template_and_config(tmp_path: Path) -> Non
     assert any(line.split()[1].startswith("matplotlib") for line in base), base
     for warning in ("SetuptoolsDeprecationWarning", "is absent from the `packages` configuration"):
         assert warning not in log, f"setuptools warned while building:\n{log[-4000:]}"
+
+
+def test_the_distribution_has_a_name_of_its_own_and_every_install_line_uses_it() -> None:
+    """PyPI's ``spade-llm`` (any spelling: names normalize ``_``/``-``/``.``) is another project, so
+    ``pip install spade_llm`` would install someone else's package: the project's name, the one the
+    package reports its version under, and every ``pip install`` it tells a user to run use ours."""
+    from spade_llm.errors import DISTRIBUTION, pip_install
+
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("[project]", 1)[1]
+    found_name = re.search(r'^name = "([^"]+)"', project, re.MULTILINE)
+    assert found_name, "pyproject.toml has no [project] name"
+    name = found_name.group(1)
+    assert name == DISTRIBUTION
+    assert re.sub(r"[-_.]+", "-", name).lower() != "spade-llm"
+    assert pip_install("trl") == f"pip install '{DISTRIBUTION}[trl]'" and pip_install() == f"pip install {DISTRIBUTION}"
+    wrong = re.compile(r"pip install\s+(-e\s+)?['\"]?spade[-_.]llm\b", re.IGNORECASE)
+    places = [ROOT / "README.md", ROOT / "pyproject.toml", *(ROOT / "docs").glob("*.md"), *(ROOT / "configs").glob("*")]
+    places += [*(ROOT / "spade_llm").rglob("*.py"), *(ROOT / "scripts").glob("*"), *(ROOT / "benchmarks").glob("*.py")]
+    places += [p for p in (ROOT / "tests").glob("*.py") if p.name != "test_packaging.py"] + [ROOT / ".ci" / "run"]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in places
+        if path.is_file()
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if wrong.search(line)
+    ]
+    assert not found, "\n".join(found)

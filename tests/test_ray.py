@@ -24,7 +24,7 @@ from spade_llm.errors import ExecutorError, UserError
 from spade_llm.session import Session
 from spade_llm.store import RunDir, read_run
 
-ray = pytest.importorskip("ray", reason="executor 'ray' needs Ray: pip install 'spade_llm[ray]'")
+ray = pytest.importorskip("ray", reason="executor 'ray' needs Ray: pip install 'spade-selfplay[ray]'")
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 

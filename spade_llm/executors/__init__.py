@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import UserError
+from ..errors import UserError, pip_install
 from .base import Checker, Executor, WorkItem
 from .local import LocalExecutor
 
@@ -36,7 +36,7 @@ def start_ray_executor(config: RunConfig, stats: LLMStats, log: Callable[[str], 
     except ImportError as e:
         if (e.name or "").split(".")[0] != "ray":
             raise
-        raise UserError("executor 'ray' needs Ray: pip install 'spade_llm[ray]'") from None
+        raise UserError(f"executor 'ray' needs Ray: {pip_install('ray')}") from None
     return RayExecutor(config, stats, log)
 
 

@@ -1,4 +1,4 @@
-"""Validations and episodes on a Ray cluster (``executor: ray``, ``pip install 'spade_llm[ray]'``).
+"""Validations and episodes on a Ray cluster (``executor: ray``, ``pip install 'spade-selfplay[ray]'``).
 
 The driver keeps the controller, the curriculum and the run directory; the cluster only computes.
 Each node gets ``ray.workers_per_node`` worker actors (``SpadeWorker``), each a ``SolverSession`` rebuilt

@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from ..config import RoleConfig
-from ..errors import LLMCallError, UserError
+from ..errors import LLMCallError, UserError, pip_install
 from ..types import TokenUsage
 from .base import LLMRequest, LLMResponse
 from .transport import Transport, scrub
@@ -76,7 +76,7 @@ def import_litellm() -> Any:
         try:
             import litellm
         except ImportError as e:  # pragma: no cover - litellm is a core dependency
-            raise UserError("litellm is not installed: pip install spade_llm") from e
+            raise UserError(f"litellm is not installed: {pip_install()}") from e
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per exception
         litellm.set_verbose = False  # type: ignore[attr-defined]  # a module global litellm does not re-export
         litellm.num_retries = 0  # we retry (counted, budgeted); litellm must not retry underneath
