@@ -558,3 +558,40 @@ def test_sandbox_fusion_export_is_judged_like_spade(client: httpx.Client, server
     }
     for name, answer in hacks.items():
         assert not all(verl_passes(client, server, answer, truth)), name
+
+
+# -- where serve-sandbox answers otherwise than SandboxFusion (docs/training.md's table) ---------------------
+
+
+def test_an_unknown_language_is_a_sandbox_error_not_a_422(client: httpx.Client, server: SandboxServer) -> None:
+    """SandboxFusion validates ``language`` against its list (FastAPI: 422); here it is the protocol's own
+    ``SandboxError`` with a 200, whose message a client such as verl logs."""
+    response = client.post(server.url, json={"code": "print(1)", "language": "cobol"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "SandboxError" and body["run_result"] is None
+    assert "language 'cobol' is not supported" in body["message"] and "'python'" in body["message"]
+
+
+def test_a_stdout_flood_is_killed_with_its_first_mib_kept(client: httpx.Client, server: SandboxServer) -> None:
+    """SandboxFusion keeps the first 1 MiB of stdout and lets the program finish; here a program that goes
+    past the output limit is killed there (it would hold a slot until its time limit): ``Failed``, -9."""
+    for code in ("print('x' * (3 << 20))", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"):
+        started = time.monotonic()
+        body = run_code(client, server, code, run_timeout=20)
+        run = body["run_result"]
+        assert body["status"] == "Failed" and "output went over the limit" in body["message"], body["message"]
+        assert run["status"] == "Finished" and run["return_code"] == -9
+        assert run["stdout"] == "x" * (1 << 20)
+        assert time.monotonic() - started < 10, "killed at the limit, not at the time limit"
+
+
+@needs_bwrap  # a cgroup's OOM kill (bwrap, docker); the subprocess backend's rlimit raises MemoryError
+def test_running_out_of_memory_is_a_kill_the_program_cannot_catch(client: httpx.Client, server: SandboxServer) -> None:
+    """SandboxFusion limits the address space (RLIMIT_AS), so Python raises ``MemoryError`` and exits 1,
+    and an answer can catch it and go on; here the program is killed (-9) and the message says why."""
+    code = "try:\n    x = bytearray(400 << 20)\nexcept MemoryError:\n    print('caught')\nprint('went on')"
+    body = run_code(client, server, code, memory_limit_MB=128)
+    run = body["run_result"]
+    assert body["status"] == "Failed" and "ran out of memory" in body["message"], body["message"]
+    assert run["status"] == "Finished" and run["return_code"] == -9 and run["stdout"] == ""
