@@ -74,6 +74,10 @@ class GeneratorConfig(RoleConfig):
     """Upper bound on tokens in one answer (several tasks with code fit in it)."""
     examples_shown: int = Field(default=3, ge=0)
     """How many accepted tasks the proposal prompt shows as examples."""
+    samples_per_request: int = Field(default=1, ge=1)
+    """Answers to each proposal prompt (K), each with its own seed and its own ``proposals.jsonl`` row:
+    the generator's groups (GRPO) and same-prompt pairs (DPO), as ``solver.samples_per_task`` makes the
+    solver's. Every answer's tasks are judged, so an epoch asks K times the tasks."""
 
 
 class SolverConfig(RoleConfig):

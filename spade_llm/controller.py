@@ -29,7 +29,7 @@ from .llm.stats import LLMStats
 from .progress import describe_epoch, epoch_lines, run_summary
 from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASKS, RunDir
 from .store.integrity import candidate_rejection, request_rejection
-from .trainer import SolverSwitch, Trainer
+from .trainer import Switch, Trainer
 from .types import EpochMetrics, Rejection, Task, decision_key, task_epoch
 from .validation import ValidationReport
 
@@ -49,7 +49,7 @@ class Controller:
         curriculum: Curriculum | None = None,
         hooks: list[tuple[str, EpochHook]] | None = None,
         trainer: Trainer | None = None,
-        switch_solver: Callable[[SolverSwitch], None] | None = None,
+        switch_models: Callable[[Switch], None] | None = None,
         log: Callable[[str], None] = print,
         state: RunState | None = None,
     ) -> None:
@@ -66,7 +66,7 @@ class Controller:
         self.curriculum = curriculum or Curriculum(config)
         self.hooks = hooks or []
         self.trainer = trainer
-        self.switch_solver = switch_solver
+        self.switch_models = switch_models
         self.log = log
         self.state = state if state is not None else RunState.load(run)
         previous = run.read_json("summary.json")
@@ -164,12 +164,13 @@ class Controller:
         if trainer is None or not trainer.due(epoch) or trainer.done(epoch):
             return
         try:
-            outcome = await asyncio.to_thread(trainer.step, epoch, self.config.solver.model)
+            models = (self.config.solver.model, self.config.generator.model)
+            outcome = await asyncio.to_thread(trainer.step, epoch, *models)
         except BaseException:  # Ctrl-C or a kill of the loop: the command (its own process group) ends too
             trainer.stop()
             raise
-        if outcome.switch is not None and self.switch_solver is not None:
-            self.switch_solver(outcome.switch)  # a model that cannot be used stops here, the step unrecorded
+        if outcome.switch is not None and self.switch_models is not None:
+            self.switch_models(outcome.switch)  # a model that cannot be used stops here, the step unrecorded
         trainer.record(outcome)
 
     # -- proposals and decisions -----------------------------------------------------------------
@@ -231,6 +232,8 @@ class Controller:
                 goal=plan.goal,
                 kind=r.kind,
                 run_seed=self.config.seed,
+                prompt_index=r.prompt,
+                sample=r.sample,
             )
             for r in plan.requests
         ]

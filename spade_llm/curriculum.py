@@ -42,7 +42,7 @@ cannot see each other's answers would otherwise converge on the same few favouri
 
 
 class RequestPlan(BaseModel):
-    """One generator request of an epoch."""
+    """One generator request of an epoch: one answer to one proposal prompt."""
 
     request_index: int
     n: int
@@ -50,6 +50,15 @@ class RequestPlan(BaseModel):
     focus: str | None
     kind: str
     seed: int
+    prompt_index: int | None = None
+    """Which of the epoch's prompts this request answers (None in plans written before
+    ``generator.samples_per_request``: the request index, one answer per prompt)."""
+    sample: int = 0
+    """Which answer to that prompt this is (0..samples_per_request-1)."""
+
+    @property
+    def prompt(self) -> int:
+        return self.request_index if self.prompt_index is None else self.prompt_index
 
 
 class EpochPlan(BaseModel):
@@ -147,15 +156,20 @@ class Curriculum:
         examples, rates = frontier_examples(history, self.config.generator.examples_shown, c.band)
         measured = [m for m in history.metrics if m.pass_rate is not None]
         kinds = allocate_kinds(cur.kinds, n_requests, epoch, self.config.seed)
+        answers = self.config.generator.samples_per_request
         requests = [
             RequestPlan(
-                request_index=i,
+                request_index=i * answers + sample,
                 n=min(c.proposals_per_request, c.tasks_per_epoch - i * c.proposals_per_request),
                 focus=topics[i],
                 kind=kinds[i],
-                seed=derive_seed(self.config.seed, "generate", epoch, i),
+                # the first answer keeps the seed a prompt had before there could be several
+                seed=derive_seed(self.config.seed, "generate", epoch, i, *([sample] if sample else [])),
+                prompt_index=i,
+                sample=sample,
             )
             for i in range(n_requests)
+            for sample in range(answers)
         ]
         return EpochPlan(
             epoch=epoch,

@@ -248,6 +248,14 @@ class Proposal:
     finish_reason: str | None = None
     parse_error: dict[str, Any] | None = None
     """Where parsing the last answer as JSON failed (``line``, ``column``, ``offset``, ``message``)."""
+    generator_model: str | None = None
+    """The model that wrote the answer: the model string as configured, or as a training step switched it."""
+    prompt: list[dict[str, str]] = field(default_factory=list)
+    """The messages of the first ask, exactly as sent (a repair re-ask adds to them): the generator's
+    training prompt."""
+    prompt_index: int | None = None
+    """Which of the epoch's prompts this answers (``generator.samples_per_request`` answers each)."""
+    sample: int = 0
 
     def record(self, epoch: int, n: int) -> dict[str, Any]:
         """This proposal as a ``proposals.jsonl`` row (``from_record`` reads it back)."""
@@ -273,6 +281,10 @@ class Proposal:
             "text": self.text,
             "finish_reason": self.finish_reason,
             "parse_error": self.parse_error,
+            "generator_model": self.generator_model,
+            "prompt_index": self.request_index if self.prompt_index is None else self.prompt_index,
+            "sample": self.sample,
+            "prompt": self.prompt,
         }
 
     @classmethod
@@ -298,6 +310,10 @@ class Proposal:
             text=row.get("text") or "",
             finish_reason=row.get("finish_reason"),
             parse_error=row.get("parse_error"),
+            generator_model=row.get("generator_model"),
+            prompt=list(row.get("prompt") or []),
+            prompt_index=row.get("prompt_index"),
+            sample=int(row.get("sample") or 0),
         )
 
 
@@ -321,11 +337,15 @@ class ProposalContext:
     """The capability the tasks should train (``curriculum.goal``)."""
     kind: str = "induction"
     run_seed: int = 0
+    """The run's seed: task ids derive from it, so they do not depend on how request seeds are made."""
     example_rates: dict[str, float] = field(default_factory=dict)
     """Measured pass rates of the examples that have one (see ``curriculum.frontier_examples``)."""
     band: tuple[float, float] = (0.3, 0.7)
     """The pass-rate band the run keeps to: an example inside it was at the edge of the solver's ability."""
-    """The run's seed: task ids derive from it, so they do not depend on how request seeds are made."""
+    prompt_index: int | None = None
+    """Which of the epoch's prompts this request answers (None: its request index)."""
+    sample: int = 0
+    """Which answer to that prompt (``generator.samples_per_request``); only the seed differs."""
 
 
 class Generator(Protocol):
@@ -401,8 +421,11 @@ class LLMGenerator:
         max_tokens: int,
         response_format: ResponseFormat = "json_schema",
         stats: LLMStats | RoleStats | None = None,
+        model: str | None = None,
     ) -> None:
         self.llm = llm
+        self.model = model
+        """The model string ``llm`` serves (recorded with each answer; a training step may switch it)."""
         self.prompts = prompts
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -441,8 +464,14 @@ class LLMGenerator:
         ]
 
     async def propose(self, ctx: ProposalContext) -> Proposal:
-        proposal = Proposal(request_index=ctx.request_index)
         messages = self.messages(ctx)
+        proposal = Proposal(
+            request_index=ctx.request_index,
+            generator_model=self.model,
+            prompt=[m.model_dump() for m in messages],
+            prompt_index=ctx.request_index if ctx.prompt_index is None else ctx.prompt_index,
+            sample=ctx.sample,
+        )
         metadata = {
             "epoch": ctx.epoch,
             "difficulty": ctx.difficulty,

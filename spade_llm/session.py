@@ -30,7 +30,7 @@ from .solver import LLMSolver
 from .solver_session import SolverSession
 from .store import TASKS, RunDir, scrub_secrets
 from .templates import Prompts
-from .trainer import SolverSwitch, Trainer, last_switch
+from .trainer import RoleSwitch, Switch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
 
 if TYPE_CHECKING:
@@ -111,6 +111,34 @@ class Session(SolverSession):
     def _models_before_solver(self) -> None:
         self.gen_llm: LLM | None = self.role_llm(self.config.generator, "generator") if self._need_generator else None
 
+    def use_generator_model(self, switch: RoleSwitch) -> LLM | None:
+        """Point ``config.generator`` and ``gen_llm`` at the model a training step handed back; returns
+        the model it replaces (to close when the run ends).
+
+        Raises:
+            UserError: the model string names no known provider or fake profile.
+        """
+        role = self.config.generator.model_copy(update=switch.dump())
+        try:
+            llm = self.role_llm(role, "generator")
+        except UserError as e:
+            raise UserError(f"the trainer's generator model: {e}") from None
+        replaced, self.gen_llm = self.gen_llm, llm
+        self.config.generator = role
+        return replaced
+
+    def use_models(self, switch: Switch) -> list[LLM]:
+        """Both roles switched as ``switch`` says; returns the models replaced. A model that cannot be
+        used raises UserError, which stops the run with the step unrecorded (``--resume`` reruns it)."""
+        replaced: list[LLM] = []
+        if switch.solver is not None:
+            replaced.append(self.use_solver_model(switch.solver))
+        if switch.generator is not None:
+            old = self.use_generator_model(switch.generator)
+            if old is not None:
+                replaced.append(old)
+        return replaced
+
     @property
     def sandbox_name(self) -> str:
         return self.remote.sandbox_name if self.remote is not None else self.sandbox.name
@@ -169,13 +197,13 @@ class Session(SolverSession):
         """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch. ``live``:
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
-        gen_llm = self.gen_llm
         state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
-        if switched is not None:  # a resumed run solves with the model its last training step chose
-            retired.append(self.use_solver_model(switched))
+        if switched is not None:  # a resumed run plays with the models its training steps chose
+            retired += self.use_models(switched)
+        gen_llm = self.gen_llm
 
         async def main() -> list[EpochMetrics]:
             c = self.config
@@ -188,12 +216,16 @@ class Session(SolverSession):
                 max_tokens=c.generator.max_tokens,
                 response_format=c.generator.response_format,
                 stats=self.stats.view("generator"),
+                model=c.generator.model,
             )
 
-            def switch_solver(switch: SolverSwitch) -> None:
-                retired.append(self.use_solver_model(switch))  # Ray workers follow config.solver
-                if solver is not None:
+            def switch_models(switch: Switch) -> None:
+                retired.extend(self.use_models(switch))  # Ray workers follow config.solver
+                if switch.solver is not None and solver is not None:
                     solver.llm = LimitedLLM(self.sol_llm, slots)
+                if switch.generator is not None and self.gen_llm is not None:
+                    generator.llm = LimitedLLM(self.gen_llm, slots)
+                    generator.model = c.generator.model
 
             def inflight() -> int:
                 models = (generator.llm, solver.llm if solver is not None else None)
@@ -212,7 +244,7 @@ class Session(SolverSession):
                 self.stats,
                 hooks=self.hooks,
                 trainer=Trainer(c.trainer, run, block.log) if c.trainer.command is not None else None,
-                switch_solver=switch_solver,
+                switch_models=switch_models,
                 log=block.log,
                 state=state,
             )
@@ -227,7 +259,7 @@ class Session(SolverSession):
                     controller.write_summary(done=False, stopped_because=str(e))
                 raise
             finally:
-                for llm in (gen_llm, self.sol_llm, *retired):
+                for llm in (self.gen_llm, self.sol_llm, *retired):
                     await aclose_llm(llm)
 
         return asyncio.run(main())

@@ -241,3 +241,41 @@ def test_a_generator_cannot_write_what_only_an_importer_sets():
     assert [t.dump() for t in task.tests] == [{"input": "(1, 2)", "expected": 3}]
     test_schema = task_answer_schema(1)["schema"]["properties"]["tasks"]["items"]["properties"]["tests"]["items"]
     assert set(test_schema["properties"]) == {"input", "expected"}
+
+
+async def test_an_answer_records_the_prompt_as_sent_and_the_model_that_wrote_it():
+    """The generator's training data: the prompt exactly as the model saw it (the first ask's messages,
+    not the repair re-ask's) and which model answered, in the ``proposals.jsonl`` row and back."""
+    from spade_llm.generator import Proposal
+
+    llm = ScriptedLLM(["this is not json", json.dumps({"tasks": [TASK]})])
+    gen = LLMGenerator(llm, Prompts(), temperature=0.9, max_tokens=100, response_format="json_object", model="m/x")
+    proposal = await gen.propose(ctx())
+    sent = [m.model_dump() for m in llm.calls[0].messages]
+    assert proposal.prompt == sent and [m["role"] for m in sent] == ["system", "user"]
+    assert proposal.generator_model == "m/x"
+    row = json.loads(json.dumps(proposal.record(0, 1)))
+    assert (row["prompt"], row["generator_model"], row["prompt_index"], row["sample"]) == (sent, "m/x", 0, 0)
+    back = Proposal.from_record(row)
+    assert (back.prompt, back.generator_model) == (sent, "m/x")
+
+
+def test_samples_per_request_asks_each_prompt_k_times_with_seeds_of_their_own():
+    from spade_llm.config import load_config
+    from spade_llm.curriculum import Curriculum, History
+
+    def plan(k: int) -> Any:
+        config = load_config(None, {"controller": {"tasks_per_epoch": 6}, "generator": {"samples_per_request": k}})
+        return Curriculum(config).plan(2, History(tasks=[], metrics=[]))
+
+    one, three = plan(1), plan(3)
+    assert [r.request_index for r in three.requests] == list(range(18))
+    for r in three.requests:
+        first = one.requests[r.prompt]  # the same prompt: topic, kind and size; only the seed differs
+        assert (r.prompt, r.sample) == (r.request_index // 3, r.request_index % 3)
+        assert (r.focus, r.kind, r.n) == (first.focus, first.kind, first.n)
+        assert (r.seed == first.seed) == (r.sample == 0)  # the first answer keeps the seed it had at K=1
+    assert len({r.seed for r in three.requests}) == 18
+    assert [r.model_dump() for r in one.requests] == [
+        {**r.model_dump(), "prompt_index": r.request_index, "sample": 0} for r in one.requests
+    ]

@@ -72,6 +72,11 @@ class ProposalRecord(BaseModel):
     cost: float | None = None
     text: str | None = None
     parse_error: dict[str, Any] | None = None
+    generator_model: str | None = None
+    """Absent in rows an older spade wrote."""
+    prompt_index: int | None = None
+    sample: int = 0
+    prompt: list[dict[str, Any]] | None = None
 
 
 RECORD_MODELS: Mapping[str, tuple[type[BaseModel], str]] = {
