@@ -22,7 +22,7 @@ from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .store import scrub_secrets
 from .templates import Prompts
-from .trainer import SolverSwitch
+from .trainer import RoleSwitch
 from .types import Task
 
 
@@ -115,7 +115,7 @@ class SolverSession:
         judge = Judge(self.sandbox, c.sandbox.limits(), c.sandbox.test_timeout_s)
         return fill_expected(judge, tasks, c.controller.concurrency)
 
-    def use_solver_model(self, switch: SolverSwitch) -> LLM:
+    def use_solver_model(self, switch: RoleSwitch) -> LLM:
         """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
         model it replaces (to close when the run ends).
 

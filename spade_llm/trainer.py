@@ -6,15 +6,18 @@ evaluator's reward back into policy optimisation, closing the training loop").
 metrics row and the ``on_epoch_end`` hooks are done. Before it runs, the formats in
 ``trainer.formats`` are exported from the whole run so far into ``RUN_DIR/exports/epoch-NNN/``; the
 command gets that folder (``{exports}`` in it, else as its last argument) and the environment
-variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH`` and ``SPADE_SOLVER_MODEL``, on top of
+variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH``, ``SPADE_SOLVER_MODEL`` and
+``SPADE_GENERATOR_MODEL``, on top of
 ours without its keys: a key-like variable (``OPENAI_API_KEY``, ``HF_TOKEN``, ``*PASSWORD*``..., the
 rule is ``redact.key_like``) reaches the command only when ``trainer.pass_env`` names it. Its stdout and
 stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` as they come (tail them to follow a
 long training), redacted on the way: the values of our key-like variables and the credentials of
 URLs (``scheme://user:pass@`` -> ``scheme://***@``) never reach the disk. If it prints a JSON object
-(one line) naming ``solver_model`` (or ``model``) and/or ``api_base``, the solver switches to the
-last such for the later epochs (read from the output as printed: an ``api_base`` keeps its
-credentials in memory, ``manifest.json`` records it without them). The command runs in its own
+(one line) naming a model, the roles it names switch to the last such for the later epochs (read
+from the output as printed: an ``api_base`` keeps its credentials in memory, ``manifest.json``
+records it without them): ``solver_model``/``api_base`` the solver, ``generator_model``/
+``generator_api_base`` the generator, and ``model``/``model_api_base`` both (one model playing both
+roles, as Absolute Zero's does); a role's own key wins over ``model``. The command runs in its own
 process group, which a timeout or an interrupted run ends whole (SIGTERM, then SIGKILL): a launcher's
 workers must not outlive the step and hold the GPU into the next try.
 
@@ -52,7 +55,7 @@ if TYPE_CHECKING:
     from .config import TrainerConfig
     from .store import RunDir
 
-__all__ = ["MANIFEST_KEY", "SolverSwitch", "Trainer", "read_switch", "recorded_steps"]
+__all__ = ["MANIFEST_KEY", "RoleSwitch", "Switch", "Trainer", "read_switch", "recorded_steps"]
 
 MANIFEST_KEY = "trainer_steps"
 """Key of ``manifest.json`` listing the finished training steps."""
@@ -70,8 +73,8 @@ it, only the last line that names a switch is kept."""
 
 
 @dataclass(frozen=True)
-class SolverSwitch:
-    """The solver model a training step handed back (None: keep the current value)."""
+class RoleSwitch:
+    """The model of one role a training step handed back (None: keep the current value)."""
 
     model: str | None = None
     api_base: str | None = None
@@ -79,25 +82,74 @@ class SolverSwitch:
     def dump(self) -> dict[str, str]:
         return {k: v for k, v in (("model", self.model), ("api_base", self.api_base)) if v is not None}
 
+    @classmethod
+    def read(cls, record: Any) -> RoleSwitch | None:
+        if not isinstance(record, dict):
+            return None
+        model, api_base = record.get("model"), record.get("api_base")
+        return cls(model if isinstance(model, str) else None, api_base if isinstance(api_base, str) else None)
 
-def _switch_of(obj: dict[str, Any]) -> SolverSwitch | None:
+
+@dataclass(frozen=True)
+class Switch:
+    """What a training step switches: the solver's model, the generator's, or both (None: unchanged)."""
+
+    solver: RoleSwitch | None = None
+    generator: RoleSwitch | None = None
+
+    def dump(self) -> dict[str, Any]:
+        """The ``trainer_steps`` record: the solver's fields at the top (as spade wrote them before the
+        generator could switch too), the generator's under ``generator``."""
+        record: dict[str, Any] = self.solver.dump() if self.solver else {}
+        if self.generator is not None:
+            record["generator"] = self.generator.dump()
+        return record
+
+    @classmethod
+    def read(cls, record: Any) -> Switch | None:
+        """A ``trainer_steps`` record's switch (``dump``'s form, or the solver-only one of older runs)."""
+        if not isinstance(record, dict):
+            return None
+        solver = RoleSwitch.read({k: v for k, v in record.items() if k != "generator"})
+        return cls(solver if solver and solver.dump() else None, RoleSwitch.read(record.get("generator")))
+
+    def describe(self) -> str:
+        parts = [
+            f"{role} -> {', '.join(f'{k} {v}' for k, v in switch.dump().items())}"
+            for role, switch in (("solver", self.solver), ("generator", self.generator))
+            if switch is not None and switch.dump()
+        ]
+        return "; ".join(parts)
+
+
+SWITCH_KEYS = ("solver_model", "api_base", "generator_model", "generator_api_base", "model", "model_api_base")
+"""The keys of a switch object (``_switch_of``)."""
+
+
+def _switch_of(obj: dict[str, Any]) -> Switch | None:
     """The switch ``obj`` names, or None when it names none. ``model`` counts only as a string: a JSON
     log line may well hold a ``model`` object (a config, a summary), which is no switch."""
-    model = obj.get("solver_model")
-    if model is None and isinstance(obj.get("model"), str):
-        model = obj["model"]
-    api_base = obj.get("api_base")
-    for name, value in (("solver_model", model), ("api_base", api_base)):
+    values: dict[str, str | None] = {}
+    for name in SWITCH_KEYS:
+        value = obj.get(name)
+        if name == "model" and not isinstance(value, str):
+            value = None
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise HookError(f"trainer command printed {name}={value!r}: expected a non-empty string")
-    if model is None and api_base is None:
-        return None
-    return SolverSwitch(model.strip() if model else None, api_base.strip() if api_base else None)
+        values[name] = value.strip() if value else None
+
+    def role(model_key: str, api_base_key: str) -> RoleSwitch | None:
+        model = values[model_key] or values["model"]
+        api_base = values[api_base_key] or values["model_api_base"]
+        return RoleSwitch(model, api_base) if model or api_base else None
+
+    switch = Switch(role("solver_model", "api_base"), role("generator_model", "generator_api_base"))
+    return switch if switch.solver or switch.generator else None
 
 
-def read_switch(stdout: str) -> SolverSwitch | None:
-    """The switch in a training command's stdout: the last JSON object that names ``solver_model`` (or
-    ``model``) and/or ``api_base``, one per line (or the whole output, when it is one pretty-printed
+def read_switch(stdout: str) -> Switch | None:
+    """The switch in a training command's stdout: the last JSON object that names a model or an
+    endpoint (``SWITCH_KEYS``), one per line (or the whole output, when it is one pretty-printed
     object); None when no object names one (training logs may print anything else, JSON log lines
     included, before or after the switch).
 
@@ -232,20 +284,28 @@ def recorded_steps(run: RunDir) -> list[dict[str, Any]]:
     return _steps(run.read_json("manifest.json"))
 
 
-def last_switch(run: RunDir) -> SolverSwitch | None:
-    """The model and endpoint the recorded steps leave the solver with (each field's latest value)."""
-    model = api_base = None
+def last_switch(run: RunDir) -> Switch | None:
+    """The models and endpoints the recorded steps leave each role with (each field's latest value)."""
+    latest: dict[str, dict[str, str]] = {"solver": {}, "generator": {}}
     for step in recorded_steps(run):
-        switch = step.get("switch")
-        if isinstance(switch, dict):
-            model = switch.get("model") or model
-            api_base = switch.get("api_base") or api_base
-    return SolverSwitch(model, api_base) if model or api_base else None
+        switch = Switch.read(step.get("switch"))
+        if switch is None:
+            continue
+        for role, part in (("solver", switch.solver), ("generator", switch.generator)):
+            if part is not None:
+                latest[role].update(part.dump())
+
+    def of(name: str) -> RoleSwitch | None:
+        fields = latest[name]
+        return RoleSwitch(fields.get("model"), fields.get("api_base")) if fields else None
+
+    found = Switch(of("solver"), of("generator"))
+    return found if found.solver or found.generator else None
 
 
 @dataclass(frozen=True)
 class StepOutcome:
-    switch: SolverSwitch | None
+    switch: Switch | None
     record: dict[str, Any]
     """The ``trainer_steps`` entry: epoch, exports, returncode, seconds, switch, finished_at."""
 
@@ -298,7 +358,7 @@ class Trainer:
             export_run(self.run.path, fmt, folder / f"{fmt}.{SUFFIXES.get(fmt, 'jsonl')}", ExportFilters())
         return folder
 
-    def step(self, epoch: int, solver_model: str) -> StepOutcome:
+    def step(self, epoch: int, solver_model: str, generator_model: str | None = None) -> StepOutcome:
         """Export and run the command: the switch it asked for, if any, and the step's record (which
         ``record`` writes once the switch is in use).
 
@@ -318,6 +378,7 @@ class Trainer:
             "SPADE_RUN_DIR": str(self.run.path),
             "SPADE_EPOCH": str(epoch),
             "SPADE_SOLVER_MODEL": solver_model,
+            "SPADE_GENERATOR_MODEL": generator_model or "",
         }
         secrets = secret_values(os.environ)  # ours, passed on or not: none is written
         self.log(f"trainer: epoch {epoch}: {redact(shlex.join(argv), secrets)}")
@@ -382,6 +443,6 @@ class Trainer:
         manifest = self.run.read_json("manifest.json")
         steps = [*_steps(manifest), outcome.record]
         self.run.write_json("manifest.json", {**(manifest if isinstance(manifest, dict) else {}), MANIFEST_KEY: steps})
-        switch = outcome.record["switch"]
-        said = f"; solver -> {', '.join(f'{k} {v}' for k, v in switch.items())}" if switch else ""
+        switch = Switch.read(outcome.record["switch"])
+        said = f"; {switch.describe()}" if switch else ""
         self.log(f"trainer: epoch {outcome.record['epoch']}: done in {outcome.record['seconds']:.1f}s{said}")

@@ -19,7 +19,7 @@ from spade_llm.cli import main
 from spade_llm.config import TrainerConfig
 from spade_llm.hooks import HookError
 from spade_llm.store import RunDir
-from spade_llm.trainer import SolverSwitch, Trainer, command_line, read_switch
+from spade_llm.trainer import RoleSwitch, Switch, Trainer, command_line, read_switch
 
 # A training command: checks it was handed the exports, then names a new solver after epoch 0 only.
 TRAIN_SCRIPT = """\
@@ -80,6 +80,67 @@ def test_trainer_switches_the_solver_mid_run(tmp_path: Path) -> None:
         assert {r["task_id"] for r in grpo} <= {t["task_id"] for t in rows(out / "tasks.jsonl")}
         assert "trained on" in (out / "trainer" / f"epoch-{epoch:03d}.stdout").read_text()
     assert "solver fake/strong-solver" in (out / "trainer" / "epoch-002.stdout").read_text()
+
+
+SWITCH_SCRIPT = """
+import json, os, sys
+from pathlib import Path
+epoch = os.environ["SPADE_EPOCH"]
+print("epoch", epoch, "generator", os.environ["SPADE_GENERATOR_MODEL"], "solver", os.environ["SPADE_SOLVER_MODEL"])
+gate = Path(os.environ["SPADE_RUN_DIR"]).parent / "gate"
+if epoch == "1" and gate.exists():
+    sys.exit(1)
+if epoch == "0":
+    print(json.dumps(json.loads(sys.argv[1])))
+"""
+
+
+def _switch_config(tmp_path: Path, switch: dict[str, str]) -> Path:
+    script = tmp_path / "switch.py"
+    script.write_text(SWITCH_SCRIPT)
+    config = {
+        "solver": {"model": "fake/weak-solver"},
+        "trainer": {"command": [sys.executable, str(script), json.dumps(switch), "{exports}"], "formats": ["sft"]},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _generators_by_epoch(out: Path) -> dict[int, set[str]]:
+    seen: dict[int, set[str]] = {}
+    for row in rows(out / "proposals.jsonl"):
+        seen.setdefault(row["epoch"], set()).add(row["generator_model"])
+    return seen
+
+
+@pytest.mark.e2e
+def test_a_step_that_names_a_generator_model_switches_the_generator_and_resume_keeps_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    (tmp_path / "gate").write_text("fail")  # the step after epoch 1 fails: the run stops there
+    config = _switch_config(tmp_path, {"generator_model": "fake/collapse"})
+    assert _run(tmp_path, "--config", str(config), "--epochs", "3", "--out", str(out)) == 2
+    assert _generators_by_epoch(out) == {0: {"fake/default"}, 1: {"fake/collapse"}}
+    assert _models_by_epoch(out) == {0: {"fake/weak-solver"}, 1: {"fake/weak-solver"}}  # the solver stays
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert [s["switch"] for s in steps] == [{"generator": {"model": "fake/collapse"}}]
+    assert "generator fake/collapse" in (out / "trainer" / "epoch-001.stdout").read_text()
+
+    (tmp_path / "gate").unlink()
+    assert main(["run", "--quiet", "--resume", str(out)]) == 0  # a new process: the switch comes from the manifest
+    assert _generators_by_epoch(out) == {0: {"fake/default"}, 1: {"fake/collapse"}, 2: {"fake/collapse"}}
+    assert "generator fake/collapse" in (out / "trainer" / "epoch-002.stdout").read_text()
+
+
+@pytest.mark.e2e
+def test_model_switches_both_roles_and_a_roles_own_key_wins(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    switch = {"model": "fake/strong-solver", "solver_model": "fake/default"}
+    assert _run(tmp_path, "--config", str(_switch_config(tmp_path, switch)), "--epochs", "2", "--out", str(out)) == 0
+    assert _generators_by_epoch(out) == {0: {"fake/default"}, 1: {"fake/strong-solver"}}
+    assert _models_by_epoch(out) == {0: {"fake/weak-solver"}, 1: {"fake/default"}}
+    steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
+    assert steps[0]["switch"] == {"model": "fake/default", "generator": {"model": "fake/strong-solver"}}
 
 
 @pytest.mark.e2e
@@ -236,10 +297,11 @@ def test_stop_ends_a_step_under_way(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_read_switch_takes_the_last_json_object() -> None:
     assert read_switch('step 1 loss 0.3\n{"solver_model": "a"}\nsaving\n{"api_base": "http://h:1/v1"}\n') == (
-        SolverSwitch(api_base="http://h:1/v1")
+        Switch(RoleSwitch(api_base="http://h:1/v1"))
     )
-    assert read_switch('{\n  "model": "openai/m",\n  "api_base": "http://x/v1"\n}\n') == SolverSwitch(
-        "openai/m", "http://x/v1"
+    # ``model`` is both roles' (one model playing both); ``api_base`` stays the solver's endpoint
+    assert read_switch('{\n  "model": "openai/m",\n  "api_base": "http://x/v1"\n}\n') == Switch(
+        RoleSwitch("openai/m", "http://x/v1"), RoleSwitch("openai/m")
     )
     assert read_switch("loss 0.1\n{not json}\n") is None
     assert read_switch('{"loss": 0.1}') is None  # a JSON log line naming no model: no switch
@@ -252,9 +314,9 @@ def test_read_switch_takes_the_last_json_object() -> None:
 def test_read_switch_is_not_lost_behind_a_json_log_line() -> None:
     """Training libraries log JSON lines (metrics, a summary at exit) after the script said its switch."""
     out = '{"solver_model": "openai/trained", "api_base": "http://h:1/v1"}\n{"train_runtime": 12.5, "loss": 0.1}\n'
-    assert read_switch(out) == SolverSwitch("openai/trained", "http://h:1/v1")
+    assert read_switch(out) == Switch(RoleSwitch("openai/trained", "http://h:1/v1"))
     config_line = '{"model": {"name": "Qwen/Qwen2.5-Coder", "dtype": "bf16"}, "lr": 1e-05}'
-    assert read_switch('{"solver_model": "openai/trained"}\n' + config_line) == SolverSwitch("openai/trained")
+    assert read_switch('{"solver_model": "openai/trained"}\n' + config_line) == Switch(RoleSwitch("openai/trained"))
     assert read_switch(config_line) is None  # a ``model`` object is a log, not a switch
 
 
@@ -345,7 +407,7 @@ def test_the_switch_keeps_the_credentials_the_log_hides(tmp_path: Path, monkeypa
     trainer = Trainer(TrainerConfig(command=[sys.executable, str(script)]), RunDir(tmp_path), log=lambda _m: None)
     monkeypatch.setattr(trainer, "export", lambda epoch: tmp_path)
     outcome = trainer.step(0, "fake/default")
-    assert outcome.switch == SolverSwitch("openai/m", "http://u:p-secret@h:1/v1")
+    assert outcome.switch == Switch(RoleSwitch("openai/m", "http://u:p-secret@h:1/v1"))
     assert outcome.record["switch"] == {"model": "openai/m", "api_base": "http://h:1/v1"}
     log = (tmp_path / "trainer" / "epoch-000.stdout").read_text()
     assert "p-secret" not in log and log.count('"loss"') == 1500

@@ -30,7 +30,7 @@ from ..llm.limited import LimitedLLM
 from ..llm.registry import aclose_llm
 from ..llm.stats import LLMStats
 from ..solver_session import SolverSession
-from ..trainer import SolverSwitch
+from ..trainer import RoleSwitch
 from ..types import Task, Trajectory
 from ..validation import ValidationReport
 from .base import WorkItem
@@ -163,7 +163,7 @@ class SpadeWorker:
         changed = {k: v for k, v in role.items() if v != self.role.get(k)}
         if not changed:
             return
-        retired = self.session.use_solver_model(SolverSwitch(changed.get("model"), changed.get("api_base")))
+        retired = self.session.use_solver_model(RoleSwitch(changed.get("model"), changed.get("api_base")))
         self.solver.llm = LimitedLLM(self.session.sol_llm, self.slots)
         self.role = dict(role)
         await aclose_llm(retired)
