@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from trainer_kit import REQUIRE_ENV, trainers_required
 
 import spade_llm.llm.retry as retry_mod
 import spade_llm.llm.transport as transport
@@ -33,6 +34,19 @@ if TYPE_CHECKING:
     from spade_llm.server import FakeServer
 
 TEST_API_KEY = "sk-test-key-1234567890"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under ``SPADE_TEST_REQUIRE_TRAINERS`` (CI's trainer lane) a test marked ``trl`` or ``verl`` that
+    skips fails instead: the extras are installed there, so a skip would hide a broken trainer test."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.skipped and not hasattr(report, "wasxfail") and trainers_required():
+        marked = [name for name in ("trl", "verl") if item.get_closest_marker(name)]
+        if marked:
+            report.outcome = "failed"
+            report.longrepr = f"{REQUIRE_ENV} is set, but this {'/'.join(marked)} test skipped: {report.longrepr}"
 
 
 @pytest.fixture(autouse=True)

@@ -443,6 +443,7 @@ def verl_sandbox_utils() -> Any:
     return module
 
 
+@pytest.mark.verl
 def test_verls_client_works_with_and_without_a_token(server: SandboxServer) -> None:
     verl = verl_sandbox_utils()
     answer, error = verl.call_sandbox_api(server.url, "print(6 * 7)", None, 10, 10, 1024)

@@ -331,6 +331,7 @@ def test_trl_sees_one_tool_with_a_schema_it_can_read() -> None:
     assert not inspect.iscoroutinefunction(env.get_reward) and get_type_hints(env.get_reward) == {"return": float}
 
 
+@pytest.mark.trl
 def test_the_tool_schema_transformers_builds() -> None:
     utils = pytest.importorskip("transformers.utils")  # TRL turns tools into schemas with it
     schema = utils.get_json_schema(SpadeCodingEnv().run_tests)
@@ -340,6 +341,7 @@ def test_the_tool_schema_transformers_builds() -> None:
     assert schema["function"]["parameters"]["properties"]["code"]["type"] == "string"
 
 
+@pytest.mark.trl
 def test_against_trl_itself() -> None:
     pytest.importorskip("trl")
     from trl.trainer import grpo_trainer

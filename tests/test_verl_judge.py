@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 from sandbox_backends import unavailable
+from trainer_kit import need, skip_unless_required
 
 from spade_llm.cli import main
 
@@ -55,10 +56,10 @@ def load_verl_sandbox_fusion() -> ModuleType:
     try:
         installed = version("verl")
     except PackageNotFoundError:
-        pytest.skip(f"verl is not installed: pip install --no-deps verl=={VERL_VERSION}", allow_module_level=True)
+        skip_unless_required(f"verl is not installed: pip install --no-deps verl=={VERL_VERSION}")
     if installed != VERL_VERSION:
-        pytest.skip(f"verl {installed} installed; this judge is pinned to {VERL_VERSION}", allow_module_level=True)
-    pytest.importorskip("requests", reason="verl's sandbox_fusion client posts with requests")
+        skip_unless_required(f"verl {installed} installed; this judge is pinned to {VERL_VERSION}")
+    need("requests", "verl")  # verl's sandbox_fusion client posts with requests
     spec = importlib.util.find_spec("verl")  # finds the package without running its __init__
     assert spec is not None and spec.submodule_search_locations
     root = Path(next(iter(spec.submodule_search_locations))) / "utils" / "reward_score" / "sandbox_fusion"
