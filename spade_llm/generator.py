@@ -220,6 +220,19 @@ def _task_items(value: Any) -> list[Any]:
     raise BadAnswer("bad_json", 'expected {"tasks": [...]} with one object per task')
 
 
+def answer_items(text: str, finish_reason: str = "stop") -> list[Any]:
+    """The task objects of one generator answer, as ``LLMGenerator.propose`` reads them (the generator's
+    reward, ``proposal_reward``, reads completions with it too).
+
+    Raises:
+        BadAnswer: no usable task list (``extract_json``'s reasons, or ``no_tasks`` for an empty one).
+    """
+    items = _task_items(extract_json(text, finish_reason, accept=is_task_answer))
+    if not items:
+        raise BadAnswer("no_tasks", "the answer held no task")
+    return items
+
+
 @dataclass
 class Candidate:
     """A proposed task (parsed), or the raw item and why it could not become a Task."""
@@ -503,10 +516,7 @@ class LLMGenerator:
                 proposal.usage_cost = (proposal.usage_cost or 0.0) + response.usage.cost
             proposal.text, proposal.finish_reason = response.text, response.finish_reason
             try:
-                items = _task_items(extract_json(response.text, response.finish_reason, accept=is_task_answer))
-                if not items:
-                    raise BadAnswer("no_tasks", "the answer held no task")
-                value = items
+                value = answer_items(response.text, response.finish_reason)
                 break
             except BadAnswer as e:
                 self.stats.fault(e.reason)
@@ -525,18 +535,35 @@ class LLMGenerator:
         if value is None:
             return proposal
         proposal.failure, proposal.detail, proposal.parse_error = None, "", None
-        for i, item in enumerate(value[: ctx.n]):  # a request yields at most the n it asked for
-            position = (ctx.request_index, i)
-            item_dict = item if isinstance(item, dict) else {}
-            task_id = make_task_id(ctx.run_seed, ctx.epoch, position, item_dict)
-            try:
-                task = parse_task(item, task_id=task_id, epoch=ctx.epoch, target=ctx.difficulty, kind=ctx.kind)
-            except (ValidationError, ValueError) as e:
-                detail = _first_error(e)
-                proposal.candidates.append(Candidate(position, raw=item, reason="invalid_task", detail=detail))
-                continue
-            proposal.candidates.append(Candidate(position, task=task, raw=item))
+        proposal.candidates = candidates(
+            value,
+            n=ctx.n,
+            request_index=ctx.request_index,
+            run_seed=ctx.run_seed,
+            epoch=ctx.epoch,
+            difficulty=ctx.difficulty,
+            kind=ctx.kind,
+        )
         return proposal
+
+
+def candidates(
+    items: list[Any], *, n: int, request_index: int, run_seed: int, epoch: int, difficulty: float, kind: str
+) -> list[Candidate]:
+    """The first ``n`` items of an answer as candidates (a request yields at most the n it asked for),
+    with the run's task ids; an item that is not a valid task keeps its reason (``invalid_task``)."""
+    out = []
+    for i, item in enumerate(items[:n]):
+        position = (request_index, i)
+        item_dict = item if isinstance(item, dict) else {}
+        task_id = make_task_id(run_seed, epoch, position, item_dict)
+        try:
+            task = parse_task(item, task_id=task_id, epoch=epoch, target=difficulty, kind=kind)
+        except (ValidationError, ValueError) as e:
+            out.append(Candidate(position, raw=item, reason="invalid_task", detail=first_error(e)))
+            continue
+        out.append(Candidate(position, task=task, raw=item))
+    return out
 
 
 def _edge(rate: float | None, band: tuple[float, float]) -> str | None:
@@ -546,7 +573,7 @@ def _edge(rate: float | None, band: tuple[float, float]) -> str | None:
     return "too_easy" if rate > band[1] else "too_hard" if rate < band[0] else "edge"
 
 
-def _first_error(e: Exception) -> str:
+def first_error(e: Exception) -> str:
     if isinstance(e, ValidationError):
         err = e.errors()[0]
         return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"

@@ -67,6 +67,7 @@ from .groundtruth import task_from_ground_truth
 from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
 from .kinds import get_kind
 from .kinds.base import PYTHON_TAGS, fenced_blocks
+from .lazy import lazy_exports
 from .sandbox.base import Limits, Sandbox
 from .sandbox.registry import AUTO
 from .types import ExecutionResult, Task
@@ -84,7 +85,10 @@ __all__ = [
     "default_rewarder",
     "extract_answer",
     "make_code_reward",
+    "make_proposal_reward",  # noqa: F822 (lazy: the module __getattr__ at the end)
     "parse_ground_truth",
+    "proposal_compute_score",  # noqa: F822 (lazy: the module __getattr__ at the end)
+    "proposal_reward",  # noqa: F822 (lazy: the module __getattr__ at the end)
     "row_task",
     "strict_python_block",
     "task_from_columns",
@@ -761,3 +765,14 @@ async def compute_score_async(
     call = functools.partial(rewarder.judge_text, task, solution_str or "", partial_credit=partial_credit)
     verdict = await loop.run_in_executor(rewarder._executor(), call)
     return verdict.as_verl()
+
+
+# -- the generator's reward ------------------------------------------------------------------------------
+
+_LAZY: Final = {
+    name: "spade_llm.proposal_reward" for name in ("make_proposal_reward", "proposal_compute_score", "proposal_reward")
+}
+"""The generator's twins of ``make_code_reward``/``compute_score``/``code_reward`` (``spade_llm.proposal_reward``):
+imported on first use, since they build a whole solver (models, templates) that judging an answer never needs."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)
