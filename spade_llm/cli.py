@@ -199,11 +199,25 @@ def build_parser() -> argparse.ArgumentParser:
         "export",
         help="training data from a run: sft, dpo, grpo (TRL) or verl (parquet)",
         description="Write a run's validated tasks and judged trajectories in the format a trainer reads. "
-        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one.",
+        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one. "
+        "--role generator writes the generator's data instead: its answers to each proposal prompt, judged by "
+        "what became of their tasks (sft, dpo, grpo; split by prompt).",
     )
     xp.add_argument("run_dir", help="run directory (of spade run or spade solve)")
     xp.add_argument("--format", required=True, choices=["sft", "dpo", "grpo", "verl"], help="what to write")
-    xp.add_argument("-o", "--output", help="file to write (default: RUN_DIR/exports/FORMAT.jsonl, .parquet for verl)")
+    xp.add_argument(
+        "--role",
+        choices=["solver", "generator"],
+        default="solver",
+        help="whose training data: the solver's (default: tasks and trajectories) or the generator's (its "
+        "answers, judged by what became of their tasks; sft, dpo, grpo)",
+    )
+    xp.add_argument(
+        "-o",
+        "--output",
+        help="file to write (default: RUN_DIR/exports/FORMAT.jsonl, .parquet for verl; "
+        "RUN_DIR/exports/generator-FORMAT.jsonl for --role generator)",
+    )
     xp.add_argument(
         "--status", choices=["passed", "failed", "error", "timeout"], help="keep trajectories that ended so"
     )
@@ -1009,6 +1023,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         split=args.split,
         final_only=args.final_only,
     )
+    if args.role == "generator":
+        from .proposal_exports import export_generator
+
+        if args.verl_reward != "spade":
+            raise UserError("--verl-reward is for the solver's --format verl, not --role generator")
+        generated = export_generator(
+            Path(args.run_dir),
+            args.format,
+            Path(args.output) if args.output else None,
+            filters,
+            test_fraction=args.test_fraction,
+        )
+        print(generated.describe(), file=sys.stderr)
+        return 0
     written = export_run(
         Path(args.run_dir),
         args.format,

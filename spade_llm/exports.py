@@ -261,7 +261,7 @@ def tier_of(passed: int, samples: int) -> str:
     return "medium"
 
 
-def _task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
+def task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
     """Epoch, generator request, position, then file order: the same rows whatever order concurrent
     workers appended the tasks in (a ``solve`` run's tasks have none of these and keep file order)."""
     i, task = indexed
@@ -289,7 +289,7 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
     seen: dict[str, Task] = {}
     for task in records.tasks:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
-    ordered = sorted(enumerate(seen.values()), key=_task_order)
+    ordered = sorted(enumerate(seen.values()), key=task_order)
     by_id = {t.task_id: TaskRecord(task=t, split=split_of(t.task_id, test_fraction)) for _, t in ordered}
     trajectory_ids: set[str] = set()
     for traj in records.trajectories:
@@ -649,7 +649,7 @@ def default_output(run_dir: Path, fmt: str) -> Path:
     return run_dir / "exports" / f"{fmt}.{'parquet' if fmt == 'verl' else 'jsonl'}"
 
 
-def _check_output(output: Path, run_dir: Path) -> None:
+def check_output(output: Path, run_dir: Path) -> None:
     """Refuse an output that is a directory or one of the run's own records."""
     if output.is_dir():
         raise UserError(f"output {output} is a directory; give a file path")
@@ -658,7 +658,7 @@ def _check_output(output: Path, run_dir: Path) -> None:
             raise UserError(f"output {output} is one of the run's own records; choose another path")
 
 
-def _atomic_write(output: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(output: Path, write: Callable[[Path], None]) -> None:
     """``write`` a temporary file beside ``output``, then rename it over: all or nothing.
 
     Raises:
@@ -682,7 +682,7 @@ def _atomic_write(output: Path, write: Callable[[Path], None]) -> None:
                 tmp.unlink()
 
 
-def _write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
+def write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="\n") as f:
             for row in rows:
@@ -816,10 +816,10 @@ def export_run(
         _pyarrow()  # before any work: say what to install
     run = read_for_export(run_dir, test_fraction)
     path = output if output is not None else default_output(run_dir, fmt)
-    _check_output(path, run_dir)
+    check_output(path, run_dir)
     left_out = LeftOut()
     rows = build_rows(run, fmt, filters, verl_reward, left_out)
-    _atomic_write(path, _write_parquet(rows) if fmt == "verl" else _write_jsonl(rows))
+    atomic_write(path, _write_parquet(rows) if fmt == "verl" else write_jsonl(rows))
     test = sum(_split_column(r) == "test" for r in rows)
     tasks = len({_task_id(r) for r in rows})
     return ExportResult(

@@ -690,7 +690,7 @@ def test_a_failed_write_keeps_the_earlier_file(run: Path, tmp_path: Path, monkey
 
         return write
 
-    monkeypatch.setattr(exports, "_write_jsonl", broken)
+    monkeypatch.setattr(exports, "write_jsonl", broken)
     with pytest.raises(UserError, match="No space left"):
         export_run(run, "sft", out, ExportFilters())
     assert out.read_bytes() == earlier

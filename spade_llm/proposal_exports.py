@@ -1,0 +1,612 @@
+"""The generator's training data (``spade export RUN --role generator``): the same self-play run read
+for the *other* player.
+
+The solver's exports (``exports``) teach a model to solve the run's tasks; these teach the generator
+to propose tasks worth solving. A proposal is good, as Absolute Zero pays its proposer, when its tasks
+got through every gate and sit at the edge of the solver's ability: a task the solver always or
+never solves teaches it nothing. So an *answer* (one ``proposals.jsonl`` row: the generator's reply to
+one prompt) is judged by what became of its candidates, and ``generator.samples_per_request`` answers
+to one prompt (same messages, own seed) give the groups and pairs GRPO and DPO want.
+
+What an answer is (every decision read from the journals, through ``store.read_run``):
+
+* ``learnable``: every candidate was accepted (``tasks.jsonl``; a candidate rejected for *any* reason,
+  an invalid object, a failed gate, a duplicate, rules it out), every one of them is measured, and at
+  least one has learnability > 0. Only these are anyone's example of a good answer.
+* ``trivial``: every candidate accepted and measured, none learnable: the solver passed each of them
+  always or never (pass rate 1 or 0).
+* ``rejected``: the request failed (bad JSON, a refusal, a truncated answer...: ``failure``, or a
+  request-level row in ``rejected.jsonl``), or at least one candidate was rejected.
+* undecided: a candidate has no decision yet, or an accepted task no ``task_stats`` row yet (not all of
+  its samples are judged: a run going on, or one whose epoch budget ran out). Neither good nor bad.
+* no answer: the endpoint failed the request (a ``failure`` starting ``llm_``): the model said nothing
+  this records as its own, so it is no one's rejected answer.
+
+A task is *measured* once its ``task_stats`` row is written, all its samples judged: a pass rate
+over part of the samples could call a learnable task trivial. An answer's ``learnability`` is what
+``proposal_reward`` pays a completion: the mean, over the ``n`` tasks asked, of each accepted task's
+learnability (``1 - p`` when ``0 < p < 1``, else 0), a rejected or missing task counting 0.
+
+Formats (JSON lines; TRL conversational):
+
+* ``sft``: one row per ``learnable`` answer: ``messages`` (the prompt exactly as sent, system and user,
+  then ``{"role": "assistant", "content": text}``), ``task_ids`` and ``pass_rates`` (its accepted tasks,
+  in answer order), ``learnability``, ``target_difficulty`` (the epoch's target), ``kind``,
+  ``generator_model``, ``epoch``, ``prompt_index``, ``sample``, ``request_index``, ``split``.
+  ``text`` is the answer's last one: after a repair re-ask it is the fixed answer, the JSON the
+  prompt should have got at once.
+* ``dpo``: pairs of answers to ONE prompt (same epoch and ``prompt_index``, the very same messages):
+  ``chosen`` a ``learnable`` answer, ``rejected`` a ``rejected`` (``pair_type: "rejected"``) or
+  ``trivial`` one (``pair_type: "trivial"``); ``prompt`` (messages), ``chosen``/``rejected`` (one
+  assistant message each), ``chosen_request_index``, ``rejected_request_index``, ``epoch``,
+  ``prompt_index``, ``kind``, ``split``, ``generator_model`` (the chosen answer's). As the solver's
+  ``samples`` pairs: chosen answers (highest learnability first, then sample order) and bad ones
+  (sample order) are paired round robin, ``max(#chosen, #bad)`` pairs and at most
+  ``exports.MAX_SAMPLE_PAIRS`` per prompt. A pair is skipped when both answers hold the same text, or
+  when the rejected answer's only fault is duplicating a task of the chosen one (each of its rejections
+  a ``duplicate`` naming a chosen task: which of two near copies came first is request order, not a
+  preference).
+* ``grpo``: one row per generation prompt (epoch, ``prompt_index``) with what ``proposal_reward``
+  reads: ``prompt`` (messages), ``kind``, ``n`` (tasks asked), ``difficulty`` (the epoch's target),
+  ``known_tasks`` (a JSON string: a list of ``Task`` dumps, see below), ``epoch``, ``request_index``
+  (the prompt's first answer's) and ``seed`` (the run's): with them the reward gives that answer's tasks
+  the ids the run gave them, so at the run's sample count it repeats the run's episodes; plus
+  ``prompt_index``, ``split``, ``generator_model`` and ``mean_learnability`` (the mean ``learnability``
+  of the prompt's decided answers, None when none is: what the run's answers earned, for filtering
+  out prompts every answer failed or trivialised).
+
+``known_tasks`` are the tasks accepted in epochs *before* the prompt's, the ones the loop's duplicate
+gate held when it judged the answers (it also held the epoch's own earlier acceptances, which a fresh
+completion has no reason to avoid), **capped at the most recent** ``KNOWN_TASKS_CAP`` (64) in
+acceptance order (epoch, request, position): the reward fingerprints each one for every row, and the
+recent ones are those a policy repeats. Each keeps its ``meta.behaviour``, which that gate compares.
+
+Split: ``test`` when the first 64 bits of ``sha256("generator/<seed>/<epoch>/<prompt_index>")`` fall
+below ``test_fraction`` (``exports.split_of``): every answer to a prompt, so every row built on it in
+every format, lands in one split (no test prompt leaks into training through its sibling answer), and
+the run's seed in the key keeps the same slot of every run from being test.
+
+Filters: ``--split``, ``--test-fraction`` and ``--kinds`` (the prompt's kind) as for the solver;
+``--min-difficulty``, ``--max-difficulty`` and ``--tier`` on the measured difficulty ``1 - p``, ``p``
+the pooled pass rate (passed over samples) of the measured accepted tasks of the row's answer (``sft``),
+of its chosen answer (``dpo``), or of all the prompt's answers (``grpo``); a row with none is dropped
+by them. ``--status`` and ``--final-only`` are about trajectories, which the generator's rows have
+none of: refused, as is ``--format verl`` (verl's dataset is one of tasks to solve).
+
+As the solver's exports: rows in a stable order (epoch, prompt, sample), identical rows written once
+(``sft``: the messages; ``dpo``: prompt, chosen and rejected; ``grpo``: the prompt and the reward's
+columns ``kind``, ``n``, ``difficulty``, ``known_tasks``), ``--split`` taken after that, an atomic
+write. Answers recorded without their prompt (a spade before these exports) are left out and counted;
+a run none of whose answers has one is refused with a ``UserError`` saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from .errors import UserError
+from .evaluator import learnability as task_learnability
+from .exports import (
+    MAX_SAMPLE_PAIRS,
+    ExportFilters,
+    ExportResult,
+    Measured,
+    atomic_write,
+    check_filters,
+    check_output,
+    split_of,
+    task_order,
+    unique,
+    write_jsonl,
+)
+from .store import RunRecords, read_run
+from .types import Task, TaskStats, decision_key, task_epoch
+
+if TYPE_CHECKING:
+    from .curriculum import EpochPlan
+
+__all__ = [
+    "GENERATOR_FORMATS",
+    "KNOWN_TASKS_CAP",
+    "GeneratorExportResult",
+    "build_generator_rows",
+    "default_generator_output",
+    "export_generator",
+    "generator_split",
+]
+
+GENERATOR_FORMATS: Final = ("sft", "dpo", "grpo")
+KNOWN_TASKS_CAP: Final = 64
+"""At most this many ``known_tasks`` per ``grpo`` row, the most recently accepted."""
+
+LEARNABLE, TRIVIAL, REJECTED, UNDECIDED, NO_ANSWER = "learnable", "trivial", "rejected", "undecided", "no_answer"
+
+
+@dataclass(frozen=True)
+class GeneratorExportResult(ExportResult):
+    """What a generator export wrote. ``tasks`` counts the generation prompts the rows come from;
+    ``without_prompt``: answers left out because their row records no prompt (an older spade)."""
+
+    without_prompt: int = 0
+
+    def describe(self) -> str:
+        line = f"{self.rows} generator {self.fmt} rows ({self.train} train, {self.test} test) from {self.tasks} prompts"
+        if self.rows == 0:
+            line += ", nothing matched"
+        lines = [f"{line} -> {self.path}"]
+        if self.without_prompt:
+            n = self.without_prompt
+            lines.append(
+                f"left out: {n} generator answer{'' if n == 1 else 's'} recorded without the prompt "
+                "(written by an older spade)"
+            )
+        return "\n".join(lines)
+
+
+# -- what a run holds ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why an answer, or one of its candidates, was rejected."""
+
+    reason: str
+    detail: str
+
+
+@dataclass
+class Answer:
+    """One generator answer (a ``proposals.jsonl`` row) with what became of its candidates."""
+
+    epoch: int
+    request_index: int
+    prompt_index: int
+    sample: int
+    prompt: list[dict[str, str]] | None
+    """The messages exactly as sent; None in rows an older spade wrote."""
+    text: str
+    n: int
+    kind: str
+    target_difficulty: float | None
+    generator_model: str | None
+    status: str = UNDECIDED
+    tasks: list[Task] = field(default_factory=list)
+    """Its accepted tasks, in answer order."""
+    measured: list[Measured | None] = field(default_factory=list)
+    """Per accepted task: its samples and passes once its ``task_stats`` row is written."""
+    faults: list[Fault] = field(default_factory=list)
+    learnability: float | None = None
+    """What ``proposal_reward`` pays it (module docstring); None while anything is undecided."""
+
+    @property
+    def pooled(self) -> Measured | None:
+        """Its measured accepted tasks' samples and passes together (None: none is measured)."""
+        known = [m for m in self.measured if m is not None]
+        if not known:
+            return None
+        return Measured(samples=sum(m.samples for m in known), passed=sum(m.passed for m in known))
+
+    def only_duplicates_of(self, task_ids: Sequence[str]) -> bool:
+        """Whether every fault is a ``duplicate`` naming one of ``task_ids`` (``dedup.Deduper``'s detail)."""
+        if not self.faults or not task_ids:
+            return False
+        named = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in task_ids) + r")\b")
+        return all(f.reason == "duplicate" and named.search(f.detail) for f in self.faults)
+
+
+@dataclass
+class Prompt:
+    """One generation prompt of an epoch with its answers (sample order)."""
+
+    epoch: int
+    prompt_index: int
+    split: str
+    answers: list[Answer] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict[str, str]] | None:
+        return next((a.prompt for a in self.answers if a.prompt is not None), None)
+
+    @property
+    def pooled(self) -> Measured | None:
+        known = [m for m in (a.pooled for a in self.answers) if m is not None]
+        if not known:
+            return None
+        return Measured(samples=sum(m.samples for m in known), passed=sum(m.passed for m in known))
+
+
+@dataclass(frozen=True)
+class GeneratorRun:
+    """What a generator export reads from a run directory."""
+
+    path: Path
+    seed: int
+    prompts: list[Prompt]
+    known_before: Callable[[int], str]
+    """Epoch -> the ``known_tasks`` JSON of its prompts."""
+    without_prompt: int
+
+
+def generator_split(seed: int, epoch: int, prompt_index: int, test_fraction: float) -> str:
+    """``test`` or ``train`` for every answer to one prompt (module docstring)."""
+    return split_of(f"generator/{seed}/{epoch}/{prompt_index}", test_fraction)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _prompt_messages(value: Any) -> list[dict[str, str]] | None:
+    """A recorded prompt as messages, or None when the row has none (or not in that shape)."""
+    if not isinstance(value, list) or not value:
+        return None
+    out = []
+    for m in value:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            return None
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def _known_tasks(tasks: Sequence[Task]) -> Callable[[int], str]:
+    """Epoch -> JSON of the last ``KNOWN_TASKS_CAP`` tasks accepted before it (cached per epoch)."""
+    cache: dict[int, str] = {}
+
+    def before(epoch: int) -> str:
+        if epoch not in cache:
+            earlier = [t for t in tasks if 0 <= task_epoch(t) < epoch][-KNOWN_TASKS_CAP:]
+            cache[epoch] = json.dumps([t.dump() for t in earlier], ensure_ascii=False, sort_keys=True)
+        return cache[epoch]
+
+    return before
+
+
+def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
+    """The run's generation prompts, each with its answers judged (module docstring), through
+    ``store.read_run`` (strict: a damaged line is not turned into training data).
+
+    Raises:
+        UserError: not a run directory, a damaged record (FILE:LINE), a ``spade solve`` directory (no
+            generator), no answer recorded, or answers none of which records its prompt.
+    """
+    records = read_run(run_dir)
+    if records.is_solve:
+        raise UserError(
+            f"{run_dir} is a spade solve directory: no generator answered anything there, so --role generator "
+            "has nothing to export (the solver's exports are --role solver)"
+        )
+    if not records.proposals:
+        raise UserError(
+            f"{run_dir} records no generator answer yet (proposals.jsonl has no row: a run stopped before its "
+            "first answer, or one written before answers were recorded): nothing to export for --role generator"
+        )
+    seed = _int(records.config.get("seed"), 0)
+    seen: dict[str, Task] = {}
+    for task in records.tasks:
+        seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
+    tasks = [t for _, t in sorted(enumerate(seen.values()), key=task_order)]
+    answers, without_prompt = _answers(records, seen)
+    if answers == [] and without_prompt:
+        raise UserError(
+            f"{run_dir}/proposals.jsonl: none of its {without_prompt} generator answers records the prompt it "
+            "answered (a run of a spade older than the generator exports); the generator's training data needs "
+            "those prompts: run it again with this spade"
+        )
+    prompts: dict[tuple[int, int], Prompt] = {}
+    for answer in answers:
+        key = (answer.epoch, answer.prompt_index)
+        if key not in prompts:
+            prompts[key] = Prompt(*key, split=generator_split(seed, *key, test_fraction))
+        prompts[key].answers.append(answer)
+    return GeneratorRun(
+        path=run_dir,
+        seed=seed,
+        prompts=[prompts[k] for k in sorted(prompts)],
+        known_before=_known_tasks(tasks),
+        without_prompt=without_prompt,
+    )
+
+
+def _answers(records: RunRecords, tasks: dict[str, Task]) -> tuple[list[Answer], int]:
+    """Every answer that records its prompt, judged, in (epoch, prompt, sample, request) order; and how
+    many answers record none."""
+    plans: dict[int, EpochPlan] = {}
+    for epoch_plan in records.plans:
+        plans.setdefault(epoch_plan.epoch, epoch_plan)  # a plan is written once; a copy would say the same
+    accepted: dict[tuple[int, int, int], Task] = {}
+    for task in tasks.values():
+        request, position = decision_key(task.meta.get("request_index"), task.meta.get("position"))
+        accepted.setdefault((task_epoch(task), request, position), task)
+    refused: dict[tuple[int, int, int], Fault] = {}
+    for r in records.rejected:
+        request, position = decision_key(r.request_index, r.position)
+        refused.setdefault((r.epoch, request, position), Fault(r.reason, r.detail))
+    stats: dict[str, TaskStats] = {}
+    for stat in records.task_stats:
+        stats.setdefault(stat.task_id, stat)
+
+    rows: dict[tuple[int, int], dict[str, Any]] = {}
+    for row in records.proposals:
+        rows.setdefault((int(row["epoch"]), int(row["request_index"])), row)  # written twice: the first
+    out, without_prompt = [], 0
+    for (epoch, request_index), row in sorted(rows.items()):
+        prompt = _prompt_messages(row.get("prompt"))
+        if prompt is None:
+            without_prompt += 1
+            continue
+        plan = plans.get(epoch)
+        planned = next((r for r in plan.requests if r.request_index == request_index), None) if plan else None
+        candidates = [c for c in row.get("candidates") or [] if isinstance(c, dict)]
+        first_task: dict[str, Any] = next((c["task"] for c in candidates if isinstance(c.get("task"), dict)), {})
+        prompt_index = row.get("prompt_index")
+        answer = Answer(
+            epoch=epoch,
+            request_index=request_index,
+            # rows an older spade wrote lack it: the plan's, else one prompt per request as then
+            prompt_index=_int(prompt_index, planned.prompt if planned is not None else request_index),
+            sample=_int(row.get("sample"), planned.sample if planned is not None else 0),
+            prompt=prompt,
+            text=str(row.get("text") or ""),
+            n=max(1, _int(row.get("n"), planned.n if planned is not None else 1)),
+            kind=planned.kind if planned is not None else str(first_task.get("kind") or "induction"),
+            target_difficulty=plan.target_difficulty if plan is not None else _target(first_task),
+            generator_model=row.get("generator_model") if isinstance(row.get("generator_model"), str) else None,
+        )
+        _judge(answer, row, candidates, accepted, refused, stats)
+        out.append(answer)
+    out.sort(key=lambda a: (a.epoch, a.prompt_index, a.sample, a.request_index))
+    return out, without_prompt
+
+
+def _target(task: dict[str, Any]) -> float | None:
+    meta = task.get("meta")
+    value = meta.get("target_difficulty") if isinstance(meta, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _judge(
+    answer: Answer,
+    row: dict[str, Any],
+    candidates: list[dict[str, Any]],
+    accepted: dict[tuple[int, int, int], Task],
+    refused: dict[tuple[int, int, int], Fault],
+    stats: dict[str, TaskStats],
+) -> None:
+    """Set ``answer``'s status, tasks, faults and learnability from the run's decisions."""
+    e, ri = answer.epoch, answer.request_index
+    failure = row.get("failure")
+    if isinstance(failure, str) and failure.startswith("llm_"):
+        answer.status = NO_ANSWER  # the endpoint failed the request: no answer of the model's
+        return
+    request_fault = refused.get((e, *decision_key(ri, None)))
+    if failure or request_fault is not None or not candidates:
+        reason = str(failure) if failure else request_fault.reason if request_fault else "no_tasks"
+        detail = str(row.get("detail") or "") if failure else request_fault.detail if request_fault else ""
+        answer.status, answer.faults, answer.learnability = REJECTED, [Fault(reason, detail)], 0.0
+        return
+    undecided = False
+    for c in candidates:
+        key = (e, *decision_key(ri, _int(c.get("position"), 0)))
+        task = accepted.get(key)
+        if task is not None:
+            answer.tasks.append(task)
+            row_stats = stats.get(task.task_id)
+            measured = None if row_stats is None or row_stats.samples <= 0 else row_stats
+            answer.measured.append(None if measured is None else Measured(measured.samples, measured.passed))
+        elif key in refused:
+            answer.faults.append(refused[key])
+        elif c.get("reason"):  # an invalid task object, whose rejection row is missing (an older run)
+            answer.faults.append(Fault(str(c["reason"]), str(c.get("detail") or "")))
+        else:
+            undecided = True
+    if not undecided and all(m is not None for m in answer.measured):
+        paid = [task_learnability(m.passed, m.samples) for m in answer.measured if m is not None]
+        answer.learnability = round(sum(paid) / max(answer.n, len(candidates)), 6)
+    if answer.faults:
+        answer.status = REJECTED
+    elif answer.learnability is None:
+        answer.status = UNDECIDED
+    else:
+        answer.status = LEARNABLE if answer.learnability > 0 else TRIVIAL
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+
+def check_generator_filters(fmt: str, filters: ExportFilters, test_fraction: float) -> None:
+    """Refuse what means nothing for the generator's rows, then what can never match (``check_filters``).
+
+    Raises:
+        UserError: one line saying which flag does not apply, or which flags clash.
+    """
+    if fmt == "verl":
+        raise UserError(
+            "--format verl is the solver's (verl's dataset of tasks to solve); --role generator writes sft, dpo or grpo"
+        )
+    if fmt not in GENERATOR_FORMATS:
+        raise UserError(f"unknown export format {fmt!r} for --role generator; known: {', '.join(GENERATOR_FORMATS)}")
+    if filters.status is not None:
+        raise UserError("--status is about trajectories: --role generator exports the generator's answers, none")
+    if filters.final_only:
+        raise UserError("--final-only is for the solver's sft (--role solver), not --role generator")
+    check_filters(fmt, filters, test_fraction)
+
+
+def _measured_ok(measured: Measured | None, filters: ExportFilters) -> bool:
+    """The difficulty and tier filters on a row's measured pass rate (none measured: only without them)."""
+    f = filters
+    if f.min_difficulty is None and f.max_difficulty is None and f.tier is None:
+        return True
+    if measured is None:
+        return False
+    if f.min_difficulty is not None and measured.difficulty < f.min_difficulty:
+        return False
+    if f.max_difficulty is not None and measured.difficulty > f.max_difficulty:
+        return False
+    return f.tier is None or measured.tier == f.tier
+
+
+def _kind_ok(kind: str, filters: ExportFilters) -> bool:
+    return filters.kinds is None or kind in filters.kinds
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+
+def _assistant(answer: Answer) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": answer.text}]
+
+
+def sft_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, Any]]:
+    """One row per learnable answer."""
+    for prompt in run.prompts:
+        for a in prompt.answers:
+            if a.status != LEARNABLE or a.prompt is None or not _kind_ok(a.kind, filters):
+                continue
+            if not _measured_ok(a.pooled, filters):
+                continue
+            yield {
+                "messages": [*a.prompt, *_assistant(a)],
+                "task_ids": [t.task_id for t in a.tasks],
+                "pass_rates": [round(m.passed / m.samples, 6) for m in a.measured if m is not None],
+                "learnability": a.learnability,
+                "target_difficulty": a.target_difficulty,
+                "kind": a.kind,
+                "generator_model": a.generator_model,
+                "epoch": a.epoch,
+                "prompt_index": a.prompt_index,
+                "sample": a.sample,
+                "request_index": a.request_index,
+                "split": prompt.split,
+            }
+
+
+def dpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, Any]]:
+    """Same-prompt pairs, prompt by prompt (module docstring: the pairing and what is skipped)."""
+    for prompt in run.prompts:
+        good = [a for a in prompt.answers if a.status == LEARNABLE and _kind_ok(a.kind, filters)]
+        good.sort(key=lambda a: -(a.learnability or 0.0))  # stable: sample order within one learnability
+        bad = [a for a in prompt.answers if a.status in (REJECTED, TRIVIAL)]
+        if not good or not bad:
+            continue
+        for n in range(min(max(len(good), len(bad)), MAX_SAMPLE_PAIRS)):
+            chosen, rejected = good[n % len(good)], bad[n % len(bad)]
+            if chosen.prompt is None or chosen.prompt != rejected.prompt or chosen.text == rejected.text:
+                continue
+            if rejected.only_duplicates_of([t.task_id for t in chosen.tasks]):
+                continue
+            if not _measured_ok(chosen.pooled, filters):
+                continue
+            yield {
+                "prompt": chosen.prompt,
+                "chosen": _assistant(chosen),
+                "rejected": _assistant(rejected),
+                "pair_type": "rejected" if rejected.status == REJECTED else "trivial",
+                "chosen_request_index": chosen.request_index,
+                "rejected_request_index": rejected.request_index,
+                "epoch": prompt.epoch,
+                "prompt_index": prompt.prompt_index,
+                "kind": chosen.kind,
+                "split": prompt.split,
+                "generator_model": chosen.generator_model,
+            }
+
+
+def grpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, Any]]:
+    """One row per prompt, with the columns ``proposal_reward`` reads."""
+    for prompt in run.prompts:
+        messages = prompt.messages
+        first = prompt.answers[0]
+        if messages is None or not _kind_ok(first.kind, filters) or not _measured_ok(prompt.pooled, filters):
+            continue
+        paid = [a.learnability for a in prompt.answers if a.status != NO_ANSWER and a.learnability is not None]
+        yield {
+            "prompt": messages,
+            "kind": first.kind,
+            "n": first.n,
+            "difficulty": first.target_difficulty,
+            "known_tasks": run.known_before(prompt.epoch),
+            "epoch": prompt.epoch,
+            "request_index": first.request_index,
+            "seed": run.seed,
+            "prompt_index": prompt.prompt_index,
+            "split": prompt.split,
+            "generator_model": first.generator_model,
+            "mean_learnability": round(sum(paid) / len(paid), 6) if paid else None,
+        }
+
+
+def _content_key(fmt: str) -> Callable[[dict[str, Any]], str]:
+    """What makes two rows the same training example, as a canonical string (module docstring)."""
+
+    def key(row: dict[str, Any]) -> str:
+        if fmt == "sft":
+            content: Any = row["messages"]
+        elif fmt == "dpo":
+            content = [row["prompt"], row["chosen"], row["rejected"]]
+        else:
+            content = [row["prompt"], row["kind"], row["n"], row["difficulty"], row["known_tasks"]]
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+    return key
+
+
+def build_generator_rows(run: GeneratorRun, fmt: str, filters: ExportFilters) -> list[dict[str, Any]]:
+    """The export's rows, filtered, deduplicated, in order; ``--split`` once duplicates are gone, so an
+    example two prompts of both splits share is written once, in the first one's split."""
+    rows: Iterable[dict[str, Any]]
+    if fmt == "sft":
+        rows = sft_rows(run, filters)
+    elif fmt == "dpo":
+        rows = dpo_rows(run, filters)
+    else:
+        rows = grpo_rows(run, filters)
+    return [r for r in unique(rows, _content_key(fmt)) if filters.split in (None, r["split"])]
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def default_generator_output(run_dir: Path, fmt: str) -> Path:
+    return run_dir / "exports" / f"generator-{fmt}.jsonl"
+
+
+def export_generator(
+    run_dir: Path,
+    fmt: str,
+    output: Path | None,
+    filters: ExportFilters,
+    *,
+    test_fraction: float = 0.1,
+) -> GeneratorExportResult:
+    """Write the generator's training data from ``run_dir`` in ``fmt`` (``sft``, ``dpo``, ``grpo``) to
+    ``output`` (default: ``RUN_DIR/exports/generator-FORMAT.jsonl``); ``exports.export_run`` is the
+    solver's.
+
+    Raises:
+        UserError: a missing or damaged run directory, a ``spade solve`` directory, answers that record
+            no prompt, ``verl`` or a filter that means nothing for the generator, filters that clash, an
+            output that cannot be written.
+    """
+    check_generator_filters(fmt, filters, test_fraction)
+    run = read_for_generator(run_dir, test_fraction)
+    path = output if output is not None else default_generator_output(run_dir, fmt)
+    check_output(path, run_dir)
+    rows = build_generator_rows(run, fmt, filters)
+    atomic_write(path, write_jsonl(rows))
+    test = sum(r["split"] == "test" for r in rows)
+    prompts = len({(r["epoch"], r["prompt_index"]) for r in rows})
+    return GeneratorExportResult(
+        path=path,
+        fmt=fmt,
+        rows=len(rows),
+        train=len(rows) - test,
+        test=test,
+        tasks=prompts,
+        without_prompt=run.without_prompt,
+    )
