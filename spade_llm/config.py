@@ -268,19 +268,24 @@ def _trainer_formats() -> list[ExportFormat]:
 
 
 class TrainerConfig(_Section):
-    """A training step between epochs: fresh exports, the user's command, maybe a new solver."""
+    """A training step between epochs: fresh exports, the user's command, maybe new models."""
 
     command: str | list[str] | None = None
     """The command to run (a list, or a string split like a shell's words; no shell runs it):
     ``{exports}``, ``{run_dir}`` and ``{epoch}`` in it are replaced, and without ``{exports}`` the
-    export folder is appended as the last argument. If it prints a JSON object (one line) naming
-    ``solver_model`` (or ``model``) and/or ``api_base``, later epochs solve with the last such.
-    None: no training step."""
+    export folder is appended as the last argument. If it prints a JSON object (one line) naming a
+    model, later epochs use the last such: ``solver_model``/``api_base`` for the solver,
+    ``generator_model``/``generator_api_base`` for the generator, ``model``/``model_api_base`` for
+    both (a role's own key wins). None: no training step."""
     every_epochs: int = Field(default=1, ge=1)
     """Run the command after every this many epochs (after epochs N-1, 2N-1, ...)."""
     formats: list[ExportFormat] = Field(default_factory=_trainer_formats)
     """What is exported for the command, each to ``RUN_DIR/exports/epoch-NNN/<format>.jsonl``
     (``verl.parquet``, which needs pyarrow)."""
+    generator_formats: list[Literal["sft", "dpo", "grpo"]] = Field(default_factory=list)
+    """The generator's training data exported for the command too (``spade export --role generator``),
+    each to ``RUN_DIR/exports/epoch-NNN/generator-<format>.jsonl``: what a step that trains the
+    generator (and prints ``generator_model``) learns from. Empty: the solver's exports only."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Longest time the command may take (None: no limit); past it the run stops, ``--resume`` retries."""
     pass_env: list[str] = Field(default_factory=list)

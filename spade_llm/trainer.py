@@ -4,14 +4,15 @@ evaluator's reward back into policy optimisation, closing the training loop").
 
 ``trainer.command`` runs after every ``trainer.every_epochs`` epochs, once the epoch's records, its
 metrics row and the ``on_epoch_end`` hooks are done. Before it runs, the formats in
-``trainer.formats`` are exported from the whole run so far into ``RUN_DIR/exports/epoch-NNN/``; the
-command gets that folder (``{exports}`` in it, else as its last argument) and the environment
-variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH``, ``SPADE_SOLVER_MODEL`` and
-``SPADE_GENERATOR_MODEL``, on top of
-ours without its keys: a key-like variable (``OPENAI_API_KEY``, ``HF_TOKEN``, ``*PASSWORD*``..., the
-rule is ``redact.key_like``) reaches the command only when ``trainer.pass_env`` names it. Its stdout and
-stderr go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` as they come (tail them to follow a
-long training), redacted on the way: the values of our key-like variables and the credentials of
+``trainer.formats`` (the solver's) and ``trainer.generator_formats`` (the generator's,
+``generator-<format>.jsonl``) are exported from the whole run so far into
+``RUN_DIR/exports/epoch-NNN/``; the command gets that folder (``{exports}`` in it, else as its
+last argument) and the environment variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR``, ``SPADE_EPOCH``,
+``SPADE_SOLVER_MODEL`` and ``SPADE_GENERATOR_MODEL``, on top of ours without its keys: a key-like
+variable (``OPENAI_API_KEY``, ``HF_TOKEN``, ``*PASSWORD*``..., the rule is ``redact.key_like``)
+reaches the command only when ``trainer.pass_env`` names it. Its stdout and stderr go to
+``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` as they come (tail them to follow a long
+training), redacted on the way: the values of our key-like variables and the credentials of
 URLs (``scheme://user:pass@`` -> ``scheme://***@``) never reach the disk. If it prints a JSON object
 (one line) naming a model, the roles it names switch to the last such for the later epochs (read
 from the output as printed: an ``api_base`` keeps its credentials in memory, ``manifest.json``
@@ -349,13 +350,16 @@ class Trainer:
         return any(step.get("epoch") == epoch for step in recorded_steps(self.run))
 
     def export(self, epoch: int) -> Path:
-        """The run so far, in each configured format, in a fresh ``exports/epoch-NNN/``."""
+        """The run so far, in each configured format of both roles, in a fresh ``exports/epoch-NNN/``."""
         from .exports import ExportFilters, export_run
+        from .proposal_exports import export_generator
 
         folder = self.run.path / "exports" / f"epoch-{epoch:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         for fmt in self.config.formats:
             export_run(self.run.path, fmt, folder / f"{fmt}.{SUFFIXES.get(fmt, 'jsonl')}", ExportFilters())
+        for fmt in self.config.generator_formats:
+            export_generator(self.run.path, fmt, folder / f"generator-{fmt}.jsonl", ExportFilters())
         return folder
 
     def step(self, epoch: int, solver_model: str, generator_model: str | None = None) -> StepOutcome:

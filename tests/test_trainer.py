@@ -100,7 +100,11 @@ def _switch_config(tmp_path: Path, switch: dict[str, str]) -> Path:
     script.write_text(SWITCH_SCRIPT)
     config = {
         "solver": {"model": "fake/weak-solver"},
-        "trainer": {"command": [sys.executable, str(script), json.dumps(switch), "{exports}"], "formats": ["sft"]},
+        "trainer": {
+            "command": [sys.executable, str(script), json.dumps(switch), "{exports}"],
+            "formats": ["sft"],
+            "generator_formats": ["sft", "dpo", "grpo"],
+        },
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -125,6 +129,16 @@ def test_a_step_that_names_a_generator_model_switches_the_generator_and_resume_k
     steps = json.loads((out / "manifest.json").read_text())["trainer_steps"]
     assert [s["switch"] for s in steps] == [{"generator": {"model": "fake/collapse"}}]
     assert "generator fake/collapse" in (out / "trainer" / "epoch-001.stdout").read_text()
+    for epoch in (0, 1):  # both roles' data, fresh for each step
+        folder = out / "exports" / f"epoch-{epoch:03d}"
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "generator-dpo.jsonl",
+            "generator-grpo.jsonl",
+            "generator-sft.jsonl",
+            "sft.jsonl",
+        ]
+        prompts = {(r["epoch"], r["prompt_index"]) for r in rows(folder / "generator-grpo.jsonl")}
+        assert prompts == {(e, p) for e in range(epoch + 1) for p in range(3)}
 
     (tmp_path / "gate").unlink()
     assert main(["run", "--quiet", "--resume", str(out)]) == 0  # a new process: the switch comes from the manifest
