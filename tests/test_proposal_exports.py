@@ -126,12 +126,17 @@ def test_each_format_is_a_non_empty_table_datasets_loads(run: Path, tmp_path: Pa
         assert len(kinds) <= 1, (key, kinds)
     pa_json = pytest.importorskip("pyarrow.json")
     assert pa_json.read_json(str(out)).num_rows == len(rows)  # one schema for every row
-    try:
-        import datasets  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return
+
+
+@pytest.mark.trl  # the trainer lane has datasets (with TRL), and may not skip this
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_datasets_loads_each_format_as_written(run: Path, tmp_path: Path, fmt: str) -> None:
+    datasets = pytest.importorskip("datasets", reason="pip install 'spade-selfplay[trl]'")
+    out = tmp_path / f"{fmt}.jsonl"
+    rows = export(run, out, fmt)
     loaded = datasets.load_dataset("json", data_files=str(out), split="train")
-    assert loaded.num_rows == len(rows)
+    assert loaded.num_rows == len(rows) and loaded.column_names == list(rows[0])
+    assert [dict(r) for r in loaded] == rows
 
 
 def test_sft_rows_are_the_answers_whose_tasks_were_all_accepted_and_one_learnable(
