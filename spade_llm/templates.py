@@ -56,6 +56,7 @@ TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = {
         "kind": "deduction",
     },
     "solver/system.j2": {},
+    "solver/tools.j2": {"kind": "induction", "public": 3},
     "solver/first.j2": {
         "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
         "public_tests": [{"input": "(1,)", "expected": "1"}],

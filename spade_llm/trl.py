@@ -12,11 +12,13 @@ logged under the class name.
 So, with the GRPO export's rows (``prompt`` messages plus ``ground_truth``):
 
 * ``reset(**row)`` reads the task from the row's ``ground_truth`` (or ``tests``/``entry_point``/
-  ``kind``) and returns None: the row's ``prompt`` is already the task as the solver sees it, and
-  returning it would show it twice. A row without a ``prompt`` gets the task rendered with the
-  solver's first template (its description from a ``description`` column when there is one: a
-  ground truth does not carry it), which TRL then shows as the prompt. ``env.prompt`` holds the
-  task's messages either way (for loops of one's own).
+  ``kind``) and returns what TRL appends to the prompt's last message: how to use the tool
+  (``solver/tools.j2``). The row's ``prompt`` is already the task as the solver sees it, but its
+  system prompt asks for a code block, and here only code given to ``run_tests`` is graded: a model
+  that followed it alone would earn nothing. A row without a ``prompt`` gets the task rendered with
+  the solver's first template (its description from a ``description`` column when there is one: a
+  ground truth does not carry it) followed by that text, which TRL then shows as the prompt.
+  ``env.prompt`` holds the messages the model sees either way (for loops of one's own).
 * ``run_tests(code)`` is the one tool: it judges the code on the task's **public** tests alone and
   returns what the loop's repair prompts may show: how many passed, each public test's verdict,
   the failing ones' inputs, expected values (not for ``deduction``, whose expected values are the
@@ -81,8 +83,9 @@ class SpadeCodingEnv:
 
     # -- TRL's reserved methods --
 
-    def reset(self, **row: Any) -> str | None:
-        """Start a rollout on the row's task; the prompt to add when the row has none (see the module docstring).
+    def reset(self, **row: Any) -> str:
+        """Start a rollout on the row's task; returns the text TRL appends to the prompt's last message
+        (the tool's instructions, after the task itself when the row has no prompt: see the module docstring).
 
         Raises:
             UserError: the row has no ground truth (nor ``tests``/``entry_point``), or a malformed one.
@@ -95,12 +98,19 @@ class SpadeCodingEnv:
             task = task.model_copy(update={"description": str(row["description"])})
         self.task, self.public = task, public
         self.last_code, self.calls, self.verdict = None, 0, None
+        shown = len(task.examples) if task.shows_examples else public
+        tools = _render("solver/tools.j2", kind=task.kind, public=shown)
         given = row.get("prompt")
         if given:
             self.prompt = _messages(given)
-            return None
-        self.prompt = [m.model_dump() for m in _first_messages(task, public)]
-        return self.prompt[-1]["content"]
+            before = ""
+        else:
+            self.prompt = [m.model_dump() for m in _first_messages(task, public)]
+            before, self.prompt[-1]["content"] = self.prompt[-1]["content"], ""
+        last = self.prompt[-1]["content"] + before
+        added = before + ("\n" if last.endswith("\n") or not last else "\n\n") + tools  # a blank line before it
+        self.prompt[-1]["content"] += added
+        return added
 
     def get_reward(self) -> float:
         """The last code given to run_tests, judged on every test (hidden ones included); 0.0 without one."""
@@ -238,6 +248,12 @@ def _messages(prompt: Any) -> list[dict[str, str]]:
         if isinstance(m, Mapping):
             out.append({"role": str(m.get("role", "user")), "content": str(m.get("content") or "")})
     return out
+
+
+def _render(name: str, **variables: Any) -> str:
+    from .templates import Prompts
+
+    return Prompts().render(name, **variables)
 
 
 def _first_messages(task: Task, public: int) -> list[Message]:

@@ -224,14 +224,32 @@ def test_public_feedback_says_what_the_loops_repair_prompt_says() -> None:
 # -- reset, get_reward, and TRL's protocol ------------------------------------------------------------
 
 
-def test_reset_leaves_a_rows_prompt_to_trl_and_renders_one_when_there_is_none() -> None:
+def trl_appends(prompt: list[dict[str, str]], added: str) -> list[dict[str, str]]:
+    """What TRL shows the model: the row's prompt with reset's string appended to its last message."""
+    return [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + added}]
+
+
+def test_reset_tells_the_model_to_use_its_tool_after_the_rows_prompt() -> None:
+    """The row's system prompt asks for a code block, but only code given to run_tests is graded: on
+    main a model that followed the prompt earned 0. reset's string (appended by TRL) says so."""
     env = SpadeCodingEnv()
     given = row(SHOUT)
-    assert env.reset(**given) is None  # TRL appends what reset returns to the prompt: it is there already
-    assert env.prompt == given["prompt"]
+    added = env.reset(**given)
+    assert added.startswith("\n\nYou have a tool, `run_tests(code)`")  # a blank line after the task
+    assert "the 3 public tests above" in added and "The last answer you give to `run_tests` is the one graded" in added
+    assert "Solve the task." not in added  # the task is in the row's prompt already: not shown twice
+    assert env.prompt == trl_appends(given["prompt"], added)
+    deduction = SpadeCodingEnv()
+    assert "the lines `f(args) == value`" in deduction.reset(**row(SEAL))
+
+
+def test_reset_renders_the_task_when_the_row_has_no_prompt() -> None:
+    env = SpadeCodingEnv()
+    given = row(SHOUT)
     shown = env.reset(**{k: v for k, v in given.items() if k != "prompt"}, description="Shout the word.")
-    assert shown is not None and shown.startswith("Shout the word.")
+    assert shown.startswith("Shout the word.")
     assert "- shout('abc',) -> 'ABC!'\n" in shown and "- shout('ok',) -> 'OK!'\n" in shown  # solver/first.j2
+    assert "\n\nYou have a tool, `run_tests(code)`" in shown
     assert SECRET not in shown.lower()
     assert env.prompt[-1] == {"role": "user", "content": shown}
     # TRL: the placeholder prompt's last message, plus the observation, is what the model sees
@@ -351,4 +369,4 @@ def test_against_trl_itself() -> None:
     assert "environment.reset(**reset_kwargs)" in source and 'member_name == "get_reward"' in source
     env = SpadeCodingEnv()
     assert trl_tools(env) == ["run_tests"]
-    assert env.reset(**row(SHOUT)) is None
+    assert env.reset(**row(SHOUT)).strip().startswith("You have a tool")
