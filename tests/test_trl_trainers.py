@@ -36,13 +36,22 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from sandbox_backends import unavailable
-from trainer_kit import Exports, export_texts, make_exports, need, read_jsonl, save_tiny, tiny_model, train_tokenizer
+from trainer_kit import (
+    Exports,
+    default_rewarder_on,
+    export_texts,
+    make_exports,
+    need,
+    read_jsonl,
+    sandbox_backend,
+    save_tiny,
+    tiny_model,
+    train_tokenizer,
+)
 
-from spade_llm import rewards
 from spade_llm.kinds.induction import extract_code
 from spade_llm.kinds.queries import call_text
-from spade_llm.rewards import Rewarder, code_reward, completion_text, default_rewarder, parse_ground_truth
+from spade_llm.rewards import Rewarder, code_reward, completion_text, parse_ground_truth
 from spade_llm.trl import SpadeCodingEnv
 
 pytestmark = [pytest.mark.trl, pytest.mark.slow]
@@ -52,7 +61,7 @@ torch = need("torch", "trl")
 need("trl", "trl")
 datasets = need("datasets", "trl")
 
-BACKEND = "bwrap" if unavailable("bwrap") is None else "subprocess"
+BACKEND = sandbox_backend()
 
 CPU_ARGS: dict[str, Any] = {
     "max_steps": 1,
@@ -117,18 +126,9 @@ def qwen3_tokenizer(texts: list[str]) -> Any:
 
 @pytest.fixture(scope="module")
 def judge() -> Iterator[Rewarder]:
-    """The default rewarder (what ``code_reward`` and ``SpadeCodingEnv()`` judge with), built from
-    ``SPADE_SANDBOX``; the previous default is put back afterwards."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(rewards.SANDBOX_ENV, BACKEND)
-        saved, rewards._default = rewards._default, None
-        box = default_rewarder()
-        assert box.backend == BACKEND
-        try:
-            yield box
-        finally:
-            rewards._default = saved
-            box.close()
+    """The default rewarder, on the tests' backend (``trainer_kit.default_rewarder_on``)."""
+    with default_rewarder_on(BACKEND) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import re
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,8 +32,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from sandbox_backends import unavailable
-from trainer_kit import need, skip_unless_required
+from trainer_kit import need, sandbox_backend, serve_sandbox, skip_unless_required
 
 from spade_llm.cli import main
 
@@ -45,7 +40,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.verl]
 
 VERL_VERSION = "0.9.1"
 SEEDS = (1, 2, 3)
-BACKEND = "bwrap" if unavailable("bwrap") is None else "subprocess"
+BACKEND = sandbox_backend()
 
 
 def load_verl_sandbox_fusion() -> ModuleType:
@@ -78,26 +73,8 @@ verl = load_verl_sandbox_fusion()
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``spade serve-sandbox`` on a free loopback port."""
-    log = tmp_path_factory.mktemp("serve") / "stderr.log"
-    argv = [sys.executable, "-m", "spade_llm.cli", "serve-sandbox", "--host", "127.0.0.1", "--port", "0"]
-    argv += ["--sandbox", BACKEND, "--concurrency", "2", *(["--allow-unsafe"] if BACKEND == "subprocess" else [])]
-    with log.open("w") as err:  # a file, not a pipe: nothing blocks the server when no one reads
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"listening on (http://127\.0\.0\.1:\d+/run_code)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield found.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with serve_sandbox(tmp_path_factory.mktemp("serve") / "stderr.log", BACKEND) as found:
+        yield found
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

@@ -44,12 +44,8 @@ import asyncio
 import functools
 import inspect
 import json
-import os
 import re
 import shlex
-import subprocess
-import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import version
@@ -58,20 +54,21 @@ from typing import Any
 
 import pytest
 import yaml
-from sandbox_backends import unavailable
 from trainer_kit import (
     Exports,
+    default_rewarder_on,
     export_texts,
     make_exports,
     need,
     read_jsonl,
+    sandbox_backend,
     save_tiny,
+    serve_sandbox,
     skip_unless_required,
     train_tokenizer,
 )
 
 from spade_llm import read_run, rewards
-from spade_llm.rewards import default_rewarder
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]
 
@@ -83,7 +80,7 @@ need("verl", "verl")  # the full package: `pip install --no-deps verl` (the judg
 if version("verl") != VERL_VERSION:
     skip_unless_required(f"verl {version('verl')} installed; these tests are pinned to verl {VERL_VERSION}")
 
-BACKEND = "bwrap" if unavailable("bwrap") is None else "subprocess"
+BACKEND = sandbox_backend()
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "training.md"
 MAIN_PPO = ["python", "-m", "verl.trainer.main_ppo"]
 PARTIAL = "+reward.custom_reward_function.reward_kwargs.partial_credit=true"
@@ -305,18 +302,9 @@ def section() -> str:
 
 @pytest.fixture(scope="module")
 def judge() -> Iterator[rewards.Rewarder]:
-    """The default rewarder (what verl's calls of ``compute_score`` judge with), built from ``SPADE_SANDBOX``;
-    the previous default is put back afterwards."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(rewards.SANDBOX_ENV, BACKEND)
-        saved, rewards._default = rewards._default, None
-        box = default_rewarder()
-        assert box.backend == BACKEND
-        try:
-            yield box
-        finally:
-            rewards._default = saved
-            box.close()
+    """The default rewarder, on the tests' backend (``trainer_kit.default_rewarder_on``)."""
+    with default_rewarder_on(BACKEND) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")
@@ -351,27 +339,9 @@ def failing(exports: Exports) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``spade serve-sandbox`` on a free loopback port (as tests/test_verl_judge.py starts it)."""
-    log = tmp_path_factory.mktemp("serve") / "stderr.log"
-    argv = [sys.executable, "-m", "spade_llm.cli", "serve-sandbox", "--host", "127.0.0.1", "--port", "0"]
-    argv += ["--sandbox", BACKEND, "--concurrency", "2", *(["--allow-unsafe"] if BACKEND == "subprocess" else [])]
-    with log.open("w") as err:  # a file, not a pipe: nothing blocks the server when no one reads
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := re.search(r"listening on (http://127\.0\.0\.1:\d+/run_code)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        yield found.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    """A real ``spade serve-sandbox`` on a free loopback port."""
+    with serve_sandbox(tmp_path_factory.mktemp("serve") / "stderr.log", BACKEND) as found:
+        yield found
 
 
 # -- the tests --------------------------------------------------------------------------------------

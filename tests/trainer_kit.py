@@ -15,9 +15,15 @@ test marked ``trl`` or ``verl`` that skips (conftest.py): installed extras must 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -171,3 +177,55 @@ def save_tiny(directory: Path, tokenizer: Any, seed: int = 0) -> Path:
     tiny_model(tokenizer, seed).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def sandbox_backend() -> str:
+    """bwrap where it works, else the subprocess backend: what the trainer tests judge in (the programs
+    are the fake model's answers and ones the tests write)."""
+    from sandbox_backends import unavailable
+
+    return "bwrap" if unavailable("bwrap") is None else "subprocess"
+
+
+@contextlib.contextmanager
+def serve_sandbox(log: Path, backend: str, concurrency: int = 2) -> Iterator[str]:
+    """A real ``spade serve-sandbox`` subprocess on a free loopback port; yields its ``/run_code`` URL."""
+    argv = [sys.executable, "-m", "spade_llm.cli", "serve-sandbox", "--host", "127.0.0.1", "--port", "0"]
+    argv += ["--sandbox", backend, "--concurrency", str(concurrency)]
+    argv += ["--allow-unsafe"] if backend == "subprocess" else []
+    with log.open("w") as err:  # a file, not a pipe: nothing blocks the server when no one reads
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"listening on (http://127\.0\.0\.1:\d+/run_code)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@contextlib.contextmanager
+def default_rewarder_on(backend: str) -> Iterator[Any]:
+    """``spade_llm.rewards``' default rewarder (what ``code_reward``, ``compute_score`` and
+    ``SpadeCodingEnv()`` judge with) rebuilt on ``backend`` through ``SPADE_SANDBOX``, as a user pins it;
+    the previous default is put back afterwards."""
+    from spade_llm import rewards
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(rewards.SANDBOX_ENV, backend)
+        saved, rewards._default = rewards._default, None
+        box = rewards.default_rewarder()
+        assert box.backend == backend
+        try:
+            yield box
+        finally:
+            rewards._default = saved
+            box.close()
