@@ -50,6 +50,17 @@ def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
     return parse
 
 
+def _kinds(text: str) -> list[str]:
+    """A comma-separated list of task kinds for argparse."""
+    from .kinds import KIND_NAMES
+
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KIND_NAMES]
+    if not kinds or unknown:
+        raise argparse.ArgumentTypeError(f"task kinds are {', '.join(KIND_NAMES)}, got {text!r}")
+    return kinds
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -274,6 +285,51 @@ def build_parser() -> argparse.ArgumentParser:
         "--token-file",
         help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
         "default: $SPADE_SANDBOX_TOKEN if set, else no token",
+    )
+
+    se = sub.add_parser(
+        "serve-env",
+        help="the curriculum as an OpenEnv environment: a trainer's policy is the solver (openenv-core)",
+        description="Serve the self-play curriculum over openenv-core's protocol (WebSocket /ws; "
+        f"{pip_install('env')}): reset() hands out the next validated task's opening messages, step({{answer}}) "
+        "judges the reply on the public tests and returns the feedback, or at the end the reward from all "
+        "tests. The generator keeps one epoch of tasks ready; every episode is a trajectory in the run "
+        "directory, and the target difficulty follows the clients' pass rates. Runs until Ctrl-C unless --epochs.",
+    )
+    se.add_argument(
+        "--config", help="YAML config overriding configs/default.yaml (its env: section too), or a shipped preset"
+    )
+    se.add_argument("--model", help="the generator's model (litellm string, or fake/<profile>); the clients solve")
+    se.add_argument("--generator-model", help="same as --model")
+    se.add_argument("--api-base", help="the generator's OpenAI-compatible server, e.g. http://localhost:8000/v1")
+    se.add_argument("--epochs", type=_positive(int), help="stop after this many epochs in all (default: until stopped)")
+    se.add_argument("--tasks-per-epoch", type=_positive(int), help="tasks asked for per epoch")
+    se.add_argument(
+        "--concurrency", type=_positive(int), help="episodes (and model requests, executions) in flight at once"
+    )
+    se.add_argument("--max-turns", type=_positive(int), help="turns per episode before it ends")
+    se.add_argument("--samples-per-task", type=_positive(int), help="episodes per task (K)")
+    se.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
+    se.add_argument(
+        "--kinds", type=_kinds, help="comma-separated task kinds to propose (induction,deduction,abduction)"
+    )
+    _sandbox_flag(se, help="sandbox backend the replies run in")
+    se.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
+    se.add_argument("--seed", type=int, help="root seed")
+    se.add_argument("--out", help="run directory (created; must be empty)")
+    se.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="go on serving the run in DIR (only --epochs, meaning the total, --concurrency, --api-base, "
+        "--max-sessions, --host, --port and --token-file may change)",
+    )
+    se.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback a token is required)")
+    se.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
+    se.add_argument("--max-sessions", type=_positive(int), help="WebSocket sessions at once (env.max_sessions)")
+    se.add_argument(
+        "--token-file",
+        help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
+        "default: $SPADE_ENV_TOKEN if set, else none (loopback only)",
     )
 
     pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
@@ -573,7 +629,7 @@ EXIT_EXECUTOR = 4
 """The executor lost its workers (Ray workers dead past their retries): the run stopped, resumable."""
 
 
-def _require_keys(config: Any, *, generator: bool) -> None:
+def _require_keys(config: Any, *, generator: bool, solver: bool = True) -> None:
     """One clear error, before anything is made, when a role's hosted model has no key to call it with
     (``llm.registry.missing_key``); without it the first request fails as an outage, exit 3.
 
@@ -583,7 +639,8 @@ def _require_keys(config: Any, *, generator: bool) -> None:
     from .llm.registry import missing_key
 
     roles = [("generator", config.generator)] if generator else []
-    for role, section in [*roles, ("solver", config.solver)]:
+    roles += [("solver", config.solver)] if solver else []
+    for role, section in roles:
         variable = missing_key(section)
         if variable is None:
             continue
@@ -1073,6 +1130,115 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+ENV_FLAGS = {
+    "model": "generator.model",
+    "generator_model": "generator.model",
+    "api_base": "generator.api_base",
+    "epochs": "controller.epochs",
+    "tasks_per_epoch": "controller.tasks_per_epoch",
+    "concurrency": "controller.concurrency",
+    "max_turns": "solver.max_turns",
+    "samples_per_task": "solver.samples_per_task",
+    "goal": "curriculum.goal",
+    "kinds": "curriculum.kinds",
+    "sandbox": "sandbox.backend",
+    "prompts": "prompts_dir",
+    "seed": "seed",
+}
+"""``spade serve-env`` flag -> the config key it sets (the clients are the solver: no solver model)."""
+
+
+def cmd_serve_env(args: argparse.Namespace) -> int:
+    from .env import require_openenv
+
+    require_openenv()  # before anything is built: one line naming the extra
+    from .env.running import sigterm_interrupts
+
+    with sigterm_interrupts():  # SIGTERM stops it as Ctrl-C does, from here on
+        return _cmd_serve_env(args)
+
+
+def _cmd_serve_env(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .env.access import check_exposure, load_env_token
+    from .env.broker import ENV_MODEL
+    from .env.running import UNTIL_STOPPED, EnvSession, import_server
+    from .store import RunDir
+
+    token = load_env_token(args.token_file)
+    check_exposure(args.host, token)
+    overrides = _overrides(args, ENV_FLAGS)
+    if args.epochs is None:  # until stopped; --resume DIR --epochs N means N in total, as for run
+        overrides.setdefault("controller", {})["epochs"] = UNTIL_STOPPED
+    if args.max_sessions is not None:
+        overrides.setdefault("env", {})["max_sessions"] = args.max_sessions
+    if args.resume:
+        solver = _stored_config(args.resume).get("solver")
+        if not isinstance(solver, dict) or solver.get("model") != ENV_MODEL:
+            raise UserError(f"{args.resume} is not a serve-env run (its solver is a model): resume it with spade run")
+        run, config = _open_resumed("serve-env", args, list(ENV_FLAGS.items()), overrides)
+        try:
+            _require_keys(config, generator=True, solver=False)
+            session = EnvSession(config, _env_broker(config))  # checks the generator, templates and sandbox
+        except BaseException:
+            run.unlock()
+            raise
+    else:
+        config = load_config(args.config, overrides)
+        _require_keys(config, generator=True, solver=False)
+        session = EnvSession(config, _env_broker(config))  # before the run directory exists
+        try:
+            import_server()  # openenv-core, FastAPI, uvicorn (seconds): before the run directory exists too
+            run = RunDir.create(args.out, config.runs_dir)
+        except BaseException:
+            session.close()
+            raise
+    args.run_path = run.path
+    try:
+        with session:
+            return _serve_env(args, session, run, token)
+    except (EndpointDown, ExecutorError) as e:
+        return _stopped_early("serve-env", e, run.path)
+    finally:
+        run.unlock()
+
+
+def _env_broker(config: Any) -> Any:
+    from .env.broker import EnvBroker
+
+    return EnvBroker(episode_timeout_s=config.env.episode_timeout_s, reset_timeout_s=config.env.reset_timeout_s)
+
+
+def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | None) -> int:
+    from .env.running import UNTIL_STOPPED
+    from .env.server import EnvServer
+
+    def log(line: str) -> None:
+        print(f"spade serve-env: {line}", file=sys.stderr, flush=True)
+
+    c = session.config
+    epochs = "until stopped" if c.controller.epochs == UNTIL_STOPPED else f"{c.controller.epochs} epochs"
+    server = EnvServer(session, run, resumed=bool(args.resume), host=args.host, port=args.port, token=token, log=log)
+
+    def ready() -> None:
+        access = "bearer token required" if token is not None else "loopback only, no token"
+        log(
+            f"listening on {server.url} (openenv-core WebSocket {server.url.replace('http', 'ws', 1)}/ws; {access}); "
+            f"{c.generator.model} proposes, {c.controller.tasks_per_epoch} tasks x {c.solver.samples_per_task} "
+            f"samples an epoch, {epochs}, at most {c.controller.concurrency} episodes at once -> {run.path}; "
+            "Ctrl-C to stop"
+        )
+
+    server.serve(on_ready=ready)
+    broker, metrics = session.broker, server.runner.metrics
+    why = server.stopped_because or f"stopped: its {len(metrics or [])} epochs are done"
+    log(
+        f"{why}: {broker.ended} episodes recorded ({broker.abandoned} abandoned); "
+        f"continue with: spade serve-env --resume {shlex.quote(str(run.path))}"
+    )
+    return 0
+
+
 def cmd_prompts(args: argparse.Namespace) -> int:
     from .templates import PACKAGED_DIR, Prompts, list_templates
 
@@ -1116,6 +1282,7 @@ COMMANDS = {
     "export": cmd_export,
     "report": cmd_report,
     "serve-sandbox": cmd_serve_sandbox,
+    "serve-env": cmd_serve_env,
     "prompts": cmd_prompts,
 }
 

@@ -345,6 +345,28 @@ class RayConfig(_Section):
     """Longest wait for the workers to start (a cluster short of CPUs for them fails after it)."""
 
 
+class EnvConfig(_Section):
+    """``spade serve-env``: the curriculum served as an OpenEnv environment, a client's policy as the solver."""
+
+    episodes_per_epoch: int | None = Field(default=None, ge=1)
+    """Episodes an epoch hands out: each epoch asks the generator for ``ceil(episodes_per_epoch /
+    solver.samples_per_task)`` tasks (that many tasks times ``samples_per_task`` episodes, fewer when
+    proposals are rejected), and its metrics and the next target come from those rollouts. None:
+    ``controller.tasks_per_epoch x solver.samples_per_task``."""
+    episode_timeout_s: float = Field(default=300.0, gt=0)
+    """Longest wait for a client's reply to one turn once it holds the episode, in seconds; past it the
+    episode is abandoned and recorded (its trajectory has ``error`` and the ``abandoned`` flag), and
+    a late reply gets an error. An episode no client has taken yet never times out: an idle trainer
+    costs nothing."""
+    reset_timeout_s: float = Field(default=45.0, gt=0)
+    """Longest ``reset()`` waits for an episode while the epoch's tasks are proposed and validated,
+    in seconds; past it the client gets an error and may retry. Keep it under the client's message
+    timeout (openenv-core's ``EnvClient``: 60 s)."""
+    max_sessions: int = Field(default=64, ge=1)
+    """WebSocket sessions served at once (openenv-core's ``max_concurrent_envs``); one more is refused
+    with ``CAPACITY_REACHED``. How many episodes run at once is ``controller.concurrency``."""
+
+
 class RunConfig(_Section):
     """Everything one ``spade run`` needs."""
 
@@ -378,6 +400,8 @@ class RunConfig(_Section):
     actors on a Ray cluster, see ``ray``); the records are the same either way."""
     ray: RayConfig = Field(default_factory=RayConfig)
     """The Ray cluster and its workers, for ``executor: ray``."""
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    """``spade serve-env``'s sessions, episode timeouts and epoch size (unused by ``run`` and ``solve``)."""
     prompts_dir: str | None = None
     """Folder of Jinja templates overriding the packaged ones by file name."""
     runs_dir: str = "runs"

@@ -196,9 +196,13 @@ class Trajectory(BaseModel):
     """The difficulty the reward was computed at: the epoch's target for generated tasks (never the
     generator's own claim), the task's stated difficulty for imported ones."""
     solver_model: str = ""
+    source: Literal["solver", "env"] = "solver"
+    """Who wrote the answers: ``solver``, the run's own solver model; ``env``, a client of ``spade
+    serve-env`` (an OpenEnv trainer's policy), whose replies are the assistant turns."""
     flags: list[str] = Field(default_factory=list)
     """Warnings about the episode: ``hardcoded_suspect`` (passed the public tests, failed hidden ones),
-    ``budget_exhausted`` (the task's time budget ran out before the turns did)."""
+    ``budget_exhausted`` (the task's time budget ran out before the turns did), ``abandoned`` (a
+    ``serve-env`` client left or went silent mid-episode: ``error`` says which)."""
     error: str | None = None
     """Why the episode ended without a judged attempt (e.g. the endpoint failed for good)."""
     wall_s: float = 0.0

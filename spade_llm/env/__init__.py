@@ -1,0 +1,25 @@
+"""``spade serve-env``: the self-play curriculum as an OpenEnv environment (``pip install 'spade-selfplay[env]'``).
+
+A trainer's policy plays the solver. The run behind the server is an ordinary self-play run whose
+solver's model is a broker: each solver turn becomes an observation for a client, each client reply
+the model's answer (``broker.py``); the run itself, in a thread of its own, plans, proposes,
+validates, records and moves the difficulty as ``spade run`` does (``running.py``); openenv-core's
+``create_app`` serves it, one environment per WebSocket session (``server.py``, ``models.py``), behind
+the same access rules as ``serve-sandbox`` (``access.py``). ``docs/environments.md`` shows a client.
+
+Importing this package imports nothing of openenv-core; ``server`` and ``models`` do.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..errors import UserError, pip_install
+
+__all__ = ["require_openenv"]
+
+
+def require_openenv() -> None:
+    """Raises UserError, naming the extra to install, when openenv-core is missing."""
+    if importlib.util.find_spec("openenv") is None:
+        raise UserError(f"spade serve-env needs openenv-core: {pip_install('env')}")

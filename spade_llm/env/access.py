@@ -1,0 +1,122 @@
+"""Who may use a ``spade serve-env``: the same rules as ``spade serve-sandbox`` (see its module doc),
+checked from the headers of every HTTP request and WebSocket handshake before the app sees it.
+
+* **Host**: bound to loopback (the default 127.0.0.1), a ``Host`` that is not a loopback name is a
+  403 (DNS rebinding).
+* **Origin**: a non-loopback ``Origin`` is a 403. Browsers open WebSockets to any site without
+  asking, so this is what stops a web page from driving the environment; Python clients send none.
+* **Token**: with a token (``SPADE_ENV_TOKEN``, or ``--token-file``), every path but ``/health``
+  needs ``Authorization: Bearer <token>``, or ``Basic`` with the token as the password, which is
+  what a WebSocket client sends for ``http://spade:<token>@host:port`` (openenv-core's
+  ``EnvClient`` takes a URL and no headers); else a 401. Listening beyond loopback *requires* a
+  token: anyone reaching the port could otherwise run code in the sandbox and write the run's
+  training data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..sandbox_server import host_name, is_loopback, loopback_origin, token_matches
+
+__all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token"]
+
+TOKEN_ENV = "SPADE_ENV_TOKEN"
+"""The environment variable holding serve-env's bearer token (``--token-file`` keeps it out of ``ps``)."""
+OPEN_PATHS = frozenset({"/health"})
+"""Served without the token: the readiness probe, which tells nothing."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def load_env_token(token_file: str | Path | None, environ: MutableMapping[str, str] | None = None) -> str | None:
+    """The bearer token: ``token_file``'s content (stripped), else ``SPADE_ENV_TOKEN`` (an empty one is
+    none), else None.
+
+    Raises:
+        UserError: the file cannot be read, or the token is empty or not printable ASCII without spaces.
+    """
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"cannot read --token-file {token_file}: {getattr(e, 'strerror', None) or e}") from None
+        what = f"--token-file {token_file}"
+        if not token:
+            raise UserError(f"{what} is empty: write the token in it")
+    else:
+        token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
+        what = TOKEN_ENV
+        if not token:
+            return None
+    if not all("!" <= c <= "~" for c in token):
+        raise UserError(f"{what}: the token must be printable ASCII without spaces (it travels in a header)")
+    return token
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token.
+
+    Raises:
+        UserError: ``host`` is not a loopback address and there is no token.
+    """
+    if token is None and not is_loopback(host):
+        shown = host or "every address"
+        raise UserError(
+            f"listening on {shown} needs a token: anyone reaching the port could run code in the sandbox and "
+            f"write the run's training data; set {TOKEN_ENV} or --token-file (clients then send "
+            "'Authorization: Bearer <token>', or use the URL http://spade:<token>@HOST:PORT)"
+        )
+
+
+class Guard:
+    """ASGI middleware refusing requests and WebSocket handshakes the rules above do not allow."""
+
+    def __init__(self, app: ASGIApp, *, host: str, token: str | None) -> None:
+        self.app = app
+        self.token = token
+        self.loopback_only = is_loopback(host)
+
+    def refusal(self, path: str, headers: dict[str, str]) -> tuple[int, str] | None:
+        """(status, why) for a request that may not pass, else None."""
+        host = headers.get("host")
+        if self.loopback_only and host is not None and not is_loopback(host_name(host)):
+            return 403, (
+                f"Host {host!r} refused: this server listens on loopback and answers only requests addressed to it"
+            )
+        origin = headers.get("origin")
+        if origin is not None and not loopback_origin(origin):
+            return 403, f"Origin {origin!r} refused: no web page may drive this environment"
+        token = self.token
+        if token is not None and path not in OPEN_PATHS and not token_matches(headers.get("authorization", ""), token):
+            return 401, f"Not authenticated: send 'Authorization: Bearer <token>' (the token of {TOKEN_ENV})"
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        refused = self.refusal(str(scope.get("path", "")), headers)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        status, why = refused
+        if scope["type"] == "websocket":  # closing before accepting: the handshake is answered 403
+            await send({"type": "websocket.close", "code": 1008, "reason": why[:120]})
+            return
+        body = json.dumps({"detail": why}).encode()
+        headers_out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if status == 401:
+            headers_out.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers_out})
+        await send({"type": "http.response.body", "body": body})
