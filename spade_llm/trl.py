@@ -38,10 +38,13 @@ for ``AsyncGRPOTrainer`` (its rollouts share an event loop). Importing this modu
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .errors import UserError
+from .errors import UserError, pip_install
 from .kinds import get_kind
 from .kinds.induction import extract_code
 from .kinds.queries import call_text
@@ -49,7 +52,7 @@ from .rewards import Rewarder, Verdict, default_rewarder, no_code, row_task
 from .solver import examples_task, first_messages, stderr_tail
 from .types import ExecutionResult, Message, Task, TestCase, TestResult
 
-__all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv"]
+__all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv", "SpadeLiveEnv", "live_rows"]
 
 _T = TypeVar("_T")
 
@@ -216,6 +219,207 @@ class AsyncSpadeCodingEnv(SpadeCodingEnv):
     async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._rewarder_()._executor(), fn, *args)
+
+
+ENV_URL = "SPADE_ENV_URL"
+"""Where ``SpadeLiveEnv`` finds the serve-env url when it is given none."""
+ENV_TOKEN = "SPADE_ENV_TOKEN"
+"""serve-env's token, when ``SpadeLiveEnv`` is given none (the server's own variable)."""
+
+
+class SpadeLiveEnv:
+    """``SpadeCodingEnv``'s tool protocol on live episodes of a ``spade serve-env`` server at ``url``.
+
+    ``reset(**row)`` ignores the row (use ``live_rows``: placeholders) and takes the next episode the server's
+    run hands out: it returns the task (the observation's last user message: the solver's first prompt,
+    public tests only) and the tool's instructions (``solver/tools.j2``), which TRL appends to the row's empty
+    user message. ``run_tests(code)`` is one solver turn: the server judges the code as the loop judges a
+    model's answer and returns its feedback (public tests only), or the end. ``get_reward()`` is the server's
+    verdict: 1.0 when the episode ended passed (``partial_credit``: tests passed / tests total, hidden ones
+    counted), else 0.0. A rollout that ends before the episode does (the model stopped calling the tool, or
+    ``solver.max_turns`` was not reached) earns 0.0, and its session is closed: the server records the episode
+    as an ``error`` trajectory flagged ``abandoned`` ("closed its session before the episode ended"); the next
+    ``reset`` reconnects. Otherwise one WebSocket session (openenv-core's ``GenericEnvClient``, sync) is kept
+    open across rollouts.
+
+    ``url``: the server's ``http://HOST:PORT`` (default ``$SPADE_ENV_URL``); ``token``: its token (default
+    ``$SPADE_ENV_TOKEN``; sent as the url's password, which serve-env accepts as its Authorization);
+    ``model``: the name recorded as the trajectories' ``solver_model``; ``timeout_s``: how long a ``reset`` or
+    ``step`` may wait for the server (a reset waits for the run to have an episode ready).
+
+    After a rollout: ``observation`` (the last one, a dict), ``task_id``, ``kind``, ``calls``, ``done``,
+    ``final_status``, ``trajectory_id``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        partial_credit: bool = False,
+        model: str | None = None,
+        token: str | None = None,
+        timeout_s: float = 3600.0,
+    ) -> None:
+        url = url or os.environ.get(ENV_URL, "").strip()
+        if not url:
+            raise UserError(f"SpadeLiveEnv needs the url of a spade serve-env server (or ${ENV_URL})")
+        self.url = url
+        self.partial_credit = partial_credit
+        self.model = model
+        self._token = token if token is not None else os.environ.get(ENV_TOKEN, "").strip() or None
+        self.timeout_s = timeout_s
+        self._client: Any = None
+        self.observation: dict[str, Any] = {}
+        self.task_id: str | None = None
+        self.kind: str | None = None
+        self.calls = 0
+        self.done = False
+        self.final_status: str | None = None
+        self.trajectory_id: str | None = None
+        self._started = False
+
+    # -- TRL's reserved methods --
+
+    def reset(self, **row: Any) -> str:
+        """Take the server's next episode; returns its task and the tool's instructions (the row is ignored).
+
+        Raises:
+            UserError: openenv-core is not installed.
+        """
+        if self._started and not self.done:
+            self._release()  # the last rollout never reached get_reward: let the server record it
+        try:
+            result = self._connected().reset()
+        except Exception:  # a session the server or the network closed: one fresh one
+            self._drop()
+            result = self._connected().reset()
+        self._take(result)
+        self.task_id, self.kind = self.observation.get("task_id"), self.observation.get("kind")
+        self.calls, self.done, self.final_status, self.trajectory_id = 0, False, None, None
+        self._started = True
+        task = _last_user(self.observation.get("messages") or [])
+        public = int(self.observation.get("public_total") or 0) or _public_lines(task)
+        tools = _render("solver/tools.j2", kind=self.kind or "induction", public=public)
+        return task + ("\n" if task.endswith("\n") or not task else "\n\n") + tools
+
+    def get_reward(self) -> float:
+        """The server's verdict on the episode: 1.0 when it passed (partial credit: the fraction of tests passed)."""
+        if not self._started:
+            return 0.0
+        if not self.done:
+            self._release()
+            return 0.0
+        obs = self.observation
+        if self.partial_credit:
+            total = int(obs.get("tests_total") or 0)
+            return int(obs.get("tests_passed") or 0) / total if total else 0.0
+        return 1.0 if self.final_status == "passed" else 0.0
+
+    # -- the tool --
+
+    def run_tests(self, code: str) -> str:
+        """Run your solution on the task's public tests and report how it did.
+
+        Call it with your complete solution whenever you want to check it; the last solution you
+        test is the one that gets graded, on these tests and on hidden ones.
+
+        Args:
+            code: The complete solution: for a function-writing task, the full Python source of the function
+                (a ```python fenced block is accepted); for a task asking for values or inputs, the lines
+                `f(args) == value`, as the task asks.
+
+        Returns:
+            How the public tests went, or, once the task is over, whether your solution passed.
+        """
+        if not self._started:
+            raise UserError("call reset() before using the environment")
+        if self.done:
+            return self._over()
+        code = code if isinstance(code, str) else ""
+        if not code.strip():
+            return "No code given: call run_tests with your complete solution as `code`."
+        action: dict[str, str] = {"code": code}
+        if self.model:
+            action["model"] = self.model
+        self.calls += 1
+        self._take(self._connected().step(action))
+        if self.done:
+            return self._over()
+        feedback = self.observation.get("feedback") or _last_user(self.observation.get("messages") or [])
+        text = str(feedback)
+        if len(text) > MAX_FEEDBACK_CHARS:
+            text = text[: MAX_FEEDBACK_CHARS - 20] + "\n... (cut)\n"
+        return text
+
+    # -- private: TRL exposes every public method as a tool --
+
+    def _take(self, result: Any) -> None:
+        self.observation = dict(result.observation or {})
+        self.done = bool(result.done)
+        if self.done:
+            self.final_status = self.observation.get("final_status")
+            self.trajectory_id = self.observation.get("trajectory_id")
+
+    def _over(self) -> str:
+        if self.final_status == "passed":
+            return "Your solution passed all the tests, hidden ones included. The task is over: no more tests are run."
+        why = f" ({self.final_status})" if self.final_status else ""
+        return f"Your solution did not pass the tests{why}, and no attempts are left. The task is over."
+
+    def _connected(self) -> Any:
+        if self._client is None:
+            try:
+                from openenv.core import GenericEnvClient
+            except ImportError:
+                raise UserError(
+                    f"SpadeLiveEnv talks to spade serve-env through openenv-core: {pip_install('env')}"
+                ) from None
+            client = GenericEnvClient(base_url=self._connect_url(), message_timeout_s=self.timeout_s).sync()
+            client.connect()
+            self._client = client
+        return self._client
+
+    def _connect_url(self) -> str:
+        """The url with the token as its password: serve-env's Basic form (openenv-core's client sends no
+        header of ours)."""
+        if not self._token:
+            return self.url
+        parts = urllib.parse.urlsplit(self.url)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        netloc = f"spade:{urllib.parse.quote(self._token, safe='')}@{host}"
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+    def _drop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # already gone
+                client.close()
+
+    def _release(self) -> None:
+        """Close the session mid-episode: the server records the episode as abandoned (an error), not lost."""
+        self._drop()
+        self.done, self.final_status = True, self.final_status or "abandoned"
+
+
+def live_rows(n: int, system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """``n`` placeholder rows for ``GRPOTrainer(environment_factory=SpadeLiveEnv)``: the solver's system prompt
+    (``solver/system.j2``, the served episodes' own, unless ``system_prompt``) and an empty user message, to
+    which TRL appends what ``SpadeLiveEnv.reset`` returns (the live task). ``datasets.Dataset.from_list`` reads them."""
+    system = system_prompt if system_prompt is not None else _render("solver/system.j2").strip()
+    return [{"prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}]} for _ in range(n)]
+
+
+def _last_user(messages: Sequence[Any]) -> str:
+    for m in reversed(messages):
+        if isinstance(m, Mapping) and m.get("role") == "user":
+            return str(m.get("content") or "")
+    return ""
+
+
+def _public_lines(task: str) -> int:
+    """How many public tests the task text shows (its ``- f(args) -> expected`` lines), when the observation
+    does not say."""
+    return sum(1 for line in task.splitlines() if line.startswith("- "))
 
 
 def _verdict_line(task: Task, test: TestCase, r: TestResult | None) -> str:

@@ -36,14 +36,19 @@ if TYPE_CHECKING:
 TEST_API_KEY = "sk-test-key-1234567890"
 
 
+CLIENT_MARKERS = ("trl", "verl", "env", "verifiers")
+"""The markers of tests that run a real client's code (TRL, verl, openenv-core, verifiers)."""
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Under ``SPADE_TEST_REQUIRE_TRAINERS`` (CI's trainer lane) a test marked ``trl`` or ``verl`` that
-    skips fails instead: the extras are installed there, so a skip would hide a broken trainer test."""
+    """Under ``SPADE_TEST_REQUIRE_TRAINERS`` (CI's trainer lane) a test marked ``trl``, ``verl``, ``env``
+    or ``verifiers`` that skips fails instead: the extras are installed there, so a skip would hide a
+    broken test of a real client."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.skipped and not hasattr(report, "wasxfail") and trainers_required():
-        marked = [name for name in ("trl", "verl") if item.get_closest_marker(name)]
+        marked = [name for name in CLIENT_MARKERS if item.get_closest_marker(name)]
         if marked:
             report.outcome = "failed"
             report.longrepr = f"{REQUIRE_ENV} is set, but this {'/'.join(marked)} test skipped: {report.longrepr}"

@@ -1,0 +1,180 @@
+"""``SpadeLiveEnv``: TRL's environment protocol on live episodes of a real ``spade serve-env`` process.
+
+The server is ``test_serve_env.ServeEnv`` (``spade serve-env --port 0`` with the fake model proposing
+tasks); the policy is this file's: the served task's reference solution (read from the run's
+``tasks.jsonl``) or a wrong function. (1) drives the environment directly; (2) runs one real
+``GRPOTrainer`` step on CPU with ``environment_factory=functools.partial(SpadeLiveEnv, url)``, its
+generations scripted through ``trainer.model.generate`` as in ``test_trl_trainers.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+import pytest
+from trainer_kit import need, tiny_model, train_tokenizer
+
+need("trl", "trl")
+need("openenv", "env")
+torch = need("torch", "trl")
+
+from test_serve_env import SMALL, ServeEnv  # noqa: E402
+
+from spade_llm import read_run  # noqa: E402
+from spade_llm.kinds.queries import call_text  # noqa: E402
+from spade_llm.trl import SpadeLiveEnv, live_rows  # noqa: E402
+from spade_llm.types import Task  # noqa: E402
+
+pytestmark = [pytest.mark.trl, pytest.mark.env, pytest.mark.slow]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    run = tmp_path / "run"
+    started = ServeEnv([*SMALL, "--out", str(run)])
+    started.run = run  # type: ignore[attr-defined]
+    yield started
+    started.kill()
+
+
+def served_task(run: Path, task_id: str, timeout: float = 30) -> Task:
+    """The task as the run recorded it (reference solution and hidden tests included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        path = run / "tasks.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                record = json.loads(line)
+                if record.get("task_id") == task_id:
+                    return Task.model_validate(record)
+        time.sleep(0.2)
+    raise AssertionError(f"{task_id} not in tasks.jsonl")
+
+
+def wrong_code(task: Task) -> str:
+    return f"def {task.entry_point}(*args):\n    return None\n"
+
+
+def assert_no_hidden_test(task: Task, text: str) -> None:
+    public = sum(1 for line in text.splitlines() if line.startswith("- "))
+    assert 0 < public < len(task.tests)
+    shown = {call_text(task.entry_point, t.input) for t in task.tests[:public]}
+    for hidden in task.tests[public:]:
+        if call_text(task.entry_point, hidden.input) not in shown:
+            assert f"{task.entry_point}{hidden.input}" not in text
+
+
+def test_live_env_episodes_reward_the_servers_verdicts(server: Any) -> None:
+    env = SpadeLiveEnv(server.url, model="live-policy")
+    text = env.reset(prompt=[{"role": "user", "content": ""}])  # the row is ignored
+    assert env.task_id and "run_tests(code)" in text and text.index("run_tests") > text.index("`")
+    wrong_task = served_task(server.run, env.task_id)
+    assert_no_hidden_test(wrong_task, text)
+    assert wrong_task.description.split()[0] in text
+    feedback = env.run_tests(wrong_code(wrong_task))
+    assert not env.done and feedback and "passed" not in env._over()  # feedback on public tests, episode goes on
+    assert env.get_reward() == 0.0  # ended before done: released (the session closed)
+    abandoned_id = env.task_id
+
+    text = env.reset()  # reconnects
+    task = served_task(server.run, env.task_id)
+    assert_no_hidden_test(task, text)
+    over = env.run_tests(task.reference_code)
+    assert env.done and env.final_status == "passed" and "passed all the tests" in over
+    assert env.get_reward() == 1.0
+    assert "task is over" in env.run_tests(task.reference_code)  # no more steps
+    passed_id = env.trajectory_id
+    env._drop()
+
+    assert server.stop() == 0, server.stderr
+    trajectories = {t.trajectory_id: t for t in read_run(server.run).trajectories}
+    assert trajectories[passed_id].source == "env" and trajectories[passed_id].final_status == "passed"
+    assert trajectories[passed_id].solver_model == "live-policy"
+    (left,) = [t for t in trajectories.values() if t.task_id == abandoned_id and "abandoned" in t.flags]
+    # its judged answer failed, then the session closed: recorded failed, flagged abandoned, with why
+    assert left.source == "env" and left.final_status == "failed" and "closed its session" in (left.error or "")
+
+
+def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen3_chat_template
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    rows = live_rows(2)
+    texts = [rows[0]["prompt"][0]["content"], "def f(x):\n    return x + 1\n", "public tests passed run_tests"]
+    tokenizer = train_tokenizer(texts * 20, qwen3_chat_template)
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=512,
+        max_steps=1,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        data_seed=0,
+        learning_rate=1e-3,
+    )
+    trainer: Any = GRPOTrainer(
+        model=tiny_model(tokenizer),
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        environment_factory=functools.partial(SpadeLiveEnv, server.url),
+    )
+    assert [tool.__name__ for tool in trainer.tools] == ["run_tests"]
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    tested: dict[int, str] = {}  # rollout -> "good" / "bad" (two rollouts may share a task)
+
+    def tool_call(code: str) -> str:
+        return "<tool_call>\n" + json.dumps({"name": "run_tests", "arguments": {"code": code}}) + "\n</tool_call>"
+
+    def generate(input_ids: Any, **kwargs: Any) -> Any:
+        prompts = [tokenizer.decode(ids, skip_special_tokens=False) for ids in input_ids]
+        answers = []
+        for i, prompt in enumerate(prompts):
+            if "<tool_response>" in prompt:
+                answers.append("Done.")
+                continue
+            env = trainer.environments[i]
+            task = served_task(server.run, env.task_id)
+            good = i % 2 == 0
+            tested[i] = "good" if good else "bad"
+            answers.append(tool_call(task.reference_code if good else wrong_code(task)))
+        outs = [[*tokenizer.encode(a, add_special_tokens=False), tokenizer.eos_token_id] for a in answers]
+        width = max(len(o) for o in outs)
+        padded = [o + [tokenizer.pad_token_id] * (width - len(o)) for o in outs]
+        return torch.cat([input_ids, torch.tensor(padded, dtype=input_ids.dtype)], dim=-1)
+
+    with patch.object(trainer.model, "generate", side_effect=generate):
+        trainer.train()
+
+    env_rewards = list(trainer._logs["rewards"]["SpadeLiveEnv"])
+    assert len(env_rewards) == 4 and sorted(tested.values()) == ["bad", "bad", "good", "good"]
+    for i, env in enumerate(trainer.environments):
+        assert env_rewards[i] == (1.0 if tested[i] == "good" else 0.0)
+        assert env.final_status == ("passed" if tested[i] == "good" else "abandoned")
+    unchanged = [n for n, p in trainer.model.named_parameters() if torch.equal(before[n], p.detach())]
+    assert not unchanged
+
+    passed_ids = {env.trajectory_id for env in trainer.environments if env.final_status == "passed"}
+    for env in trainer.environments:
+        env._drop()
+    assert server.stop() == 0, server.stderr
+    trajectories = read_run(server.run).trajectories
+    by_id = {t.trajectory_id: t for t in trajectories}
+    assert all(by_id[t].final_status == "passed" and by_id[t].source == "env" for t in passed_ids)
+    assert len(passed_ids) == 2 and len(trajectories) >= 4
+    left = [t for t in trajectories if "abandoned" in t.flags and "closed its session" in (t.error or "")]
+    bad = [env.task_id for i, env in enumerate(trainer.environments) if tested[i] == "bad"]
+    assert sorted(t.task_id for t in left) == sorted(bad)
