@@ -115,7 +115,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -700,9 +700,12 @@ def token_matches(header: str, token: str) -> bool:
     return hmac.compare_digest(given.encode("latin-1", "replace"), token.encode("ascii"))
 
 
-def load_token(token_file: str | Path | None, environ: dict[str, str] | None = None) -> str | None:
-    """The bearer token: ``token_file``'s content (stripped), else ``SPADE_SANDBOX_TOKEN`` (an empty
-    one is none), else None (no token required).
+def load_token(
+    token_file: str | Path | None, environ: Mapping[str, str] | None = None, variable: str = TOKEN_ENV
+) -> str | None:
+    """The bearer token: ``token_file``'s content (stripped), else the environment ``variable``
+    (``SPADE_SANDBOX_TOKEN``; serve-env's is ``SPADE_ENV_TOKEN``; an empty one is none), else None (no
+    token required).
 
     Raises:
         UserError: the file cannot be read, or the token is empty or not printable ASCII without spaces.
@@ -718,8 +721,8 @@ def load_token(token_file: str | Path | None, environ: dict[str, str] | None = N
         if not token:
             raise UserError(f"{what} is empty: write the token in it")
     else:
-        token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
-        what = TOKEN_ENV
+        token = (os.environ if environ is None else environ).get(variable, "").strip()
+        what = variable
         if not token:
             return None
     if not all("!" <= c <= "~" for c in token):

@@ -16,13 +16,12 @@ checked from the headers of every HTTP request and WebSocket handshake before th
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..sandbox_server import host_name, is_loopback, loopback_origin, token_matches
+from ..sandbox_server import host_name, is_loopback, load_token, loopback_origin, token_matches
 
 __all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token"]
 
@@ -39,28 +38,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def load_env_token(token_file: str | Path | None, environ: MutableMapping[str, str] | None = None) -> str | None:
-    """The bearer token: ``token_file``'s content (stripped), else ``SPADE_ENV_TOKEN`` (an empty one is
-    none), else None.
+    """The bearer token: ``token_file``'s content, else ``SPADE_ENV_TOKEN``, else None (serve-sandbox's
+    ``load_token``, reading serve-env's variable).
 
     Raises:
         UserError: the file cannot be read, or the token is empty or not printable ASCII without spaces.
     """
-    if token_file is not None:
-        try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as e:
-            raise UserError(f"cannot read --token-file {token_file}: {getattr(e, 'strerror', None) or e}") from None
-        what = f"--token-file {token_file}"
-        if not token:
-            raise UserError(f"{what} is empty: write the token in it")
-    else:
-        token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
-        what = TOKEN_ENV
-        if not token:
-            return None
-    if not all("!" <= c <= "~" for c in token):
-        raise UserError(f"{what}: the token must be printable ASCII without spaces (it travels in a header)")
-    return token
+    return load_token(token_file, environ, TOKEN_ENV)
 
 
 def check_exposure(host: str, token: str | None) -> None:
