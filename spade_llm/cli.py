@@ -1130,22 +1130,11 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-ENV_FLAGS = {
-    "model": "generator.model",
-    "generator_model": "generator.model",
-    "api_base": "generator.api_base",
-    "epochs": "controller.epochs",
-    "tasks_per_epoch": "controller.tasks_per_epoch",
-    "concurrency": "controller.concurrency",
-    "max_turns": "solver.max_turns",
-    "samples_per_task": "solver.samples_per_task",
-    "goal": "curriculum.goal",
-    "kinds": "curriculum.kinds",
-    "sandbox": "sandbox.backend",
-    "prompts": "prompts_dir",
-    "seed": "seed",
+ENV_FLAGS = {k: v for k, v in RUN_FLAGS.items() if k not in ("executor", "ray_address", "report")} | {
+    "kinds": "curriculum.kinds"
 }
-"""``spade serve-env`` flag -> the config key it sets (the clients are the solver: no solver model)."""
+"""``spade serve-env`` flag -> the config key it sets: ``spade run``'s generator-side flags (the clients
+are the solver: no solver model; episodes run here, so no executor; no per-epoch report) and ``--kinds``."""
 
 
 def cmd_serve_env(args: argparse.Namespace) -> int:
