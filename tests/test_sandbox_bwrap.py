@@ -72,7 +72,7 @@ def _args(box: bw.BwrapSandbox) -> list[str]:
 def test_command_line_isolates(box):
     args = _args(box)
     for flag in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                 "--die-with-parent", "--new-session", "--disable-userns"):  # fmt: skip
+                 "--die-with-parent", "--new-session", "--disable-userns", "--as-pid-1"):  # fmt: skip
         assert flag in args
     assert args[args.index("--cap-drop") + 1] == "ALL"
     assert args[args.index("--uid") + 1] == str(bw.SANDBOX_UID) != "0"
@@ -206,6 +206,26 @@ def test_fork_server_refuses_to_run_in_the_callers_pid_namespace():
     try:
         with pytest.raises(SystemExit, match="refusing"):
             forkserver.Worker(os.dup(a.fileno()), os.readlink("/proc/self/ns/pid"))
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("relayed", [False, True])
+def test_fork_server_refuses_to_run_unless_pid_1_is_its_own(relayed):
+    # every program can name pid 1 and the sweeps spare it: under bwrap the worker must be it (no
+    # bwrap init, which was dumpable); under docker the relay is, and the worker is not
+    import socket
+
+    from spade_llm.sandbox import forkserver
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        if relayed:  # this test process plays a worker forked by the relay: its pid is not 1, as it must be
+            forkserver.Worker(os.dup(a.fileno()), "pid:[0]", relayed=True)
+        else:
+            with pytest.raises(SystemExit, match="pid 1 must be this worker"):
+                forkserver.Worker(os.dup(a.fileno()), "pid:[0]")
     finally:
         a.close()
         b.close()
@@ -419,8 +439,7 @@ def test_long_lived_processes_do_not_leak_descriptors(box):
                 with contextlib.suppress(OSError):
                     ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
                     procs[pid] = (ppid, len(os.listdir(f"/proc/{pid}/fd")))
-            init = worker.init_pid  # bwrap's pid 1 of the sandbox
-            w = next(pid for pid, (ppid, _) in procs.items() if ppid == init)
+            w = worker.init_pid  # the sandbox's pid 1 is the worker (bwrap --as-pid-1)
             kids = sorted(pid for pid, (ppid, _) in procs.items() if ppid == w)
             s, cs = kids[0], kids[1:]
             if cs and all(procs[c][1] == 4 for c in cs):  # the next C is forked and waiting: all settled

@@ -42,7 +42,7 @@ def test_scratch_removal_never_touches_the_parent(tmp_path, monkeypatch):
     calls: list[object] = []
 
     def flaky_rmdir(path, *args, **kwargs):  # the scratch dir itself refuses once (a leftover wrote into it)
-        if os.fspath(path) == str(scratch) and not calls:
+        if os.fspath(path) in (str(scratch), scratch.name) and not calls:
             calls.append(path)
             raise OSError(errno.ENOTEMPTY, "Directory not empty", str(path))
         return real_rmdir(path, *args, **kwargs)
@@ -51,3 +51,32 @@ def test_scratch_removal_never_touches_the_parent(tmp_path, monkeypatch):
     sp._remove_tree(str(scratch))
     assert calls and stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o755
     assert not scratch.exists()
+
+
+def test_scratch_removal_never_follows_a_link_swapped_in_meanwhile(tmp_path, monkeypatch):
+    """A process the run left (``setsid``) swaps a directory being removed for a link to a host folder:
+    the removal must remove the link, not what it points to (as root, a host file)."""
+    scratch = tmp_path / "spade-x"
+    (scratch / "a" / "b").mkdir(parents=True)
+    (scratch / "a" / "b" / "f").write_text("x")
+    host = tmp_path / "host"
+    (host / "b").mkdir(parents=True)
+    (host / "b" / "keep").write_text("host file")
+    os.chmod(host, 0o755)
+    real_rmdir = os.rmdir
+    swapped: list[bool] = []
+
+    def racing_rmdir(path, *args, **kwargs):  # scratch/a/b is emptied; now the leftover strikes
+        if os.fspath(path) in ("b", str(scratch / "a" / "b")) and not swapped:
+            swapped.append(True)
+            os.rename(scratch / "a", tmp_path / "moved")
+            os.symlink(host, scratch / "a")
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", str(path))
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", racing_rmdir)
+    sp._remove_tree(str(scratch))
+    assert swapped
+    assert (host / "b" / "keep").read_text() == "host file"
+    assert stat.S_IMODE(os.stat(host).st_mode) == 0o755
+    assert not scratch.exists() and (tmp_path / "moved").is_dir()

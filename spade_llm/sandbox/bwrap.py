@@ -20,11 +20,14 @@ Isolation (each worker is one bwrap sandbox):
   watching a *lifeline* pipe whose write end only this process holds; at EOF (we closed it, or
   died) it kills bwrap and the sandbox's pid 1, which ends the whole pid namespace (see
   ``launcher.py`` for the start-up window ``--die-with-parent`` leaves open);
+* no bwrap init inside (``--as-pid-1``): the sandbox's pid 1 is the fork server's worker, which is
+  non-dumpable and has no signal handler, so no program can write its memory, take its descriptors
+  or signal it (bwrap's init was dumpable: ``/proc/1/mem`` was writable from every program);
 * a ``pids`` and a ``memory`` cgroup per worker (children of our own cgroups, v1 or v2) bound its
   processes/threads and memory, and tell afterwards whether the OOM killer fired. The memory cgroup's
   limit is exactly the execution's ``memory_mb``, no swap: the run's whole process tree, the files it
-  writes in the tmpfs ``/tmp`` and ``/dev/shm``, and the sandbox's own processes (bwrap's two, the
-  fork server's W and S, the next execution's pre-forked process: ``pool.OWN_MEMORY_MB``) all count
+  writes in the tmpfs ``/tmp`` and ``/dev/shm``, and the sandbox's own processes (bwrap, the fork
+  server's W and S, the next execution's pre-forked process: ``pool.OWN_MEMORY_MB``) all count
   inside it, so a program holds at most the limit less that. Without cgroups (not root) rlimits
   stand in, per process: ``RLIMIT_AS`` = the memory limit above what the forked interpreter has
   mapped, ``RLIMIT_NPROC``; a process tree or the scratch files are then not bounded together.
@@ -109,8 +112,8 @@ SANDBOX_UID = 1000
 """The uid (and gid) programs have inside the sandbox."""
 SHM_BYTES = 8 << 20
 """Size of the sandbox's ``/dev/shm`` (its pages, like the scratch's, count against the memory limit)."""
-PIDS_OVERHEAD = 4
-"""Tasks in a worker's pids cgroup besides the program's own: bwrap, its pid 1, the worker, the harness parent."""
+PIDS_OVERHEAD = 3
+"""Tasks in a worker's pids cgroup besides the program's own: bwrap, the worker (pid 1 inside), its supervisor."""
 PIPE_DEFAULT = 1 << 16
 PIPE_MAX = 1 << 20
 F_SETPIPE_SZ = 1031
@@ -146,7 +149,7 @@ class _Worker(Worker):
         """The write end of the launcher's lifeline: closing it (or our death) ends the whole sandbox."""
         self.ctrl = ctrl
         self.init_pid, self.init_pidfd = init
-        """bwrap's pid 1 of the sandbox (host pid) and a pidfd of it (-1 if none)."""
+        """The sandbox's pid 1, the fork server's worker (host pid), and a pidfd of it (-1 if none)."""
         self.cgroup = cgroup
         self.ready = ready
         self.jobs = 0
@@ -528,6 +531,8 @@ class BwrapSandbox(WorkerPool):
             self.bwrap,
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            # no bwrap init in the sandbox: the worker is its pid 1, closed to the programs (forkserver.py)
+            "--as-pid-1",
             "--hostname", "sandbox",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--disable-userns",
             *self.mounts,

@@ -93,16 +93,24 @@ def _elsewhere(path):  # the working (scratch) directory must not shadow modules
     return (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino)
 
 
+def _regular(name):  # a harness file, never a FIFO, device, socket or link put in its place
+    fd = posix.open(name, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    if posix.fstat(fd).st_mode & 0o170000 != 0o100000:
+        posix.close(fd)
+        raise OSError("%s is not a regular file" % name)
+    return open(fd, "rb")
+
+
 sys.path[:] = [p for p in sys.path if _elsewhere(p)]
 _ext = sys.modules.get("_frozen_importlib_external")
-with open("harness.bin", "rb") as _f:
+with _regular("harness.bin") as _f:
     _data = _f.read()
 if _ext is not None and _data[:4] == getattr(_ext, "MAGIC_NUMBER", None):
     _code = marshal.loads(_data[4:])
 else:
-    with open("harness.py", "rb") as _f:
+    with _regular("harness.py") as _f:
         _code = compile(_f.read(), "harness.py", "exec")
-del _ext, _data, _f, _elsewhere
+del _ext, _data, _f, _elsewhere, _regular
 exec(_code)
 """
 

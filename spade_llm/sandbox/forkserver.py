@@ -7,16 +7,25 @@ far less. So each sandbox (one bwrap namespace set, cgroup and tmpfs) runs this 
 executions, one at a time. On virtual machines, where every page-table update and copy-on-write
 fault is costly, the number of processes per execution dominates; here it is one.
 
-Started as ``python -s -S -B -c SOURCE CTRL_FD HOST_PIDNS`` (stdlib only, no file on disk).
-``CTRL_FD`` is a ``SOCK_SEQPACKET`` socket to the host; ``HOST_PIDNS`` is the host's
-``/proc/self/ns/pid`` link text: the worker refuses to start unless it is in a pid namespace of
-its own, the only place where its sweeps (killing every process but a known few) are safe. In a
+Started as ``python -s -S -B -c SOURCE CTRL_FD HOST_PIDNS`` (stdlib only, no file on disk) by
+``bwrap --as-pid-1``. ``CTRL_FD`` is a ``SOCK_SEQPACKET`` socket to the host; ``HOST_PIDNS`` is the
+host's ``/proc/self/ns/pid`` link text: the worker refuses to start unless it is in a pid namespace
+of its own, the only place where its sweeps (killing every process but a known few) are safe. In a
 docker container it is started as ``... -c SOURCE --relay HOST_PIDNS KEEP_ENV FILTERS`` instead: R,
 the relay (at the end of this file), is then the container's pid 1 and forks W itself.
 
+Pid 1 of the sandbox is always one of ours, non-dumpable and with no signal handler: W under bwrap
+(``--as-pid-1``: no bwrap init in the sandbox), R under docker. Pid 1 is the one process every
+program can name and that every sweep spares; bwrap's own init was dumpable, so a program could
+write its memory (``/proc/1/mem``) and take its descriptors (``pidfd_getfd``) and live on there,
+spared by every sweep. Ours is closed to the programs (``/proc/1/mem``, ``environ``, ``fd/``,
+``maps``, ``cwd``, ``root`` and ``exe`` need the ptrace access a non-dumpable process refuses an
+unprivileged one), and the kernel drops every signal a process of the namespace sends it
+(``SIGKILL`` and ``SIGSTOP`` included) but those it has a handler for: none.
+
 Three kinds of process:
-  W  the *worker* (pid 2, under bwrap's pid 1): pristine — it never reads, receives or holds
-     anything of a job, so every process forked from it starts clean. It is a child subreaper.
+  W  the *worker* (pid 1 under bwrap, pid 2 under docker's R): pristine — it never reads, receives
+     or holds anything of a job, so every process forked from it starts clean. It is a child subreaper.
      For each job it forks C ahead of time; when C ends it kills C's process group and then every
      other process of the namespace but itself, pid 1 and S (setsid daemons, orphans, fork bombs),
      reaps them, tells S, and forks the next C. If S dies, or something would not die, it kills
@@ -203,18 +212,32 @@ def _reap() -> None:
 # -- the execution process (E) --------------------------------------------------------------------
 
 
+_DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
+
+
 def _write_file(root: str, name: str, data: bytes) -> None:
+    """Write ``name`` (a relative path) under the directory ``root`` as a new regular file.
+
+    Every step is taken from the directory opened before it, never by following a link: a name that
+    is already there (a link to elsewhere, a FIFO, any file) is an error, not a place to write to.
+    """
     parts = [p for p in name.split("/") if p]
     if not parts or name.startswith("/") or ".." in parts or "\0" in name:
         raise ValueError("bad file name %r" % name)
-    path = root
-    for part in parts[:-1]:
-        path = path + "/" + part
-        try:
-            posix.mkdir(path, 0o755)
-        except FileExistsError:
-            pass
-    fd = posix.open(path + "/" + parts[-1], posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW, 0o644)
+    dfd = posix.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                posix.mkdir(part, 0o755, dir_fd=dfd)
+            except FileExistsError:
+                pass
+            inner = posix.open(part, _DIR_FLAGS, dir_fd=dfd)
+            posix.close(dfd)
+            dfd = inner
+        flags = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
+        fd = posix.open(parts[-1], flags, 0o644, dir_fd=dfd)
+    finally:
+        posix.close(dfd)
     try:
         _write_all(fd, data)
     finally:
@@ -561,15 +584,22 @@ class Supervisor:
 
 
 class Worker:
-    def __init__(self, ctrl_fd: int, host_pidns: str) -> None:
+    def __init__(self, ctrl_fd: int, host_pidns: str, relayed: bool = False) -> None:
         self.ctrl_fd = ctrl_fd
         self.me = posix.getpid()
         own = posix.readlink("/proc/self/ns/pid")
         # The sweeps below kill every process this one may signal in its pid namespace but a known
         # few: only ever do that in a namespace that is provably not the host's (ours differs from
         # the one that started us, and a child can only be in the same pid namespace or a descendant).
-        if not own or own == host_pidns or self.me == 1:
+        if not own or own == host_pidns:
             raise SystemExit("spade worker: not in a pid namespace of its own (%r); refusing to run" % own)
+        # The sweeps spare pid 1, which every program can name: it must be one of ours, closed to them
+        # (see the module's doc): this worker under bwrap, the relay under docker.
+        if (self.me == 1) == relayed:
+            raise SystemExit(
+                "spade worker: pid %d of its sandbox, where pid 1 must be %s; refusing to run"
+                % (self.me, "the relay" if relayed else "this worker (bwrap --as-pid-1)")
+            )
         self.pidns = own
 
     def spawn(self) -> "tuple[int, int]":
@@ -580,6 +610,9 @@ class Worker:
             try:
                 _close_fds_but([c_end])
                 posix.setsid()
+                import _signal
+
+                _signal.signal(SIGINT, _signal.default_int_handler)  # W ignores it; a program gets Python's
                 _execution(Channel(c_end))
             finally:
                 posix._exit(127)
@@ -793,11 +826,17 @@ def _preload(modules: "dict[str, bytes]") -> None:
             warm()
 
 
-def main() -> None:
+def main(relayed: bool = False) -> None:
+    """W: the worker (``relayed``: forked by docker's R, which is pid 1; else pid 1 itself, under bwrap)."""
     global _BASE_PATH, _prctl
+    import _signal
+
     ctrl_fd, host_pidns = int(sys.argv[1]), sys.argv[2]
     _close_fds_but([ctrl_fd])
-    worker = Worker(ctrl_fd, host_pidns)
+    worker = Worker(ctrl_fd, host_pidns, relayed)
+    # no handler for SIGINT (Python's default one): as pid 1, a signal with a handler is the only kind a
+    # program can send it, and its KeyboardInterrupt would end the sandbox (C restores it, see ``spawn``)
+    _signal.signal(SIGINT, _signal.SIG_IGN)
     _BASE_PATH = [p for p in sys.path if p]
     try:  # while still dumpable (the file is ours): every process forked from us inherits it
         with open("/proc/self/oom_score_adj", "w") as f:
@@ -805,9 +844,11 @@ def main() -> None:
     except OSError:
         pass
     _prctl = prctl = _load_prctl()
-    if prctl is not None:
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # non-dumpable before any program exists: its memory, descriptors and /proc entries are closed to
+    # them (and those of S, forked from it), the more so as pid 1
+    if prctl is None or prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit("spade worker: cannot make itself non-dumpable; refusing to run")
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     loaded = []
     for name in PRELOAD:
         try:
@@ -1169,7 +1210,7 @@ def relay(host_pidns: str, keep_env: str, filters: str) -> None:
             posix.close(r_sock)
             _quiet_stdio()  # the host's channel is R's alone
             sys.argv[1:] = [str(w_sock), host_pidns]
-            main()
+            main(relayed=True)
         finally:
             posix._exit(0)
     posix.close(w_sock)

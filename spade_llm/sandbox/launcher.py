@@ -21,8 +21,8 @@ whatever of them was made and exits. Then it forks. The child
    the user's home — stays out of reach;
 3. drops to the unprivileged host uid/gid (no supplementary groups), so a process that escaped
    the sandbox is not host root, and
-4. ``exec``s bwrap with an empty environment (bwrap's pid-1 helper would otherwise keep the
-   caller's environment readable at ``/proc/1/environ``).
+4. ``exec``s bwrap with an empty environment (the sandbox's pid 1, which bwrap starts with its own
+   environment plus ``--setenv``, would otherwise carry the caller's).
 
 Steps 1-3 only when ``CONFIG`` asks for them (spade runs as root). Any failure there is one line on
 stderr and exit status 111, before bwrap runs.

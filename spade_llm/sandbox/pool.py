@@ -39,7 +39,7 @@ DRAIN_S = 0.5
 OWN_MEMORY_MB = 16
 """What spade's own processes in a warm sandbox hold *inside* the execution's memory limit, which is the
 whole sandbox's memory cgroup (bwrap) or container (docker), no swap: the fork server's W and S, the
-next execution's pre-forked process, bwrap's two processes or docker's relay, and the pages the running
+next execution's pre-forked process, bwrap's own process or docker's relay, and the pages the running
 interpreter dirties. Measured (CPython 3.11, 2026-12-01): 11-12 MiB idle, 13-14 MiB with a program
 running, plus its page tables (~2 MiB per GiB of heap). So a program under ``memory_mb`` holds about
 ``memory_mb - OWN_MEMORY_MB`` MiB, less what it writes into its scratch directory or ``/dev/shm``

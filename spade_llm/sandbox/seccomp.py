@@ -6,8 +6,9 @@ unprivileged process could still reach that no judged program needs, each for a 
 * the kernel keyring (``keyctl``, ``add_key``, ``request_key``): a process inherits the session
   keyring of whoever started spade, and keys are shared by every sandbox of the same uid — a way
   to read the caller's keys and to pass data between executions;
-* ``ptrace`` and ``process_vm_readv/writev``: no looking into or steering the harness or the worker
-  (which are also non-dumpable);
+* ``ptrace``, ``process_vm_readv/writev``, ``pidfd_getfd`` (another process's descriptors),
+  ``process_madvise`` and ``kcmp``: no looking into or steering the harness or the worker (which are
+  also non-dumpable: these are a second wall);
 * ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring_*``: large kernel attack surface;
 * mount, namespace, module, kexec, swap, reboot, accounting and file-handle calls: need
   capabilities the sandbox has not got; denied outright so a capability leak would not do;
@@ -33,7 +34,8 @@ _RET_EPERM = 0x00050000 | 1
 _X32_BIT = 0x40000000
 
 DENIED = (
-    "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev", "bpf",
+    "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+    "process_madvise", "kcmp", "bpf",
     "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "mount",
     "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
     "mount_setattr", "setns", "unshare", "init_module", "finit_module", "delete_module", "kexec_load",
@@ -46,10 +48,11 @@ _X86_64 = {
     "swapon": 167, "swapoff": 168, "reboot": 169, "init_module": 175, "delete_module": 176, "quotactl": 179,
     "lookup_dcookie": 212, "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
     "perf_event_open": 298, "fanotify_init": 300, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "finit_module": 313, "kexec_file_load": 320,
+    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "finit_module": 313,
+    "kexec_file_load": 320,
     "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-    "mount_setattr": 442,
+    "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
 }  # fmt: skip
 
 _AARCH64 = {  # asm-generic numbering
@@ -57,10 +60,11 @@ _AARCH64 = {  # asm-generic numbering
     "unshare": 97, "kexec_load": 104, "init_module": 105, "delete_module": 106, "syslog": 116, "ptrace": 117,
     "reboot": 142, "add_key": 217, "request_key": 218, "keyctl": 219, "swapon": 224, "swapoff": 225,
     "perf_event_open": 241, "fanotify_init": 262, "name_to_handle_at": 264, "open_by_handle_at": 265, "setns": 268,
-    "process_vm_readv": 270, "process_vm_writev": 271, "finit_module": 273, "bpf": 280, "userfaultfd": 282,
+    "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "finit_module": 273, "bpf": 280,
+    "userfaultfd": 282,
     "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-    "mount_setattr": 442,
+    "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442,
 }  # fmt: skip
 
 ARCHES: dict[str, tuple[int, dict[str, int]]] = {

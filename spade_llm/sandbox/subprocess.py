@@ -11,7 +11,8 @@ cannot run this interpreter (say, one under ``/root``), another interpreter of t
 version it can run is used, and failing that the program runs as root, with a warning.
 What it does not: the program runs with the caller's network, filesystem and ``/proc`` (as the
 caller's own user when not root), and a process that calls ``setsid`` leaves the run's session
-and can outlive it. Use ``bwrap`` or ``docker`` for code you do not trust.
+and can outlive it (the scratch directory is removed by descriptors, never through a link such a
+process swaps in: ``_remove_tree``). Use ``bwrap`` or ``docker`` for code you do not trust.
 
 Rlimits are set without ``preexec_fn`` (not safe in a threaded parent, and the pipeline calls
 ``run`` from worker threads): through ``prlimit(1)`` when present (about a millisecond), else a
@@ -21,7 +22,6 @@ Rlimits are set without ``preexec_fn`` (not safe in a threaded parent, and the p
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import math
@@ -30,6 +30,7 @@ import secrets
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -428,32 +429,58 @@ def _write_files(scratch: Path, program: Program, owner: int | None = None) -> N
                 os.chown(os.path.join(root, name), owner, owner, follow_symlinks=False)
 
 
+REMOVE_ATTEMPTS = 5
+"""Tries to remove a scratch directory that something still changes (a process the run left behind)."""
+_DIR_PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def _remove_tree(path: str) -> None:
-    """Remove the scratch directory, even after the program took permissions away."""
+    """Remove the scratch directory, even after the program took permissions away.
 
-    root = os.path.abspath(path)
+    By descriptors only, each name looked up in the directory opened before it, never through a
+    link: a process the run left behind (one that called ``setsid``) may still be changing the tree,
+    and a path followed through a link it swapped in would reach a host file (as root: change its
+    permissions, or remove it). Nothing above the scratch directory is touched.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    error: BaseException | None = None
+    for _ in range(REMOVE_ATTEMPTS):
+        try:
+            top = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as e:
+            error = e
+            break
+        try:
+            _remove_at(top, name)
+            return
+        except (OSError, RecursionError) as e:  # something changed it meanwhile: again, from the top
+            error = e
+        finally:
+            os.close(top)
+    logger.warning("could not remove sandbox scratch dir %s: %s", path, error)
 
-    def inside(p: str) -> bool:  # never touch the permissions of anything above the scratch dir (/tmp!)
-        return p == root or p.startswith(root + os.sep)
 
-    def fix(func: object, target: str, exc: object) -> None:
-        parent = os.path.dirname(target)
-        with contextlib.suppress(OSError):
-            if inside(parent):
-                os.chmod(parent, 0o700)
-            if inside(target) and os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, 0o700)
-        with contextlib.suppress(FileNotFoundError):
-            if os.path.isdir(target) and not os.path.islink(target):
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                os.unlink(target)
-
+def _remove_at(dir_fd: int, name: str) -> None:
+    """Remove ``name`` of the directory open at ``dir_fd``, and all under it, giving back the permissions
+    a program took away; a link is removed, never followed. Raises ``OSError`` if it cannot."""
     try:
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=fix)
-        else:
-            shutil.rmtree(path, onerror=fix)
-    except OSError as e:
-        if e.errno != errno.ENOENT:
-            logger.warning("could not remove sandbox scratch dir %s: %s", path, e)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dir_fd)
+        return
+    here = os.open(name, _DIR_PATH, dir_fd=dir_fd)  # a link swapped in since the stat: ENOTDIR, tried again
+    try:
+        if stat.S_IMODE(os.fstat(here).st_mode) & 0o700 != 0o700:
+            os.chmod(f"/proc/self/fd/{here}", 0o700)  # the directory just opened, wherever it is now
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=here)
+    finally:
+        os.close(here)
+    try:
+        for child in os.listdir(fd):
+            _remove_at(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=dir_fd)
