@@ -29,6 +29,11 @@ Two more modes hold the server's limits to account, each on a server of its own 
    ``VmHWM``), what each client got (a status, or the exception when the connection was reset),
    and that a ``print(42)`` is still answered afterwards.
 
+5. ``http``: the server alone, its backend answering at once (no sandbox: ``INSTANT_SERVER``, run
+   by the ``python`` beside each ``spade``): HumanEval's bodies, ``--rounds`` rounds of 3 x 164 at
+   8; requests per second and the server's CPU milliseconds per request. With ``--baseline``, what
+   the HTTP layer's own changes cost, free of the sandbox's noise.
+
 Measured on the same VM (bwrap, under load from other work): ``abandoned``, the ``print(42)`` is
 answered in 0.1-0.6 s (the 6 queued never start, the 2 running are killed; 40.0 s before the
 server dropped abandoned work, 10.0 s on a backend whose ``run`` takes no ``cancel``);
@@ -41,11 +46,27 @@ Measured on a 2-core VM (bwrap, server concurrency 2): HumanEval-164 at 8 in 1.0
 answered (256/256 Success, the server held 256 connections) in ~5.5 s, with the client at ~4.8 s
 CPU and the server ~0.4 s.
 
+Against another version (issue 35: throughput and p95 must stay within 10% of a685e31's):
+``--baseline SPADE`` starts that ``spade`` executable's server beside this one's (``--spade``, by
+default this checkout's), and runs HumanEval on both, rounds interleaved (A B B A...: the machine's
+load drifts over both alike), then the burst on each; the table ends with current/baseline ratios
+of throughput and p95 (best rounds, and medians over rounds). On a quiet machine:
+
+    .venv/bin/python benchmarks/bench_serve_sandbox.py --modes humaneval,http --rounds 6 \
+        --baseline /tmp/base/.venv/bin/spade        # a worktree of a685e31 with its own venv
+
+Measured side by side with a685e31 on a loaded 2-core VM (load average 13-25): HumanEval x8, 8
+rounds each, throughput 0.87 (best rounds) and 1.23 (medians) of a685e31's, p95 0.94 and 0.95 (the
+rounds themselves ranged 58-135 requests/s on both: the machine's noise, not the servers'); the
+server's CPU per round the same (0.10-0.20 s on both); ``http``: 0.295 ms of server CPU per request
+on both, 323 against 306 requests/s.
+
 Prints a table and one JSON line (also written to ``--json``, default ``runs/bench_serve_sandbox.json``).
 
     .venv/bin/python benchmarks/bench_serve_sandbox.py [--sandbox bwrap] [--concurrency N]
                                                        [--client-concurrency 8] [--rounds 3] [--connections 256]
-                                                       [--modes humaneval,abandoned,bodies]
+                                                       [--modes humaneval,abandoned,bodies,http]
+                                                       [--spade SPADE] [--baseline SPADE]
 """
 
 from __future__ import annotations
@@ -60,10 +81,12 @@ import os
 import platform
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -136,8 +159,18 @@ async def send_all(url: str, payloads: list[dict[str, Any]], concurrency: int, s
     }
 
 
-def server_cmd(args: argparse.Namespace, port: int, concurrency: int) -> list[str]:
-    cmd = [*spade_cmd(), "serve-sandbox", "--host", "127.0.0.1", "--port", str(port), "--sandbox", args.sandbox]
+def server_cmd(args: argparse.Namespace, port: int, concurrency: int, spade: list[str] | None = None) -> list[str]:
+    """``spade serve-sandbox`` on ``port``: this checkout's, or the ``spade`` command given."""
+    cmd = [
+        *(spade or args.spade),
+        "serve-sandbox",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--sandbox",
+        args.sandbox,
+    ]
     if concurrency:
         cmd += ["--concurrency", str(concurrency)]
     if args.sandbox == "subprocess":
@@ -146,31 +179,59 @@ def server_cmd(args: argparse.Namespace, port: int, concurrency: int) -> list[st
 
 
 def throughput(args: argparse.Namespace, report: dict[str, Any]) -> None:
-    """Modes 1 and 2: HumanEval-164 rounds, then the burst of connections."""
+    """Modes 1 and 2: HumanEval-164 rounds, then the burst of connections; with ``--baseline``, on both
+    servers, started side by side, their rounds interleaved (A B B A ...: a drift of the machine's
+    load falls on both alike), into ``report["baseline"]`` and the ratios into ``report["compare"]``."""
     payloads = humaneval_payloads()
-    port = free_port()
-    origin = f"http://127.0.0.1:{port}"
-    with (
-        tempfile.TemporaryDirectory() as work,
-        background(server_cmd(args, port, args.concurrency), Path(work) / "server.log") as proc,
-    ):
-        started = time.perf_counter()
-        wait_up(f"{origin}/health", proc)
-        report["startup_s"] = round(time.perf_counter() - started, 2)
-        health = get_json(f"{origin}/health")
-        report["backend"], report["server_concurrency"] = health["backend"], health["concurrency"]
-        rounds = []
+    servers: list[tuple[str, list[str], dict[str, Any]]] = [("current", args.spade, report)]
+    if args.baseline:
+        report["baseline"] = {"spade": " ".join(args.baseline)}
+        servers.append(("baseline", args.baseline, report["baseline"]))
+    with tempfile.TemporaryDirectory() as work, contextlib.ExitStack() as stack:
+        running = []
+        for name, spade, out in servers:
+            port = free_port()
+            origin = f"http://127.0.0.1:{port}"
+            log = Path(work) / f"{name}.log"
+            proc = stack.enter_context(background(server_cmd(args, port, args.concurrency, spade), log))
+            started = time.perf_counter()
+            wait_up(f"{origin}/health", proc)
+            out["startup_s"] = round(time.perf_counter() - started, 2)
+            health = get_json(f"{origin}/health")
+            out["backend"], out["server_concurrency"] = health["backend"], health["concurrency"]
+            out["humaneval_rounds"] = []
+            running.append((name, origin, proc, out))
         for i in range(args.rounds):
-            print(f"humaneval round {i + 1}/{args.rounds}...", file=sys.stderr)
-            rounds.append(asyncio.run(send_all(f"{origin}/run_code", payloads, args.client_concurrency, proc.pid)))
-        report["humaneval_rounds"] = rounds
-        report["humaneval"] = min(rounds, key=lambda r: r["wall_s"])
-        if args.connections:
-            print(f"{args.connections} connections at once...", file=sys.stderr)
-            burst = [payloads[i % len(payloads)] for i in range(args.connections)]
-            report["connections"] = asyncio.run(send_all(f"{origin}/run_code", burst, args.connections, proc.pid))
-        stats = get_json(f"{origin}/stats")
-        report["server_stats"] = {k: stats[k] for k in ("requests", "max_inflight", "max_connections", "by_status")}
+            for name, origin, proc, out in running if i % 2 == 0 else running[::-1]:
+                print(f"humaneval round {i + 1}/{args.rounds} ({name})...", file=sys.stderr)
+                result = asyncio.run(send_all(f"{origin}/run_code", payloads, args.client_concurrency, proc.pid))
+                out["humaneval_rounds"].append(result)
+        for name, origin, proc, out in running:
+            out["humaneval"] = min(out["humaneval_rounds"], key=lambda r: r["wall_s"])
+            if args.connections:
+                print(f"{args.connections} connections at once ({name})...", file=sys.stderr)
+                burst = [payloads[i % len(payloads)] for i in range(args.connections)]
+                out["connections"] = asyncio.run(send_all(f"{origin}/run_code", burst, args.connections, proc.pid))
+            stats = get_json(f"{origin}/stats")
+            out["server_stats"] = {k: stats[k] for k in ("requests", "max_inflight", "max_connections", "by_status")}
+    if args.baseline:
+        report["compare"] = compare(report, report["baseline"])
+
+
+def compare(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """Current over baseline: throughput (requests/s, higher is better) and p95 (lower is better), of
+    the best rounds and of the medians over rounds."""
+
+    def median(rounds: list[dict[str, Any]], key: str) -> float:
+        return float(statistics.median(r[key] for r in rounds))
+
+    cur, base = current["humaneval_rounds"], baseline["humaneval_rounds"]
+    return {
+        "throughput_ratio_best": round(current["humaneval"]["per_s"] / baseline["humaneval"]["per_s"], 3),
+        "p95_ratio_best": round(current["humaneval"]["p95_ms"] / baseline["humaneval"]["p95_ms"], 3),
+        "throughput_ratio_median": round(median(cur, "per_s") / median(base, "per_s"), 3),
+        "p95_ratio_median": round(median(cur, "p95_ms") / median(base, "p95_ms"), 3),
+    }
 
 
 def post_raw(port: int, payload: dict[str, Any]) -> socket.socket:
@@ -313,7 +374,76 @@ def bodies(args: argparse.Namespace, report: dict[str, Any]) -> None:
     }
 
 
-MODES = ("humaneval", "abandoned", "bodies")
+INSTANT_SERVER = """
+from spade_llm.httpserve import run_server
+from spade_llm.sandbox.base import Sandbox
+from spade_llm.sandbox_server import SandboxServer
+from spade_llm.types import ExecutionResult
+
+class Instant(Sandbox):
+    name = "instant"
+    isolating = True
+
+    def run(self, program, limits, cancel=None):
+        return ExecutionResult(status="ok", return_code=0, stdout="ok\\n")
+
+srv = SandboxServer("127.0.0.1", {port}, Instant(), concurrency=2)
+run_server(srv, lambda: "listening on " + srv.url, "127.0.0.1", {port})
+"""
+"""A serve-sandbox whose backend answers at once: what is measured is the server alone."""
+
+
+@contextlib.contextmanager
+def in_folder(cmd: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``cmd`` run in ``log``'s folder (``python -c`` imports from its working directory first: not
+    from this checkout, for the baseline's), stopped after."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def http_layer(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Mode 5: HumanEval's bodies to a server whose backend answers at once (``INSTANT_SERVER``, run by
+    the ``python`` beside each ``spade``), ``--rounds`` rounds of 3 x 164 at client concurrency 8,
+    interleaved between current and baseline: the server's CPU per request, and its rate."""
+    payloads = humaneval_payloads() * 3
+    servers = [("current", args.spade)] + ([("baseline", args.baseline)] if args.baseline else [])
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as work, contextlib.ExitStack() as stack:
+        running = []
+        for name, spade in servers:
+            port = free_port()
+            python = str(Path(spade[-1]).with_name("python")) if spade[-1].endswith("spade") else sys.executable
+            cmd = [python, "-c", INSTANT_SERVER.format(port=port)]
+            proc = stack.enter_context(in_folder(cmd, Path(work) / f"http-{name}.log"))
+            wait_up(f"http://127.0.0.1:{port}/health", proc)
+            running.append((name, f"http://127.0.0.1:{port}", proc))
+            out[name] = []
+        for i in range(args.rounds):
+            for name, origin, proc in running if i % 2 == 0 else running[::-1]:
+                print(f"http layer round {i + 1}/{args.rounds} ({name})...", file=sys.stderr)
+                result = asyncio.run(send_all(f"{origin}/run_code", payloads, args.client_concurrency, proc.pid))
+                result["server_cpu_ms_per_request"] = round(1000 * result["server_cpu_s"] / len(payloads), 3)
+                out[name].append(result)
+    report["http_layer"] = {
+        name: {
+            "rounds": rounds,
+            "median_per_s": statistics.median(r["per_s"] for r in rounds),
+            "median_server_cpu_ms_per_request": statistics.median(r["server_cpu_ms_per_request"] for r in rounds),
+        }
+        for name, rounds in out.items()
+    }
+
+
+MODES = ("humaneval", "abandoned", "bodies", "http")
 
 
 def main() -> None:
@@ -328,7 +458,15 @@ def main() -> None:
     ap.add_argument("--bodies", type=int, default=16, help="clients posting a big body each")
     ap.add_argument("--body-mib", type=int, default=26, help="size of each big body (MiB, about)")
     ap.add_argument("--json", type=Path, default=ROOT / "runs" / "bench_serve_sandbox.json")
+    ap.add_argument("--spade", help="the spade executable measured (default: this checkout's)")
+    ap.add_argument(
+        "--baseline",
+        help="another spade executable (e.g. /tmp/base/.venv/bin/spade, a685e31's): HumanEval and the burst run "
+        "on both, side by side, and the table gives current/baseline ratios",
+    )
     args = ap.parse_args()
+    args.spade = [args.spade] if args.spade else spade_cmd()
+    args.baseline = [args.baseline] if args.baseline else None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
@@ -349,6 +487,11 @@ def main() -> None:
         print(f"\n{'abandoned: clients':<34}{'held':>6}{'print(42) wait s':>18}  answer")
         print(f"{'  sleep(10), hung up at once':<28}{a['clients']:>6}{a['held_before_hangup']:>6}"
               f"{a['print42_wait_s']:>18.2f}  {a['print42']}  server: {a['server_stats']}")  # fmt: skip
+    if "http" in modes:
+        http_layer(args, report)
+        print(f"\n{'http layer (instant backend)':<30}{'median req/s':>14}{'server cpu ms/request':>24}")
+        for name, h in report["http_layer"].items():
+            print(f"  {name:<28}{h['median_per_s']:>14.1f}{h['median_server_cpu_ms_per_request']:>24.3f}")
     if "bodies" in modes:
         bodies(args, report)
         b = report["bodies"]
@@ -362,26 +505,37 @@ def main() -> None:
 
 
 def print_throughput(args: argparse.Namespace, report: dict[str, Any]) -> None:
-    he = report["humaneval"]
     print(
         f"\nspade serve-sandbox ({report['backend']}, concurrency {report['server_concurrency']}, "
-        f"{report['cpus']} CPUs, Python {report['python']}; server start {report['startup_s']:.2f}s)"
+        f"{report['cpus']} CPUs, Python {report['python']})"
     )
     print(
         f"{'mode':<26}{'requests':>9}{'wall s':>9}{'req/s':>8}{'Success':>9}{'p50 ms':>9}{'p95 ms':>9}"
         f"{'client cpu s':>14}{'server cpu s':>14}"
     )
-    rows = [(f"humaneval x{args.client_concurrency} (best)", he)]
-    rows += [(f"  round {i + 1}", r) for i, r in enumerate(report["humaneval_rounds"])]
-    if "connections" in report:
-        rows.append((f"{args.connections} connections at once", report["connections"]))
-    for name, r in rows:
+    servers = [("current", report)] + ([("baseline", report["baseline"])] if "baseline" in report else [])
+    for label, measured in servers:
+        spade = " ".join(args.spade) if label == "current" else measured["spade"]
+        print(f"{label}: {spade} (server start {measured['startup_s']:.2f}s)")
+        rows = [(f"humaneval x{args.client_concurrency} (best)", measured["humaneval"])]
+        rows += [(f"  round {i + 1}", r) for i, r in enumerate(measured["humaneval_rounds"])]
+        if "connections" in measured:
+            rows.append((f"{args.connections} connections at once", measured["connections"]))
+        for name, r in rows:
+            print(
+                f"{name:<26}{r['requests']:>9}{r['wall_s']:>9.2f}{r['per_s']:>8.1f}"
+                f"{r['success']:>5}/{r['requests']:<3}{r['p50_ms']:>9.0f}{r['p95_ms']:>9.0f}"
+                f"{r['client_cpu_s']:>14.2f}{r['server_cpu_s']:>14.2f}"
+            )
+        print(f"server: {measured['server_stats']}")
+    print("(SandboxFusion: 19-20 s for HumanEval-164 at 8)")
+    if "compare" in report:
+        c = report["compare"]
         print(
-            f"{name:<26}{r['requests']:>9}{r['wall_s']:>9.2f}{r['per_s']:>8.1f}"
-            f"{r['success']:>5}/{r['requests']:<3}{r['p50_ms']:>9.0f}{r['p95_ms']:>9.0f}"
-            f"{r['client_cpu_s']:>14.2f}{r['server_cpu_s']:>14.2f}"
+            f"current / baseline: throughput {c['throughput_ratio_best']:.3f} (best rounds), "
+            f"{c['throughput_ratio_median']:.3f} (medians); p95 {c['p95_ratio_best']:.3f} (best), "
+            f"{c['p95_ratio_median']:.3f} (medians)"
         )
-    print(f"server: {report['server_stats']}  (SandboxFusion: 19-20 s for HumanEval-164 at 8)")
 
 
 if __name__ == "__main__":

@@ -50,16 +50,29 @@ Access, checked from the headers before any of the body is read (so a refusal co
   answers: a browser sends ``text/plain`` (or no type) cross-site without asking first, and
   ``application/json`` only after a CORS preflight this server never grants.
 
-Limits (``ServeLimits``): at most ``concurrency`` programs run at once; ``max_queue`` requests
-(default 1024) wait for a slot, the next gets a 503 with ``Retry-After``; the bodies of all
-requests being read, waiting or running hold at most ``max_held_bytes`` (256 MiB) together,
-decided from ``Content-Length`` before the body is read (a 503 with ``Retry-After`` beyond it),
-so memory is bounded by bytes held, not by a count of requests; one body is at most
-``max_body_bytes`` (32 MiB), a 413 beyond it. A request refused while its body is still coming
-gets its status without a TCP reset (``httpserve``: answer, half-close, read and drop the rest).
-verl's client retries only a 504, so a 503 is a failed test to it: the defaults hold far more
-than its 64 requests in flight (``reward_model.sandbox_fusion.max_concurrent``). While a request
-waits, the server holds its program and files, not its raw body or parsed JSON.
+Limits (``ServeLimits``): at most ``concurrency`` programs run at once; exactly ``max_queue``
+requests (default 1024) may wait for a slot, and the next gets a 503 with ``Retry-After`` (a request
+takes its place in one step, and a freed slot goes straight to the first waiting, so a burst cannot
+overshoot); the requests being read, waiting or running hold at most ``max_held_bytes`` (256 MiB)
+together, counted as their bodies' bytes *arrive* (a declared ``Content-Length`` is not memory:
+counting it let 8 slow clients declaring 32 MiB lock everyone out), then as what each keeps once
+parsed (``job_bytes``: its code as a ``str`` can be four times its text), a 503 with ``Retry-After``
+beyond it, so memory is bounded by bytes held, not by a count of requests. The bytes of bodies still
+arriving are reclaimed before anyone is refused (``httpserve``: the one longest without a byte is
+aborted first; a body silent for 5 s is dropped), so clients that send 32 MiB but their last byte
+hold the budget for nobody; one body is at most ``max_body_bytes`` (32 MiB), a 413 beyond it (before
+reading, from ``Content-Length``). A body's JSON may hold ``max_json_items`` values (100,000),
+counted from its bytes before it is parsed, and ``files`` and ``fetch_files`` ``max_files`` entries
+each (4096): a 413 beyond either. Connections are capped (``--max-connections``, never above the
+default: below the open-files limit, which is raised to its hard limit at start): past the cap a
+newcomer evicts the oldest connection that has not sent a whole request (silent or slow: slowloris),
+else it gets a 503. Framing is strict (``httpserve``: duplicate or conflicting ``Content-Length``
+and ``Transfer-Encoding``, a repeated ``Host`` or ``Authorization``, line folding... are a 400). A
+request refused while its body is still coming gets its status without a TCP reset (``httpserve``:
+answer, half-close, read and drop the rest). verl's client retries only a 504, so a 503 is a failed
+test to it: the defaults hold far more than its 64 requests in flight
+(``reward_model.sandbox_fusion.max_concurrent``). While a request waits, the server holds its
+program and files, not its raw body or parsed JSON.
 
 A client that goes away (closes its connection, or half-closes it) gets nothing, and its work is
 dropped: a request still waiting for a slot never starts (``cancelled`` in ``/stats``), and a
@@ -95,7 +108,7 @@ request. Files are read inside the sandbox, so a symlink reaches nothing the pro
 Why this server: the standard library's asyncio (``httpserve.py``, shared with ``spade
 serve-fake``), no new dependency (aiohttp is only a transitive one, FastAPI/uvicorn none at all).
 One event loop holds any number of connections (verl opens one per test case, hundreds at once),
-while the sandbox's blocking ``run`` goes to a pool of ``concurrency`` threads behind a semaphore:
+while the sandbox's blocking ``run`` goes to a pool of ``concurrency`` threads behind ``RunSlots``:
 requests beyond it wait their turn (up to ``max_queue``) holding only their connection and program.
 """
 
@@ -115,6 +128,7 @@ import math
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -123,6 +137,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
+from .netguard import DEFAULT_MAX_JSON_ITEMS
 from .sandbox.base import Limits, Program, Sandbox
 from .sandbox.common import PROGRAM_FILE
 from .sandbox.registry import AUTO
@@ -162,21 +177,31 @@ class ServeLimits:
     fetch_limit_bytes: int = 16 << 20
     """The fetched files' total size; files beyond it are left out and named in ``message``."""
     max_queue: int = 1024
-    """Requests waiting for a slot (beyond ``concurrency`` running); the next gets a 503 with
-    ``Retry-After``. verl keeps ``max_concurrent`` (64 by default) requests in flight per reward
-    loop and counts a 503 as a failed test: the bound is for floods, not for its load."""
+    """Requests waiting for a slot (beyond ``concurrency`` running), exactly; the next gets a 503
+    with ``Retry-After`` (before its body is read when the queue is full already). verl keeps
+    ``max_concurrent`` (64 by default) requests in flight per reward loop and counts a 503 as a
+    failed test: the bound is for floods, not for its load. 0: run when a slot is free, else 503."""
     max_held_bytes: int = 256 << 20
-    """Body bytes that requests being read, waiting and running may hold together; a request whose
-    ``Content-Length`` would take the sum past it gets a 503 with ``Retry-After`` before its body is
-    read. What bounds the server's memory (a waiting request holds about its body's size)."""
+    """Bytes that requests being read, waiting and running may hold together: a body's bytes as they
+    arrive, then its job's (``job_bytes``) once parsed. A request that would take the sum past it
+    gets a 503 with ``Retry-After`` (before its body is read when the budget is spent already).
+    What bounds the server's memory."""
     max_body_bytes: int = 32 << 20
     """One request's body; a larger one gets a 413 (``Content-Length``, or as a chunked body arrives)."""
+    max_json_items: int = DEFAULT_MAX_JSON_ITEMS
+    """Values a body's JSON may hold at any depth (members and elements), counted before it is
+    parsed; beyond, a 413. 2.4 M map entries fit in 24 MB of text and take 330 MB once parsed."""
+    max_files: int = 4096
+    """Entries in ``files``, and names in ``fetch_files``, each; beyond, a 413 (checking and writing
+    each costs the event loop and the sandbox a little: 100,000 of them ~0.15 s of the loop's time)."""
     retry_after_s: int = 1
     """The ``Retry-After`` of a 503."""
 
     def __post_init__(self) -> None:
         if self.max_queue < 0 or self.max_body_bytes < 0 or self.max_held_bytes < self.max_body_bytes:
             raise ValueError("ServeLimits: max_queue and max_body_bytes must be >= 0, max_held_bytes >= max_body_bytes")
+        if self.max_json_items < 1 or self.max_files < 0:
+            raise ValueError("ServeLimits: max_json_items must be >= 1 and max_files >= 0")
 
 
 def memory_bucket(requested: int, bounds: ServeLimits) -> int:
@@ -353,7 +378,7 @@ def decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
 # -- running it -----------------------------------------------------------------------------------
 
 FETCH_WRAPPER = r"""
-import base64, json, os, signal, subprocess, sys, threading, time
+import base64, json, os, signal, stat, subprocess, sys, threading, time
 
 _CFG = json.loads(%s)
 
@@ -392,16 +417,31 @@ def _drain(fd, cap, sink, proc, over):
 def _fetch(names, budget):
     files, skipped = {}, []
     for name, path in names:
+        # one open, then questions to what was opened: a FIFO swapped in after a check would block
+        # the read (links are followed on purpose: the program may link what it wants fetched)
         try:
-            if not os.path.isfile(path):
-                continue
-            if os.path.getsize(path) > budget:
-                skipped.append(name)
-                continue
-            with open(path, "rb") as f:
-                data = f.read(budget + 1)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > budget:
+                skipped.append(name)
+                continue
+            chunks, size = [], 0
+            while size <= budget:
+                chunk = os.read(fd, min(1 << 20, budget + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         if len(data) > budget:
             skipped.append(name)
             continue
@@ -727,6 +767,9 @@ def load_token(
             return None
     if not all("!" <= c <= "~" for c in token):
         raise UserError(f"{what}: the token must be printable ASCII without spaces (it travels in a header)")
+    from .redact import register_secret
+
+    register_secret(token)  # masked in whatever this process writes, as an environment key is
     return token
 
 
@@ -750,12 +793,14 @@ class ClientGone(ConnectionResetError):
 
 @dataclass
 class SandboxStats(HTTPStats):
-    """``GET /stats``: ``inflight`` counts programs running, ``waiting`` those queued for a slot;
-    ``cancelled`` requests dropped before they ran, ``killed`` programs stopped, and ``orphaned``
-    programs run to their end (a backend without a cancel hook), all because their client left."""
+    """``GET /stats``: ``inflight`` counts programs running, ``waiting`` those queued for a slot (at
+    most ``max_queue``: ``max_waiting`` is the most at once); ``cancelled`` requests dropped before
+    they ran, ``killed`` programs stopped, and ``orphaned`` programs run to their end (a backend
+    without a cancel hook), all because their client left."""
 
     runs: int = 0
     waiting: int = 0
+    max_waiting: int = 0
     cancelled: int = 0
     killed: int = 0
     orphaned: int = 0
@@ -766,6 +811,7 @@ class SandboxStats(HTTPStats):
             **super().as_dict(),
             "runs": self.runs,
             "waiting": self.waiting,
+            "max_waiting": self.max_waiting,
             "cancelled": self.cancelled,
             "killed": self.killed,
             "orphaned": self.orphaned,
@@ -773,12 +819,81 @@ class SandboxStats(HTTPStats):
         }
 
 
+class RunSlots:
+    """``size`` programs at once and at most ``queue`` requests waiting for a slot, first come first
+    served.
+
+    A request takes its slot or its place in the queue at once (``take``: no await between the check
+    and the taking, so the bound is exact however many requests arrive together), and a slot given
+    back goes straight to the first in the queue (``give_back``), so requests wait only while every
+    slot is taken. ``stats.waiting`` is the queue's length. One event loop; not thread-safe."""
+
+    def __init__(self, size: int, queue: int, stats: SandboxStats) -> None:
+        self.free = size
+        self.queue = queue
+        self._stats = stats
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._granted: set[asyncio.Future[None]] = set()
+
+    def full(self) -> bool:
+        """Whether ``take`` would find neither a slot nor a place in the queue."""
+        return self.free == 0 and len(self._waiting) >= self.queue
+
+    def take(self) -> asyncio.Future[None] | None:
+        """A ticket: done when it holds a slot (at once when one is free), else waiting in the queue
+        until one is handed over; None when the queue is full. Give it back once done with it."""
+        ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.free > 0:
+            self.free -= 1
+            ticket.set_result(None)
+            self._granted.add(ticket)
+        elif len(self._waiting) < self.queue:
+            self._waiting.append(ticket)
+        else:
+            return None
+        self._count()
+        return ticket
+
+    def give_back(self, ticket: asyncio.Future[None]) -> None:
+        """Done with ``ticket``: its slot goes to the first in the queue (or is free again), or its
+        place in the queue is dropped. Once per ticket; a second call does nothing."""
+        if ticket in self._granted:
+            self._granted.discard(ticket)
+            while self._waiting:
+                following = self._waiting.popleft()
+                if not following.done():
+                    following.set_result(None)
+                    self._granted.add(following)
+                    break
+            else:
+                self.free += 1
+        else:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(ticket)
+        self._count()
+
+    def _count(self) -> None:
+        stats = self._stats
+        stats.waiting = len(self._waiting)
+        stats.max_waiting = max(stats.max_waiting, stats.waiting)
+
+
+def job_bytes(job: Job) -> int:
+    """The memory a job keeps while it waits, near enough: its source (as Python holds the text: up
+    to 4 bytes a character), stdin and files. What its request is counted as once parsed
+    (``HTTPServer.hold_bytes``): a body of plain text can grow fourfold as a ``str``."""
+    program = job.program
+    files = sum(len(name) + len(data) for name, data in program.files.items())
+    return sys.getsizeof(program.source) + len(program.stdin) + files
+
+
 class SandboxServer(HTTPServer):
     """``/run_code`` over ``sandbox``, which it owns: ``close()`` closes it.
 
     At most ``concurrency`` programs run at once, each in a worker thread; up to
     ``bounds.max_queue`` requests wait for a slot. ``token``: the bearer token every request but
-    the probes must carry (None: none needed). The access rules and limits are the module doc's.
+    the probes must carry (None: none needed). ``max_connections``: connections at once (None: from
+    the open-files limit). The access rules and limits are the module doc's.
     """
 
     server_name = "spade-serve-sandbox"
@@ -792,10 +907,16 @@ class SandboxServer(HTTPServer):
         concurrency: int = 2,
         bounds: ServeLimits | None = None,
         token: str | None = None,
+        max_connections: int | None = None,
     ) -> None:
         self.bounds = bounds or ServeLimits()
         super().__init__(
-            host, port, max_body_bytes=self.bounds.max_body_bytes, max_held_bytes=self.bounds.max_held_bytes
+            host,
+            port,
+            max_body_bytes=self.bounds.max_body_bytes,
+            max_held_bytes=self.bounds.max_held_bytes,
+            max_json_items=self.bounds.max_json_items,
+            max_connections=max_connections,
         )
         self.retry_after_s = self.bounds.retry_after_s
         self.sandbox = sandbox
@@ -806,7 +927,7 @@ class SandboxServer(HTTPServer):
         self.cancellable = accepts_cancel(sandbox)
         self.stats: SandboxStats = SandboxStats()
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="serve-sandbox")
-        self._slots: asyncio.Semaphore | None = None
+        self._run_slots = RunSlots(self.concurrency, self.bounds.max_queue, self.stats)
         self._closing = False
         self._closed = False
 
@@ -854,7 +975,7 @@ class SandboxServer(HTTPServer):
             if not is_json_type(content_type):
                 got = f"got {content_type!r}" if content_type else "none given"
                 raise HTTPError(415, f"Unsupported Media Type: the body must be sent as application/json ({got})")
-            if self.stats.waiting >= self.bounds.max_queue:
+            if self._run_slots.full():
                 raise self._queue_full()
 
     def _queue_full(self) -> HTTPError:
@@ -865,11 +986,33 @@ class SandboxServer(HTTPServer):
             headers=(("Retry-After", str(self.bounds.retry_after_s)),),
         )
 
+    def parse_json(self, body: bytes) -> Any:
+        """The body as JSON; FastAPI's 422 ``json_invalid`` when it is not (an empty body neither)."""
+        try:
+            return json.loads(body.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            error, pos = f"not UTF-8: {e.reason}", e.start
+        except json.JSONDecodeError as e:
+            error, pos = e.msg, e.pos
+        except (ValueError, RecursionError) as e:  # an int of more digits than Python converts; nested too deep
+            error, pos = str(e).split(":")[0], 0
+        detail = [
+            {
+                "type": "json_invalid",
+                "loc": ["body", pos],
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": error},
+            }
+        ]
+        raise HTTPError(422, f"JSON decode error: {error}", "validation_error", payload={"detail": detail})
+
     async def route(self, request: Request, writer: asyncio.StreamWriter) -> None:
         if request.path == "/run_code":
             if request.method != "POST":
                 raise HTTPError(405, "Method Not Allowed")
-            answer = await self.run_code(_json_body(request), request.gone)
+            answer = await self.run_code(await self.read_json(request), request.gone, request)
+            self.hold_bytes(request, 0)  # the job is over: from now on its answer's bytes count (``drain``)
             await self.send_json(writer, 200, answer, request.keep_alive)
         elif request.path == "/v1/ping":
             if request.method != "GET":
@@ -878,78 +1021,84 @@ class SandboxServer(HTTPServer):
         else:
             raise HTTPError(404, "Not Found")
 
-    async def run_code(self, body: Any, gone: asyncio.Future[None] | None = None) -> dict[str, Any]:
+    async def run_code(
+        self, body: Any, gone: asyncio.Future[None] | None = None, request: Request | None = None
+    ) -> dict[str, Any]:
         """The answer to one ``/run_code`` body.
 
         ``gone``: done when the client leaves; the request is then dropped, or its program killed.
+        ``request``: the HTTP request, counted from now on as holding its job's bytes (``job_bytes``).
 
         Raises:
-            HTTPError: 422 for a malformed body; 503 when ``max_queue`` requests are waiting already.
+            HTTPError: 422 for a malformed body; 413 for more than ``max_files`` files or names to
+                fetch; 503 when ``max_queue`` requests are waiting already, or the job's bytes would
+                take the bytes held past ``max_held_bytes``.
             ClientGone: the client left before the answer.
         """
-        request = parse_request(body)
+        bounds = self.bounds
+        run_request = parse_request(body)
         del body  # while it waits, the request holds its program, not its JSON
+        for name, count in (("files", len(run_request.files)), ("fetch_files", len(run_request.fetch_files))):
+            if count > bounds.max_files:
+                raise HTTPError(
+                    413, f"request body too large: {name} holds {count} entries (at most {bounds.max_files})"
+                )
         try:
-            job = plan(request, self.bounds)
+            job = plan(run_request, bounds)
         except Refused as e:
             return self._count(sandbox_error(str(e)))
-        del request
-        if self.stats.waiting >= self.bounds.max_queue:
-            raise self._queue_full()
-        if gone is None:
-            return self._count(await self._run(job))
-        if gone.done():
+        del run_request
+        if request is not None:
+            self.hold_bytes(request, job_bytes(job))
+        if gone is not None and gone.done():
             self.stats.cancelled += 1
             raise ClientGone("the client left before its program started")
-        run = asyncio.ensure_future(self._run(job))
-        del job
+        ticket = self._run_slots.take()
+        if ticket is None:
+            raise self._queue_full()
         try:
-            await asyncio.wait((run, gone), return_when=asyncio.FIRST_COMPLETED)
+            if not ticket.done():  # in the queue: until a slot is handed over, or the client leaves
+                await asyncio.wait((ticket,) if gone is None else (ticket, gone), return_when=asyncio.FIRST_COMPLETED)
+                # both may be done by now (a slot handed over in the turn the client left): the
+                # program of a client that left is never started, whichever came first
+                if not ticket.done() or (gone is not None and gone.done()):
+                    self.stats.cancelled += 1
+                    raise ClientGone("the client left before its program started")
+            return self._count(await self._execute(job, gone))
         finally:
-            if not run.done():
-                run.cancel()  # ``_run`` drops it from the queue, or kills its program and waits for the thread
-                await asyncio.wait((run,))
-        if run.cancelled():
-            raise ClientGone("the client left before its answer")
-        return self._count(run.result())
+            self._run_slots.give_back(ticket)
 
-    async def _run(self, job: Job) -> dict[str, Any]:
-        """Wait for a slot and run ``job`` in a worker thread. Cancelled (its client left): a waiting
-        job never starts; a running one is killed (where the backend can), and the slot is kept
-        until the thread is done with it."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
+    async def _execute(self, job: Job, gone: asyncio.Future[None] | None) -> dict[str, Any]:
+        """Run ``job`` in a worker thread (its slot taken). Its client leaving (``gone``) kills it where
+        the backend can, and the slot stays taken until the thread is done with it either way."""
         stats = self.stats
-        stats.waiting += 1
-        try:
-            await self._slots.acquire()
-        except asyncio.CancelledError:
-            if not self._closing:
-                stats.cancelled += 1
-            raise
-        finally:
-            stats.waiting -= 1
         stats.enter()
         try:
             cancel = RunCancel() if self.cancellable else None
-            loop = asyncio.get_running_loop()
-            future = loop.run_in_executor(self._pool, execute, self.sandbox, job, cancel)
+            future = asyncio.get_running_loop().run_in_executor(self._pool, execute, self.sandbox, job, cancel)
             del job
             try:
-                return await asyncio.shield(future)
+                await asyncio.wait((future,) if gone is None else (future, gone), return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
-                if self._closing:  # the server stops: ``shutdown_sandbox`` ends every program
-                    raise
-                if cancel is not None:
-                    cancel.cancel()
-                    stats.killed += 1
-                else:
-                    stats.orphaned += 1
-                await asyncio.wait((future,))  # the thread (and the slot) are the program's until it ends
+                if not self._closing:  # closing: ``shutdown_sandbox`` ends every program
+                    self._abandon(cancel)
+                    await asyncio.wait((future,))
                 raise
+            if future.done():
+                return future.result()
+            self._abandon(cancel)
+            await asyncio.wait((future,))  # the thread (and the slot) are the program's until it ends
+            raise ClientGone("the client left before its answer")
         finally:
             stats.leave()
-            self._slots.release()
+
+    def _abandon(self, cancel: RunCancel | None) -> None:
+        """Stop a program nobody waits for, where the backend can (``killed``), else let it run (``orphaned``)."""
+        if cancel is not None:
+            cancel.cancel()
+            self.stats.killed += 1
+        else:
+            self.stats.orphaned += 1
 
     def _count(self, answer: dict[str, Any]) -> dict[str, Any]:
         self.stats.runs += 1
@@ -974,23 +1123,6 @@ class SandboxServer(HTTPServer):
         self.sandbox.close()
 
 
-def _json_body(request: Request) -> Any:
-    """The body as JSON (taken from ``request``: the bytes are freed once parsed); FastAPI's 422
-    ``json_invalid`` when it is not."""
-    try:
-        return json.loads(request.take_body().decode("utf-8"))
-    except UnicodeDecodeError as e:
-        error, pos = f"not UTF-8: {e.reason}", e.start
-    except json.JSONDecodeError as e:
-        error, pos = e.msg, e.pos
-    except (ValueError, RecursionError) as e:  # an int of more digits than Python converts; nested too deep
-        error, pos = str(e).split(":")[0], 0
-    detail = [
-        {"type": "json_invalid", "loc": ["body", pos], "msg": "JSON decode error", "input": {}, "ctx": {"error": error}}
-    ]
-    raise HTTPError(422, f"JSON decode error: {error}", "validation_error", payload={"detail": detail})
-
-
 # -- the command ----------------------------------------------------------------------------------
 
 
@@ -1003,16 +1135,18 @@ def serve_sandbox(
     allow_unsafe: bool = False,
     bounds: ServeLimits | None = None,
     token_file: str | Path | None = None,
+    max_connections: int | None = None,
 ) -> None:
     """Serve ``/run_code`` until Ctrl-C or SIGTERM (blocking); prints the listening URL on stderr.
 
     ``port`` 0 picks a free port (the printed URL tells which). ``concurrency``: programs run at
     once (default: one per core). ``token_file``: a file holding the bearer token requests must
     carry; without it, ``SPADE_SANDBOX_TOKEN`` when set (``load_token``). Listening beyond loopback
-    with no token prints a warning.
+    with no token prints a warning. ``max_connections``: connections at once (None: from the
+    open-files limit, which is raised to its hard limit first).
 
     Raises:
-        UserError: a bad port or concurrency, an unknown backend, a backend that is no security
+        UserError: a bad port, concurrency or connection cap, an unknown backend, a backend that is no security
             boundary without ``allow_unsafe``, an unreadable or empty token file, or an address
             that cannot be listened on.
         SandboxUnavailable: the backend cannot run programs here.
@@ -1025,6 +1159,8 @@ def serve_sandbox(
     slots = concurrency if concurrency is not None else os.cpu_count() or 2
     if slots < 1:
         raise UserError(f"--concurrency must be at least 1, got {slots}")
+    if max_connections is not None and max_connections < 1:
+        raise UserError(f"--max-connections must be at least 1, got {max_connections}")
     token = load_token(token_file)
     refusal = (
         "the {} sandbox is no security boundary: serve-sandbox will not run code sent over the network on it "
@@ -1036,7 +1172,9 @@ def serve_sandbox(
     if not sandbox.isolating and not allow_unsafe:
         sandbox.close()
         raise UserError(refusal.format(sandbox.name))
-    server = SandboxServer(host, port, sandbox, concurrency=slots, bounds=bounds, token=token)
+    server = SandboxServer(
+        host, port, sandbox, concurrency=slots, bounds=bounds, token=token, max_connections=max_connections
+    )
     warning = exposure_warning(host, token)
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)

@@ -11,7 +11,9 @@ async already, so one event loop serves any number of connections: ``--latency``
 would need a thread and an event loop per request for the same effect; aiohttp/uvicorn would add
 dependencies to a package that only needs this for tests and benchmarks). Keep-alive is
 supported, as clients (httpx, via litellm and openai) pool connections; so is ``stream: true``
-(server-sent events, one content chunk) for clients that ask.
+(server-sent events, one content chunk) for clients that ask. The base's flood rules hold here
+too (``httpserve``'s module doc): strict framing, a connection cap (``--max-connections``), a
+budget of body bytes counted as they arrive, and JSON bodies' values counted before parsing.
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/models/{id}`` (also
 without the ``/v1`` prefix), ``GET /health``, and ``GET /stats`` (requests served, in flight
@@ -213,6 +215,7 @@ class FakeServer(HTTPServer):
         answer_s: float = 0.0,
         chunk_s: float = 0.5,
         refuse: frozenset[str] = frozenset(),
+        max_connections: int | None = None,
     ) -> None:
         """``backend`` is a module-like object with ``FakeLLM``, ``PROFILES`` and ``infer_role``:
         ``spade_llm.fake`` unless a test puts a stand-in there.
@@ -222,12 +225,15 @@ class FakeServer(HTTPServer):
         ``chunk_s``. A request that does not stream waits the whole time in silence, then gets the
         answer. ``refuse`` plays servers lacking a feature: ``json_schema`` answers 500 naming
         ``response_format`` (as llama-cpp-python does), ``stream_options`` answers 400 naming it.
+
+        ``max_connections``: connections at once (None: from the open-files limit); the other
+        flood limits (bytes held, body size, JSON values) are ``httpserve``'s defaults.
         """
         if backend is None:
             from . import fake
 
             backend = fake
-        super().__init__(host, port)
+        super().__init__(host, port, max_connections=max_connections)
         self.latency = max(0.0, float(latency))
         self.tokens_per_s = max(0.0, float(tokens_per_s))
         self.answer_s = max(0.0, float(answer_s))
@@ -279,7 +285,7 @@ class FakeServer(HTTPServer):
 
     async def _chat(self, http_request: Request, writer: asyncio.StreamWriter) -> None:
         keep_alive = http_request.keep_alive
-        body = http_request.json()
+        body = await self.read_json(http_request)  # its size bounded before it is parsed (413)
         refuse_unsupported(body, self.refuse)
         request = to_llm_request(body, self._fake_module.infer_role)
         assert isinstance(body, dict)  # to_llm_request refuses anything else
@@ -356,13 +362,22 @@ class FakeServer(HTTPServer):
         await self.drain(writer)
 
 
-def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: float = 0.0) -> None:
+def serve(
+    host: str,
+    port: int,
+    latency: float,
+    seed: int = 0,
+    tokens_per_s: float = 0.0,
+    max_connections: int | None = None,
+) -> None:
     """Run the server until Ctrl-C or SIGTERM (blocking); prints the listening URL on stderr.
 
-    ``port`` 0 picks a free port (the printed URL tells which).
+    ``port`` 0 picks a free port (the printed URL tells which). ``max_connections``: connections at
+    once, past which a newcomer evicts a silent one or gets a 503 (None: from the open-files limit).
 
     Raises:
-        UserError: a negative latency, or the address cannot be listened on (port in use, say).
+        UserError: a negative latency or a cap below 1, or the address cannot be listened on (port in
+            use, say).
     """
     from .errors import UserError
 
@@ -372,7 +387,9 @@ def serve(host: str, port: int, latency: float, seed: int = 0, tokens_per_s: flo
         raise UserError(f"--port must be 0 (any free port) to 65535, got {port}")
     if not tokens_per_s >= 0 or tokens_per_s == float("inf"):
         raise UserError(f"--tokens-per-s must be a finite number >= 0, got {tokens_per_s}")
-    server = FakeServer(host, port, latency, seed, tokens_per_s=tokens_per_s)
+    if max_connections is not None and max_connections < 1:
+        raise UserError(f"--max-connections must be at least 1, got {max_connections}")
+    server = FakeServer(host, port, latency, seed, tokens_per_s=tokens_per_s, max_connections=max_connections)
 
     def banner() -> str:
         return (

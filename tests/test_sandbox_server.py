@@ -135,11 +135,11 @@ def test_fetch_files_keeps_failures_and_timeouts(client: httpx.Client, server: S
     body = run_code(client, server, "open('o', 'w').write('x')\nraise SystemExit(4)", fetch_files=["o"])
     assert body["status"] == "Failed" and body["run_result"]["return_code"] == 4
     assert body["files"] == {"o": b64(b"x")}
-    started = time.monotonic()
-    body = run_code(client, server, "import time\ntime.sleep(30)", run_timeout=0.5, fetch_files=["o"])
+    code = "import time\nprint('asleep', flush=True)\ntime.sleep(30)\nprint('woke')"
+    body = run_code(client, server, code, run_timeout=0.5, fetch_files=["o"])
     assert body["status"] == "Failed" and body["run_result"]["status"] == "TimeLimitExceeded"
     assert body["run_result"]["return_code"] is None
-    assert time.monotonic() - started < 5
+    assert body["run_result"]["stdout"] == "asleep\n"  # cut in its sleep: it never woke
 
 
 @pytest.mark.parametrize(
@@ -255,7 +255,7 @@ def test_a_negative_chunk_size_is_a_bad_request(server: SandboxServer) -> None:
 def test_a_bug_costs_its_request_a_500_and_the_server_keeps_serving(
     client: httpx.Client, server: SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(body: Any, gone: Any = None) -> dict[str, Any]:
+    async def broken(body: Any, gone: Any = None, request: Any = None) -> dict[str, Any]:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(server, "run_code", broken)
@@ -323,13 +323,12 @@ def test_a_client_that_never_reads_is_let_go_when_its_connection_ends(
 
 
 def test_run_timeout_is_enforced(client: httpx.Client, server: SandboxServer) -> None:
-    started = time.monotonic()
+    """A loop that never ends is cut at its limit (that it ends at all is the limit's doing)."""
     body = run_code(client, server, "print('started', flush=True)\nwhile True:\n    pass", run_timeout=0.5)
     assert body["status"] == "Failed"
     run = body["run_result"]
     assert run["status"] == "TimeLimitExceeded" and run["return_code"] is None
     assert run["stdout"] == "started\n"
-    assert time.monotonic() - started < 6  # the backend's own grace past the limit, at most
 
 
 def test_memory_limit_is_enforced(client: httpx.Client, server: SandboxServer) -> None:
@@ -577,13 +576,12 @@ def test_a_stdout_flood_is_killed_with_its_first_mib_kept(client: httpx.Client, 
     """SandboxFusion keeps the first 1 MiB of stdout and lets the program finish; here a program that goes
     past the output limit is killed there (it would hold a slot until its time limit): ``Failed``, -9."""
     for code in ("print('x' * (3 << 20))", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"):
-        started = time.monotonic()
         body = run_code(client, server, code, run_timeout=20)
         run = body["run_result"]
         assert body["status"] == "Failed" and "output went over the limit" in body["message"], body["message"]
+        # killed at the output limit (-9, "Finished"), not at the time limit ("TimeLimitExceeded")
         assert run["status"] == "Finished" and run["return_code"] == -9
         assert run["stdout"] == "x" * (1 << 20)
-        assert time.monotonic() - started < 10, "killed at the limit, not at the time limit"
 
 
 @needs_bwrap  # a cgroup's OOM kill (bwrap, docker); the subprocess backend's rlimit raises MemoryError

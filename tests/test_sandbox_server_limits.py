@@ -3,18 +3,19 @@
 Each server runs in a thread of its own on a free 127.0.0.1 port. The access rules and statuses
 are checked on the bwrap backend where it works (the subprocess one otherwise: the code sent is
 harmless); the queue, the budget of bytes held and what happens to the work of a client that leaves
-are checked on ``Gated``, a backend that runs nothing and holds each run until the test lets it go,
-so that which programs started, and when a slot is free, are facts rather than timings. One test
-kills real programs on the real backend.
+are checked on ``Gated`` (``sandbox_serving``), a backend that runs nothing and holds each run until
+the test lets it go, so that which programs started, and when a slot is free, are facts rather than
+timings. One test kills real programs on the real backend. The flood rules the base gives every
+server (framing, connection cap, JSON size) are in ``test_httpserve.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.util
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,16 +27,16 @@ import pytest
 import requests
 import sandbox_serving
 from sandbox_backends import unavailable
+from sandbox_serving import Gated, GatedNoCancel
 
 from spade_llm import sandbox_server
 from spade_llm.errors import UserError
-from spade_llm.httpserve import Request
+from spade_llm.httpserve import HTTPError, Request
 from spade_llm.sandbox import registry
-from spade_llm.sandbox.base import Limits, Program, Sandbox
+from spade_llm.sandbox.base import Sandbox
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox_server import (
     TOKEN_ENV,
-    RunCancel,
     SandboxServer,
     ServeLimits,
     accepts_cancel,
@@ -43,7 +44,6 @@ from spade_llm.sandbox_server import (
     load_token,
     serve_sandbox,
 )
-from spade_llm.types import ExecutionResult
 
 REASON = unavailable("bwrap")
 BACKEND = "bwrap" if REASON is None else "subprocess"
@@ -98,46 +98,6 @@ def read_answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-# -- a backend that runs nothing until let go --------------------------------------------------------
-
-
-class Gated(Sandbox):
-    """Records each program it is asked to run (its source) and holds the run until ``gate`` is set;
-    ``run`` takes a ``cancel`` hook, so the server can kill a run (``killed`` records those)."""
-
-    name = "gated"
-    isolating = True
-
-    def __init__(self) -> None:
-        self.started: list[str] = []
-        self.killed: list[str] = []
-        self.gate = threading.Event()
-
-    def run(self, program: Program, limits: Limits, cancel: RunCancel | None = None) -> ExecutionResult:
-        return self._hold(program, cancel)
-
-    def _hold(self, program: Program, cancel: RunCancel | None) -> ExecutionResult:
-        self.started.append(program.source)
-        stop = threading.Event()
-        undo = cancel.on_cancel(stop.set) if cancel is not None else (lambda: None)
-        try:
-            while not self.gate.is_set() and not stop.is_set():
-                stop.wait(0.01)
-        finally:
-            undo()
-        if stop.is_set():
-            self.killed.append(program.source)
-            return ExecutionResult(status="killed", signal=9)
-        return ExecutionResult(status="ok", return_code=0, stdout=f"ran {program.source}\n")
-
-
-class GatedNoCancel(Gated):
-    """``Gated`` whose ``run`` takes no ``cancel``: a backend that cannot stop a run it has started."""
-
-    def run(self, program: Program, limits: Limits) -> ExecutionResult:  # type: ignore[override]
-        return self._hold(program, None)
-
-
 def job(name: str, **fields: Any) -> dict[str, Any]:
     return {"code": name, "language": "python", **fields}
 
@@ -178,7 +138,7 @@ def test_a_server_bound_beyond_loopback_takes_any_host() -> None:
     head = Request("POST", "/run_code", "/run_code", {"host": "sandbox.internal:8080", **{"content-type": "a/json"}},
                    b"", True)  # fmt: skip
     assert not srv.loopback_only
-    with pytest.raises(sandbox_server.HTTPError) as refused:
+    with pytest.raises(HTTPError) as refused:
         srv.check_head(head)
     assert refused.value.status == 415  # past the Host rule: it is the type that is wrong
     head.headers["content-type"] = "application/json"
@@ -374,6 +334,30 @@ def test_queued_requests_of_clients_that_left_never_start() -> None:
         running.close()
         assert requests.post(srv.url, json=job("e"), timeout=60).json()["run_result"]["stdout"] == "ran e\n"
         assert gated.started == ["a", "e"]
+
+
+async def test_a_slot_handed_over_in_the_turn_its_client_left_starts_nothing() -> None:
+    """The one slot is given back, to the request waiting for it, in the same turn of the loop as that
+    request's client leaves: its program never starts (the first round started it, then killed it)."""
+    gated = Gated()
+    srv = SandboxServer("127.0.0.1", 0, gated, concurrency=1)
+    try:
+        holder = srv._run_slots.take()  # the only slot, taken
+        assert holder is not None and holder.done()
+        gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiting = asyncio.ensure_future(srv.run_code(job("late"), gone))
+        while srv.stats.waiting != 1:
+            await asyncio.sleep(0.01)
+        srv._run_slots.give_back(holder)  # the slot goes to the waiting request ...
+        gone.set_result(None)  # ... in the turn its client leaves
+        with pytest.raises(sandbox_server.ClientGone, match="before its program started"):
+            await waiting
+        assert gated.started == [] and gated.killed == []
+        assert srv.stats.cancelled == 1 and srv.stats.killed == 0
+        assert srv._run_slots.free == 1  # and the slot is free again
+    finally:
+        gated.gate.set()
+        srv.shutdown_sandbox()
 
 
 def test_a_running_program_whose_client_left_is_killed() -> None:
