@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from .config import SandboxConfig
 from .judge import Judge
-from .kinds import get_kind
+from .kinds import DEFAULT_PUBLIC_TESTS, get_kind, run_gates
 from .sandbox.base import Sandbox
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
@@ -29,7 +29,10 @@ class CodeChecker:
         *,
         min_kill_rate: float = 1.0,
         max_mutants: int = 40,
+        public_tests: int = DEFAULT_PUBLIC_TESTS,
     ) -> None:
+        """``public_tests``: the run's ``solver.public_tests`` (which tests the leak gate keeps hidden)."""
+        self.public_tests = public_tests
         self.sandbox = sandbox
         self.config = config
         self.limits = config.limits()
@@ -55,5 +58,6 @@ class CodeChecker:
             return await asyncio.to_thread(self.check_answer_sync, task, code, tests)
 
     async def validate(self, task: Task) -> ValidationReport:
+        """The task's gates and the leak gate (``kinds.run_gates``), in a worker thread."""
         async with self._slots:
-            return await asyncio.to_thread(get_kind(task.kind).gates, self.validator, task)
+            return await asyncio.to_thread(run_gates, self.validator, task, self.public_tests)

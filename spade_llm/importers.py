@@ -76,6 +76,34 @@ def _continues(line: str) -> bool:
     return bool(text) and not text.startswith(">>>") and not text.startswith('"""') and line.startswith(" " * 8)
 
 
+def publish_shown_tests(task: Task) -> Task:
+    """``task`` with every hidden assert its prompt shows, input with answer, among its ``examples``.
+
+    A docstring carries tests in many forms (``>>> f(3)`` then ``9``, ``f(3) == 9``, ``f(3) ➞ 9``,
+    ``Input: x = 3 Output: 9``: ``leaks.find_leaks`` reads them all); an assert shown so is public,
+    whatever the split says, so it joins the examples (shown and fed back like the docstring's own)
+    and ``meta["docstring_tests"]`` lists the asserts shown. Verdicts do not change: the asserts,
+    all of them, still decide, and examples never do.
+    """
+    from .kinds.base import same_case
+    from .leaks import Secret, find_leaks
+    from .sandbox.runner import parse_input
+
+    secrets = []
+    for i, test in enumerate(task.tests):
+        args = parse_input(test.input)
+        if test.has_expected and not isinstance(args, str):
+            secrets.append(Secret(i, args, test.expected))
+    shown = sorted(leak.test for leak in find_leaks({"docstring": task.description}, secrets))
+    if not shown:
+        return task
+    examples = list(task.examples)
+    for i in shown:
+        if not any(same_case(task.tests[i], e) for e in examples):
+            examples.append(task.tests[i])
+    return task.model_copy(update={"examples": examples, "meta": {**task.meta, "docstring_tests": shown}})
+
+
 def import_humaneval(file: str | Path) -> list[Task]:
     """HumanEval-format problems as tasks.
 
@@ -85,7 +113,8 @@ def import_humaneval(file: str | Path) -> list[Task]:
     ``meta.prompt`` so a sample's ``completion`` can be appended to it, as HumanEval does.
     ``reference_code`` is the prompt plus the canonical solution. The prompt's doctest examples
     become ``examples``: shown to a solver and fed back on every turn, they never decide a verdict
-    (the hidden asserts do; ``public_tests`` is 0).
+    (the hidden asserts do; ``public_tests`` is 0). An assert the prompt shows in any other form
+    joins them (``publish_shown_tests``): nothing the prompt shows is counted hidden.
 
     Raises:
         UserError: the file cannot be read, or a line is not a HumanEval problem (named ``FILE:LINE``:
@@ -138,7 +167,7 @@ def import_humaneval(file: str | Path) -> list[Task]:
             err = e.errors()[0]
             where = ".".join(str(x) for x in err["loc"])
             raise UserError(f"{path}:{n}: not a usable problem: {where}: {' '.join(str(err['msg']).split())}") from None
-        tasks.append(task)
+        tasks.append(publish_shown_tests(task))
     if not tasks:
         raise UserError(f"{path}: no problems found")
     return tasks

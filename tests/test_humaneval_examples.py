@@ -41,7 +41,7 @@ def test_doctest_examples_become_public_tests(humaneval):
         "([-10, 4, 6, 1000, 10, 20],)",
         15.0,
     )
-    assert sum(bool(t.examples) for t in humaneval.values()) >= 60  # 69 of 164 on this file
+    assert sum(bool(t.examples) for t in humaneval.values()) >= 60  # 146 of 164 on this file (69 from doctests)
     # the asserts still decide, all hidden: as tests compared outside the sandbox, and what is left as a check
     assert all(t.shows_examples and t.public_tests == 0 for t in humaneval.values())
     assert all(t.tests or t.check_code for t in humaneval.values())

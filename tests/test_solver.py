@@ -139,3 +139,20 @@ async def test_an_exhausted_task_budget_stops_before_the_next_turn(checker):
     llm = ScriptedLLM([CRASHES, RIGHT])
     traj = await make_solver(llm, checker).solve(TASK, 0, 0, deadline=time.time() - 1)
     assert not traj.attempts and "budget_exhausted" in traj.flags and traj.final_status == "error"
+
+
+def test_the_split_is_the_kinds_one_rule(monkeypatch):
+    """One split rule (fix round, finding 2): ``solver.split_tests`` is ``kinds.base.public_indices``,
+    the rule the leak gate reads, so what the solver hides is what the gate guards. A change to the
+    rule moves both (at the first round's tree, the solver kept its own copy and did not move)."""
+    import spade_llm.kinds.base as base
+    from spade_llm import solver
+
+    task = TASK.model_copy(update={"tests": [TestCase(input=f"([{i}],)", expected=i) for i in range(6)]})
+    assert solver.split_tests(task, 3) == ([0, 1, 2], [3, 4, 5])
+    assert solver.MIN_HIDDEN_TESTS == base.MIN_HIDDEN_TESTS
+    monkeypatch.setattr(base, "MIN_HIDDEN_TESTS", 4)
+    assert base.public_indices(task, 3) == [0, 1]
+    assert solver.split_tests(task, 3) == ([0, 1], [2, 3, 4, 5])
+    own = task.model_copy(update={"public_tests": 5})  # a task's own count, within the same rule
+    assert solver.split_tests(own, 3) == ([0, 1], [2, 3, 4, 5])

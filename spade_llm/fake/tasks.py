@@ -1,5 +1,9 @@
 """Building a task of the bank from a variant (:func:`build_task`): inputs, the reference's outputs,
-tests that reject trivial stand-ins and one-token mutants, a statement with an example."""
+tests that reject trivial stand-ins and one-token mutants, a statement with an example.
+
+The description never shows a test (``leaks_hidden_test``): its example is an input none of the
+tests has, with an output none of them gives, and a test whose answer the statement itself spells
+out (a step's own rule, "0 gives [0]") is left out of the tests."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..leaks import Secret, find_leaks
 from ..mutation import mutants, probe_inputs
 from .running import json_roundtrips, load_function, stand_ins, strict_equal
 from .variant import Args, Params, Variant, stable_hash
@@ -187,7 +192,8 @@ def build_task(
     stand-in (None, 0, first argument, [], "", {}) would still pass them all, up to
     ``MAX_KILLER_TESTS`` more that tell the reference from its one-token mutants (as validation's
     ``weak_tests`` gate asks), and a few tests carry an explicit ``expected`` when it survives JSON
-    unchanged.
+    unchanged. The description's example is none of the tests (:func:`_fresh_example`), and no test
+    is one the statement spells out (:func:`_told`): a description shows no hidden test.
     """
     pi = rng.randrange(len(variant.params)) if params_index is None else params_index
     ep = rng.choice(variant.entry_points) if entry_point is None else entry_point
@@ -221,17 +227,30 @@ def build_task(
     randoms = inputs[n_edges:]
 
     outputs = [function(*copy.deepcopy(a)) for a in inputs]
+    # a test whose answer the statement spells out (a step's own rule, "0 gives [0]", on the very
+    # input it names) would be a hidden test in plain sight: it is left out (its input stays taken)
+    statement = variant.statement(pi, ep, template_index)
+    told = _told(statement, inputs, outputs)
+    if told:
+        randoms = [a for a in randoms if all(a is not inputs[i] for i in told)]
+        kept = [i for i in range(len(inputs)) if i not in told]
+        inputs[:] = [inputs[i] for i in kept]
+        outputs = [outputs[i] for i in kept]
     attempts = 0
     while len(inputs) < 8 and attempts < 60 and not _rejects_stand_ins(inputs, outputs):
         attempts += 1
         if add(variant.make_input(rng, params, scale)):
             outputs.append(function(*copy.deepcopy(inputs[-1])))
-            randoms.append(inputs[-1])
+            if _told(statement, inputs[-1:], outputs[-1:]):
+                inputs.pop()
+                outputs.pop()
+            else:
+                randoms.append(inputs[-1])
     # a careful author adds the cases that tell the reference from its one-token mutants (x == t,
     # an empty run, one digit), drawn from their own stream so the rest of the task stays as it was
     search = random.Random(stable_hash("killers", variant.family, variant.name, pi, ep, len(inputs)))
     for args, out in _mutant_killers(code, ep, function, inputs, outputs, variant, params, search):
-        if add(args):
+        if not _told(statement, [args], [out]) and add(args):
             outputs.append(out)
             randoms.append(args)
 
@@ -250,16 +269,17 @@ def build_task(
     telling = [i for i in short if not any(strict_equal(s, outputs[i]) for s in stand_ins(inputs[i]))]
     by_length = sorted(range(len(inputs)), key=lambda i: len(_call_text(ep, inputs[i])) + len(repr(outputs[i])))
     pool = telling or short or by_length[:1]
-    ex = rng.choice(pool)
-    example = rng.choice(_EXAMPLE_TEMPLATES).format(call=_call_text(ep, inputs[ex]), out=repr(outputs[ex]))
-    statement = variant.statement(pi, ep, template_index)
+    near = inputs[rng.choice(pool)]  # the example is drawn near this test, never one of the tests
+    template = rng.choice(_EXAMPLE_TEMPLATES)
+    shown = _fresh_example(function, variant, params, ep, inputs, outputs, near)
+    example = "" if shown is None else template.format(call=_call_text(ep, shown[0]), out=repr(shown[1]))
     difficulty = variant.difficulty_for(pi) + 0.05 * (scale - 0.5) + rng.uniform(-0.03, 0.03)
     return BankTask(
         variant=variant,
         params_index=pi,
         entry_point=ep,
         statement=statement,
-        description=f"{statement}\n\n{example}",
+        description=f"{statement}\n\n{example}" if example else statement,
         reference_code=code,
         inputs=inputs,
         outputs=outputs,
@@ -267,6 +287,58 @@ def build_task(
         difficulty=round(min(0.99, max(0.01, difficulty)), 2),
         tags=[variant.family, variant.topic],
     )
+
+
+def _told(statement: str, inputs: Sequence[Args], outputs: Sequence[Any]) -> set[int]:
+    """Which of the cases the statement ties to their answers (``leaks.find_leaks``)."""
+    secrets = [Secret(i, tuple(a), out) for i, (a, out) in enumerate(zip(inputs, outputs, strict=True))]
+    return {leak.test for leak in find_leaks({"statement": statement}, secrets)}
+
+
+EXAMPLE_DRAWS = 24
+"""Fresh inputs tried for a task's example before it goes without one."""
+
+
+def _fresh_example(
+    function: Callable[..., Any],
+    variant: Variant,
+    params: Params,
+    entry_point: str,
+    inputs: Sequence[Args],
+    outputs: Sequence[Any],
+    near: Args,
+) -> tuple[Args, Any] | None:
+    """The example a statement shows: an input that is none of the tests, whose output is none of
+    theirs (a test's output shown with any input that gives it answers an abduction query), short
+    to read, and telling (no trivial stand-in gives it) when one is found; None when none is.
+
+    Why not a test: every test but the first few is hidden, and for deduction and abduction every
+    one is (its answer, its input), so a test in the description hands a hidden answer over
+    (``leaks_hidden_test``). Candidates are the neighbours of ``near`` (one integer moved by one),
+    then small fresh inputs of the variant, from a stream of their own, so the tests, their order
+    and everything else drawn for the task stay as they were.
+    """
+    search = random.Random(stable_hash("example", variant.family, variant.name, entry_point, _input_literal(near)))
+    taken = {_input_literal(a) for a in inputs}
+    neighbours = probe_inputs([tuple(near)])[1:]
+    search.shuffle(neighbours)
+    fresh = [variant.make_input(search, params, scale) for scale in (0.0, 0.1, 0.2, 0.3) * (EXAMPLE_DRAWS // 4)]
+    fallback: tuple[Args, Any] | None = None
+    for args in [*neighbours[:EXAMPLE_DRAWS], *fresh]:
+        literal = _input_literal(args)
+        if literal in taken or len(_call_text(entry_point, args)) > 60:
+            continue
+        taken.add(literal)
+        try:  # a neighbour may lie outside what the reference was written for: it may raise or loop
+            out = _bounded(function, args)
+        except (_OutOfSteps, Exception):
+            continue
+        if len(repr(out)) > 60 or not json_roundtrips(out) or any(strict_equal(out, o) for o in outputs):
+            continue
+        if not any(strict_equal(s, out) for s in stand_ins(args)):
+            return args, out
+        fallback = fallback or (args, out)
+    return fallback
 
 
 def _rejects_stand_ins(inputs: Sequence[Args], outputs: Sequence[Any]) -> bool:

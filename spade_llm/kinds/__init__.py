@@ -15,17 +15,47 @@ and metrics are shared; only the prompts, the answer's reading, the gates and ``
 The interface, ``TaskKind``, lives in ``base.py`` with what every kind shares; ``queries.py`` holds
 what the two query kinds share. Imports go one way: this package imports the kind modules (when a
 kind is first asked for), and they import ``base`` and ``queries``, never the package.
+
+``run_gates`` is the one entry point for "a proposed task's gates": its kind's, and the leak gate
+(``leaks``: a hidden test's input shown with its answer in what the solver reads), in SPEC's order.
+Every place a task enters (``run``, ``serve-env`` and the Ray workers through
+``checking.CodeChecker``, ``verify``, ``proposal_reward``) goes through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .base import TaskKind
+from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, TaskKind
 from .mix import allocate_kinds, normalize_mix
 
-__all__ = ["KIND_NAMES", "TaskKind", "allocate_kinds", "get_kind", "normalize_mix"]
+if TYPE_CHECKING:
+    from ..leaks import Leak
+    from ..types import Task
+    from ..validation import ValidationReport, Validator
+
+__all__ = [
+    "DEFAULT_PUBLIC_TESTS",
+    "KIND_NAMES",
+    "LEAK_REASON",
+    "TaskKind",
+    "allocate_kinds",
+    "get_kind",
+    "leak_note",
+    "leaks",
+    "mark_leaks",
+    "normalize_mix",
+    "run_gates",
+]
+
+LEAK_REASON = "leaks_hidden_test"
+"""The rejection reason of a task whose shown text carries a hidden test (SPEC's name)."""
+BEFORE_LEAKS = ("syntax_error", "banned_import", "missing_entry_point", "bad_input", "too_few_tests")
+"""The reasons SPEC orders before ``leaks_hidden_test``: the static ones, decided without running
+anything (the leak gate needs readable inputs). Every reason that needs the reference run comes after."""
 
 
 def _induction() -> TaskKind:
@@ -61,3 +91,88 @@ def get_kind(name: str) -> TaskKind:
         return _REGISTRY[name]()
     except KeyError:
         raise UserError(f"unknown task kind {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def leaks(task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS) -> list[Leak]:
+    """The hidden tests of ``task`` whose input and expected value its shown text carries, with
+    ``public_tests`` tests shown (the run's ``solver.public_tests``). The kind says which tests are
+    hidden and what text is shown; only tests with a readable input and an expected value count
+    (before validation, those whose author gave one)."""
+    from ..leaks import Secret, find_leaks
+    from ..sandbox.runner import parse_input
+
+    kind = get_kind(task.kind)
+    secrets = []
+    for i in kind.secret_tests(task, public_tests):
+        test = task.tests[i]
+        args = parse_input(test.input)
+        if test.has_expected and not isinstance(args, str):
+            secrets.append(Secret(i, args, test.expected))
+    if not secrets:
+        return []
+    return find_leaks(kind.shown_text(task, public_tests), secrets, code=CODE_PARTS)
+
+
+def run_gates(
+    validator: Validator, task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS, *, full: bool = False
+) -> ValidationReport:
+    """A proposed task's gates in SPEC's order: its kind's, with ``leaks_hidden_test`` after the
+    static reasons (``BEFORE_LEAKS``) and before every reason that runs the reference.
+
+    A leak in the expected values the author gave is decided before anything runs (the sandbox is
+    not spent on the task) unless ``full`` (``verify``: the reference runs on every test whatever
+    the reason); one in values the reference fills is found on the filled task, and takes the place
+    of a later reason. An imported benchmark's task (judged by its own asserts) is never rejected
+    for it: its leaks are reported where it is solved or evaluated.
+    """
+    from ..leaks import describe
+    from ..validation import ValidationReport
+
+    kind = get_kind(task.kind)
+    if task.shows_examples:
+        return kind.gates(validator, task)
+    if not full:
+        found = leaks(task, public_tests)
+        if found and _static_ok(validator, task):
+            return ValidationReport(task.task_id, False, LEAK_REASON, describe(found), "error", 0, len(task.tests))
+    report = kind.gates(validator, task)
+    if report.reason in BEFORE_LEAKS:
+        return report
+    found = leaks(report.task or task, public_tests)
+    if not found:
+        return report
+    return replace(report, valid=False, reason=LEAK_REASON, detail=describe(found), behaviour=None)
+
+
+def _static_ok(validator: Validator, task: Task) -> bool:
+    """Whether ``task`` passes the static gates (``BEFORE_LEAKS``), checked by validation's own
+    ``Validator.static_reason`` without running anything: only then may a leak be its reason before
+    the gates run."""
+    return validator.static_reason(task) is None
+
+
+def mark_leaks(tasks: Sequence[Task], public_tests: int = DEFAULT_PUBLIC_TESTS) -> tuple[list[Task], list[str]]:
+    """``tasks`` as given, each one whose shown text carries hidden tests marked with their indices
+    in ``meta["leaks_hidden_test"]`` (a mark an earlier run left is replaced), and the ids of the
+    marked ones. For tasks judged as written (``solve``, ``evaluate``): reported, never rejected."""
+    out: list[Task] = []
+    ids: list[str] = []
+    for task in tasks:
+        meta = {k: v for k, v in task.meta.items() if k != LEAK_REASON}
+        found = sorted({leak.test for leak in leaks(task, public_tests)})
+        if found:
+            meta[LEAK_REASON] = found
+            ids.append(task.task_id)
+        out.append(task if meta == task.meta else task.model_copy(update={"meta": meta}))
+    return out, ids
+
+
+def leak_note(ids: Sequence[str], shown: int = 10) -> str:
+    """One line naming the tasks ``mark_leaks`` marked ('' when none)."""
+    if not ids:
+        return ""
+    names = ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+    return (
+        f"{len(ids)} task(s) show a hidden test with its answer in the text the solver reads, so their "
+        f"results overstate what was solved (meta.{LEAK_REASON} lists the tests): {names}"
+    )

@@ -6,18 +6,25 @@ package: ``spade_llm.kinds`` imports them (lazily, by name), so no import goes b
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ..judge import Judge
-    from ..types import ExecutionResult, Task
+    from ..types import ExecutionResult, Task, TestCase
     from ..validation import ValidationReport, Validator
 
 PYTHON_TAGS: Final = ("python", "py", "python3")
 """Language tags of a fenced block that mark it as Python."""
+DEFAULT_PUBLIC_TESTS: Final = 3
+"""``solver.public_tests``'s default: what the leak gate assumes when a caller does not say."""
+MIN_HIDDEN_TESTS: Final = 2
+"""Tests a task always keeps hidden when it has enough: a solution that prints or raises with its
+arguments cannot hand the hidden inputs to the model (``solver`` re-exports it)."""
 
 
 def _no_view(task: Task) -> dict[str, Any]:
@@ -28,6 +35,104 @@ def _no_view(task: Task) -> dict[str, Any]:
 def _reference_code(task: Task) -> str:
     """Induction's perfect answer is the reference itself."""
     return task.reference_code
+
+
+def public_indices(task: Task, public_tests: int) -> list[int]:
+    """The tests a solver is shown: the first ``public_tests`` (the task's own ``public_tests`` when
+    set), at least one, and never so many that fewer than ``MIN_HIDDEN_TESTS`` stay hidden; none
+    for a task seen through its examples (an imported benchmark). The one rule of the split:
+    ``solver.split_tests`` (the solver, exports, rewards) and the leak gate both read it."""
+    total = len(task.tests)
+    if total == 0 or task.shows_examples:
+        return []
+    if task.public_tests is not None:
+        public_tests = task.public_tests
+    return list(range(max(1, min(public_tests, total - MIN_HIDDEN_TESTS))))
+
+
+def same_case(a: TestCase, b: TestCase) -> bool:
+    """Whether two tests are one: the same arguments (the same literal once read) and the same
+    expected value (as the judge compares values: ``True`` is not ``1``)."""
+    from ..sandbox.runner import parse_input
+    from ..sandbox.verdict import matches
+
+    if not (a.has_expected and b.has_expected):
+        return False
+    args_a, args_b = parse_input(a.input), parse_input(b.input)
+    if isinstance(args_a, str) or isinstance(args_b, str):
+        return False
+    try:
+        same_args = repr(args_a) == repr(args_b)
+    except ValueError:  # an int too long for repr
+        return False
+    return same_args and matches(a.expected, b.expected)
+
+
+def tests_after_public(task: Task, public_tests: int) -> list[int]:
+    """Induction's hidden tests: those after the public ones; for a task seen through its examples
+    (an imported benchmark), every assert but those an example shows (those are public already)."""
+    if task.shows_examples:
+        return [i for i, t in enumerate(task.tests) if not any(same_case(t, e) for e in task.examples)]
+    shown = len(public_indices(task, public_tests))
+    return list(range(shown, len(task.tests)))
+
+
+def every_test(task: Task, public_tests: int) -> list[int]:
+    """The query kinds' hidden side is in every test (deduction's answers, abduction's inputs)."""
+    return list(range(len(task.tests)))
+
+
+def free_text(task: Task) -> dict[str, str]:
+    """The text every kind's prompt may show of a task: its description and tags (a user's
+    template may render them)."""
+    parts = {"description": task.description}
+    if task.tags:
+        parts["tags"] = ", ".join(task.tags)
+    return parts
+
+
+def shown_cases(task: Task, cases: Sequence[TestCase]) -> str:
+    """Test cases as the first prompt lists them: ``f(3,) -> 9``, one a line."""
+    return "\n".join(f"{task.entry_point}{t.input} -> {t.expected!r}" for t in cases if t.has_expected)
+
+
+def induction_text(task: Task, public_tests: int) -> dict[str, str]:
+    """What an induction prompt shows: the description, the tags, and the public tests (or an
+    imported benchmark's examples): a hidden test that copies a public one is shown too."""
+    parts = free_text(task)
+    cases = task.examples if task.shows_examples else [task.tests[i] for i in public_indices(task, public_tests)]
+    if cases:
+        parts["public tests"] = shown_cases(task, cases)
+    return parts
+
+
+CODE_PARTS: Final = frozenset({"program"})
+"""The parts of ``shown_text`` that are program code (only forms with a call are read there)."""
+
+
+def program_text(task: Task, public_tests: int) -> dict[str, str]:
+    """What a query kind's prompt shows as text: the description, the tags, the program's prose
+    (its docstrings, comments and strings) and its code (an ``assert f(3) == 9`` in it). Its queries
+    show one side of each test only (the call, or the output), so they cannot tie an input to its
+    answer."""
+    parts = {**free_text(task), "program": task.reference_code}
+    prose = _prose(task.reference_code)
+    if prose:
+        parts["program's comments and strings"] = prose
+    return parts
+
+
+def _prose(code: str) -> str:
+    """The comments and string literals of ``code``, one a line ('' when it does not tokenize: the
+    syntax gate rejects it first)."""
+    pieces: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type in (tokenize.COMMENT, tokenize.STRING):
+                pieces.append(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        return ""
+    return "\n".join(pieces)
 
 
 @dataclass(frozen=True)
@@ -52,6 +157,19 @@ class TaskKind:
     only: the program for deduction and abduction, and their queries)."""
     reference_answer: Callable[[Task], str] = _reference_code
     """The answer a perfect solver gives (``spade evaluate`` checks it when no samples are given)."""
+    secret_tests: Callable[[Task, int], list[int]] = tests_after_public
+    """Indices of the tests whose input and expected value a solver must never see together, given
+    the run's ``solver.public_tests`` (the leak gate, ``kinds.leaks``): induction's hidden tests,
+    every query of deduction (its answers) and abduction (its inputs)."""
+    shown_text: Callable[[Task, int], dict[str, str]] = induction_text
+    """The text a solver is shown of a task, by part (``description``, ``public tests``,
+    ``program``...), given the run's ``solver.public_tests``: every task-dependent text a first
+    prompt renders, so a leak in any template's rendering is in one of them."""
+    public_answers_in_prompt: bool = True
+    """Whether the first prompt shows the public tests' expected values (induction lists them). Where
+    it does not (the query kinds: those values are the answers asked for), partial credit counts the
+    public tests as shown only for an answer written after feedback told their verdicts
+    (``evaluator.shown_tests``): a first answer is paid on every query it gets right."""
 
 
 _LANG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")

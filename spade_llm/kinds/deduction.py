@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..sandbox.runner import parse_input
 from ..sandbox.verdict import matches, show
 from ..types import TestResult
-from .base import TaskKind
+from .base import TaskKind, every_test, program_text
 from .queries import (
     Item,
     all_same,
@@ -153,4 +153,7 @@ KIND = TaskKind(
     summary="predict the program's output on given inputs",
     view=view,
     reference_answer=reference_answer,
+    secret_tests=every_test,
+    shown_text=program_text,
+    public_answers_in_prompt=False,
 )
