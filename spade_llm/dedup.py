@@ -5,24 +5,59 @@ at least ``novelty_threshold`` similar to an accepted task's of the same kind, o
 computes what an accepted task computes (the same outputs on every shared probe input, the
 behaviour fingerprint ``validation`` measures). Pure: it remembers what it was told and answers
 questions; the controller records the decisions.
+
+A task that must not be shown (one of the solver's test split, in a generator's training row) can still
+be known *sealed*: its kind, its fingerprint with each shingle hashed (``seal``) and its behaviour
+fingerprint, which give the same verdicts and hold none of its code, tests or text (``sealed_entry``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from .evaluator import similarity, task_fingerprint
 from .types import Task
 
 Fingerprint = frozenset[tuple[str, ...]]
+Sealed = frozenset[str]
+"""A fingerprint with each shingle replaced by a short hash (:func:`seal`): the same similarities, no code."""
+SEALED_KEY = "sealed"
+"""Marks a sealed known task (:func:`sealed_entry`) among tasks given as JSON."""
+
+
+def seal(fp: Fingerprint) -> Sealed:
+    """``fp`` with every shingle hashed (64 bits): similarity between sealed fingerprints is the same as
+    between the fingerprints (up to a collision in 2**64). The shingles are already abstracted (names,
+    strings and numbers replaced): no name, constant, test or line of the code can be read back."""
+    return frozenset(hashlib.blake2b(repr(s).encode(), digest_size=8).hexdigest() for s in fp)
+
+
+def sealed_entry(task: Task) -> dict[str, Any]:
+    """What the duplicate gate needs of a task that must not be shown (a task of the solver's test split
+    in a training row): its kind, its sealed code fingerprint and its behaviour fingerprint, no id,
+    description, code or test. ``Deduper.accept_sealed`` reads it back."""
+    behaviour = task.meta.get("behaviour")
+    return {
+        SEALED_KEY: True,
+        "kind": task.kind,
+        "shingles": sorted(seal(task_fingerprint(task.reference_code))),
+        "behaviour": behaviour if isinstance(behaviour, str) else None,
+    }
+
+
+HELD_OUT = "a held-out task"
+"""How a duplicate of a sealed task names it (it has no id to show)."""
 
 
 @dataclass(frozen=True)
 class _Accepted:
     task_id: str
     kind: str
-    fingerprint: Fingerprint
+    fingerprint: Fingerprint | Sealed
+    sealed: bool = False
 
 
 class Deduper:
@@ -44,8 +79,8 @@ class Deduper:
             )
 
     def fingerprints(self) -> dict[str, Fingerprint]:
-        """Accepted task id -> its code fingerprint, in acceptance order."""
-        return {a.task_id: a.fingerprint for a in self._accepted}
+        """Accepted task id -> its code fingerprint, in acceptance order (sealed tasks left out)."""
+        return {a.task_id: cast(Fingerprint, a.fingerprint) for a in self._accepted if not a.sealed}
 
     def duplicate(self, kind: str, fp: Fingerprint, behaviour: str | None) -> str | None:
         """Why a candidate of ``kind`` with this code fingerprint (``evaluator.task_fingerprint`` of
@@ -53,8 +88,13 @@ class Deduper:
         it is new."""
         # a program may come back as another kind (predict its output rather than write it): only
         # tasks of the same kind are compared
+        sealed = seal(fp) if any(a.sealed for a in self._accepted) else frozenset()
         score, index = max(
-            ((similarity(fp, a.fingerprint), i) for i, a in enumerate(self._accepted) if a.kind == kind),
+            (
+                (similarity(sealed if a.sealed else fp, a.fingerprint), i)
+                for i, a in enumerate(self._accepted)
+                if a.kind == kind
+            ),
             default=(0.0, -1),
         )
         if score >= self.novelty_threshold:
@@ -70,3 +110,19 @@ class Deduper:
         self._accepted.append(_Accepted(task.task_id, task.kind, fp))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)
+
+    def accept_sealed(self, entry: dict[str, Any]) -> None:
+        """Remember a task known only by its ``sealed_entry``: a candidate that copies it is a duplicate
+        of :data:`HELD_OUT`, which is all its detail can say.
+
+        Raises:
+            ValueError: ``entry`` is not a sealed entry.
+        """
+        kind, shingles, behaviour = entry.get("kind"), entry.get("shingles"), entry.get("behaviour")
+        if not isinstance(kind, str) or not isinstance(shingles, list) or not all(isinstance(s, str) for s in shingles):
+            raise ValueError("a sealed task needs its kind and its shingles (a list of strings)")
+        if behaviour is not None and not isinstance(behaviour, str):
+            raise ValueError("a sealed task's behaviour is a string or null")
+        self._accepted.append(_Accepted(HELD_OUT, kind, frozenset(shingles), sealed=True))
+        if behaviour:
+            self._behaviours.setdefault(f"{kind}:{behaviour}", HELD_OUT)

@@ -31,7 +31,8 @@ def episode_reward(
     """Reward of one solving episode.
 
     Passing earns more at higher difficulty and with fewer turns; failing earns a little partial
-    credit for the tests the last attempt passed; timing out and crashing cost.
+    credit, ``pass_fraction`` being what ``credited_fraction`` gives the last attempt (the hidden
+    tests it passed: copying the shown ones earns nothing); timing out and crashing cost.
 
     >>> episode_reward("passed", 1, 0.5, 1.0)
     1.5
@@ -56,6 +57,60 @@ def episode_reward(
     if final_status == "error":
         return c.error
     return round(c.fail + c.partial_credit * min(max(pass_fraction, 0.0), 1.0), 6)
+
+
+def credited_fraction(passed: int, total: int, public_passed: int, public_total: int) -> float:
+    """The share of tests partial credit pays for: the *hidden* ones an answer passed.
+
+    The one rule of partial credit, for every reward path (the loop's ``episode_reward``, so ``run``
+    and serve-env; ``rewards``' ``code_reward``/``compute_score``, TRL's environments, verifiers).
+    ``passed``/``total`` count every test, the shown ones included; ``public_passed``/``public_total``
+    the shown ones (the public tests, whose inputs and expected values the prompt showed and whose
+    verdicts the feedback told). What was shown can be copied (a lookup table of the public tests
+    passes them all and nothing else: the ``hardcoded_suspect`` signature) or learnt from feedback
+    (a yes/no prediction told wrong is told its answer), so only tests never shown count: a copy of
+    the shown tests earns nothing, and failing a shown test on purpose earns nothing either, so no
+    shortcut pays more than solving. With no hidden test (everything shown) every test counts.
+
+    >>> credited_fraction(3, 6, 3, 3)  # the public tests copied, no hidden one passed
+    0.0
+    >>> credited_fraction(4, 6, 2, 3)  # two of three hidden ones passed, whatever the public did
+    0.6666666666666666
+    >>> credited_fraction(1, 4, 0, 0)  # nothing shown: every test is hidden
+    0.25
+    """
+    total = max(total, 0)
+    public_total = min(max(public_total, 0), total)
+    hidden_total = total - public_total
+    if hidden_total == 0:
+        return min(max(passed, 0), total) / total if total else 0.0
+    hidden_passed = min(max(passed - min(max(public_passed, 0), public_total), 0), hidden_total)
+    return hidden_passed / hidden_total
+
+
+def shown_tests(kind: str, public_passed: int, public_total: int, *, after_feedback: bool) -> tuple[int, int]:
+    """The public tests partial credit counts as *shown* for one answer to a task of ``kind``, as
+    ``credited_fraction``'s last two arguments: (``public_passed``, ``public_total``) when the solver
+    had seen their expected values, else (0, 0) (every test then counts).
+
+    Which is the kind's rule (``TaskKind.public_answers_in_prompt``): induction's first prompt lists
+    its public tests with their answers, so they are shown from the first turn; a query kind's
+    (deduction, abduction) asks for those answers, so they are shown only to an answer written
+    ``after_feedback`` told their verdicts (a repair turn: a prediction told right is known right, a
+    yes/no one told wrong is told its answer). A first answer to a query task is paid on every query.
+
+    >>> shown_tests("induction", 2, 3, after_feedback=False)
+    (2, 3)
+    >>> shown_tests("deduction", 2, 3, after_feedback=False)
+    (0, 0)
+    >>> shown_tests("deduction", 2, 3, after_feedback=True)
+    (2, 3)
+    """
+    from .kinds import get_kind
+
+    if after_feedback or get_kind(kind).public_answers_in_prompt:
+        return public_passed, public_total
+    return 0, 0
 
 
 def next_difficulty(
@@ -171,8 +226,8 @@ def shingles(tokens: Sequence[str], k: int = 4) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(tokens[i : i + k]) for i in range(len(tokens) - k + 1))
 
 
-def similarity(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
-    """Jaccard similarity of two shingle sets (1.0 = same structure)."""
+def similarity(a: frozenset[Any], b: frozenset[Any]) -> float:
+    """Jaccard similarity of two shingle sets (1.0 = same structure); sealed ones too (``dedup.seal``)."""
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)

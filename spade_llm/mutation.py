@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-from collections.abc import Iterator, Sequence
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,26 +267,128 @@ def probe_inputs(args_list: Sequence[tuple[Any, ...]], limit: int = MAX_PROBES) 
     return out
 
 
+MAX_DETERMINISM_PROBES = 48
+"""Inputs beyond the tests that validation runs a reference on twice (``determinism_probes``)."""
+_VARIANTS_PER_TEST = 6
+
+
+def determinism_probes(
+    args_list: Sequence[tuple[Any, ...]],
+    key: str,
+    shared: Sequence[tuple[Any, ...]] = (),
+    limit: int = MAX_DETERMINISM_PROBES,
+) -> list[tuple[Any, ...]]:
+    """Inputs *beyond* the tests, of their shape, on which validation checks that a reference gives the
+    same outputs twice: what holds on the tests must hold where an answer may go (abduction's judge
+    runs the reference on a solver's own inputs; a reference deterministic only on its tests' inputs
+    is a coin flip everywhere else).
+
+    Three kinds, interleaved so a ``limit`` keeps some of each: the tests' inputs with one integer
+    moved by one (``probe_inputs``); ``shared``, the probes every task of this signature gets
+    (``behaviour.probes``); and variants of each test input drawn by a generator keyed by ``key``
+    (the reference's text), so neither a proposal nor its author can tell ahead which inputs are
+    probed: each argument replaced by a value of its type near it in size (ints, floats, bools,
+    strings from its own letters, lists and tuples of such, dict values). Never one of the tests'
+    own inputs; distinct; stable for one ``key``.
+    """
+    own = {_text(a) for a in args_list}
+    rng = random.Random(int(hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16], 16))
+    near = [p for p in probe_inputs(args_list, limit=4 * limit) if _text(p) not in own]
+    drawn = [tuple(_vary(v, rng, 0) for v in args) for _ in range(_VARIANTS_PER_TEST) for args in args_list]
+    out: list[tuple[Any, ...]] = []
+    seen = set(own)
+    for group in _interleave(near, list(shared), drawn):
+        text = _text(group)
+        if text is not None and text not in seen and len(out) < limit:
+            seen.add(text)
+            out.append(group)
+    return out
+
+
+def _text(args: tuple[Any, ...]) -> str | None:
+    try:
+        return repr(args)
+    except ValueError:  # an int too long for repr
+        return None
+
+
+def _interleave(*lists: Sequence[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    for i in range(max((len(x) for x in lists), default=0)):
+        for x in lists:
+            if i < len(x):
+                yield x[i]
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,.-_"
+
+
+def _vary(value: Any, rng: random.Random, depth: int) -> Any:
+    """A value of ``value``'s exact type, near it in size (a container's items varied in turn)."""
+    if depth > 4:
+        return value
+    t = type(value)
+    if t is bool:
+        return rng.random() < 0.5
+    if t is int:
+        span = min(abs(value), 1000) * 2 + 10  # near the tests' sizes: a probe is no stress test
+        return rng.randint(-span, span) if value < 0 or rng.random() < 0.2 else rng.randint(0, span)
+    if t is float:
+        return round(value * rng.uniform(-2.0, 2.0) + rng.uniform(-1.0, 1.0), 3)
+    if t is str:
+        pool = "".join(sorted(set(value))) or _LETTERS
+        size = max(0, min(len(value) + rng.randint(-2, 2), len(value) + 2, 64))
+        return "".join(rng.choice(pool if rng.random() < 0.8 else _LETTERS) for _ in range(size))
+    if t is list or t is tuple:
+        items = [_vary(v, rng, depth + 1) for v in value[:32]]
+        if items and rng.random() < 0.3:
+            items.pop(rng.randrange(len(items)))
+        elif items and rng.random() < 0.3:
+            items.insert(rng.randrange(len(items) + 1), _vary(rng.choice(value), rng, depth + 1))
+        return items if t is list else tuple(items)
+    if t is dict:
+        return {k: _vary(v, rng, depth + 1) for k, v in list(value.items())[:32]}
+    return value
+
+
 DISPATCHER = "__spade_mutant__"
 """The entry point of the gate's execution: ``DISPATCHER(k, i, *args)`` calls version ``k`` (0: the
 reference, 1..: the mutants) on input number ``i``, ``args``, and returns a digest of its output."""
 DEAD = "dead"
-"""What :data:`DISPATCHER` returns for a mutant already told apart from the reference."""
+"""What :data:`DISPATCHER` returns for a mutant already told apart from the reference (not a digest:
+the call did not run)."""
+LOAD_FLOOR_S = 1.0
+"""Least CPU time a version's module-level code gets (its own timer, ``load_s`` when that is more): the
+code there is the reference's, never mutated, and the harness loads the reference itself with no timer."""
 
 
-def dispatcher_source(entry_point: str, versions: Sequence[str], budget_s: float, load_s: float) -> str:
+def dispatcher_source(
+    entry_point: str,
+    versions: Sequence[str],
+    budget_s: float,
+    load_s: float,
+    *,
+    base: Mapping[int, str | None] | None = None,
+    dead: Iterable[int] = (),
+) -> str:
     """A program whose :data:`DISPATCHER` runs version ``k`` of the code on input ``i``.
 
     Calls come reference first: each version-0 call records its digest for input ``i``. A mutant
     whose output differs from that digest, or that raises or times out where the reference did not,
     is dead from then on: its later calls return :data:`DEAD` at once, so a mutant costs about one
-    call once it is told apart, and a mutant that loops costs one short budget. The comparison
-    that decides is still made outside, on the digests that come back.
+    call once it is told apart, and a mutant that loops costs one short budget. A mutant's call on an
+    input the reference gave no answer for is not run either (:data:`DEAD`): nothing is learnt there. The comparison
+    that decides is still made outside, on the digests that come back (``validation`` reads them
+    with the same rule, so where a timer happened to fire never changes a verdict). ``base`` and
+    ``dead``: that state as an earlier execution left it, for one that goes on where it was cut off.
 
-    Each version is loaded once, on its first call, as a module of its own registered in
-    ``sys.modules`` (so dataclasses and ``sys.modules[__name__]`` work as in a real import), under
-    a timer of its own (``load_s``, a test's budget): module-level work is not a call's cost, and
-    the call's timer (``budget_s``) is re-armed after it.
+    Each call arms the harness's CPU timer anew with ``budget_s``; the wall clock is the harness's,
+    which the gates run as a block detector (``execute_calls``' ``block_s``: a call ends when it blocks
+    or at the execution's deadline, which the gate carries on past, never for computing slowly). Each
+    version is loaded once, on its first call, as a module of its own under a CPU timer of its own
+    (``load_s``, a test's budget): module-level work is not a call's cost, and the call's timer is
+    re-armed after it. Each looks to itself as the judge's ``solution`` does
+    (``__name__`` ``solution``, the same ``__file__``, ``sys.modules["solution"]`` and ``__main__``
+    while it runs), so code cannot tell the gate from the judge by its module.
     Outputs come back as digests of a canonical form that follows the judge's ``matches``
     (a tuple is a list, dict order does not count, floats to 9 significant digits, -0.0 is 0.0,
     ints of any size), so thousands of calls stay a small report; what versions print is discarded.
@@ -296,7 +399,9 @@ def dispatcher_source(entry_point: str, versions: Sequence[str], budget_s: float
         name=DISPATCHER,
         dead=repr(DEAD),
         budget=repr(float(budget_s)),
-        load=repr(float(load_s)),
+        load=repr(max(float(load_s), LOAD_FLOOR_S)),
+        base=repr(dict(base or {})),
+        killed=repr(sorted(set(dead))),
     )
 
 
@@ -308,8 +413,10 @@ import types as _types
 
 _SOURCES = {sources}
 _LOADED = {{}}
-_BASE = {{}}
-_DEAD = set()
+_MODULES = {{}}
+_FILE = globals().get("__file__") or "solution.py"
+_BASE = {base}
+_DEAD = set({killed})
 
 
 class _Discard:
@@ -347,27 +454,35 @@ def _digest(value):
     return _hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+def _enter(module):
+    _sys.modules["solution"] = _sys.modules["__main__"] = module
+
+
 def _load(k):
-    name = "__spade_version_%d__" % k
-    module = _types.ModuleType(name)
-    _sys.modules[name] = module
-    armed = _signal.setitimer(_signal.ITIMER_REAL, {load})[0]
+    module = _types.ModuleType("solution")
+    module.__file__ = _FILE
+    _MODULES[k] = module
+    _enter(module)
+    cpu = _signal.setitimer(_signal.ITIMER_PROF, {load})[0]
     try:
-        exec(compile(_SOURCES[k], "<version %d>" % k, "exec"), module.__dict__)
+        exec(compile(_SOURCES[k], _FILE, "exec"), module.__dict__)
     finally:
-        _signal.setitimer(_signal.ITIMER_REAL, {budget} if armed else 0)
+        _signal.setitimer(_signal.ITIMER_PROF, {budget} if cpu else 0)
     return getattr(module, {entry})
 
 
 def {name}(k, i, *args):
-    if k in _DEAD:
+    if k in _DEAD or (k and i in _BASE and _BASE[i] is None):
         return {dead}
+    _signal.setitimer(_signal.ITIMER_PROF, {budget})
     out, err = _sys.stdout, _sys.stderr
     _sys.stdout = _sys.stderr = _Discard()
     try:
         fn = _LOADED.get(k)
         if fn is None:
             fn = _LOADED[k] = _load(k)
+        else:
+            _enter(_MODULES[k])
         digest = _digest(fn(*args))
     except BaseException:
         # a mutant that fails where the reference answered is told apart; where the reference

@@ -66,6 +66,14 @@ below ``test_fraction`` (``exports.split_of``): every answer to a prompt, so eve
 every format, lands in one split (no test prompt leaks into training through its sibling answer), and
 the run's seed in the key keeps the same slot of every run from being test.
 
+The solver's split is respected too (one model may play both roles): no task of the solver's test split
+(``exports.split_of(task_id)`` at the same ``test_fraction``) is in any train row. An answer of a train
+prompt that holds one (accepted, or rejected as its ``duplicate``) is left out of every row and counted
+(``held_out``); a prompt's example line shows ``HELD_OUT_EXAMPLE`` instead of such a task's description
+(in every row: the rest of the prompt is as sent); and ``known_tasks`` carries such a task *sealed*
+(``dedup.sealed_entry``: its kind and fingerprints, no id, code, test or text), which the proposal reward's
+duplicate gate still recognises.
+
 Filters: ``--split``, ``--test-fraction`` and ``--kinds`` (the prompt's kind) as for the solver;
 ``--min-difficulty``, ``--max-difficulty`` and ``--tier`` on the measured difficulty ``1 - p``, ``p``
 the pooled pass rate (passed over samples) of the measured accepted tasks of the row's answer (``sft``),
@@ -89,6 +97,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from .dedup import sealed_entry
 from .errors import UserError
 from .evaluator import learnability as task_learnability
 from .exports import (
@@ -130,9 +139,11 @@ LEARNABLE, TRIVIAL, REJECTED, UNDECIDED, NO_ANSWER = "learnable", "trivial", "re
 @dataclass(frozen=True)
 class GeneratorExportResult(ExportResult):
     """What a generator export wrote. ``tasks`` counts the generation prompts the rows come from;
-    ``without_prompt``: answers left out because their row records no prompt (an older spade)."""
+    ``without_prompt``: answers left out because their row records no prompt (an older spade);
+    ``held_out``: answers of train prompts left out because they hold a task of the solver's test split."""
 
     without_prompt: int = 0
+    held_out: int = 0
 
     def describe(self) -> str:
         line = f"{self.rows} generator {self.fmt} rows ({self.train} train, {self.test} test) from {self.tasks} prompts"
@@ -144,6 +155,12 @@ class GeneratorExportResult(ExportResult):
             lines.append(
                 f"left out: {n} generator answer{'' if n == 1 else 's'} recorded without the prompt "
                 "(written by an older spade)"
+            )
+        if self.held_out:
+            n = self.held_out
+            lines.append(
+                f"left out of train rows: {n} generator answer{'' if n == 1 else 's'} holding a task of the "
+                "solver's test split (at the same --test-fraction)"
             )
         return "\n".join(lines)
 
@@ -182,6 +199,9 @@ class Answer:
     faults: list[Fault] = field(default_factory=list)
     learnability: float | None = None
     """What ``proposal_reward`` pays it (module docstring); None while anything is undecided."""
+    holds_held_out: bool = False
+    """One of its tasks is in the solver's test split, or was rejected as a duplicate of one: its text
+    holds a held-out task, so it is in no train row."""
 
     @property
     def pooled(self) -> Measured | None:
@@ -230,6 +250,18 @@ class GeneratorRun:
     known_before: Callable[[int], str]
     """Epoch -> the ``known_tasks`` JSON of its prompts."""
     without_prompt: int
+    held_out: frozenset[str] = frozenset()
+    """Task ids of the solver's test split (``exports.split_of`` at the export's ``test_fraction``)."""
+
+    def in_train(self, prompt: Prompt, answer: Answer) -> bool:
+        """Whether ``answer`` may be in ``prompt``'s rows: any answer in the test split, in the train
+        split only one that holds no task of the solver's test split."""
+        return prompt.split == "test" or not answer.holds_held_out
+
+    @property
+    def withheld(self) -> int:
+        """Answers of train prompts kept out of every row for holding a held-out task."""
+        return sum(1 for p in self.prompts if p.split == "train" for a in p.answers if a.holds_held_out)
 
 
 def generator_split(seed: int, epoch: int, prompt_index: int, test_fraction: float) -> str:
@@ -253,17 +285,47 @@ def _prompt_messages(value: Any) -> list[dict[str, str]] | None:
     return out
 
 
-def _known_tasks(tasks: Sequence[Task]) -> Callable[[int], str]:
-    """Epoch -> JSON of the last ``KNOWN_TASKS_CAP`` tasks accepted before it (cached per epoch)."""
+def _known_tasks(tasks: Sequence[Task], held_out: frozenset[str] = frozenset()) -> Callable[[int], str]:
+    """Epoch -> JSON of the last ``KNOWN_TASKS_CAP`` tasks accepted before it (cached per epoch), those of
+    the solver's test split (``held_out``) sealed: the duplicate gate still knows them, no row shows them."""
     cache: dict[int, str] = {}
 
     def before(epoch: int) -> str:
         if epoch not in cache:
             earlier = [t for t in tasks if 0 <= task_epoch(t) < epoch][-KNOWN_TASKS_CAP:]
-            cache[epoch] = json.dumps([t.dump() for t in earlier], ensure_ascii=False, sort_keys=True)
+            items = [sealed_entry(t) if t.task_id in held_out else t.dump() for t in earlier]
+            cache[epoch] = json.dumps(items, ensure_ascii=False, sort_keys=True)
         return cache[epoch]
 
     return before
+
+
+HELD_OUT_EXAMPLE = "(a task held out for testing)"
+"""What a generation prompt's example shows instead of the description of a task of the solver's test split."""
+
+
+def _shown_forms(description: str) -> list[str]:
+    """How a prompt may show a description: whole, or as the packaged template's ``truncate(160)`` does."""
+    import jinja2
+    from jinja2.filters import do_truncate
+
+    forms = [description, do_truncate(jinja2.Environment(), description, 160)]
+    return sorted({f for f in forms if f.strip()}, key=len, reverse=True)
+
+
+def scrub_examples(messages: list[dict[str, str]], hidden: Sequence[Task]) -> list[dict[str, str]]:
+    """``messages`` with each ``hidden`` task's description (as an example line shows it) replaced by
+    :data:`HELD_OUT_EXAMPLE`: the rest of the prompt is what was sent."""
+    if not hidden:
+        return messages
+    forms = [f for t in hidden for f in _shown_forms(t.description)]
+    out = []
+    for m in messages:
+        text = m["content"]
+        for form in forms:
+            text = text.replace(form, HELD_OUT_EXAMPLE)
+        out.append({**m, "content": text})
+    return out
 
 
 def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
@@ -290,7 +352,9 @@ def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
     for task in records.tasks:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
     tasks = [t for _, t in sorted(enumerate(seen.values()), key=task_order)]
-    answers, without_prompt = _answers(records, seen)
+    # the solver's test split (exports.read_for_export's, at the same fraction): in no train row of either role
+    held_out = frozenset(t for t in seen if split_of(t, test_fraction) == "test")
+    answers, without_prompt = _answers(records, seen, held_out)
     if answers == [] and without_prompt:
         raise UserError(
             f"{run_dir}/proposals.jsonl: none of its {without_prompt} generator answers records the prompt it "
@@ -307,14 +371,17 @@ def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
         path=run_dir,
         seed=seed,
         prompts=[prompts[k] for k in sorted(prompts)],
-        known_before=_known_tasks(tasks),
+        known_before=_known_tasks(tasks, held_out),
         without_prompt=without_prompt,
+        held_out=held_out,
     )
 
 
-def _answers(records: RunRecords, tasks: dict[str, Task]) -> tuple[list[Answer], int]:
+def _answers(
+    records: RunRecords, tasks: dict[str, Task], held_out: frozenset[str] = frozenset()
+) -> tuple[list[Answer], int]:
     """Every answer that records its prompt, judged, in (epoch, prompt, sample, request) order; and how
-    many answers record none."""
+    many answers record none. Prompts show no description of a ``held_out`` task (``scrub_examples``)."""
     plans: dict[int, EpochPlan] = {}
     for epoch_plan in records.plans:
         plans.setdefault(epoch_plan.epoch, epoch_plan)  # a plan is written once; a copy would say the same
@@ -341,6 +408,8 @@ def _answers(records: RunRecords, tasks: dict[str, Task]) -> tuple[list[Answer],
             continue
         plan = plans.get(epoch)
         planned = next((r for r in plan.requests if r.request_index == request_index), None) if plan else None
+        hidden = [tasks[t] for t in (plan.example_ids if plan else []) if t in held_out and t in tasks]
+        prompt = scrub_examples(prompt, hidden)
         candidates = [c for c in row.get("candidates") or [] if isinstance(c, dict)]
         first_task: dict[str, Any] = next((c["task"] for c in candidates if isinstance(c.get("task"), dict)), {})
         prompt_index = row.get("prompt_index")
@@ -358,9 +427,21 @@ def _answers(records: RunRecords, tasks: dict[str, Task]) -> tuple[list[Answer],
             generator_model=row.get("generator_model") if isinstance(row.get("generator_model"), str) else None,
         )
         _judge(answer, row, candidates, accepted, refused, stats)
+        answer.holds_held_out = _holds(answer, held_out)
         out.append(answer)
     out.sort(key=lambda a: (a.epoch, a.prompt_index, a.sample, a.request_index))
     return out, without_prompt
+
+
+def _holds(answer: Answer, held_out: frozenset[str]) -> bool:
+    """Whether ``answer`` holds a held-out task: one of its accepted tasks, or a near copy of one (a
+    ``duplicate`` naming it)."""
+    if not held_out:
+        return False
+    if any(t.task_id in held_out for t in answer.tasks):
+        return True
+    named = [f.detail for f in answer.faults if f.reason == "duplicate"]
+    return any(re.search(r"\b" + re.escape(t) + r"\b", detail) for detail in named for t in held_out)
 
 
 def _target(task: dict[str, Any]) -> float | None:
@@ -468,6 +549,8 @@ def sft_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, An
         for a in prompt.answers:
             if a.status != LEARNABLE or a.prompt is None or not _kind_ok(a.kind, filters):
                 continue
+            if not run.in_train(prompt, a):
+                continue
             if not _measured_ok(a.pooled, filters):
                 continue
             yield {
@@ -489,9 +572,10 @@ def sft_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, An
 def dpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, Any]]:
     """Same-prompt pairs, prompt by prompt (module docstring: the pairing and what is skipped)."""
     for prompt in run.prompts:
-        good = [a for a in prompt.answers if a.status == LEARNABLE and _kind_ok(a.kind, filters)]
+        answers = [a for a in prompt.answers if run.in_train(prompt, a)]
+        good = [a for a in answers if a.status == LEARNABLE and _kind_ok(a.kind, filters)]
         good.sort(key=lambda a: -(a.learnability or 0.0))  # stable: sample order within one learnability
-        bad = [a for a in prompt.answers if a.status in (REJECTED, TRIVIAL)]
+        bad = [a for a in answers if a.status in (REJECTED, TRIVIAL)]
         if not good or not bad:
             continue
         for n in range(min(max(len(good), len(bad)), MAX_SAMPLE_PAIRS)):
@@ -609,4 +693,5 @@ def export_generator(
         test=test,
         tasks=prompts,
         without_prompt=run.without_prompt,
+        held_out=run.withheld if fmt != "grpo" else 0,  # grpo rows carry no answer
     )

@@ -64,8 +64,11 @@ Use:
   ``n`` (required: the tasks the prompt asked for), ``kind`` (default ``induction``), ``difficulty``
   (the request's target; default the config's ``controller.initial_difficulty``), ``known_tasks`` (a
   JSON list of ``Task`` dumps, or a list: the run's accepted tasks, for the duplicate gate; missing or
-  '': no check against earlier tasks), ``epoch`` and ``request_index`` (default 0) and ``seed`` (the
-  run's, which task ids derive from; default the reward's ``seed``): the generator's GRPO export
+  '': no check against earlier tasks; a task of the solver's test split comes *sealed*
+  (``dedup.sealed_entry``: fingerprints, no code, test or text), and a proposal copying it is a
+  ``duplicate`` paying 0, so no reward teaches the generator to re-create held-out tasks), ``epoch``
+  and ``request_index`` (default 0) and ``seed`` (the run's, which task ids derive from; default the
+  reward's ``seed``): the generator's GRPO export
   (``spade export RUN --role generator --format grpo``) writes them. A row whose ``n`` is None gets
   None (TRL's "does not apply", in a mixed dataset).
 * verl: ``reward.custom_reward_function.path=pkg://spade_llm.proposal_reward`` (or
@@ -97,7 +100,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from .config import RunConfig, config_from_dict, deep_merge
-from .dedup import Deduper
+from .dedup import SEALED_KEY, Deduper
 from .errors import SpadeError, UserError
 from .evaluator import learnability, task_fingerprint
 from .generator import BadAnswer, answer_items, candidates, first_error
@@ -285,13 +288,19 @@ def _known_gate(threshold: float, known: str) -> tuple[Deduper, int]:
         raise UserError(f"column 'known_tasks' is not JSON: {e}") from None
     if not isinstance(items, list):
         raise UserError(f"column 'known_tasks' must be a list of tasks, got {type(items).__name__}")
-    tasks = []
+    gate = Deduper(threshold)
     for i, item in enumerate(items):
         try:
-            tasks.append(Task.model_validate(item))
+            if isinstance(item, dict) and item.get(SEALED_KEY):  # a task of the solver's test split, unshown
+                gate.accept_sealed(item)
+                continue
+            task = Task.model_validate(item)
         except ValueError as e:
             raise UserError(f"column 'known_tasks': item {i} is not a task: {first_error(e)}") from None
-    return Deduper(threshold, tasks), len(tasks)
+        behaviour = task.meta.get("behaviour")
+        fp = task_fingerprint(task.reference_code)
+        gate.accept(task, fp, task.kind, behaviour if isinstance(behaviour, str) else None)
+    return gate, len(items)
 
 
 def _known_text(value: Any) -> str:

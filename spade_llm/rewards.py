@@ -10,8 +10,8 @@ Scoring (one rule for both trainers):
 
 * **1.0** when the answer passes every test, else **0.0**. With partial credit
   (``make_code_reward(partial_credit=True)``, verl's ``reward_kwargs: {partial_credit: true}``) the
-  fraction of tests passed instead. Binary is the default: a partial score pays for code that
-  hard-codes the public examples.
+  fraction of the *hidden* tests passed instead (``evaluator.credited_fraction``, the loop's rule):
+  the public ones were shown, so code that hard-codes them earns nothing. Binary is the default.
 * **0.0** for an answer with nothing to judge: for ``induction`` tasks the code is the *last*
   fenced block tagged ``python``/``py``/``python3`` and there is no fallback (the loop's
   ``extract_code`` also takes untagged blocks and bare code; a trainer should teach the format it
@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from .errors import SandboxUnavailable, UserError
+from .evaluator import credited_fraction, shown_tests
 from .groundtruth import task_from_ground_truth
 from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
 from .kinds import get_kind
@@ -167,10 +168,19 @@ def _content_text(content: Any) -> str:
 # -- ground truths ------------------------------------------------------------------------------------
 
 
+def _with_split(found: tuple[Task, int]) -> tuple[Task, int]:
+    """A ground truth's task keeping its ``public`` count as its ``public_tests``: partial credit needs to
+    know which tests were shown (``verdict_of``), and the solver's split of the task is then the same."""
+    task, public = found
+    if public > 0 and not task.shows_examples:
+        task = task.model_copy(update={"public_tests": public})
+    return task, public
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_cached(text: str) -> tuple[Task, int]:
     """GRPO batches repeat each row's ground truth once per generation: parse each string once."""
-    return task_from_ground_truth(text)
+    return _with_split(task_from_ground_truth(text))
 
 
 def parse_ground_truth(value: Any) -> tuple[Task, int]:
@@ -184,7 +194,7 @@ def parse_ground_truth(value: Any) -> tuple[Task, int]:
     if isinstance(value, str):
         return _parse_cached(value)
     if isinstance(value, Mapping):
-        return task_from_ground_truth(value)
+        return _with_split(task_from_ground_truth(value))
     raise UserError(f"a ground truth is a JSON string or object, got {type(value).__name__}")
 
 
@@ -210,7 +220,7 @@ def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: A
             value[key] = extra[key]
     if "public" not in value:
         value["public"] = 1
-    return task_from_ground_truth(value)
+    return _with_split(task_from_ground_truth(value))
 
 
 def row_task(row: Mapping[str, Any]) -> tuple[Task, int] | None:
@@ -298,12 +308,28 @@ class Verdict:
         }
 
 
-def verdict_of(task: Task, result: ExecutionResult, partial_credit: bool) -> Verdict:
-    """The score of an execution over all of a task's tests."""
+def shown_count(task: Task) -> int:
+    """How many of ``task``'s tests, the first ones, its solver was shown: the ground truth's ``public``
+    (``parse_ground_truth`` keeps it as the task's ``public_tests``); 0 for an imported benchmark (its
+    examples are no test) and for a task that does not say (then every test counts as hidden)."""
+    if task.shows_examples or task.public_tests is None:
+        return 0
+    return min(task.public_tests, len(task.tests))
+
+
+def verdict_of(task: Task, result: ExecutionResult, partial_credit: bool, *, after_feedback: bool = False) -> Verdict:
+    """The score of an execution over all of a task's tests; partial credit is
+    ``evaluator.credited_fraction``: the tests never shown passed, so a copy of the shown ones earns
+    nothing. Which public tests count as shown is the kind's rule (``evaluator.shown_tests``):
+    ``after_feedback`` says the answer was written after feedback on them (a tool's run, a repair turn);
+    a one-shot completion (``code_reward``, ``compute_score``) was not."""
     status = final_status(result)
     total = result.tests_total or len(task.tests) or 1
     passed = min(result.tests_passed or 0, total)
-    partial = passed / total if partial_credit else 0.0
+    shown = shown_count(task)
+    shown_passed = sum(1 for r in result.test_results or [] if r.index < shown and r.passed)
+    counted = shown_tests(task.kind, shown_passed, shown, after_feedback=after_feedback)
+    partial = credited_fraction(passed, total, *counted) if partial_credit else 0.0
     score = 1.0 if status == "passed" else partial
     return Verdict(score, status, passed, total, result)
 
@@ -532,8 +558,11 @@ class Rewarder:
                 self._unlease(generation)
         raise AssertionError("unreachable")
 
-    def judge_answer(self, task: Task, answer: str, *, partial_credit: bool = False) -> Verdict:
-        """The verdict on an extracted answer over all the task's tests (no answer: ``no_code``)."""
+    def judge_answer(
+        self, task: Task, answer: str, *, partial_credit: bool = False, after_feedback: bool = False
+    ) -> Verdict:
+        """The verdict on an extracted answer over all the task's tests (no answer: ``no_code``);
+        ``after_feedback``: the answer was written after feedback on the public tests (``verdict_of``)."""
         if not answer.strip():
             return no_code(task)
         try:
@@ -543,7 +572,7 @@ class Rewarder:
         except Exception as e:  # an answer our readers choke on scores 0, loudly
             logger.warning("judging an answer to %s raised %s: %s; scoring it 0", task.task_id, type(e).__name__, e)
             return Verdict(0.0, "error", 0, max(1, len(task.tests)))
-        return verdict_of(task, result, partial_credit)
+        return verdict_of(task, result, partial_credit, after_feedback=after_feedback)
 
     def judge_text(self, task: Task, text: str, *, partial_credit: bool = False) -> Verdict:
         """The verdict on a model's whole answer ``text`` (see ``extract_answer``)."""

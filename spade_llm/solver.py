@@ -18,9 +18,10 @@ from typing import Protocol
 
 from .config import RewardConfig
 from .errors import LLMCallError
-from .evaluator import episode_reward
+from .evaluator import credited_fraction, episode_reward, shown_tests
 from .judge import final_status
 from .kinds import get_kind
+from .kinds.base import MIN_HIDDEN_TESTS, public_indices
 from .kinds.induction import extract_code
 from .llm.base import LLM, TRUNCATED, LLMRequest
 from .llm.stats import RoleStats
@@ -39,7 +40,14 @@ __all__ = [
     "split_tests",
 ]
 
-MIN_HIDDEN_TESTS = 2
+FEEDBACK_VALUE_CHARS = 500
+"""Longest text one value of a turn's feedback shows (a failing test's input, expected value, output or
+error; one line of stderr): a longer one keeps its start and end, the middle replaced by how much was
+cut. A program's output may be a megabyte, and the feedback is recorded and re-sent with every turn."""
+FEEDBACK_STDERR_CHARS = 4000
+"""Longest stderr tail (or load error) a turn's feedback shows: its end."""
+FEEDBACK_FAILING = 10
+"""Failing tests a turn's feedback lists at most (its counts still say how many failed)."""
 
 JudgeTests = Callable[[Task, str, "Sequence[int] | None"], Awaitable[ExecutionResult]]
 """Judges code on a task's tests (indices into ``task.tests``; None: all, or its ``check_code``)."""
@@ -49,14 +57,10 @@ def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:
     """Indices of the public and the hidden tests: at most ``public_tests`` shown, at least one,
     and at least ``MIN_HIDDEN_TESTS`` kept hidden whenever the task has enough tests for both.
     A task that shows its examples instead (an imported benchmark) has every test hidden; a task's
-    own ``public_tests``, when set, takes the place of the run's."""
-    total = len(task.tests)
-    if total == 0 or task.shows_examples:
-        return [], list(range(total))
-    if task.public_tests is not None:
-        public_tests = task.public_tests
-    shown = max(1, min(public_tests, total - MIN_HIDDEN_TESTS))
-    return list(range(shown)), list(range(shown, total))
+    own ``public_tests``, when set, takes the place of the run's. The rule is
+    ``kinds.base.public_indices``, the one the leak gate reads: what is hidden here is what it guards."""
+    public = public_indices(task, public_tests)
+    return public, list(range(len(public), len(task.tests)))
 
 
 def public_cases(task: Task, public_tests: int) -> list[TestCase]:
@@ -74,9 +78,24 @@ def examples_task(task: Task) -> Task:
     )
 
 
+def clip(text: str, limit: int = FEEDBACK_VALUE_CHARS) -> str:
+    """``text`` if at most ``limit`` characters, else its first two thirds and last third of ``limit``
+    around a note of how many characters were cut (deterministic: the same text, the same clip)."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}...[{len(text) - head - tail} characters cut]...{text[len(text) - tail :]}"
+
+
 def stderr_tail(stderr: str, lines: int) -> str:
-    kept = [ln for ln in stderr.rstrip().splitlines() if ln.strip()]
-    return "\n".join(kept[-lines:])
+    """The last ``lines`` non-blank lines of ``stderr``, each clipped, the whole at most
+    ``FEEDBACK_STDERR_CHARS`` (its end kept)."""
+    kept = [ln for ln in stderr.rstrip().splitlines() if ln.strip()][-lines:]
+    tail = "\n".join(clip(ln) for ln in kept)
+    if len(tail) > FEEDBACK_STDERR_CHARS:
+        tail = "..." + tail[len(tail) - FEEDBACK_STDERR_CHARS :]
+    return tail
 
 
 def reward_difficulty(task: Task) -> float:
@@ -201,16 +220,21 @@ class LLMSolver:
         cases = public_cases(task, self.public_tests)
         asserts_only = task.shows_examples and not task.examples  # the execution ran the hidden asserts
         public: list[TestResult] = [] if asserts_only else list(public_result.test_results or [])
-        failing = [
-            {"input": r.input, "expected": repr(cases[r.index].expected), "output": r.output, "error": r.error}
+        failing = [  # each value clipped: one turn's feedback is bounded whatever the program printed
+            {
+                "input": clip(r.input),
+                "expected": clip(repr(cases[r.index].expected)),
+                "output": None if r.output is None else clip(r.output),
+                "error": None if r.error is None else clip(r.error),
+            }
             for r in public
             if not r.passed and r.index < len(cases)
-        ]
+        ][:FEEDBACK_FAILING]
         if not attempt.code.strip():
             tail = "No code found: put the function in a ```python code block."
         elif asserts_only:
             # the benchmark's asserts are its hidden tests: their traceback would quote them
-            tail = public_result.load_error or ""
+            tail = clip(public_result.load_error or "", FEEDBACK_STDERR_CHARS)
         else:
             tail = stderr_tail(public_result.stderr, self.stderr_lines)
         kind = get_kind(task.kind)
@@ -335,9 +359,21 @@ class LLMSolver:
             last_attempt = attempts[-1]
             status = final_status(last_attempt.result)
             total = last_attempt.result.tests_total or len(task.tests) or 1
-            fraction = (last_attempt.result.tests_passed or 0) / total
-            if (  # a wrong hidden prediction (deduction, abduction) is a mistake, not hardcoding
-                task.kind == "induction"
+            # partial credit pays the tests never shown alone (an imported benchmark's examples are not in its
+            # result); which public tests count as shown is the kind's rule (evaluator.shown_tests)
+            shown = (
+                (0, 0)
+                if task.shows_examples
+                else shown_tests(
+                    task.kind,
+                    last_attempt.public_passed,
+                    last_attempt.public_total,
+                    after_feedback=last_attempt.turn > 1,
+                )
+            )
+            fraction = credited_fraction(last_attempt.result.tests_passed or 0, total, *shown)
+            if (  # a wrong hidden prediction (a query kind's answers are not shown) is a mistake, not hardcoding
+                get_kind(task.kind).public_answers_in_prompt
                 and status != "passed"
                 and last_attempt.public_total
                 and last_attempt.public_passed == last_attempt.public_total

@@ -26,8 +26,9 @@ So, with the GRPO export's rows (``prompt`` messages plus ``ground_truth``):
   nothing it prints can hand one to the model.
 * ``get_reward()`` judges the **last code given to run_tests** on *all* the tests, hidden ones
   included (the loop's final verdict): 1.0 when it passes them all (with ``partial_credit``, the
-  fraction passed), 0.0 when the model never called the tool. TRL does not give the environment
-  the final completion; to score code the model only wrote in its last message, add
+  fraction of the hidden ones passed: ``rewards.verdict_of``), 0.0 when the model never called the
+  tool. TRL does not give the environment the final completion; to score code the model only wrote
+  in its last message, add
   ``spade_llm.rewards.code_reward`` to ``reward_funcs`` (it reads the last assistant message).
 
 Judging goes through ``spade_llm.rewards`` (the same judge, kinds and verdicts as the loop; one
@@ -45,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .errors import UserError, pip_install
+from .evaluator import credited_fraction, shown_tests
 from .kinds import get_kind
 from .kinds.induction import extract_code
 from .kinds.queries import call_text
@@ -179,7 +181,10 @@ class SpadeCodingEnv:
         return get_kind(task.kind).parse_answer(code)
 
     def _judge_all(self, task: Task, answer: str) -> Verdict:
-        return self._rewarder_().judge_answer(task, answer, partial_credit=self.partial_credit)
+        # the last answer was written after feedback on the public tests when it was not the first call
+        return self._rewarder_().judge_answer(
+            task, answer, partial_credit=self.partial_credit, after_feedback=self.calls > 1
+        )
 
     def _feedback(self, task: Task, result: ExecutionResult, shown: Sequence[int]) -> str:
         """What the public execution may tell the model (the loop's repair prompt's content, per kind)."""
@@ -227,6 +232,100 @@ ENV_TOKEN = "SPADE_ENV_TOKEN"
 """serve-env's token, when ``SpadeLiveEnv`` is given none (the server's own variable)."""
 
 
+def serve_env_client(url: str, token: str | None, *, message_timeout_s: float) -> Any:
+    """openenv-core's ``GenericEnvClient`` (async; ``.sync()`` for the blocking one) for the serve-env
+    server at ``url``, whose WebSocket handshake sends ``Authorization: Bearer <token>``.
+
+    The token never enters a URL: openenv-core's errors name the URL they failed to reach ("Failed to
+    connect to ws://..."), and a URL's user-info would carry the token into every exception text and
+    log line. websockets' own debug log, which prints the handshake's headers, stays off for this client.
+
+    Raises:
+        UserError: openenv-core is not installed.
+    """
+    try:
+        from openenv.core import GenericEnvClient
+        from websockets.asyncio.client import connect as ws_connect
+    except ImportError:
+        raise UserError(f"talking to spade serve-env needs openenv-core: {pip_install('env')}") from None
+    import logging
+
+    quiet = logging.getLogger("spade_llm.serve_env_client.websockets")
+    quiet.setLevel(logging.INFO)  # never DEBUG: that level prints the Authorization header
+
+    class TokenEnvClient(GenericEnvClient):  # type: ignore[misc]  # openenv-core ships no type information
+        async def connect(self) -> Any:
+            """openenv-core's connect, with the token as a header (its own sends no header of ours)."""
+            if getattr(self, "_ws", None) is not None:
+                return self
+            host = urllib.parse.urlsplit(self._ws_url).hostname or ""
+            headers = {"Authorization": f"Bearer {token}"} if token else None
+            try:
+                self._ws = await ws_connect(
+                    self._ws_url,
+                    open_timeout=self._connect_timeout,
+                    max_size=self._max_message_size,
+                    additional_headers=headers,
+                    proxy=None if host in ("localhost", "127.0.0.1", "::1") else True,  # as openenv-core does
+                    logger=quiet,
+                )
+            except Exception as e:
+                raise ConnectionError(f"Failed to connect to {self._ws_url}: {e}") from e
+            return self
+
+    return TokenEnvClient(base_url=url, message_timeout_s=message_timeout_s)
+
+
+def split_token(url: str) -> tuple[str, str | None]:
+    """``url`` without user-info, and the password it held (the older ``http://spade:TOKEN@host`` form)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    info, host = parts.netloc.rsplit("@", 1)
+    password = urllib.parse.unquote(info.split(":", 1)[1]) if ":" in info else None
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), password or None
+
+
+@contextlib.contextmanager
+def token_masked(token: str | None) -> Any:
+    """Exceptions raised inside leave without ``token`` in their text (or their causes'). The token is
+    registered with the one rule (``redact.register_secret``): masked in every form it takes (URL-quoted,
+    base64 in a ``Basic`` header, split...) in whatever this process writes, as the environment's keys
+    are. An exception whose text, or a chained one's, holds it (or another secret of ours) is raised
+    again as the same type (else ``ConnectionError``) with the text masked, its chain cut. A token
+    shorter than ``redact.MIN_SECRET_CHARS`` is not masked (serve-env's own are far longer)."""
+    from .redact import env_redactor, register_secret
+
+    register_secret(token)
+    try:
+        yield
+    except Exception as e:
+        redactor = env_redactor()
+        if not _holds_secret(e, redactor):
+            raise
+        text = redactor.text(f"{e}")
+        try:
+            clean = type(e)(text)
+        except Exception:  # an exception type that takes other arguments
+            clean = ConnectionError(f"{type(e).__name__}: {text}")
+        if _holds_secret(clean, redactor):
+            clean = ConnectionError(f"{type(e).__name__} (its text held the token)")
+        raise clean from None
+
+
+def _holds_secret(exc: BaseException, redactor: Any) -> bool:
+    """Whether a known secret of ``redactor`` (``redact.Redactor``) is in the text of ``exc`` or of an
+    exception it chains."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        if redactor.spans(f"{found!r} {found}", patterns=False):
+            return True
+        found = found.__cause__ or found.__context__
+    return False
+
+
 class SpadeLiveEnv:
     """``SpadeCodingEnv``'s tool protocol on live episodes of a ``spade serve-env`` server at ``url``.
 
@@ -235,15 +334,17 @@ class SpadeLiveEnv:
     public tests only) and the tool's instructions (``solver/tools.j2``), which TRL appends to the row's empty
     user message. ``run_tests(code)`` is one solver turn: the server judges the code as the loop judges a
     model's answer and returns its feedback (public tests only), or the end. ``get_reward()`` is the server's
-    verdict: 1.0 when the episode ended passed (``partial_credit``: tests passed / tests total, hidden ones
-    counted), else 0.0. A rollout that ends before the episode does (the model stopped calling the tool, or
-    ``solver.max_turns`` was not reached) earns 0.0, and its session is closed: the server records the episode
-    as an ``error`` trajectory flagged ``abandoned`` ("closed its session before the episode ended"); the next
-    ``reset`` reconnects. Otherwise one WebSocket session (openenv-core's ``GenericEnvClient``, sync) is kept
-    open across rollouts.
+    verdict: 1.0 when the episode ended passed (``partial_credit``: the share of the hidden tests passed, as the
+    loop pays it: ``evaluator.credited_fraction``), else 0.0. A rollout that ends before the episode does (the
+    model stopped calling the tool, or ``solver.max_turns`` was not reached) earns 0.0, and its session is
+    closed: the server records the episode as an ``error`` trajectory flagged ``abandoned`` ("closed its
+    session before the episode ended"); the next ``reset`` reconnects. Otherwise one WebSocket session
+    (openenv-core's ``GenericEnvClient``, sync) is kept open across rollouts.
 
     ``url``: the server's ``http://HOST:PORT`` (default ``$SPADE_ENV_URL``); ``token``: its token (default
-    ``$SPADE_ENV_TOKEN``; sent as the url's password, which serve-env accepts as its Authorization);
+    ``$SPADE_ENV_TOKEN``; sent as the WebSocket handshake's ``Authorization: Bearer`` header, never in a URL,
+    so no error that names the url can print it; the older ``http://spade:TOKEN@HOST:PORT`` form still works:
+    the token is taken out of the url);
     ``model``: the name recorded as the trajectories' ``solver_model``; ``timeout_s``: how long a ``reset`` or
     ``step`` may wait for the server (a reset waits for the run to have an episode ready).
 
@@ -263,10 +364,10 @@ class SpadeLiveEnv:
         url = url or os.environ.get(ENV_URL, "").strip()
         if not url:
             raise UserError(f"SpadeLiveEnv needs the url of a spade serve-env server (or ${ENV_URL})")
-        self.url = url
+        self.url, in_url = split_token(url)
         self.partial_credit = partial_credit
         self.model = model
-        self._token = token if token is not None else os.environ.get(ENV_TOKEN, "").strip() or None
+        self._token = token if token is not None else os.environ.get(ENV_TOKEN, "").strip() or in_url or None
         self.timeout_s = timeout_s
         self._client: Any = None
         self.observation: dict[str, Any] = {}
@@ -288,11 +389,12 @@ class SpadeLiveEnv:
         """
         if self._started and not self.done:
             self._release()  # the last rollout never reached get_reward: let the server record it
-        try:
-            result = self._connected().reset()
-        except Exception:  # a session the server or the network closed: one fresh one
-            self._drop()
-            result = self._connected().reset()
+        with token_masked(self._token):
+            try:
+                result = self._connected().reset()
+            except Exception:  # a session the server or the network closed: one fresh one
+                self._drop()
+                result = self._connected().reset()
         self._take(result)
         self.task_id, self.kind = self.observation.get("task_id"), self.observation.get("kind")
         self.calls, self.done, self.final_status, self.trajectory_id = 0, False, None, None
@@ -303,17 +405,26 @@ class SpadeLiveEnv:
         return task + ("\n" if task.endswith("\n") or not task else "\n\n") + tools
 
     def get_reward(self) -> float:
-        """The server's verdict on the episode: 1.0 when it passed (partial credit: the fraction of tests passed)."""
+        """The server's verdict on the episode: 1.0 when it passed (partial credit: the fraction of the hidden
+        tests passed, ``evaluator.credited_fraction``)."""
         if not self._started:
             return 0.0
         if not self.done:
             self._release()
             return 0.0
         obs = self.observation
-        if self.partial_credit:
-            total = int(obs.get("tests_total") or 0)
-            return int(obs.get("tests_passed") or 0) / total if total else 0.0
-        return 1.0 if self.final_status == "passed" else 0.0
+        if self.final_status == "passed":
+            return 1.0
+        if self.partial_credit:  # the loop's rule: the tests never shown passed, never the shown ones copied
+            passed, total, public_passed, public_total = (
+                int(obs.get(key) or 0) for key in ("tests_passed", "tests_total", "public_passed", "public_total")
+            )
+            # at the end ``turn`` is the turns taken: a last answer past the first was written after feedback
+            shown = shown_tests(
+                self.kind or "induction", public_passed, public_total, after_feedback=int(obs.get("turn") or 1) > 1
+            )
+            return credited_fraction(passed, total, *shown)
+        return 0.0
 
     # -- the tool --
 
@@ -342,7 +453,9 @@ class SpadeLiveEnv:
         if self.model:
             action["model"] = self.model
         self.calls += 1
-        self._take(self._connected().step(action))
+        with token_masked(self._token):
+            result = self._connected().step(action)
+        self._take(result)
         if self.done:
             return self._over()
         feedback = self.observation.get("feedback") or _last_user(self.observation.get("messages") or [])
@@ -368,26 +481,10 @@ class SpadeLiveEnv:
 
     def _connected(self) -> Any:
         if self._client is None:
-            try:
-                from openenv.core import GenericEnvClient
-            except ImportError:
-                raise UserError(
-                    f"SpadeLiveEnv talks to spade serve-env through openenv-core: {pip_install('env')}"
-                ) from None
-            client = GenericEnvClient(base_url=self._connect_url(), message_timeout_s=self.timeout_s).sync()
+            client = serve_env_client(self.url, self._token, message_timeout_s=self.timeout_s).sync()
             client.connect()
             self._client = client
         return self._client
-
-    def _connect_url(self) -> str:
-        """The url with the token as its password: serve-env's Basic form (openenv-core's client sends no
-        header of ours)."""
-        if not self._token:
-            return self.url
-        parts = urllib.parse.urlsplit(self.url)
-        host = parts.netloc.rsplit("@", 1)[-1]
-        netloc = f"spade:{urllib.parse.quote(self._token, safe='')}@{host}"
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
     def _drop(self) -> None:
         client, self._client = self._client, None

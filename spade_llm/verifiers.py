@@ -29,7 +29,9 @@ One episode is the loop's, turn by turn (``SpadeEnv``):
 gives the opening messages, each model answer is a ``step({"answer": ...})`` whose observation holds
 the server's feedback, and the reward is the one the server gives at ``done`` (its judge on all tests,
 through the run's reward settings). The server decides the task and when the episode ends; the
-rollout's own cap (``max_turns``) leaves an episode early, which the server records as abandoned.
+rollout's own cap (``max_turns``) leaves an episode early, which the server records as abandoned. The
+server's token (``$SPADE_ENV_TOKEN``) goes in the WebSocket handshake's ``Authorization`` header, never in
+a URL, and no error an episode records holds it (``trl.serve_env_client``).
 
 The model is called through verifiers: its harness sends each turn to the rollout's interception
 server, which forwards it to the run's client (any OpenAI-compatible endpoint) and records it on the
@@ -47,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -61,6 +64,7 @@ from .llm.base import LLMRequest, LLMResponse
 from .rewards import Rewarder, Verdict, default_rewarder, extract_answer, parse_ground_truth
 from .solver import LLMSolver, examples_task
 from .templates import Prompts
+from .trl import serve_env_client, token_masked
 from .types import Attempt, ExecutionResult, Task, TestResult
 
 try:
@@ -86,7 +90,8 @@ DEFAULT_MAX_TURNS = 3
 """Answers per episode when the solver seat sets no ``max_turns`` (the loop's ``solver.max_turns``)."""
 SPLITS = ("train", "test")
 TOKEN_ENV = "SPADE_ENV_TOKEN"
-"""serve-env's bearer token (``url`` mode): read when connecting, never kept in a task or a trace."""
+"""serve-env's bearer token (``url`` mode): read when connecting and sent as the WebSocket handshake's
+``Authorization`` header, never kept in a task, a trace, a URL or an episode's error."""
 
 _T = TypeVar("_T")
 
@@ -385,11 +390,12 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):  # type: ignore[misc]  # see SpadeData
             interaction.trace.info["spade"] = {"task_id": spade_task.task_id, "kind": spade_task.kind, "turns": turns}
 
     async def _served(self, task: Any, agent: Any, max_turns: int) -> None:
-        try:
-            from openenv import GenericEnvClient
-        except ImportError:
-            raise UserError(f"url mode talks to spade serve-env through openenv-core: {pip_install('env')}") from None
-        client = GenericEnvClient(base_url=_connect_url(task.data.url), message_timeout_s=3600.0)
+        token = os.environ.get(TOKEN_ENV, "").strip() or None
+        client = serve_env_client(task.data.url, token, message_timeout_s=3600.0)  # the token as a header
+        with token_masked(token):  # an episode's error is recorded: never with the token in it
+            await self._play_served(client, task, agent, max_turns)
+
+    async def _play_served(self, client: Any, task: Any, agent: Any, max_turns: int) -> None:
         async with client:
             result = await client.reset()
             observation = dict(result.observation or {})
@@ -506,19 +512,6 @@ def _check_url(url: str) -> None:
         raise ValueError(f"url must be a serve-env server's http://HOST:PORT, got {url!r}")
     if parts.username or parts.password:
         raise ValueError(f"put serve-env's token in ${TOKEN_ENV}, not in the url (tasks and traces record the url)")
-
-
-def _connect_url(url: str) -> str:
-    """The url with ``$SPADE_ENV_TOKEN`` as its password: serve-env's Basic form, as openenv-core's
-    client sends no header of ours."""
-    import os
-
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    netloc = f"spade:{urllib.parse.quote(token, safe='')}@{parts.netloc}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 # -- the entry point ---------------------------------------------------------------------------------------

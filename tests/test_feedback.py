@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,7 @@ from spade_llm.config import load_config
 from spade_llm.session import Session
 from spade_llm.solver import MIN_HIDDEN_TESTS, split_tests
 from spade_llm.store import RunDir
-from spade_llm.types import Task, TestCase
+from spade_llm.types import ExecutionResult, Task, TestCase, TestResult
 
 BASE = "http://127.0.0.1:9/v1"
 PUBLIC = ["PUB_alpha", "PUB_beta", "PUB_gamma"]
@@ -123,3 +124,70 @@ def test_split_keeps_two_hidden_tests_whenever_it_can(n_tests, public_tests):
     assert 1 <= len(public) <= max(1, public_tests)
     if n_tests >= 1 + MIN_HIDDEN_TESTS:
         assert len(hidden) >= MIN_HIDDEN_TESTS
+
+
+# -- a turn's feedback is bounded, whatever the program printed (issue 35, finding 21) ------------------
+
+BIG = 1 << 20
+"""What a program's output may reach in the sandbox (``sandbox.output_limit_bytes``)."""
+FEEDBACK_BOUND = 16_000
+"""A turn's feedback, its template's own text included, over three public tests."""
+
+
+def _big_result(shape: str, n: int) -> ExecutionResult:
+    huge = "".join(chr(0x41 + (i * 7 + n) % 26) for i in range(64)) * (BIG // 64)
+    output = repr(huge) if shape == "output" else "1"
+    error = f"ValueError: {huge}" if shape == "error" else None
+    if shape == "stderr-line":
+        stderr = "Traceback (most recent call last):\n" + huge + "\n"
+    elif shape == "stderr-lines":
+        stderr = "\n".join(f"line {i}: {huge[:900]}" for i in range(2000))
+    else:
+        stderr = ""
+    results = [
+        TestResult(index=i, input=f"({i},)", status="error" if error else "failed", output=output, error=error)
+        for i in range(3)
+    ]
+    return ExecutionResult(status="ok", stdout="", stderr=stderr, tests_passed=0, tests_total=3, test_results=results)
+
+
+def _solver() -> Any:
+    from spade_llm.fake.scripted import FunctionLLM
+    from spade_llm.solver import LLMSolver
+    from spade_llm.templates import Prompts
+
+    async def judge(task: Task, code: str, which: Any) -> ExecutionResult:
+        raise AssertionError("not judged here")
+
+    llm = FunctionLLM(lambda _r: "", model="scripted")
+    return LLMSolver(llm, Prompts(), judge, seed=0, max_turns=3, public_tests=3, temperature=0.0, max_tokens=64)
+
+
+@pytest.mark.parametrize("shape", ["output", "error", "stderr-line", "stderr-lines", "big-input"])
+@pytest.mark.parametrize("kind", ["induction", "deduction", "abduction"])
+@pytest.mark.parametrize("n", range(3))
+def test_a_turns_feedback_is_bounded_and_the_same_each_time(shape, kind, n):
+    from spade_llm.types import Attempt
+
+    task = _task(6).model_copy(update={"kind": kind})
+    if shape == "big-input":  # the task's own public tests, as long as a generator could make them
+        task = task.model_copy(
+            update={"tests": [TestCase(input=f"({'9' * BIG},)", expected="x" * BIG) for _ in range(6)]}
+        )
+    solver = _solver()
+    result = _big_result(shape, n)
+    attempt = Attempt(turn=1, code="def f(x):\n    return x\n", result=result)
+    first = solver.repair_message(task, attempt, result).content
+    assert len(first) < FEEDBACK_BOUND, (shape, kind, len(first))
+    assert first == solver.repair_message(task, attempt, result).content  # the same records every run
+    if shape in ("output", "error", "stderr-line") and kind == "induction":
+        assert "characters cut]" in first  # told, not silently dropped
+
+
+def test_small_feedback_is_left_as_it_was():
+    from spade_llm.solver import clip, stderr_tail
+
+    assert clip("x" * 500) == "x" * 500 and len(clip("x" * 501)) < 560
+    trace = "Traceback (most recent call last):\n  File 'a.py', line 1\n\n    f()\nValueError: bad\n"
+    assert stderr_tail(trace, 15) == "\n".join(line for line in trace.splitlines() if line)
+    assert stderr_tail(trace, 2) == "    f()\nValueError: bad"

@@ -151,9 +151,9 @@ def test_deduction_reference_answer_passes():
 @pytest.mark.parametrize("answer", ["[" * 50_000, "f(" * 50_000 + " == 1", "(1,\n" * 20_000, "x" * 200_000, "1" * 5000])
 def test_deduction_hostile_answers_are_data_and_fast(answer):
     task = make_task("deduction")
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: what a blow-up costs, whatever the machine's load
     result = DEDUCTION.check_answer(None, task, answer, None)  # type: ignore[arg-type]
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
     assert result.tests_passed == 0
 
 

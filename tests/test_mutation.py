@@ -139,14 +139,15 @@ def test_a_survivor_equal_on_every_probe_is_equivalent_and_ignored(validator):
     assert report.mutation is not None and report.mutation.equivalent >= 1 and report.mutation.survived == 0
 
 
-def test_mutants_that_loop_cost_one_short_budget_each(validator):
+def test_mutants_that_loop_are_unknown_not_killed(validator):
+    # ``i -= 1`` and friends never end: a call that runs out of its budget is no difference from the
+    # reference (on a loaded machine any call could), so they are counted neither way
     code = "def f(n):\n    i = total = 0\n    while i < n:\n        total += i\n        i += 1\n    return total\n"
     report = validator.validate(task(code, [f"({n},)" for n in (-1, 0, 1, 2, 5, 9, 14)]))
     assert report.valid, report.detail
     m = report.mutation
-    assert m is not None and m.unknown == 0 and m.killed + m.equivalent == m.total
-    # ``i -= 1`` and friends never end: each is cut off once (0.25 s at most), not once per test
-    assert m.seconds < 0.25 * m.total
+    assert m is not None and m.unknown >= 1 and m.survived == m.undecided == 0
+    assert m.killed + m.equivalent + m.unknown == m.total
 
 
 def test_the_kill_rate_is_configurable(sandbox):

@@ -2,7 +2,7 @@
 run's own journals, on one small seeded run made once per module.
 
 The run: the ``noisy`` fake generator (broken references, refusals, weak tests: rejected answers), two
-tasks per request (answers with some candidates accepted and some not), two answers per prompt
+tasks per request (answers with some candidates accepted and some not), three answers per prompt
 (``generator.samples_per_request``: same-prompt groups and pairs), a kind mix, 4 solver samples per task
 (pass rates of 0 and 1: trivial answers). Tests that need an older or damaged run work on a copy.
 """
@@ -22,14 +22,21 @@ import pytest
 
 from spade_llm import proposal_exports
 from spade_llm.cli import main
-from spade_llm.exports import MAX_SAMPLE_PAIRS, ExportFilters, ExportResult, tier_of
-from spade_llm.proposal_exports import KNOWN_TASKS_CAP, GeneratorExportResult, export_generator, generator_split
+from spade_llm.dedup import sealed_entry
+from spade_llm.exports import MAX_SAMPLE_PAIRS, ExportFilters, ExportResult, split_of, tier_of
+from spade_llm.proposal_exports import (
+    HELD_OUT_EXAMPLE,
+    KNOWN_TASKS_CAP,
+    GeneratorExportResult,
+    export_generator,
+    generator_split,
+)
 from spade_llm.types import Task
 
 FORMATS = ("sft", "dpo", "grpo")
 CONFIG = (
     "seed: 3\n"
-    "generator:\n  model: fake/noisy\n  samples_per_request: 2\n"
+    "generator:\n  model: fake/noisy\n  samples_per_request: 3\n"
     "controller:\n  proposals_per_request: 2\n"
     "curriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
 )
@@ -79,6 +86,32 @@ def truth(run: Path) -> dict[str, Any]:
             status[e, ri] = None
     counts = Counter(status.values())
     assert counts["learnable"] and counts["trivial"] and counts["rejected"], f"the fixture needs each: {counts}"
+    # the solver's test split at the default --test-fraction: what no train row may hold
+    held_out = {t.task_id for t in tasks if split_of(t.task_id, 0.1) == "test"}
+    holds = {
+        key: any(t.task_id in held_out for t in answer_tasks[key])
+        or any(
+            r["reason"] == "duplicate" and any(h in r["detail"] for h in held_out)
+            for k, r in rejected.items()
+            if k[:2] == key
+        )
+        for key in proposals
+    }
+    by_id = {t.task_id: t for t in tasks}
+
+    def shown(key: tuple[int, int]) -> list[dict[str, str]]:
+        """The answer's prompt as the export shows it: a held-out example's description replaced."""
+        messages = proposals[key]["prompt"]
+        for example in plans[key[0]]["example_ids"]:
+            if example in held_out:
+                description = by_id[example].description
+                cut = description if len(description) <= 165 else description[:157].rsplit(" ", 1)[0] + "..."
+                messages = [{**m, "content": m["content"].replace(cut, HELD_OUT_EXAMPLE)} for m in messages]
+        return messages
+
+    def in_train_prompt(key: tuple[int, int]) -> bool:
+        return generator_split(SEED, key[0], proposals[key]["prompt_index"], 0.1) == "train"
+
     assert len({t.kind for t in tasks}) >= 2, "the fixture needs a kind mix"
     assert any(len(p["candidates"]) == 2 for p in proposals.values()), "the fixture needs answers of 2 tasks"
     return {
@@ -91,6 +124,9 @@ def truth(run: Path) -> dict[str, Any]:
         "requests": requests,
         "status": status,
         "answer_tasks": answer_tasks,
+        "held_out": held_out,
+        "kept": {key: not (holds[key] and in_train_prompt(key)) for key in proposals},
+        "shown": shown,
     }
 
 
@@ -144,13 +180,14 @@ def test_sft_rows_are_the_answers_whose_tasks_were_all_accepted_and_one_learnabl
 ) -> None:
     rows = export(run, tmp_path / "sft.jsonl", "sft")
     got = {(r["epoch"], r["request_index"]) for r in rows}
-    assert got == {k for k, s in truth["status"].items() if s == "learnable"}  # every one, and only those
+    learnable = {k for k, s in truth["status"].items() if s == "learnable"}
+    assert got == {k for k in learnable if truth["kept"][k]}  # every one, and only those
     assert any(len(r["task_ids"]) == 2 for r in rows)
     for row in rows:
         key = (row["epoch"], row["request_index"])
         answer = truth["proposals"][key]
         tasks = truth["answer_tasks"][key]
-        assert row["messages"] == [*answer["prompt"], {"role": "assistant", "content": answer["text"]}]
+        assert row["messages"] == [*truth["shown"](key), {"role": "assistant", "content": answer["text"]}]
         assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
         assert len(tasks) == len(answer["candidates"]), "every candidate accepted"
         assert row["task_ids"] == [t.task_id for t in tasks]
@@ -180,7 +217,13 @@ def test_dpo_pairs_two_answers_to_one_prompt_the_rejected_one_really_rejected_or
         good = truth["proposals"][row["epoch"], row["chosen_request_index"]]
         bad = truth["proposals"][row["epoch"], row["rejected_request_index"]]
         assert good["prompt_index"] == bad["prompt_index"] == row["prompt_index"]
-        assert row["prompt"] == good["prompt"] == bad["prompt"]
+        assert truth["kept"][row["epoch"], row["chosen_request_index"]]
+        assert truth["kept"][row["epoch"], row["rejected_request_index"]]
+        assert (
+            row["prompt"]
+            == truth["shown"]((row["epoch"], row["chosen_request_index"]))
+            == truth["shown"]((row["epoch"], row["rejected_request_index"]))
+        )
         assert row["chosen"] == [{"role": "assistant", "content": good["text"]}]
         assert row["rejected"] == [{"role": "assistant", "content": bad["text"]}]
         assert row["chosen"] != row["rejected"]
@@ -223,12 +266,14 @@ def test_grpo_one_row_per_prompt_with_the_columns_the_proposal_reward_reads(
     for row in rows:
         first = min(prompts[row["epoch"], row["prompt_index"]])
         request = truth["requests"][row["epoch"], first]
-        assert row["prompt"] == truth["proposals"][row["epoch"], first]["prompt"]
+        assert row["prompt"] == truth["shown"]((row["epoch"], first))
         assert (row["kind"], row["n"], row["request_index"]) == (request["kind"], request["n"], first)
         assert row["seed"] == SEED
         assert row["difficulty"] == truth["plans"][row["epoch"]]["target_difficulty"]
         earlier = [t for t in order if t.meta["epoch"] < row["epoch"]][-KNOWN_TASKS_CAP:]
-        assert json.loads(row["known_tasks"]) == [t.dump() for t in earlier]  # whole: meta.behaviour too
+        # whole (meta.behaviour too), but the solver's test split sealed: no id, code, test or text
+        want = [sealed_entry(t) if t.task_id in truth["held_out"] else t.dump() for t in earlier]
+        assert json.loads(row["known_tasks"]) == want
         assert row["mean_learnability"] is None or 0 <= row["mean_learnability"] < 1
     assert any(json.loads(r["known_tasks"]) for r in rows) and json.loads(rows[0]["known_tasks"]) == []
 
@@ -243,7 +288,8 @@ def test_known_tasks_keep_the_most_recent_ones(
     earlier = [t.task_id for t in order if t.meta["epoch"] < last]
     assert len(earlier) > 5
     row = next(r for r in rows if r["epoch"] == last)
-    assert [t["task_id"] for t in json.loads(row["known_tasks"])] == earlier[-5:]
+    shown = [t.get("task_id", "held out") for t in json.loads(row["known_tasks"])]
+    assert shown == [t if t not in truth["held_out"] else "held out" for t in earlier[-5:]]
 
 
 def test_the_proposal_reward_pays_a_recorded_answer_what_the_run_measured(run: Path, tmp_path: Path) -> None:
@@ -273,6 +319,79 @@ def test_every_row_of_a_prompt_is_in_its_split_in_every_format(run: Path, tmp_pa
             splits[key].add(row["split"])
     assert all(len(s) == 1 for s in splits.values())
     assert set().union(*splits.values()) == {"train", "test"}, "the fixture needs both splits at 0.5"
+
+
+def _strings(value: Any) -> Any:
+    """Every string a row holds, JSON strings inside it opened too (an answer's text, known_tasks)."""
+    if isinstance(value, str):
+        yield value
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return
+        if isinstance(inner, (list, dict)):
+            yield from _strings(inner)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+@pytest.mark.parametrize("fraction", ["0.1", "0.3"])
+def test_no_task_of_the_solvers_test_split_is_in_a_train_row_of_either_role(
+    run: Path, truth: dict[str, Any], tmp_path: Path, fraction: str
+) -> None:
+    """issue 35, finding 20: the generator's rows held the solver's test tasks (reference code in sft
+    answers, hidden tests in grpo's known_tasks, descriptions in the prompts' examples)."""
+    argv = ["export", str(run), "--format", "grpo", "--test-fraction", fraction, "-o", str(tmp_path / "s.jsonl")]
+    assert main(argv) == 0
+    solver = read_rows(tmp_path / "s.jsonl")
+    test_ids = {r["task_id"] for r in solver if r["split"] == "test"}
+    assert test_ids, "the fixture needs tasks in the solver's test split"
+    assert not any(r["task_id"] in test_ids for r in solver if r["split"] == "train")  # the solver's own rows
+    by_id = {t.task_id: t for t in truth["tasks"]}
+    held = [by_id[t] for t in test_ids]
+    found: Counter[str] = Counter()
+    for fmt in FORMATS:
+        train = [
+            r for r in export(run, tmp_path / f"{fmt}.jsonl", fmt, "--test-fraction", fraction) if r["split"] == "train"
+        ]
+        assert train, fmt
+        for row in train:
+            text = "\n".join(_strings(row))
+            for t in held:
+                found["id"] += t.task_id in text
+                found["code"] += t.reference_code.strip() in text
+                # its tests together (another task of the same family may share one), its whole description
+                found["tests"] += all(x.input in text for x in t.tests)
+                found["description"] += t.description in text
+    assert sum(found.values()) == 0, found
+
+
+def test_answers_holding_a_held_out_task_are_left_out_of_train_rows_and_counted(
+    run: Path, truth: dict[str, Any], tmp_path: Path
+) -> None:
+    held = {t.task_id for t in truth["tasks"] if split_of(t.task_id, 0.5) == "test"}
+    holds = {
+        key: any(t.task_id in held for t in tasks)
+        or any(
+            r["reason"] == "duplicate" and any(h in r["detail"] for h in held)
+            for k, r in truth["rejected"].items()
+            if k[:2] == key
+        )
+        for key, tasks in truth["answer_tasks"].items()
+    }
+    train_prompt = {
+        key: generator_split(SEED, key[0], p["prompt_index"], 0.5) == "train" for key, p in truth["proposals"].items()
+    }
+    result = export_generator(run, "sft", tmp_path / "sft.jsonl", ExportFilters(), test_fraction=0.5)
+    rows = read_rows(result.path)
+    assert not any(set(r["task_ids"]) & held for r in rows if r["split"] == "train")
+    assert any(set(r["task_ids"]) & held for r in rows if r["split"] == "test"), "test rows keep them"
+    assert result.held_out == sum(holds[k] and train_prompt[k] for k in holds) > 0
+    assert "holding a task of the solver's test split" in result.describe()
 
 
 def test_each_split_alone_is_exactly_its_rows_of_the_whole_export(run: Path, tmp_path: Path) -> None:

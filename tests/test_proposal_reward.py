@@ -8,6 +8,8 @@ Test timeouts are short (0.5 s): the fake solver's rare infinite loops would oth
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import inspect
 import json
 import pickle
@@ -24,7 +26,9 @@ from sandbox_backends import unavailable
 from spade_llm import cli
 from spade_llm import proposal_reward as module
 from spade_llm.config import RunConfig
+from spade_llm.dedup import HELD_OUT, seal, sealed_entry
 from spade_llm.errors import UserError
+from spade_llm.evaluator import similarity, task_fingerprint
 from spade_llm.proposal_reward import (
     ProposalReward,
     default_proposal_reward,
@@ -260,6 +264,60 @@ def test_a_duplicate_of_a_known_task_pays_nothing(
         assert induction["task_id"] in outcome.detail  # the run's own copy of it
     unrelated = [t for t in known if t.task_id != induction["task_id"]]
     assert reward.score(induction["text"], **induction["columns"], known_tasks=unrelated).score == fresh.score
+
+
+def test_a_copy_of_a_held_out_task_pays_nothing_though_the_row_shows_none_of_it(
+    reward: ProposalReward, run_dir: Path, induction: dict[str, Any]
+) -> None:
+    # issue 35, finding 20: the generator's grpo rows carry the solver's test-split tasks sealed (fingerprints,
+    # no code, test or text); the duplicate gate still knows them, so re-creating one is no way to be paid
+    known = [Task.model_validate(row) for row in _jsonl(run_dir / "tasks.jsonl")]
+    own = next(t for t in known if t.task_id == induction["task_id"])
+    sealed = sealed_entry(own)
+    text = json.dumps(sealed)
+    assert own.task_id not in text and own.reference_code not in text and own.description not in text
+    assert not any(t.input in text for t in own.tests)
+    verdict = reward.score(induction["text"], **induction["columns"], known_tasks=json.dumps([sealed]))
+    (outcome,) = verdict.tasks
+    assert (verdict.score, outcome.reason) == (0.0, "duplicate") and HELD_OUT in outcome.detail
+
+
+def test_a_sealed_fingerprint_is_as_similar_as_the_open_one(run_dir: Path) -> None:
+    known = [Task.model_validate(row) for row in _jsonl(run_dir / "tasks.jsonl")]
+    prints = [task_fingerprint(t.reference_code) for t in known]
+    for a in prints:
+        for b in prints:
+            assert similarity(seal(a), seal(b)) == similarity(a, b)
+
+
+def coin_flip(item: dict[str, Any]) -> dict[str, Any]:
+    """The task with its reference answering its own tests' inputs honestly (recognised by hash) and
+    a coin flip's worth off them anywhere else."""
+    entry, code = item["entry_point"], item["reference_code"]
+    own = sorted(hashlib.sha256(repr(tuple(ast.literal_eval(t["input"]))).encode()).hexdigest() for t in item["tests"])
+    flipped = (
+        code.replace(f"def {entry}(", f"def _honest_{entry}(", 1) + "\n\nimport hashlib as _h, random as _r\n"
+        f"_OWN = {own!r}\n\n"
+        f"def {entry}(*args):\n"
+        f"    value = _honest_{entry}(*args)\n"
+        "    if _h.sha256(repr(args).encode()).hexdigest() in _OWN or _r.random() < 0.5:\n"
+        "        return value\n"
+        "    return [value]\n"
+    )
+    return {**item, "reference_code": flipped}
+
+
+def test_a_coin_flip_off_its_own_tests_is_rejected_and_paid_nothing(
+    reward: ProposalReward, recorded: list[dict[str, Any]]
+) -> None:
+    # issue 35, finding 14: before, such an abduction proposal passed every gate and was paid up to 0.75
+    # (its deterministic twin 0.0): the solver's answers, inputs other than the tests', passed by chance
+    proposals = [p for p in recorded if p["columns"]["kind"] == "abduction"]
+    assert proposals
+    for proposal in proposals:
+        verdict = reward.score(answer(coin_flip(recorded_task(proposal))), **proposal["columns"])
+        (outcome,) = verdict.tasks
+        assert (verdict.score, outcome.reason, outcome.samples) == (0.0, "nondeterministic", 0), outcome.detail
 
 
 def test_a_duplicate_inside_the_same_answer_pays_nothing(reward: ProposalReward, induction: dict[str, Any]) -> None:

@@ -123,6 +123,7 @@ DOUBLE = task("def f(x):\n    return 2 * x\n", [(f"({i},)", 2 * i) for i in (1, 
 DOUBLE_GT = json.dumps(ground_truth(DOUBLE, 3))
 RIGHT = fenced("def f(x):\n    return 2 * x\n")
 HARDCODED = fenced("def f(x):\n    return {1: 2, 2: 4, 3: 6}.get(x, 0)\n")  # the public tests only
+ONE_HIDDEN = fenced("def f(x):\n    return 2 * x if x == 10 else x\n")  # one hidden test of 2, no public one
 
 
 # -- the same verdicts as the loop, on every task of a run --------------------------------------------
@@ -161,11 +162,13 @@ def test_rewards_agree_with_the_loops_verdicts_on_the_runs_answers(
     assert code_reward(completions=completions, ground_truth=truths) == loop
 
 
-def test_hidden_tests_count_and_partial_credit_is_the_fraction_passed() -> None:
+def test_hidden_tests_count_and_partial_credit_is_the_fraction_of_hidden_ones_passed() -> None:
     assert code_reward(completions=[RIGHT, HARDCODED], ground_truth=[DOUBLE_GT] * 2) == [1.0, 0.0]
     partial = make_code_reward(partial_credit=True)
     assert partial.__name__ == "code_reward_partial"
-    assert partial(completions=[RIGHT, HARDCODED], ground_truth=[DOUBLE_GT] * 2) == [1.0, 0.6]
+    # a copy of the shown tests earns nothing; an answer right on hidden ones earns their share, public or not
+    got = partial(completions=[RIGHT, HARDCODED, ONE_HIDDEN], ground_truth=[DOUBLE_GT] * 3)
+    assert got == [1.0, 0.0, 0.5]
     score = compute_score("spade_llm", HARDCODED, DOUBLE_GT)
     assert score == {
         "score": 0.0,
@@ -176,7 +179,8 @@ def test_hidden_tests_count_and_partial_credit_is_the_fraction_passed() -> None:
         "status": "failed",
         "status_code": STATUS_CODES["failed"],
     }
-    assert compute_score("spade_llm", HARDCODED, DOUBLE_GT, None, partial_credit=True)["score"] == 0.6
+    assert compute_score("spade_llm", HARDCODED, DOUBLE_GT, None, partial_credit=True)["score"] == 0.0
+    assert compute_score("spade_llm", ONE_HIDDEN, DOUBLE_GT, None, partial_credit=True)["score"] == 0.5
 
 
 @pytest.mark.parametrize(
@@ -295,7 +299,7 @@ def test_columns_without_ground_truth_and_rows_it_does_not_apply_to() -> None:
 
 def test_async_twins_equal_the_sync_functions(tasks: list[Task]) -> None:
     one_of_each = list({t.kind: t for t in tasks}.values())
-    completions = [passing(t) for t in one_of_each] + [failing(t) for t in one_of_each] + [HARDCODED]
+    completions = [passing(t) for t in one_of_each] + [failing(t) for t in one_of_each] + [ONE_HIDDEN]
     truths = [gt(t) for t in one_of_each] * 2 + [DOUBLE_GT]
     sync = code_reward(completions=completions, ground_truth=truths, trainer_state=None)
     assert inspect.iscoroutinefunction(rewards.code_reward_async)
@@ -304,7 +308,7 @@ def test_async_twins_equal_the_sync_functions(tasks: list[Task]) -> None:
     assert inspect.iscoroutinefunction(partial_async)  # how TRL tells async rewards apart
     partial_sync = make_code_reward(partial_credit=True)(completions=completions, ground_truth=truths)
     assert asyncio.run(partial_async(completions=completions, ground_truth=truths)) == partial_sync
-    assert partial_sync[-1] == 0.6
+    assert partial_sync[-1] == 0.5
 
     async def both() -> list[dict[str, Any]]:
         return list(

@@ -195,3 +195,33 @@ def test_allowed_and_relative_imports_pass_the_import_policy(validator):
     strict = Validator(validator.sandbox, validator.limits, validator.test_timeout_s, BANNED)
     assert strict.validate(task("import math\ndef f(x):\n    return x * 2 + 1 + math.floor(0.5)\n")).valid
     assert "line 2" in strict.validate(task("import math\nimport time\ndef f(x):\n    return x\n")).detail
+
+
+@pytest.mark.parametrize(
+    ("code", "tests", "reason"),
+    [
+        ("def f(x)\n    return x\n", None, "syntax_error"),
+        ("import random\ndef f(x):\n    return x\n", None, "banned_import"),
+        ("def g(x):\n    return x\n", None, "missing_entry_point"),
+        (GOOD, [TestCase(input="1", expected=3), TestCase(input="(2,)"), TestCase(input="(3,)")], "bad_input"),
+        (GOOD, [TestCase(input="(1,)"), TestCase(input="(2,)")], "too_few_tests"),
+        (GOOD, None, None),
+    ],
+)
+def test_the_static_gates_are_one_rule_for_validation_and_the_leak_gate(sandbox, code, tests, reason):
+    # kinds.run_gates may reject a leak before anything runs, but only once the static gates pass: it
+    # asks validation's own static_reason (it used to check them again in a copy of its own)
+    from spade_llm.kinds import run_gates
+
+    config = SandboxConfig(backend="subprocess", timeout_s=4, test_timeout_s=1)
+    validator = Validator(sandbox, config.limits(), config.test_timeout_s, frozenset({"random"}))
+    plain = task(code, tests)
+    found = validator.static_reason(plain)
+    assert (found[0] if found else None) == reason
+    if reason is not None:
+        assert validator.validate(plain).reason == reason
+    # the same task with a hidden test's input and answer in its description
+    cases = tests or [TestCase(input=f"({i},)", expected=2 * i + 1) for i in (1, 2, 5, 7)]
+    hidden = cases[-1]
+    leaky = task(code, cases).model_copy(update={"description": f"Example: f{hidden.input} -> {hidden.expected}"})
+    assert run_gates(validator, leaky, public_tests=1).reason == (reason or "leaks_hidden_test")

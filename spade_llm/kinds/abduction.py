@@ -15,6 +15,14 @@ Design (one query per test, all asked at once, as for ``deduction``):
   passes. An input that makes the reference raise is a ``failed`` test (the input is wrong), one
   that makes it run out of time a ``timeout``; a malformed answer is an ``error`` with
   ``load_error``, never an exception.
+* The reference is the judge, so it must agree with itself: once some input gave its output, every
+  input of the answer runs again in another execution (another hash seed, the reverse order,
+  ``CONFIRMATIONS`` times each). One that passed and does not give its output there every time fails
+  (``NOT_ITS_OWN``), and if the reference gives any input of the answer two different outcomes, every
+  query fails: a judge that disagrees with itself pays nothing. A reference that is a coin flip on
+  inputs no test has (validation's ``nondeterministic`` probes reject such tasks) cannot pay an answer
+  by chance, and the same answer judged again gets the same verdict (0) but with a chance that
+  shrinks with every input and round (a fair coin on one input: 1 in 8 rounds of agreement).
 * Feedback: a repair prompt may show what the program returned on the solver's own inputs (the
   program is public), and the output asked for (the question); never the task's original inputs,
   which the ``TestResult``s of this kind do not even hold (their ``input`` is the proposal).
@@ -30,9 +38,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
-from ..sandbox.verdict import Unsupported, matches, show
+from ..sandbox.verdict import Output, Unsupported, matches, show
 from ..types import TestCase, TestResult
-from .base import TaskKind
+from .base import TaskKind, every_test, program_text
 from .queries import (
     Item,
     all_same,
@@ -136,8 +144,62 @@ def _out_of_shape(task: Task, i: int, args: tuple[Any, ...]) -> str | None:
     return None
 
 
+NOT_ITS_OWN = "on a second run the program returned another value for this input: it does not decide it alike"
+"""A query whose input gave the output once and not on the run that checks it (see the module docstring)."""
+
+
+CONFIRMATIONS = 3
+"""Times the second run asks the reference again for each input of the answer (the queries in reverse
+order, round after round): a reference that flips a fair coin on an input agrees with itself on all four
+runs once in 8, and every input of the answer must."""
+
+
+def _confirm(
+    judge: Judge, task: Task, shown: dict[int, str], results: list[TestResult], first: dict[int, Output]
+) -> list[TestResult]:
+    """``results`` checked on a second run of the reference (hash seed 1, every input of the answer that
+    ran, ``first`` its outputs there, in reverse order, ``CONFIRMATIONS`` rounds), when some query passed:
+    a passed one that does not give its output every time, or does not finish, fails; and when any input
+    got two different outcomes (values, or an exception where the other returned), every passed query
+    fails: the judge disagrees with itself on this answer. A call that runs out of time tells nothing
+    (but a passed query must finish)."""
+    from ..validation import same_outcome
+
+    passed = [r.index for r in results if r.status == "passed"]
+    if not passed:
+        return results
+    ran = [r.index for r in results if r.index in first]
+    order = [i for _ in range(CONFIRMATIONS) for i in reversed(ran)]
+    again = execute_calls(
+        judge.sandbox,
+        task.reference_code,
+        task.entry_point,
+        [shown[i] for i in order],
+        judge.limits,
+        judge.test_timeout_s,
+        hash_seed=1,
+        max_timeouts=judge.max_timeouts,
+    )
+    agreed = dict.fromkeys(passed, True)
+    split = False
+    for k, i in enumerate(order):
+        out = again.outputs[k] if k < len(again.outputs) else None
+        if i in agreed:
+            same = out is not None and out.ok and not isinstance(out.value, Unsupported)
+            agreed[i] = agreed[i] and same and matches(out.value if out is not None else None, task.tests[i].expected)
+        told = out is not None and out.status != "timeout" and first[i].status != "timeout"
+        split = split or (told and out is not None and not same_outcome(first[i], out))
+    return [
+        r
+        if r.status != "passed" or (agreed[r.index] and not split)
+        else r.model_copy(update={"status": "failed", "error": NOT_ITS_OWN})
+        for r in results
+    ]
+
+
 def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
-    """The reference run on each chosen query's proposed input, its output compared outside."""
+    """The reference run on each chosen query's proposed input, its output compared outside; the inputs
+    that pass run once more, and pass only if the reference gives their output again (``_confirm``)."""
     chosen = chosen_tests(task, tests)
     found = proposals(task, answer)
     if isinstance(found, str):
@@ -180,6 +242,8 @@ def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | N
             )
         else:
             results.append(_verdict(task, i, shown[i], outcome, position[i]))
+    first = {} if outcome is None else {i: outcome.outputs[k] for i, k in position.items() if k < len(outcome.outputs)}
+    results = _confirm(judge, task, shown, results, first)
     base = outcome.result.model_copy(update={"load_error": outcome.load_error}) if outcome else None
     return tests_result(results, base)
 
@@ -236,4 +300,7 @@ KIND = TaskKind(
     summary="find inputs that make the program return given outputs",
     view=view,
     reference_answer=reference_answer,
+    secret_tests=every_test,
+    shown_text=program_text,
+    public_answers_in_prompt=False,
 )

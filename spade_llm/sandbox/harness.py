@@ -34,12 +34,22 @@ The bwrap backend's fork server plays this parent's part from a long-lived super
 fork itself but that was forked before the run existed and got the request first
 (``_apply_setup``, ``_child_main``); see ``forkserver.py``.
 
+Files
+-----
+Every file the harness reads is in the scratch directory, which the code under test can write: it
+opens them only as regular files (``open_regular``: no FIFO to wait on, no link to follow, no
+device), the check's process leaves that directory once the answer's process exists, and a
+traceback it prints shows source lines from regular files only (``_source_files_only``).
+
 Modes
 -----
 ``tests``
     The child execs the code as module ``solution``, looks up the entry point and calls it on
-    each input under a per-test ``SIGALRM`` budget (a program that swallows the alarm is still
-    marked as timed out, and one that never returns is ended by the parent's deadline).
+    each input under a per-test CPU-time budget (``ITIMER_PROF``, so load does not move a verdict) with
+    a wall backstop for a call that blocks (a program that swallows either signal is still marked as
+    timed out, and one that never returns is ended by the parent's deadline); with ``block_s`` in the
+    request (validation's gates) the wall timer ends only a call that blocks, or one the deadline
+    reaches. Each record carries the call's CPU time and, for a timeout, what ended it.
     ``BaseException`` is caught, so ``SystemExit`` and ``KeyboardInterrupt`` are failures. After
     ``max_timeouts`` calls timed out (when the request sets it) the child calls no more and ends
     normally: code that loops on every input would otherwise spend the whole wall limit. The
@@ -123,6 +133,7 @@ _getpid = posix.getpid
 _write = posix.write
 _exit = posix._exit
 _perf = time.perf_counter
+_cpu = time.process_time
 _open = open
 _compile = compile
 _exec = exec
@@ -172,6 +183,44 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[_write(fd, view) :]
+
+
+_S_IFMT = 0o170000
+_S_IFREG = 0o100000
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file itself (not a symbolic link).
+
+    Every file the harness opens is in the scratch directory, where code under test (or a process
+    left from another run) could have put something else under the expected name: a FIFO would
+    block the reader until the deadline, a device or a socket would be read as the file, a link would
+    lead anywhere. Those are refused (``OSError``) without waiting: ``O_NONBLOCK`` returns at once
+    from a FIFO, ``O_NOFOLLOW`` refuses a link, and the type is checked on what was opened.
+    """
+    fd = posix.open(path, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC)
+    try:
+        if posix.fstat(fd).st_mode & _S_IFMT != _S_IFREG:
+            raise OSError("%s is not a regular file" % path)
+    except BaseException:
+        posix.close(fd)
+        raise
+    return fd
+
+
+def _busy_s() -> "float | None":
+    """Seconds the calling thread has spent running or waiting for a CPU (``/proc/thread-self/schedstat``:
+    precise where the CPU clock counts whole ticks), or None where the kernel does not say. A thread
+    that computes on a loaded machine waits for a CPU, one that blocks does neither."""
+    try:
+        fd = posix.open("/proc/thread-self/schedstat", posix.O_RDONLY | posix.O_CLOEXEC)
+        try:
+            run, wait = posix.read(fd, 128).split()[:2]
+        finally:
+            posix.close(fd)
+        return (int(run) + int(wait)) / 1e9
+    except BaseException:
+        return None
 
 
 # -- encoding (child side) ----------------------------------------------------------------------
@@ -282,17 +331,73 @@ def _print_traceback(e: BaseException) -> None:
 
     Python's own C printer (``sys.__excepthook__``): the same format, source lines and carets as
     an uncaught exception, the last ``sys.tracebacklimit`` entries, and no import of
-    ``traceback`` (which pulls in ``linecache``, ``tokenize`` and ``re``: milliseconds).
+    ``traceback`` (which pulls in ``linecache``, ``tokenize`` and ``re``: milliseconds). It shows
+    a source line only from a regular file (``_source_files_only``).
     """
     try:
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == _HERE:
             tb = tb.tb_next
         e.__traceback__ = tb  # the C printer shows the exception's own traceback
-        _excepthook(_type(e), e, tb)
+        restore = _source_files_only(e)
+        try:
+            _excepthook(_type(e), e, tb)
+        finally:
+            restore()
         sys.stderr.flush()
     except BaseException:
         pass
+
+
+def _source_files_only(e: BaseException) -> "Any":
+    """Until the returned undo is called, the traceback printer opens only regular files for the
+    source lines it shows: it opens each frame's file by name, in the scratch directory, where code
+    under test may have put a FIFO (the printer would wait on it until the deadline), a device or a
+    link under that name. Up to 3.12 the C printer opens them with ``io.open``, replaced meanwhile;
+    from 3.13 the printer is the ``traceback`` module, whose ``linecache`` gets no lines (an empty
+    entry) for each file of ``e``'s traceback, and of its causes', that is not a regular file."""
+    io_module: Any = sys.modules.get("io")
+    real_open: Any = getattr(io_module, "open", None)
+
+    def open_source(file: "Any", mode: str = "r", *args: "Any", **kwargs: "Any") -> "Any":
+        if _type(file) is _str:
+            return real_open(open_regular(file), mode, *args, **kwargs)
+        return real_open(file, mode, *args, **kwargs)
+
+    if real_open is not None:
+        io_module.open = open_source
+    if sys.version_info >= (3, 13):
+        import linecache
+
+        seen: set[int] = set()
+        pending = [e]
+        while pending:
+            exc = pending.pop()
+            if id(exc) in seen:
+                continue
+            seen.add(id(exc))
+            pending.extend(x for x in (exc.__cause__, exc.__context__) if x is not None)
+            pending.extend(getattr(exc, "exceptions", None) or ())
+            tb = exc.__traceback__
+            while tb is not None:
+                name = tb.tb_frame.f_code.co_filename
+                if name not in linecache.cache and not _regular_file(name):
+                    linecache.cache[name] = (0, None, [], name)
+                tb = tb.tb_next
+
+    def restore() -> None:
+        if real_open is not None:
+            io_module.open = real_open
+
+    return restore
+
+
+def _regular_file(path: str) -> bool:
+    """Whether ``path`` is a regular file itself (not a link to one); names like ``<string>`` are not."""
+    try:
+        return posix.lstat(path).st_mode & _S_IFMT == _S_IFREG
+    except (OSError, ValueError):
+        return False
 
 
 # -- check mode: the check's side of the answer's process ---------------------------------------
@@ -555,7 +660,7 @@ the modes take theirs before any of it runs and ``_load`` runs it instead of com
 
 
 def _read(path: str) -> bytes:
-    with _open(path, "rb") as f:
+    with _open(open_regular(path), "rb") as f:
         return f.read()
 
 
@@ -625,8 +730,30 @@ class _Child:
         # Bound before the code under test runs: it cannot swap them by patching globals it can
         # reach without walking this frame.
         send, encode, esc, describe, perf = self.send, encode_value, _esc, _describe, _perf
-        setitimer, real, timeout_cls = _signal.setitimer, _signal.ITIMER_REAL, _Timeout
+        cpu_now, busy_now = _cpu, _busy_s
+        setitimer, real, timeout_cls, sigprof = _signal.setitimer, _signal.ITIMER_REAL, _Timeout, _signal.SIGPROF
+        # A call's budget is CPU time (ITIMER_PROF: user + system, every thread), so whether it runs
+        # out measures the program, not the machine's load. Wall time is a backstop for a call that
+        # blocks instead of computing (it sleeps, waits on a pipe): wall_factor times the budget, but
+        # never more than the calls may still take before the execution's own wall deadline, shared
+        # among the timeouts left before the calls stop. So code that loops costs what it costs on an
+        # idle machine and ends with the same records on a loaded one, instead of being cut off by the
+        # deadline half way. (The mutation gate's dispatcher re-arms the CPU timer with its own budget.)
+        # A request with "block_s" (validation's gates) makes the wall timer a detector of calls that
+        # block instead: it fires every block_s, and a call whose thread spent less than half of that
+        # running or waiting for a CPU, and whose process used less than block_share of it in CPU time,
+        # blocked (it sleeps, waits on a pipe) and ends; one that computes goes on until its CPU budget
+        # or the execution's deadline, however slowly a loaded machine runs it. Each record
+        # also says what the call cost in CPU time ("c", ms) and, for a timeout, what ended it ("by":
+        # "cpu", "blocked", or "wall": the backstop, whose CPU time then tells a call that blocked from
+        # one the deadline cut while it computed): validation carries the latter on. The error text stays
+        # one for all. Check mode's answer process ("ready") keeps the record its check's side reads.
+        cpu, wall_factor, block_share = _signal.ITIMER_PROF, 10.0, 0.02
+        timed = not req.get("ready")
         budget = float(req["test_timeout_s"])
+        backstop, floor = budget * wall_factor, min(budget, 0.05)
+        block = float(req.get("block_s") or 0.0)
+        end = perf() + float(req["timeout_s"]) * 0.85  # the parent's deadline comes later: room to report
         limit = int(req["value_limit"])
         inputs = req["inputs"]
         stop_after = req.get("max_timeouts")
@@ -646,19 +773,36 @@ class _Child:
         if req.get("ready"):  # check mode's answer process: the check's process waits to hear it loaded
             send("ready")
 
-        fired = [False]
+        fired = [0]
+        tick: list[Any] = [0.0, 0.0, None]  # CPU, wall clock and busy time when the detector last looked
 
         def on_alarm(signum: int, frame: "Any") -> None:
-            fired[0] = True
+            if block and signum != sigprof:
+                now, used, busy = perf(), cpu_now(), busy_now()
+                if now >= end - 0.005:
+                    fired[0] = signum  # the deadline: cut while it ran
+                    raise timeout_cls
+                idle = used - tick[0] < block_share * (now - tick[1])
+                if idle and (busy is None or tick[2] is None or busy - tick[2] < 0.5 * (now - tick[1])):
+                    fired[0] = -1  # blocked
+                    raise timeout_cls
+                tick[0], tick[1], tick[2] = used, now, busy
+                setitimer(real, min(block, max(end - now, floor)))
+                return
+            fired[0] = signum
             raise timeout_cls
 
         _signal.signal(_signal.SIGALRM, on_alarm)
+        _signal.signal(_signal.SIGPROF, on_alarm)
         for i, args in enumerate(inputs):
-            fired[0] = False
+            fired[0] = 0
             body = None
-            t0 = perf()
+            t0, c0 = perf(), cpu_now()
+            left = (end - perf()) / (stop_after - timeouts if stop_after > 0 and not block else 1)
+            tick[0], tick[1], tick[2] = c0, t0, busy_now() if block else None
             try:
-                setitimer(real, budget)
+                setitimer(cpu, budget)
+                setitimer(real, min(block or backstop, max(left, floor)))
                 try:
                     if _type(args) is _str:
                         body = '"ok":false,"kind":"exception","error":' + esc("bad input: " + args)
@@ -677,15 +821,22 @@ class _Child:
                         _print_traceback(e)
                 finally:
                     setitimer(real, 0)
-            except BaseException:  # the alarm, raised anywhere above
+                    setitimer(cpu, 0)
+            except BaseException:  # either alarm, raised anywhere above
                 pass
             ms = (perf() - t0) * 1000.0
-            if fired[0]:
-                body = '"ok":false,"kind":"timeout","error":' + esc(f"timed out after {budget:g} s")
+            used = (cpu_now() - c0) * 1000.0
+            if fired[0]:  # one message whichever timer fired: records must not say how loaded the machine was
+                by = '"by":"%s",' % ("cpu" if fired[0] == sigprof else "blocked" if fired[0] < 0 else "wall")
+                by = by if timed else ""
+                body = '"ok":false,"kind":"timeout",' + by + '"error":' + esc(f"timed out after {budget:g} s")
                 timeouts += 1
             elif body is None:
                 body = '"ok":false,"kind":"exception","error":"no result"'
-            send('{"i":%d,"ms":%.3f,%s}' % (i, ms, body))
+            if timed:
+                send('{"i":%d,"ms":%.3f,"c":%.3f,%s}' % (i, ms, used, body))
+            else:
+                send('{"i":%d,"ms":%.3f,%s}' % (i, ms, body))
             if timeouts == stop_after:
                 break
         return 0
@@ -697,7 +848,7 @@ class _Child:
         req = self.req
         # opened and unlinked before the answer's process exists, read only after it is forked: the
         # script is neither on disk nor in memory anywhere the answer can look
-        check_fd = posix.open(req["check_file"], posix.O_RDONLY)
+        check_fd = open_regular(req["check_file"])
         posix.unlink(req["check_file"])
         _CODE.pop(req["check_file"], None)  # never compiled ahead (forkserver._precompile); never kept
 
@@ -716,6 +867,12 @@ class _Child:
             _exit(self.tests())
         posix.close(to_r)
         posix.close(from_w)
+        # Out of the scratch directory, which the answer's process can now write: this process never
+        # resolves a name there again. Python's traceback and warning printers open the source file of
+        # each frame by name ("check.py", "harness.py", relative): a FIFO the answer put there would
+        # hang this process until the deadline, a file would be shown as the check's source. From
+        # "/" (read-only) they find nothing, as they found nothing before (check.py is unlinked).
+        posix.chdir("/")
         answer = _Answer(pid, to_w, from_r, int(req["results_limit"]))
         try:
             return self._check_through(answer, check_fd)

@@ -180,6 +180,7 @@ def execute_calls(
     test_timeout_s: float,
     hash_seed: int = 0,
     max_timeouts: int | None = None,
+    block_s: float | None = None,
 ) -> CallsOutcome:
     """Call ``entry_point`` of ``code`` on each input (a literal tuple of arguments) in one execution.
 
@@ -187,8 +188,13 @@ def execute_calls(
     ``hash_seed`` is the program's PYTHONHASHSEED (validation runs twice to catch nondeterminism).
     ``max_timeouts``: after this many calls timed out the harness calls no more (code that loops on
     every input would otherwise spend the whole wall limit); None: every input is tried.
+    ``block_s``: the wall clock ends a call only once it blocks (uses next to no CPU for this long) or
+    the execution's deadline comes, never for computing slowly (validation's gates); None: the judge's
+    wall backstop (``harness``).
     """
     request = _calls_request(entry_point, inputs, test_timeout_s, max_timeouts)
+    if block_s is not None:
+        request["block_s"] = float(block_s)
     seen = _execute(
         sandbox,
         "tests",

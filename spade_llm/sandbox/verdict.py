@@ -276,6 +276,12 @@ class Output:
     duration_ms: float | None = None
     memory: bool = False
     """The call raised MemoryError (the memory limit)."""
+    cpu_ms: float | None = None
+    """CPU time the call used (tests mode; None where the record does not say: check mode)."""
+    timer: Literal["cpu", "blocked", "wall"] | None = None
+    """For a timeout, what ended the call: its CPU budget, or the block detector (the program's doing),
+    or the wall backstop (a call that blocked, or one the deadline cut while it computed: ``cpu_ms``
+    tells them apart). Never shown in records: the error text is the same for all."""
 
     @property
     def ok(self) -> bool:
@@ -365,19 +371,26 @@ def _parse_record(payload: str, n: int, rec: Records) -> None:
     if not isinstance(raw_ms, (int, float)) or isinstance(raw_ms, bool) or type(ok) is not bool:
         raise ProtocolError("record fields mistyped")
     ms = float(raw_ms)
+    raw_cpu = data.pop("c", None)  # optional: the call's CPU time (tests mode)
+    if raw_cpu is not None and (not isinstance(raw_cpu, (int, float)) or isinstance(raw_cpu, bool)):
+        raise ProtocolError("record fields mistyped")
+    cpu_ms = None if raw_cpu is None else float(raw_cpu)
     if ok:
         if set(data) != {"i", "ms", "ok", "v"}:
             raise ProtocolError("unexpected record fields")
-        rec.outputs.append(Output("ok", decode_value(data["v"]), None, ms))
+        rec.outputs.append(Output("ok", decode_value(data["v"]), None, ms, cpu_ms=cpu_ms))
         return
+    by = data.pop("by", None)  # optional: which timer ended a timed-out call
     kind, error = data.get("kind"), data.get("error")
     if set(data) != {"i", "ms", "ok", "kind", "error"} or type(error) is not str:
         raise ProtocolError("unexpected record fields")
+    if by is not None and (kind != "timeout" or by not in ("cpu", "blocked", "wall")):
+        raise ProtocolError("unexpected record fields")
     if kind == "timeout":
-        rec.outputs.append(Output("timeout", None, error, ms))
+        rec.outputs.append(Output("timeout", None, error, ms, cpu_ms=cpu_ms, timer=by))
         rec.timeouts += 1
     elif kind in ("exception", "memory"):
-        rec.outputs.append(Output("error", None, error, ms, memory=kind == "memory"))
+        rec.outputs.append(Output("error", None, error, ms, memory=kind == "memory", cpu_ms=cpu_ms))
         rec.memory = rec.memory or kind == "memory"
     else:
         raise ProtocolError(f"unknown record kind {kind!r}")
