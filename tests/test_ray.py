@@ -191,7 +191,10 @@ def test_user_templates_reach_the_workers(tmp_path: Path) -> None:
 
 def test_a_training_step_switches_the_workers_solver(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
-    script.write_text('import json\nprint(json.dumps({"solver_model": "fake/strong-solver"}))\n')
+    script.write_text(
+        "import json, os, pathlib\n"
+        'pathlib.Path(os.environ["SPADE_SWITCH_FILE"]).write_text(json.dumps({"solver_model": "fake/strong-solver"}))\n'
+    )
     trainer = {"command": [sys.executable, str(script)], "formats": ["grpo"]}
     solver = {"model": "fake/weak-solver", "samples_per_task": 2}
     local, remote = tmp_path / "local", tmp_path / "ray"

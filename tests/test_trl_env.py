@@ -275,7 +275,7 @@ def test_get_reward_judges_the_last_tested_code_on_every_test() -> None:
     partial = functools.partial(SpadeCodingEnv, partial_credit=True)()  # how settings reach TRL's factory
     partial.reset(**row(SHOUT))
     partial.run_tests(hardcoded)
-    assert partial.get_reward() == 0.6
+    assert partial.get_reward() == 0.0  # partial credit pays hidden tests only: a copy of the shown ones earns nothing
 
 
 def test_every_kind_and_the_fallback_columns() -> None:

@@ -9,9 +9,16 @@ generations scripted through ``trainer.model.generate`` as in ``test_trl_trainer
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import logging
+import socket
+import threading
 import time
+import traceback
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -178,3 +185,109 @@ def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: py
     left = [t for t in trajectories if "abandoned" in t.flags and "closed its session" in (t.error or "")]
     bad = [env.task_id for i, env in enumerate(trainer.environments) if tested[i] == "bad"]
     assert sorted(t.task_id for t in left) == sorted(bad)
+
+
+# -- the token stays out of every error (issue 35, finding 16) -----------------------------------------------
+
+TOKEN = "tok-SECRET-6d1f9a2b3c4d5e6f"
+
+
+def assert_no_token(error: BaseException, *tokens: str) -> None:
+    """Neither the exception's text nor its traceback (its causes included) holds a token, in any form."""
+    text = "".join(traceback.format_exception(error))
+    for token in tokens:
+        assert token not in text and urllib.parse.quote(token, safe="") not in text, text
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def answering(reply: bytes) -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that answers every connection with ``reply`` (maybe nothing) and closes it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    conn.recv(65536)
+                    conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+@pytest.mark.parametrize("token_from", ["argument", "environment", "url"])
+def test_no_token_in_the_error_of_a_refused_connection(
+    token_from: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # websockets logs the handshake's headers at DEBUG
+    url = f"http://127.0.0.1:{closed_port()}"
+    if token_from == "argument":
+        env = SpadeLiveEnv(url, token=TOKEN, timeout_s=5)
+    elif token_from == "environment":
+        monkeypatch.setenv("SPADE_ENV_TOKEN", TOKEN)
+        env = SpadeLiveEnv(url, timeout_s=5)
+    else:  # the older form: the token as the url's password
+        monkeypatch.delenv("SPADE_ENV_TOKEN", raising=False)
+        env = SpadeLiveEnv(url.replace("http://", f"http://spade:{TOKEN}@"), timeout_s=5)
+        assert TOKEN not in env.url
+    with pytest.raises(Exception) as caught:  # whatever openenv-core raises, it must not say the token
+        env.reset()
+    assert_no_token(caught.value, TOKEN)  # a685e31: "Failed to connect to ws://spade:<token>@127.0.0.1:.../ws"
+    assert "127.0.0.1" in str(caught.value)  # the error still says where
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", b""],
+    ids=["http-500", "closed-at-once"],
+)
+def test_no_token_in_the_error_of_a_server_that_fails_the_handshake(reply: bytes) -> None:
+    with answering(reply) as port:
+        env = SpadeLiveEnv(f"http://127.0.0.1:{port}", token=TOKEN, timeout_s=5)
+        with pytest.raises(Exception) as caught:
+            env.reset()
+    assert_no_token(caught.value, TOKEN)
+
+
+def test_the_token_goes_as_a_header_and_no_error_of_a_live_session_holds_it(tmp_path: Path) -> None:
+    """Against serve-env with a token: a wrong one is refused (neither token in the error), the right one
+    plays, and a server that dies mid-episode leaves an error without the token."""
+    run = tmp_path / "run"
+    server = ServeEnv([*SMALL, "--out", str(run)], env={"SPADE_ENV_TOKEN": TOKEN})
+    try:
+        wrong = "tok-WRONG-0a9b8c7d6e5f4a3b"
+        with pytest.raises(Exception) as caught:
+            SpadeLiveEnv(server.url, token=wrong, timeout_s=30).reset()
+        assert_no_token(caught.value, TOKEN, wrong)
+        assert "401" in str(caught.value)
+
+        env = SpadeLiveEnv(server.url, token=TOKEN, timeout_s=60)
+        assert "run_tests(code)" in env.reset()  # the header is what serve-env checks
+        task = served_task(run, env.task_id or "")
+        server.kill()
+        with pytest.raises(Exception) as caught:
+            env.run_tests(wrong_code(task))
+        assert_no_token(caught.value, TOKEN)
+        env._drop()
+    finally:
+        server.kill()

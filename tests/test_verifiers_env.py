@@ -16,6 +16,7 @@ import asyncio
 import importlib.util
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -44,7 +45,6 @@ from spade_llm.verifiers import (  # noqa: E402
     SpadeChatHarness,
     SpadeEnv,
     SpadeTaskset,
-    _connect_url,
     final_text,
     load_environment,
 )
@@ -422,9 +422,9 @@ def test_the_rubric_scores_as_compute_score_and_code_reward(
         assert trace.reward == judged["score"] == reward(completions=[completion], ground_truth=[truth])[0]
         assert trace.metrics["pass_fraction"] == judged["pass_fraction"]
         assert trace.info["spade_verdict"] == judged
-    assert rewards.compute_score("spade_llm", PUBLIC_ONLY, truth, partial_credit=partial_credit)["score"] == (
-        0.6 if partial_credit else 0.0
-    )
+    # an answer that passes the shown tests and none of the hidden ones is the hard-coding signature:
+    # partial credit pays hidden tests only, so it earns nothing either way
+    assert rewards.compute_score("spade_llm", PUBLIC_ONLY, truth, partial_credit=partial_credit)["score"] == 0.0
 
 
 # -- url mode: spade serve-env ----------------------------------------------------------------------------
@@ -475,12 +475,59 @@ def test_url_mode_plays_serve_env_episodes(tmp_path: Path, fake_server: Callable
         assert served["final_status"] == traj.final_status and trace.num_turns == len(traj.attempts)
 
 
-def test_the_serve_env_token_goes_in_the_connection_not_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SPADE_ENV_TOKEN", raising=False)
-    assert _connect_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
-    monkeypatch.setenv("SPADE_ENV_TOKEN", "t0k/en")
-    assert _connect_url("http://127.0.0.1:8000") == "http://spade:t0k%2Fen@127.0.0.1:8000"
-    env = load_environment(url="http://127.0.0.1:8000", episodes=2)
+TOKEN = "tok-SECRET-6d1f9a2b3c4d5e6f"
+
+
+def episode_of(env: Any, base_url: str = "http://127.0.0.1:9/v1") -> Any:
+    """One url-mode episode through verifiers' API, failed or not (``play`` wants it to pass)."""
+    ctx = vf.ModelContext(model="weak-solver", client=vf.EvalClientConfig(base_url=base_url, api_key_var="NO_KEY"))
+
+    async def go() -> Any:
+        async with env.serving():
+            return await env.run_episode(next(iter(env.taskset)), ctx)
+
+    return asyncio.run(go())
+
+
+def test_the_serve_env_token_is_in_no_task_and_no_episode_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35, finding 16: a685e31 put the token in the connection URL, which openenv-core's connection
+    error prints: into the episode's recorded error."""
+    if importlib.util.find_spec("openenv") is None:
+        skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
+    monkeypatch.setenv("SPADE_ENV_TOKEN", TOKEN)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends: refused
+    env = load_environment(url=url, episodes=2)
     tasks = list(env.taskset)
-    assert [t.data.url for t in tasks] == ["http://127.0.0.1:8000"] * 2
-    assert "t0k" not in json.dumps([t.data.model_dump() for t in tasks])
+    assert [t.data.url for t in tasks] == [url] * 2
+    assert TOKEN not in json.dumps([t.data.model_dump() for t in tasks])
+    episode = episode_of(load_environment(url=url, episodes=1))
+    assert not episode.ok and episode.errors
+    assert "Failed to connect" in episode.errors[0].message
+    assert TOKEN not in episode.model_dump_json()  # errors, traces, everything the episode records
+
+
+def test_url_mode_sends_the_token_as_a_header(tmp_path: Path, fake_server: Callable[..., Any]) -> None:
+    if importlib.util.find_spec("openenv") is None:
+        skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
+    from test_serve_env import SMALL, ServeEnv
+
+    server = ServeEnv(
+        [*SMALL, "--sandbox", "subprocess", "--out", str(tmp_path / "env-run")], env={"SPADE_ENV_TOKEN": TOKEN}
+    )
+    model = fake_server()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            wrong = "tok-WRONG-0a9b8c7d6e5f4a3b"
+            mp.setenv("SPADE_ENV_TOKEN", wrong)
+            refused = episode_of(load_environment(url=server.url, episodes=1), model.url)
+            assert not refused.ok and "401" in refused.errors[0].message
+            assert TOKEN not in refused.model_dump_json() and wrong not in refused.model_dump_json()
+            mp.setenv("SPADE_ENV_TOKEN", TOKEN)
+            played = episode_of(load_environment(url=server.url, episodes=1), model.url)
+            assert played.ok, [e.message for e in played.errors]
+            assert played.traces[0].info["spade"]["task_id"]
+            assert TOKEN not in played.model_dump_json()
+    finally:
+        server.kill()

@@ -353,8 +353,12 @@ class OpenAIHTTP(Transport):
         policy: RetryPolicy | None = None,
         *,
         max_connections: int = 64,
+        env_key: bool = True,
     ) -> None:
         super().__init__(role_config, llm_config, stats, policy)
+        self.env_key = env_key
+        """Whether requests carry ``OPENAI_API_KEY`` (False: an endpoint the user did not configure
+        gets the placeholder, ``trainer.env_keys_allowed``)."""
         self.answer_timeout_s = float(llm_config.answer_timeout_s)
         self.stream = bool(llm_config.stream)
         self.max_connections = max(1, int(max_connections))
@@ -435,7 +439,7 @@ class OpenAIHTTP(Transport):
     async def send(self, endpoint: str, sent: dict[str, Any], timeout: float) -> LLMResponse:
         client = self._client_for_loop()
         url = f"{endpoint}/chat/completions"
-        key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
+        key = (os.environ.get("OPENAI_API_KEY") if self.env_key else None) or PLACEHOLDER_KEY
         headers = {"Authorization": f"Bearer {key}"}
         answer = _StreamedAnswer(self.model)
         plain: list[LLMResponse] = []

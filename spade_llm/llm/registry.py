@@ -17,12 +17,16 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
+from ..redact import MASK, masked_in, register_url_secrets
 from .base import LLM, LLMRequest, LLMResponse
 from .stats import LLMStats, RoleStats
+
+if TYPE_CHECKING:
+    from .transport import Transport
 
 BUILTIN_MODELS: dict[str, str] = {"fake": "spade_llm.fake:FakeLLM"}
 """Model-string prefixes served in-process -> the ``module:attr`` of their class, built as
@@ -61,15 +65,22 @@ def get_llm(
     seed: int = 0,
     stats: LLMStats | RoleStats | None = None,
     concurrency: int = 0,
+    env_keys: bool = True,
 ) -> LLM:
     """Build the model for one role.
 
     ``concurrency`` (the run's requests in flight) sizes the HTTP transport's connection pool
     (at least 64 connections). ``stats`` is where requests and faults are counted: a role's
-    ``LLMStats.view`` in a run.
+    ``LLMStats.view`` in a run. ``env_keys`` False: no request carries a key from our environment
+    (an endpoint the user did not configure, ``trainer.env_keys_allowed``): a placeholder goes instead.
+
+    The credentials an ``api_base`` carries (user-info, a key in its query) are masked wherever this
+    process writes from now on, records included (``redact.register_url_secrets``).
 
     Raises:
-        UserError: the model string names no known provider or fake profile.
+        UserError: the model string names no known provider or fake profile, ``env_keys`` is False
+            for a provider whose credentials cannot be withheld (anything but ``openai/<name>``), or an
+            ``api_base`` holds a credential a run recorded masked (``masked_endpoint``).
     """
     model = role_config.model.strip()
     if not model:
@@ -78,6 +89,17 @@ def get_llm(
     if builtin is not None:
         profile = model.split("/", 1)[1] if "/" in model else "default"
         return CountingLLM(_builtin_class(builtin)(profile=profile, seed=seed), stats or LLMStats())
+    masked = masked_endpoint(role_config)
+    if masked is not None:
+        raise UserError(masked)
+    for base in role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]:
+        register_url_secrets(base)
+    if not env_keys and not model.startswith("openai/"):
+        raise UserError(
+            f"{model} on an endpoint the config does not name: spade sends it no key from the environment, "
+            "which only an OpenAI-compatible model (openai/<name>) can be asked without; name the endpoint in "
+            "the config, or pass the key to the training step (trainer.pass_env)"
+        )
     direct = model.startswith("openai/") and bool(role_config.api_base)
     if llm_config.transport == "http" and not direct:
         raise UserError(f"llm.transport 'http' needs an openai/<name> model with an api_base, got '{model}'")
@@ -86,17 +108,45 @@ def get_llm(
         # an OpenAI-compatible server: plain HTTP, no litellm import (seconds per process)
         from .openai_http import OpenAIHTTP
 
-        llm = OpenAIHTTP(role_config, llm_config, stats or LLMStats(), max_connections=max(64, concurrency))
+        llm = OpenAIHTTP(
+            role_config, llm_config, stats or LLMStats(), max_connections=max(64, concurrency), env_key=env_keys
+        )
     else:
         from .litellm import LiteLLM, check_model_string
 
         check_model_string(model, role_config.api_base)
-        llm = LiteLLM(role_config, llm_config, stats=stats or LLMStats())
+        llm = (LiteLLM if env_keys else _keyless_litellm())(role_config, llm_config, stats=stats or LLMStats())
     if llm_config.cache_dir:
         from .cache import CachedLLM
 
         llm = CachedLLM(llm, llm_config.cache_dir)
     return llm
+
+
+def masked_endpoint(role_config: RoleConfig) -> str | None:
+    """One line telling that an ``api_base`` of ``role_config`` holds ``***`` where its credential was
+    (``config.yaml`` and ``manifest.json`` record none: a resumed run reads them masked), None when none
+    does: sending ``***`` as the key would only fail at the endpoint."""
+    bases = role_config.api_base if isinstance(role_config.api_base, list) else [role_config.api_base]
+    for base in bases:
+        if masked_in(base):
+            return (
+                f"the api_base {base} holds {MASK} where its credential was (a run records none): pass the "
+                "endpoint again with --api-base, or give the key in the environment (OPENAI_API_KEY) instead "
+                "of the URL"
+            )
+    return None
+
+
+def _keyless_litellm() -> type[Transport]:
+    """``LiteLLM`` that sends the placeholder key instead of the one litellm reads from the environment."""
+    from .litellm import PLACEHOLDER_KEY, LiteLLM
+
+    class KeylessLiteLLM(LiteLLM):
+        def prepare(self, request: LLMRequest, endpoint: str, timeout: float) -> dict[str, Any]:
+            return {**super().prepare(request, endpoint, timeout), "api_key": PLACEHOLDER_KEY}
+
+    return KeylessLiteLLM
 
 
 async def aclose_llm(llm: object) -> None:

@@ -16,11 +16,10 @@ This module imports neither litellm nor openai (nor httpx): the transports bring
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any
 
 from ..config import LLMConfig, RoleConfig
+from ..redact import redact_text
 from .base import LLMRequest, LLMResponse
 from .endpoints import EndpointPool, Route
 from .formats import ResponseFormats
@@ -29,27 +28,11 @@ from .stats import LLMStats, RoleStats
 
 __all__ = ["Transport", "policy_from_config", "scrub"]
 
-_SECRET_PATTERNS = [
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{6,}"),
-    re.compile(r"(?i)(api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
-]
-
 
 def scrub(text: str, limit: int = 300) -> str:
-    """Error text without anything that looks like a credential, cut to ``limit`` characters.
-
-    Replaces the values of credential-like environment variables (``*_KEY``, ``*_TOKEN``,
-    ``*_SECRET``) and key-shaped strings (``sk-...``, ``Bearer ...``, ``api_key=...``).
-    """
-    for name, value in os.environ.items():
-        upper = name.upper()
-        if len(value) >= 8 and upper.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")):
-            text = text.replace(value, "***")
-    text = _SECRET_PATTERNS[0].sub("sk-***", text)
-    text = _SECRET_PATTERNS[1].sub(r"\1***", text)
-    text = _SECRET_PATTERNS[2].sub(r"\1***", text)
-    return text[:limit]
+    """Error text as it may be shown: every credential masked by the one rule (``redact``), then cut
+    to ``limit`` characters (masking first, so a cut never leaves half a key behind)."""
+    return redact_text(text)[:limit]
 
 
 def policy_from_config(llm_config: LLMConfig) -> RetryPolicy:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..redact import redact_text
 from ..text import to_utf8
 from ..types import Rejection
 from .charts import (
@@ -431,7 +432,7 @@ def render_report(
     require_matplotlib()
     run = read_report_data(run_dir)
     target = Path(output) if output is not None else run.path / REPORT_FILE
-    text = page_html(run, max(0, max_trajectories), refresh_s)
+    text = redact_text(page_html(run, max(0, max_trajectories), refresh_s))  # a run from before the rule too
     write_atomic(target, text)
     return target
 

@@ -13,7 +13,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +21,8 @@ from typing import Any, Protocol
 import yaml
 
 from ..errors import UserError
+from ..redact import redact_data, redact_record
+from ..redact import scrub_secrets as scrub_secrets  # where it always was; the rule is spade_llm.redact's
 from ..text import json_loads, to_utf8
 
 TASKS = "tasks.jsonl"
@@ -106,21 +107,6 @@ WRITE_ERRORS = {
 }
 """Errors writing a run directory that the user can fix (free space, permissions, limits): they end the
 command with one line and exit 2; anything else is a bug and propagates."""
-
-
-_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
-_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd)$", re.I)
-
-
-def scrub_secrets(value: Any) -> Any:
-    """Config values with credentials removed: ``user:pass@`` in URLs, keys named like secrets."""
-    if isinstance(value, dict):
-        return {k: ("***" if _SECRET_KEY.search(str(k)) and v else scrub_secrets(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub_secrets(v) for v in value]
-    if isinstance(value, str):
-        return _USERINFO.sub("", value)
-    return value
 
 
 class RunDir:
@@ -223,8 +209,11 @@ class RunDir:
 
         A lone surrogate in a record (text that did not come through the LLM layer, which cleans its
         own) is written as U+FFFD: a record is never lost to ``UnicodeEncodeError`` (``spade_llm.text``).
+        Our own secrets (the environment's keys, registered tokens, an endpoint's credentials) are
+        masked in every form (``redact.redact_record``); nothing else is: a record is data, and a test's
+        input that reads ``api_key=abc12345`` must read back the same.
         """
-        text = "".join(_dumps(r) + "\n" for r in records)
+        text = "".join(_dumps(redact_record(r)) + "\n" for r in records)
         if not text:
             return
         data = to_utf8(text)
@@ -247,7 +236,7 @@ class RunDir:
         the new one). For resume's exact repairs (``store.apply_repairs``), never during a run."""
         placed: dict[int, list[str]] = {}
         for n, record in records:
-            placed.setdefault(n, []).append(_dumps(record) + "\n")
+            placed.setdefault(n, []).append(_dumps(redact_record(record)) + "\n")
         path = self.path / journal
         try:
             data = path.read_bytes() if path.exists() else b""
@@ -263,11 +252,14 @@ class RunDir:
         self._replace(journal, "".join(out))
 
     def write_json(self, name: str, data: Any) -> None:
-        """Replace a JSON file atomically (write a temporary file, then rename)."""
-        self._replace(name, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=True) + "\n")
+        """Replace a JSON file atomically (write a temporary file, then rename); secrets masked by the
+        whole rule (``redact.redact_data``: key shapes and credentials too): ``manifest.json``,
+        ``summary.json``, which are about a run, not its data."""
+        self._replace(name, json.dumps(redact_data(data), indent=2, ensure_ascii=False, allow_nan=True) + "\n")
 
     def write_yaml(self, name: str, data: Any) -> None:
-        self._replace(name, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        """Replace a YAML file (``config.yaml``), secrets masked as in ``write_json``."""
+        self._replace(name, yaml.safe_dump(redact_data(data), sort_keys=False, allow_unicode=True))
 
     def _replace(self, name: str, text: str) -> None:
         tmp = self.path / f".{name}.tmp"
@@ -323,6 +315,30 @@ class RunDir:
         merged = {**fallbacks, **known}  # the first refusal recorded stays
         if merged != known:
             self.write_json("manifest.json", {**manifest, "llm_fallbacks": merged})
+
+    def note_stop(self, epoch: int, reason: str, detail: str) -> None:
+        """Record in ``manifest.json``'s ``stops`` that the run stopped after ``epoch`` for ``reason``
+        (once per epoch and reason): a resume counts what made it stop from there on."""
+        manifest = self.read_json("manifest.json")
+        manifest = manifest if isinstance(manifest, dict) else {}
+        kept = manifest.get("stops")
+        stops: list[Any] = kept if isinstance(kept, list) else []
+        if any(isinstance(s, dict) and (s.get("epoch"), s.get("reason")) == (epoch, reason) for s in stops):
+            return
+        at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        stops = [*stops, {"epoch": epoch, "reason": reason, "detail": detail, "at": at}]
+        self.write_json("manifest.json", {**manifest, "stops": stops})
+
+    def stopped_after(self, reason: str) -> int:
+        """The last epoch after which the run stopped for ``reason`` (``note_stop``); -1 if it never did."""
+        manifest = self.read_json("manifest.json")
+        stops = manifest.get("stops") if isinstance(manifest, dict) else None
+        epochs = [
+            s["epoch"]
+            for s in (stops if isinstance(stops, list) else [])
+            if isinstance(s, dict) and s.get("reason") == reason and isinstance(s.get("epoch"), int)
+        ]
+        return max(epochs, default=-1)
 
     def read_yaml(self, name: str) -> Any:
         try:
