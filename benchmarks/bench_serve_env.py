@@ -34,11 +34,25 @@ Prints a table and one JSON line (also written to ``--json``, default ``runs/ben
 
     /work/venv-env/bin/python benchmarks/bench_serve_env.py [--sessions 1,8,32] [--episodes 320]
         [--tasks-per-epoch 16] [--samples-per-task 4] [--concurrency 32] [--profile default] [--sandbox auto]
+
+``--attacks`` measures instead what clients that misbehave do to a server (issue 35), each on a fresh
+``spade serve-env``, for this checkout and each ``--code DIR`` (another checkout's root, e.g. a
+worktree of a685e31 with its packaged prompts and configs in place: run by ``PYTHONPATH=DIR``), side
+by side: ``/mcp`` (``openenv/session/create`` past ``max_sessions``, a close from another connection,
+then a ``/ws`` reset); ``--half-open`` half-sent requests (then the session in progress steps, a new
+client connects and resets, the log's size); 60 sessions each sending a ``--big-mib`` message that
+fails validation (the server's peak RSS, the size of the answers); clients that leave while they
+wait in ``reset()`` (abandoned trajectories with no attempt in the records); a reply with a lone
+surrogate (the answer, whether the session lives on); a WebSocket without the token (its status).
+
+    .venv-train/bin/python benchmarks/bench_serve_env.py --attacks [--code /tmp/base-copy]
+        [--half-open 20000] [--big-mib 16] [--leavers 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -223,6 +237,287 @@ def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path
     }
 
 
+# -- attacks ---------------------------------------------------------------------------------------------
+
+FLOODER = r"""
+import socket, sys
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+opened, error = [], ""
+for _ in range(n):
+    try:
+        s = socket.create_connection((host, port), timeout=60)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never ends
+        opened.append(s)
+    except OSError as e:
+        error = repr(e)
+        break
+print("opened", len(opened), error, flush=True)
+sys.stdin.read()
+"""
+"""One flooding process: ``n`` half-sent requests, held until its stdin closes."""
+WRONG = "```python\ndef f(*args):\n    return None\n```"
+"""A reply that is judged (and fails): an episode ends after ``solver.max_turns`` of them."""
+
+
+class Target:
+    """A fresh ``spade serve-env`` of one checkout (``code``: its root, None for this one)."""
+
+    def __init__(self, code: Path | None, work: Path, name: str, args: list[str], **kw: Any) -> None:
+        env = {**os.environ, **kw.pop("env", {})}
+        if code is not None:
+            env["PYTHONPATH"] = str(code)
+        self.log = work / f"{name}.log"
+        run = work / f"{name}-run"
+        cmd = [sys.executable, "-m", "spade_llm.cli", "serve-env", "--model", "fake/default", "--port", "0",
+               "--out", str(run), "--sandbox", "subprocess", "--seed", "0", *args]  # fmt: skip
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=code or ROOT, env=env, **kw)
+        self.run = run
+        self.url, _ = wait_listening(self.log, self.proc)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return int(self.proc.wait())
+
+    def log_bytes(self) -> int:
+        return self.log.stat().st_size
+
+    def trajectories(self) -> list[dict[str, Any]]:
+        path = self.run / "trajectories.jsonl"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(x) for x in lines if x.strip()]
+
+
+def _ws(url: str, **kw: Any) -> Any:
+    from websockets.sync.client import connect
+
+    return connect(url.replace("http", "ws", 1) + "/ws", open_timeout=60, max_size=None, **kw)
+
+
+def _ask(ws: Any, message: Any, timeout: float = 120) -> dict[str, Any]:
+    ws.send(message if isinstance(message, str) else json.dumps(message))
+    return dict(json.loads(ws.recv(timeout)))
+
+
+def _outcome(fn: Any) -> str:
+    try:
+        return str(fn())
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e)[:120]}"
+
+
+def attack_mcp(code: Path | None, work: Path, name: str, extra: list[str]) -> dict[str, Any]:
+    target = Target(code, work, name, ["--max-sessions", "8", *extra])
+    create = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+    try:
+        with httpx.Client(timeout=30) as owner, httpx.Client(timeout=30) as other:
+            answers = [owner.post(f"{target.url}/mcp", json=create) for _ in range(16)]
+            made = [a.json()["result"]["session_id"] for a in answers if a.status_code == 200 and "result" in a.json()]
+            foreign = "n/a"
+            if made:
+                close = {**create, "method": "openenv/session/close", "params": {"session_id": made[0]}}
+                reply = other.post(f"{target.url}/mcp", json=close).json()
+                foreign = "closed" if (reply.get("result") or {}).get("closed") else "refused"
+        time.sleep(1)  # the owner has gone: how many WebSocket sessions are left for the others
+        granted = 0
+        with contextlib.ExitStack() as stack:
+            for _ in range(8):
+                try:
+                    ws = stack.enter_context(_ws(target.url))
+                    granted += _ask(ws, {"type": "state"}, timeout=30)["type"] == "state"
+                except Exception:
+                    pass
+        return {
+            "mcp_status": answers[0].status_code,
+            "sessions_created_of_16": len(made),
+            "close_from_another_connection": foreign,
+            "ws_sessions_of_8_after_owner_left": granted,
+        }
+    finally:
+        target.stop()
+
+
+def attack_half_open(code: Path | None, work: Path, name: str, n: int, nofile: int | None) -> dict[str, Any]:
+    import resource
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    target = Target(code, work, name, ["--tasks-per-epoch", "4", "--samples-per-task", "2"], preexec_fn=limit)
+    host, port = target.url.removeprefix("http://").rsplit(":", 1)
+    flooders: list[subprocess.Popen[str]] = []
+    out: dict[str, Any] = {"half_open": n, "open_files": nofile or "default"}
+    try:
+        session = _ws(target.url)
+        _ask(session, {"type": "reset", "data": {}})
+        started = time.monotonic()
+        for i in range(0, n, 10_000):
+            cmd = [sys.executable, "-c", FLOODER, host, port, str(min(10_000, n - i))]
+            flooders.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        said = [f.stdout.readline().split() if f.stdout else [] for f in flooders]
+        out["opened"] = sum(int(words[1]) for words in said if len(words) > 1 and words[0] == "opened")
+        out["flood_s"] = round(time.monotonic() - started, 1)
+        time.sleep(2)
+        out["step_in_progress"] = _outcome(lambda: _ask(session, {"type": "step", "data": {"answer": WRONG}})["type"])
+
+        def new_client() -> str:
+            with _ws(target.url) as ws:
+                return str(_ask(ws, {"type": "reset", "data": {}})["type"])
+
+        out["new_client_reset"] = _outcome(new_client)
+        out["health"] = _outcome(lambda: httpx.get(f"{target.url}/health", timeout=30).status_code)
+        out["server_alive"] = target.alive()
+        with contextlib.suppress(Exception):
+            session.close()
+    finally:
+        for f in flooders:
+            if f.stdin:
+                f.stdin.close()
+            f.wait(60)
+        target.stop()
+        out["log_bytes"] = target.log_bytes()
+    return out
+
+
+def attack_big_messages(code: Path | None, work: Path, name: str, mib: float, sessions: int = 60) -> dict[str, Any]:
+    target = Target(code, work, name, ["--max-sessions", str(sessions + 4)])
+    bulky = "Z" * int(mib * (1 << 20))
+    message = json.dumps({"type": "step", "data": {"answer": "x", "bogus": bulky}})  # fails validation
+    answers: list[int] = []
+    closed: list[str] = []
+    lock = threading.Lock()
+
+    def one(_i: int) -> None:
+        try:
+            with _ws(target.url) as ws:
+                _ask(ws, {"type": "reset", "data": {}})
+                reply = _ask(ws, message)
+                with lock:
+                    answers.append(len(json.dumps(reply)))
+        except Exception as e:
+            with lock:
+                closed.append(type(e).__name__)
+
+    try:
+        idle = rss_mb(target.proc.pid)
+        sampler = Sampler(target.proc.pid)
+        sampler.start()
+        with ThreadPoolExecutor(sessions) as pool:
+            list(pool.map(one, range(sessions)))
+        sampler.stop.set()
+        sampler.join()
+        return {
+            "sessions": sessions,
+            "message_mib": mib,
+            "server_rss_idle_mb": round(idle, 1),
+            "server_rss_peak_mb": round(max(sampler.peak, rss_mb(target.proc.pid, "VmHWM")), 1),
+            "answers": len(answers),
+            "largest_answer_bytes": max(answers, default=0),
+            "connections_closed": len(closed),
+        }
+    finally:
+        target.stop()
+
+
+def attack_leavers(code: Path | None, work: Path, name: str, leavers: int) -> dict[str, Any]:
+    args = ["--tasks-per-epoch", "2", "--samples-per-task", str(leavers), "--concurrency", "1", "--epochs", "1"]
+    target = Target(code, work, name, args)
+    try:
+        with _ws(target.url) as holder:
+            turn = _ask(holder, {"type": "reset", "data": {}})
+            for _ in range(leavers):  # ask for the next episode, then leave before it comes
+                with _ws(target.url) as ws:
+                    ws.send(json.dumps({"type": "reset", "data": {}}))
+                    time.sleep(0.3)
+            time.sleep(1)
+            while not turn["data"]["done"]:
+                turn = _ask(holder, {"type": "step", "data": {"answer": WRONG}})
+        with _ws(target.url) as stayer:  # the epoch's other episodes, to a client that stays
+            while target.alive():
+                try:
+                    turn = _ask(stayer, {"type": "reset", "data": {}}, timeout=60)
+                except Exception:
+                    break
+                if turn["type"] == "error":
+                    break
+                while not turn["data"]["done"]:
+                    turn = _ask(stayer, {"type": "step", "data": {"answer": WRONG}})
+        target.proc.wait(60)
+    finally:
+        target.stop()
+    records = target.trajectories()
+    phantom = [t for t in records if "abandoned" in t["flags"] and not t["attempts"]]
+    return {"leavers": leavers, "episodes_recorded": len(records), "phantom_failures": len(phantom)}
+
+
+def attack_surrogate(code: Path | None, work: Path, name: str) -> dict[str, Any]:
+    target = Target(code, work, name, [])
+    reply = '{"type": "step", "data": {"answer": "```python\\ndef f(x):\\n    return \\"\\ud800\\"\\n```"}}'
+    try:
+        with _ws(target.url) as ws:
+            _ask(ws, {"type": "reset", "data": {}})
+            answer = _ask(ws, reply)
+            kind = answer["type"] if answer["type"] != "error" else f"error {answer['data']['code']}"
+            error = (answer["data"].get("observation") or {}).get("error") if answer["type"] == "observation" else None
+            after = _outcome(lambda: _ask(ws, {"type": "state"}, timeout=10)["type"])
+        return {"answer": kind, "observation_error": (error or "")[:90], "session_after": after}
+    finally:
+        target.stop()
+
+
+def attack_no_token(code: Path | None, work: Path, name: str) -> dict[str, Any]:
+    target = Target(code, work, name, [], env={"SPADE_ENV_TOKEN": "tok-bench-0123456789"})
+    try:
+        from websockets.exceptions import InvalidStatus
+
+        try:
+            with _ws(target.url):
+                status = 101
+        except InvalidStatus as e:
+            status = e.response.status_code
+        return {"http_status": httpx.get(f"{target.url}/schema").status_code, "ws_status": status}
+    finally:
+        target.stop()
+
+
+def attacks(args: argparse.Namespace) -> None:
+    codes: list[tuple[str, Path | None]] = [(str(p), p) for p in args.code] + [("this checkout", None)]
+    report: dict[str, Any] = {"bench": "serve_env_attacks", "cpus": os.cpu_count(), "results": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-serve-env-attacks-") as tmp:
+        work = Path(tmp)
+        for label, code in codes:
+            tag = "base" if code is not None else "now"
+            got: dict[str, Any] = {}
+            got["mcp"] = attack_mcp(code, work, f"{tag}-mcp", [])
+            if code is None:
+                got["mcp_on"] = attack_mcp(code, work, f"{tag}-mcp-on", ["--mcp"])
+            got["half_open"] = attack_half_open(code, work, f"{tag}-flood", args.half_open, None)
+            got["half_open_1024"] = attack_half_open(code, work, f"{tag}-flood-1024", 1_100, 1024)
+            got["big_messages"] = attack_big_messages(code, work, f"{tag}-big", args.big_mib)
+            got["big_messages_1mib"] = attack_big_messages(code, work, f"{tag}-big1", 0.95)
+            got["leavers"] = attack_leavers(code, work, f"{tag}-leavers", args.leavers)
+            got["surrogate"] = attack_surrogate(code, work, f"{tag}-surrogate")
+            got["no_token"] = attack_no_token(code, work, f"{tag}-token")
+            report["results"][label] = got
+            print(f"  {label}: done", file=sys.stderr, flush=True)
+    for label, got in report["results"].items():
+        print(f"\n{label}")
+        for attack, figures in got.items():
+            print(f"  {attack:<15} " + ", ".join(f"{k}={v}" for k, v in figures.items()))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2))
+    print(json.dumps(report))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", default="1,8,32", help="comma-separated session counts")
@@ -234,7 +529,15 @@ def main() -> None:
     ap.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "docker", "subprocess"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=ROOT / "runs" / "bench_serve_env.json")
+    ap.add_argument("--attacks", action="store_true", help="the attack figures instead of throughput")
+    ap.add_argument("--code", type=Path, action="append", default=[], help="another checkout's root, beside this one")
+    ap.add_argument("--half-open", type=int, default=20_000, help="half-sent requests of the flood")
+    ap.add_argument("--big-mib", type=float, default=15.9, help="size of each of 60 sessions' message")
+    ap.add_argument("--leavers", type=int, default=3, help="clients that leave while they wait in reset()")
     args = ap.parse_args()
+    if args.attacks:
+        attacks(args)
+        return
     counts = [int(x) for x in args.sessions.split(",") if x.strip()]
     report: dict[str, Any] = {
         "bench": "serve_env",

@@ -4,10 +4,13 @@ A trainer's policy plays the solver. The run behind the server is an ordinary se
 solver's model is a broker: each solver turn becomes an observation for a client, each client reply
 the model's answer (``broker.py``); the run itself, in a thread of its own, plans, proposes,
 validates, records and moves the difficulty as ``spade run`` does (``running.py``); openenv-core's
-``create_app`` serves it, one environment per WebSocket session (``server.py``, ``models.py``), behind
-the same access rules as ``serve-sandbox`` (``access.py``). ``docs/environments.md`` shows a client.
+server (its app as ``create_app`` builds it) serves it, one environment per WebSocket session
+(``server.py``, ``models.py``), behind the same access rules as ``serve-sandbox`` (``access.py``),
+sessions with owners and caps, a gate on every message (``sessions.py``), and uvicorn's protocols
+under the rules every spade server keeps (``wire.py``: a connection cap, framing).
+``docs/environments.md`` shows a client.
 
-Importing this package imports nothing of openenv-core; ``server`` and ``models`` do.
+Importing this package imports nothing of openenv-core; ``server``, ``sessions``, ``wire`` and ``models`` do.
 """
 
 from __future__ import annotations

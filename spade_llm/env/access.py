@@ -11,19 +11,26 @@ checked from the headers of every HTTP request and WebSocket handshake before th
   ``EnvClient`` takes a URL and no headers); else a 401. Listening beyond loopback *requires* a
   token: anyone reaching the port could otherwise run code in the sandbox and write the run's
   training data.
+
+A refused WebSocket handshake gets the status an HTTP request would (401 without the token, 403
+for a foreign Host or Origin), through ASGI's ``websocket.http.response``. Two ``Host``,
+``Origin`` or ``Authorization`` headers are a 400 (``netguard.head_error``): serve-env's
+connections refuse them before h11 reads the head (``wire.py``), and the guard again, whatever
+server runs the app, so no rule here reads one of two.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..netguard import head_error
 from ..sandbox_server import host_name, is_loopback, load_token, loopback_origin, token_matches
 
-__all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token"]
+__all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token", "refuse"]
 
 TOKEN_ENV = "SPADE_ENV_TOKEN"
 """The environment variable holding serve-env's bearer token (``--token-file`` keeps it out of ``ps``)."""
@@ -62,6 +69,26 @@ def check_exposure(host: str, token: str | None) -> None:
         )
 
 
+async def refuse(
+    scope: Scope, send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer an HTTP request, or refuse a WebSocket handshake, with ``status`` and ``{"detail": ...}``.
+
+    A handshake gets the same HTTP answer as a request would (ASGI's ``websocket.http.response``,
+    which uvicorn offers); a server without it can only close, which clients see as a 403."""
+    body = json.dumps({"detail": detail}).encode()
+    out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]
+    if scope["type"] == "websocket":
+        if "websocket.http.response" not in (scope.get("extensions") or {}):
+            await send({"type": "websocket.close", "code": 1008, "reason": detail[:120]})
+            return
+        await send({"type": "websocket.http.response.start", "status": status, "headers": out})
+        await send({"type": "websocket.http.response.body", "body": body})
+        return
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
 class Guard:
     """ASGI middleware refusing requests and WebSocket handshakes the rules above do not allow."""
 
@@ -89,18 +116,15 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        fields = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers") or []]
+        problem = head_error(fields)
+        if problem is not None:
+            await refuse(scope, send, 400, problem)
+            return
+        headers = dict(fields)
         refused = self.refusal(str(scope.get("path", "")), headers)
         if refused is None:
             await self.app(scope, receive, send)
             return
         status, why = refused
-        if scope["type"] == "websocket":  # closing before accepting: the handshake is answered 403
-            await send({"type": "websocket.close", "code": 1008, "reason": why[:120]})
-            return
-        body = json.dumps({"detail": why}).encode()
-        headers_out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        if status == 401:
-            headers_out.append((b"www-authenticate", b"Bearer"))
-        await send({"type": "http.response.start", "status": status, "headers": headers_out})
-        await send({"type": "http.response.body", "body": body})
+        await refuse(scope, send, status, why, [(b"www-authenticate", b"Bearer")] if status == 401 else ())

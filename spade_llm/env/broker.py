@@ -19,7 +19,10 @@ Episodes are keyed by (epoch, task id, sample index), which the solver puts in e
 episode nobody took never times out. Once a client holds an episode, each reply must come within
 ``env.episode_timeout_s``; a client that goes silent, closes its session or resets mid-episode
 abandons it: the wait raises ``LLMCallError``, which the solver records as the episode's ``error``
-(flagged ``abandoned``), so the episode is recorded, not lost, and the epoch still closes.
+(flagged ``abandoned``), so the episode is recorded, not lost, and the epoch still closes. A client
+that leaves before it was shown the episode's first turn abandons nothing: the server gives the
+episode back (``give_back``, ``withdraw``) and it goes to the next client, first in line, its reply
+timer not started, so no phantom failure enters the records or the epoch's pass rate.
 
 Everything here runs on the controller's event loop; ``server.py`` calls the client verbs (``take``,
 ``reply``, ``abandon``) from the server's loop through ``Bridge``.
@@ -32,7 +35,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -115,6 +118,8 @@ class Episode:
         self.next: asyncio.Future[View] | None = None
         """What the client's ``step`` waits for: the next turn, or the end."""
         self.abandoned: str | None = None
+        self.back: asyncio.Future[None] | None = None
+        """Set when the client holding the episode left before it was shown the first turn (``give_back``)."""
         self.client_model: str | None = None
         self.trajectory: Trajectory | None = None
 
@@ -182,6 +187,10 @@ class EnvBroker:
         """Episodes waiting for a client, in the order their first turn came."""
         self._takers: deque[asyncio.Future[Episode]] = deque()
         """Clients waiting in ``take`` for an episode, first come first served."""
+        self._tickets: dict[Hashable, asyncio.Future[Episode]] = {}
+        """The waiting clients by the ticket they took with, so the server can withdraw one that left."""
+        self.given_back = 0
+        """Episodes handed to a client that left before seeing them, and so handed again."""
         self._over: str | None = None
         self.stopping: str | None = None
         """Why the server is stopping, when it is (set before the run is cancelled)."""
@@ -211,26 +220,37 @@ class EnvBroker:
             raise LLMCallError(episode.abandoned, kind="connection")
         episode.messages = list(request.messages)
         episode.turn = int(meta.get("turn", episode.turn + 1))
-        answer: asyncio.Future[LLMResponse] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[LLMResponse] = loop.create_future()
         episode.answer = answer
         try:
             if episode.taken.is_set():
                 _settle(episode.next, episode.prompt())  # the client's step returns this turn
             else:
                 self._offer(episode)
+            while True:
                 await episode.taken.wait()  # untimed: nobody holds the episode yet
-            # asyncio.wait, not wait_for: on 3.10-3.11 wait_for returns a result that is ready when its
-            # task is cancelled, swallowing the cancellation of a stopping run
-            await asyncio.wait({answer}, timeout=self.episode_timeout_s)
-            if not answer.done():
-                answer.cancel()
-                episode.abandoned = f"abandoned: no reply within env.episode_timeout_s ({self.episode_timeout_s:g} s)"
-                raise LLMCallError(episode.abandoned, kind="timeout")
-            return answer.result()
+                if not episode.taken.is_set():  # given back before this woke up
+                    continue
+                back: asyncio.Future[None] = loop.create_future()
+                episode.back = back
+                # asyncio.wait, not wait_for: on 3.10-3.11 wait_for returns a result that is ready when its
+                # task is cancelled, swallowing the cancellation of a stopping run
+                either: set[asyncio.Future[Any]] = {answer, back}
+                await asyncio.wait(either, timeout=self.episode_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                if answer.done():
+                    return answer.result()
+                if not back.done():
+                    break
+                # given back unseen (give_back has offered it again): wait for the next client, untimed
+            answer.cancel()
+            episode.abandoned = f"abandoned: no reply within env.episode_timeout_s ({self.episode_timeout_s:g} s)"
+            raise LLMCallError(episode.abandoned, kind="timeout")
         except _Abandoned as e:
             raise LLMCallError(str(e), kind="connection") from None
         finally:
             episode.answer = None
+            episode.back = None
 
     def finish(self, episode: Episode, trajectory: Trajectory) -> Trajectory:
         """The episode's record as serve-env writes it (``source: env``, the client's model, the
@@ -285,12 +305,13 @@ class EnvBroker:
         if episode in self._pool:
             self._pool.remove(episode)
 
-    async def take(self) -> tuple[Episode, View]:
+    async def take(self, ticket: Hashable | None = None) -> tuple[Episode, View]:
         """The next episode waiting for a client, bound to the caller, and its opening messages; waits
-        up to ``reset_timeout_s`` while the epoch's tasks are proposed and validated.
+        up to ``reset_timeout_s`` while the epoch's tasks are proposed and validated. ``ticket``: what
+        ``withdraw`` names this wait by.
 
         Raises:
-            EpisodeGone: none was ready in time, or the run is over.
+            EpisodeGone: none was ready in time, the caller was withdrawn, or the run is over.
         """
         if self._pool:
             episode = self._pool.popleft()
@@ -299,15 +320,20 @@ class EnvBroker:
         else:
             taker: asyncio.Future[Episode] = asyncio.get_running_loop().create_future()
             self._takers.append(taker)
+            if ticket is not None:
+                self._tickets[ticket] = taker
             try:
                 await asyncio.wait({taker}, timeout=self.reset_timeout_s)  # not wait_for: see complete()
             except asyncio.CancelledError:  # the client left: an episode handed to it goes back first in line
                 if taker in self._takers:
                     self._takers.remove(taker)
-                if taker.done() and taker.exception() is None:
+                if taker.done() and not taker.cancelled() and taker.exception() is None:
                     self._offer(taker.result(), first=True)
                 taker.cancel()
                 raise
+            finally:
+                if ticket is not None:
+                    self._tickets.pop(ticket, None)
             if taker in self._takers:
                 self._takers.remove(taker)
             if not taker.done():
@@ -320,6 +346,35 @@ class EnvBroker:
             episode = taker.result()  # EpisodeGone when the run is over
         episode.taken.set()
         return episode, episode.prompt()
+
+    def withdraw(self, ticket: Hashable) -> None:
+        """The client waiting in ``take`` with ``ticket`` left: it takes nothing (its ``take`` raises
+        ``EpisodeGone``). One already handed an episode gets it; the server then gives it back."""
+        taker = self._tickets.pop(ticket, None)
+        if taker is not None and not taker.done():
+            if taker in self._takers:
+                self._takers.remove(taker)
+            taker.set_exception(EpisodeGone("the client left while it waited for an episode"))
+
+    def give_back(self, episode: Episode) -> None:
+        """The client that took ``episode`` left before it was shown its first turn: the episode goes to
+        the next client, first in line, and its reply timer starts anew with that client. Nothing when
+        the episode has moved on meanwhile (answered, over, abandoned, or the run is stopping)."""
+        answer = episode.answer
+        if (
+            episode.trajectory is not None
+            or episode.abandoned is not None
+            or not episode.taken.is_set()
+            or episode.turn != 1
+            or answer is None
+            or answer.done()
+            or self.stopping is not None
+        ):
+            return
+        episode.taken.clear()
+        self.given_back += 1
+        self._offer(episode, first=True)
+        _settle(episode.back, None)
 
     async def reply(self, episode: Episode, text: str, model: str | None = None) -> View:
         """The client's reply to the turn it was shown; returns the next turn or the end.

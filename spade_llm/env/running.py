@@ -28,6 +28,7 @@ from ..config import RunConfig
 from ..errors import UserError
 from ..executors import Checker, Executor, LocalExecutor
 from ..llm.base import LLM
+from ..redact import redact_text
 from ..session import Session
 from ..solver import LLMSolver
 from ..store import RunDir
@@ -134,7 +135,9 @@ class RunThread:
             self.error = e
         finally:
             if self.session.bridge is not None:
-                self.session.bridge.end(self.session.broker.stopping or "the run is over: its epochs are done")
+                # what clients still waiting are told: why the run ended, if not by a stop or its last epoch
+                ended = f"the run stopped: {redact_text(str(self.error))}" if self.error is not None else None
+                self.session.bridge.end(self.session.broker.stopping or ended or "the run is over: its epochs are done")
             self.on_end()
 
     @property

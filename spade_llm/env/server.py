@@ -15,8 +15,14 @@ goes on after a stop.
 openenv-core's HTTP ``/reset`` and ``/step`` build a fresh environment for each request and close it
 after: they cannot hold a multi-turn episode, and a ``/reset`` would take an episode only to abandon
 it, so here they answer 501 pointing at the WebSocket. ``/health``, ``/schema``, ``/metadata`` and
-``/state`` are openenv-core's. Access is checked first (``access.py``: loopback by default, a token
-beyond it).
+``/state`` are openenv-core's; its ``/mcp`` only with ``env.mcp``. Access is checked first
+(``access.py``: loopback by default, a token beyond it), then every message (``sessions.py``: owners
+and caps of sessions, malformed and oversized messages, idle sessions); uvicorn runs with serve-env's
+protocols (``wire.py``: a connection cap below the descriptor limit, framing).
+
+A client that leaves before it was shown an episode abandons nothing: a ``reset`` waiting for an
+episode ends when its connection does (the broker withdraws it), and an episode whose first turn
+never reached the client goes back to the next one (``EnvBroker.give_back``).
 
 Threads: uvicorn serves on the thread that calls ``EnvServer.serve`` (the main thread for the CLI,
 so Ctrl-C and SIGTERM reach it); the run has its own thread and loop, and the environment's async
@@ -28,7 +34,9 @@ abandoned; then the run is cancelled and the server shut down.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import logging
 import socket
 import threading
 from collections.abc import Callable
@@ -37,16 +45,19 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from ..config import EnvConfig
 from ..errors import DISTRIBUTION
+from ..netguard import AcceptErrors, accept_batch, connection_cap, deepen_backlog, raise_open_files_limit
 from ..store import RunDir
 from .access import Guard
 from .broker import Bridge, EnvBroker, Episode, EpisodeGone, View
-from .models import SpadeAction, SpadeObservation, SpadeState, observation
+from .models import SpadeAction, SpadeState, observation
 from .running import EnvSession, RunThread, sigterm_interrupts
+from .sessions import Gate, SpadeEnvServer
+from .wire import ClientNoise, Peer, Wire
 
 __all__ = ["EnvServer", "SpadeEnvironment", "build_app"]
 
@@ -77,26 +88,77 @@ class SpadeEnvironment(Environment):  # type: ignore[misc]  # openenv-core ships
         """The episode this session holds and has not finished."""
         self._last: View | None = None
         self._steps = 0
+        self.peer: Peer | None = None
+        """The connection this session belongs to (``SpadeEnvServer`` sets it), when it came over one."""
+        self._shown = 0
+        """``peer.sent`` when ``reset`` returned the episode's first turn: more once it went out."""
+        self._closed = False
 
     def _let_go(self, why: str) -> None:
+        """This session lets go of its episode: abandoned (recorded so) once its client was shown it,
+        else given back to the next client (its first turn never went out: the client left first)."""
         episode, self._episode = self._episode, None
-        if episode is not None and self._hub.broker.stopping is None:
-            self._hub.bridge.fire(self._hub.broker.abandon, episode, why)
+        broker, bridge = self._hub.broker, self._hub.bridge
+        if episode is None or broker.stopping is not None:
+            return
+        if self._steps == 0 and self.peer is not None and self.peer.sent <= self._shown:
+            bridge.fire(broker.give_back, episode)
+        else:
+            bridge.fire(broker.abandon, episode, why)
+
+    def _left(self) -> bool:
+        return self._closed or (self.peer is not None and self.peer.gone.is_set())
+
+    def _unclaimed(self, call: asyncio.Future[tuple[Episode, View]], ticket: object) -> None:
+        """The client left while its ``reset`` waited: it takes nothing, and an episode already on
+        its way to it goes back to the next client."""
+        broker, bridge = self._hub.broker, self._hub.bridge
+        bridge.fire(broker.withdraw, ticket)
+
+        def back(done: asyncio.Future[tuple[Episode, View]]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                bridge.fire(broker.give_back, done.result()[0])
+
+        call.add_done_callback(back)
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
         """The next episode waiting for a client and its opening messages. ``seed`` and ``episode_id``
         are openenv's and ignored: the curriculum decides the task. An unfinished episode of this
-        session is abandoned (recorded so)."""
+        session is abandoned (recorded so). A client that leaves while this waits takes nothing."""
         self._let_go("the client reset() before the episode ended")
-        episode, view = await self._hub.bridge.call(self._hub.broker.take())
+        ticket = object()
+        call = asyncio.ensure_future(self._hub.bridge.call(self._hub.broker.take(ticket)))
+        waits: set[asyncio.Future[Any]] = {call}
+        gone = asyncio.ensure_future(self.peer.gone.wait()) if self.peer is not None else None
+        if gone is not None:
+            waits.add(gone)
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            self._unclaimed(call, ticket)
+            raise
+        finally:
+            if gone is not None:
+                gone.cancel()
+        if not call.done() or self._left():
+            self._unclaimed(call, ticket)
+            raise EpisodeGone("the client left before an episode was handed to it")
+        episode, view = call.result()  # EpisodeGone: none ready in time, or the run is over
         self._episode, self._last, self._steps = episode, view, 0
+        self._shown = self.peer.sent if self.peer is not None else 0
         return observation(view)
 
     async def step_async(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        """The reply to the turn shown; returns the next turn, or the end (``done``, ``reward``)."""
+        """The reply to the turn shown; returns the next turn, or the end (``done``, ``reward``). A
+        reply holding malformed text (a lone surrogate, noted by the gate) is not judged: the same
+        turn comes back with ``error`` (and ``feedback``) saying why, and the client replies again."""
         episode = self._episode
         if episode is None:
             raise EpisodeGone("no episode in this session: call reset() first")
+        malformed = self.peer.malformed if self.peer is not None else None
+        if malformed is not None and self._last is not None:
+            why = f"your reply was not judged: it holds {malformed}; reply again"
+            return observation(dataclasses.replace(self._last, error=why, feedback=why))
         if not isinstance(action, SpadeAction):
             action = SpadeAction.model_validate(action)
         view = await self._hub.bridge.call(self._hub.broker.reply(episode, action.text(), action.model))
@@ -134,8 +196,11 @@ class SpadeEnvironment(Environment):  # type: ignore[misc]  # openenv-core ships
         )
 
     def close(self) -> None:
-        """The session ended (the client closed it or went away): an unfinished episode is abandoned."""
-        self._let_go("the client closed its session before the episode ended")
+        """The session ended (the client closed it or went away, or it sat idle): an unfinished episode
+        is abandoned, or given back when its client was never shown it."""
+        self._closed = True
+        why = self.peer.closing if self.peer is not None else None
+        self._let_go(why or "the client closed its session before the episode ended")
 
 
 def _version(dist: str) -> str | None:
@@ -145,37 +210,49 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def build_app(hub: Hub, *, max_sessions: int, host: str, token: str | None) -> Any:
-    """openenv-core's app for ``SpadeEnvironment`` behind the access guard (an ASGI app)."""
+def build_app(hub: Hub, env: EnvConfig, *, host: str, token: str | None) -> tuple[Any, SpadeEnvServer]:
+    """openenv-core's app for ``SpadeEnvironment`` behind the access guard and the gate (an ASGI
+    app), and the openenv-core server holding its sessions.
+
+    Built as openenv-core's ``create_app`` builds it (a FastAPI app, ``HTTPEnvServer``'s routes),
+    without the web interface its ``ENABLE_WEB_INTERFACE`` would mount."""
+    from fastapi import FastAPI
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
-    app = create_app(
-        functools.partial(SpadeEnvironment, hub),
-        SpadeAction,
-        SpadeObservation,
-        env_name="spade",
-        max_concurrent_envs=max_sessions,
+    app = FastAPI(title="spade serve-env", version=_version(DISTRIBUTION) or "0", description=__doc__)
+    sessions = SpadeEnvServer(
+        functools.partial(SpadeEnvironment, hub), max_sessions=env.max_sessions, per_client=env.max_sessions_per_client
     )
-    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in ("/reset", "/step")]
+    sessions.register_routes(app)
+    dropped = {"/reset", "/step"} | (set() if env.mcp else {"/mcp"})
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in dropped]
 
     async def no_http_episodes(request: Request) -> JSONResponse:
         return JSONResponse({"detail": NO_HTTP_EPISODES}, status_code=501)
 
     for path in ("/reset", "/step"):
         app.add_route(path, no_http_episodes, methods=["POST"], include_in_schema=False)
-    return Guard(_quiet_disconnects(app), host=host, token=token)
+    gate = Gate(
+        _quiet_disconnects(app),
+        sessions,
+        mcp=env.mcp,
+        idle_s=env.session_idle_s,
+        max_message_bytes=env.max_message_bytes,
+    )
+    return Guard(gate, host=host, token=token), sessions
 
 
 def _quiet_disconnects(app: Any) -> Any:
     """``app``, where a WebSocket session ending on a client that already hung up is no error: openenv-core's
-    handler closes its side after the client's "close" message and raises when the client has gone."""
-    from starlette.websockets import WebSocketDisconnect
+    handler closes its side after the client's "close" message and raises when the client has gone
+    (starlette's ``WebSocketDisconnect``, then ``WebSocketDisconnected`` for each later send)."""
+    from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
     async def quiet(scope: Any, receive: Any, send: Any) -> None:
         try:
             await app(scope, receive, send)
-        except WebSocketDisconnect:
+        except (WebSocketDisconnect, WebSocketDisconnected):
             if scope.get("type") != "websocket":
                 raise
 
@@ -247,6 +324,9 @@ class EnvServer:
         self._port = port
         self._sock: socket.socket | None = None
         self._uvicorn: _Uvicorn | None = None
+        self.wire: Wire | None = None
+        """The connections' shared state (slots, counts), once started."""
+        self._noise = ClientNoise()
         self.url = ""
         self.ready = threading.Event()
         """Set once the server accepts connections."""
@@ -259,15 +339,32 @@ class EnvServer:
             SpadeError: the run could not start. OSError: the address cannot be bound.
         """
         bridge = self.runner.start()
-        app = build_app(
-            Hub(self.broker, bridge),
-            max_sessions=self.session.config.env.max_sessions,
-            host=self.host,
-            token=self.token,
-        )
+        env = self.session.config.env
+        app, sessions = build_app(Hub(self.broker, bridge), env, host=self.host, token=self.token)
         self._sock = _listen(self.host, self._port)
         self.url = _url(self._sock)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+        # connections are capped below the descriptor limit, so the run always has descriptors left
+        open_files = raise_open_files_limit()
+        cap = connection_cap(env.max_connections, open_files)
+        if env.max_connections is not None and cap < env.max_connections:
+            self.log(
+                f"spade serve-env: env.max_connections {env.max_connections} lowered to {cap}, below the open-files "
+                f"limit ({open_files}) less the descriptors the run needs"
+            )
+        self.wire = Wire(cap, on_lost=sessions.connection_lost)
+        http, ws = self.wire.protocols()
+        config = uvicorn.Config(
+            app,
+            http=http,
+            ws=ws,
+            backlog=accept_batch(open_files, cap),
+            ws_max_size=env.max_message_bytes,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        logging.getLogger("uvicorn.error").addFilter(self._noise)  # after uvicorn.Config set its logging up
         self._uvicorn = _Uvicorn(config, on_exit=lambda: self._stop_run("stopped by a signal"))
 
     def _stop_run(self, why: str) -> None:
@@ -290,10 +387,12 @@ class EnvServer:
         uv = self._uvicorn
         if not self.runner.alive:  # the run failed while the app was built
             return
+        asyncio.get_running_loop().set_exception_handler(AcceptErrors(self.log))
         task = asyncio.create_task(uv.serve(sockets=[self._sock]))
         while not uv.started and not task.done():
             await asyncio.sleep(0.02)
         if uv.started:
+            deepen_backlog(self._sock)  # asyncio listened with its accept batch; a burst waits in the kernel
             self.ready.set()
             on_ready()
         await task
@@ -320,5 +419,6 @@ class EnvServer:
                 self.runner.stop(self.stopped_because or "the server stopped")
                 if self._sock is not None:
                     self._sock.close()
+                logging.getLogger("uvicorn.error").removeFilter(self._noise)
         if self.runner.error is not None:
             raise self.runner.error
