@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import EndpointDown, ExecutorError, SpadeError, UserError, pip_install
+from .errors import EmptyEpochs, EndpointDown, ExecutorError, SpadeError, UserError, pip_install
 from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
 
 EXIT_USER = 2
@@ -205,12 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="stream answers at this many tokens per second, like a model on a CPU (0: at once)",
     )
+    sf.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        help="connections at once (default, and most: the open-files limit, raised to its hard limit, less a "
+        "reserve); past it the oldest connection that has not sent a whole request makes room, else a 503",
+    )
 
     xp = sub.add_parser(
         "export",
         help="training data from a run: sft, dpo, grpo (TRL) or verl (parquet)",
         description="Write a run's validated tasks and judged trajectories in the format a trainer reads. "
-        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one. "
+        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one. A "
+        "benchmark's tasks (those of a spade solve directory, or imported) are test rows only. "
         "--role generator writes the generator's data instead: its answers to each proposal prompt, judged by "
         "what became of their tasks (sft, dpo, grpo; split by prompt).",
     )
@@ -286,6 +293,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
         "default: $SPADE_SANDBOX_TOKEN if set, else no token",
     )
+    ss.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        help="connections at once (default, and most: the open-files limit, raised to its hard limit, less a "
+        "reserve); past it the oldest connection that has not sent a whole request makes room, else a 503",
+    )
 
     se = sub.add_parser(
         "serve-env",
@@ -321,11 +334,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         metavar="DIR",
         help="go on serving the run in DIR (only --epochs, meaning the total, --concurrency, --api-base, "
-        "--max-sessions, --host, --port and --token-file may change)",
+        "--max-sessions, --max-connections, --mcp, --host, --port and --token-file may change)",
     )
     se.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback a token is required)")
     se.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
     se.add_argument("--max-sessions", type=_positive(int), help="WebSocket sessions at once (env.max_sessions)")
+    se.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        help="connections at once (env.max_connections; default, and most: the open-files limit less a reserve); "
+        "past it the oldest connection that has not sent a whole request makes room, else a 503",
+    )
+    se.add_argument(
+        "--mcp",
+        action="store_true",
+        default=None,
+        help="serve openenv-core's /mcp (env.mcp); its sessions belong to the connection that made them",
+    )
     se.add_argument(
         "--token-file",
         help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
@@ -583,7 +608,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             session.close()
             raise
         args.run_path = run.path
-    log: Callable[[str], None] = (lambda _m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    log: Callable[[str], None] = (lambda _m: None) if args.quiet else _say
     if not args.quiet:
         log(
             f"spade run: {config.generator.model} proposes, {config.solver.model} solves; "
@@ -593,7 +618,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         with session:
             metrics = session.run(run, resumed=bool(args.resume), log=log, live=_live(args))
-    except (EndpointDown, ExecutorError) as e:
+    except (EndpointDown, ExecutorError, EmptyEpochs) as e:
         return _stopped_early("run", e, run.path)
     finally:  # at once, not when the error's traceback is collected: a caller in this process may resume
         run.unlock()
@@ -627,6 +652,8 @@ EXIT_ENDPOINT = 3
 """The model endpoint was unusable: the circuit breaker stopped the run (SPEC's exit codes)."""
 EXIT_EXECUTOR = 4
 """The executor lost its workers (Ray workers dead past their retries): the run stopped, resumable."""
+EXIT_EMPTY_EPOCHS = 5
+"""``controller.max_empty_epochs`` epochs in a row accepted no task: the run stopped, resumable."""
 
 
 def _require_keys(config: Any, *, generator: bool, solver: bool = True) -> None:
@@ -664,9 +691,12 @@ def _resume_hint(args: argparse.Namespace) -> str:
     return f"; continue with: spade {args.command} --resume {path}"
 
 
-def _stopped_early(command: str, error: EndpointDown | ExecutorError, path: Path) -> int:
-    """A run stopped early by its infrastructure (nothing lost): say so, and how to go on."""
-    print(f"spade {command}: stopped: {error} (continue with: spade {command} --resume {path})", file=sys.stderr)
+def _stopped_early(command: str, error: EndpointDown | ExecutorError | EmptyEpochs, path: Path) -> int:
+    """A run stopped early (its infrastructure, or a generator whose tasks all fail; nothing lost): say
+    so, and how to go on."""
+    _say(f"spade {command}: stopped: {error} (continue with: spade {command} --resume {path})")
+    if isinstance(error, EmptyEpochs):
+        return EXIT_EMPTY_EPOCHS
     return EXIT_ENDPOINT if isinstance(error, EndpointDown) else EXIT_EXECUTOR
 
 
@@ -689,14 +719,17 @@ def _open_resumed(
     """The run directory named by ``--resume`` (locked) and its config with ``overrides``; the flags are
     checked against the stored config first, so a refused resume touches nothing."""
     from .session import load_resumed_config
-    from .store import RunDir
+    from .store import RunDir, check_written_by
 
     if args.out and Path(args.out) != Path(args.resume):
         raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
     if args.config:
         can = "--epochs" if command == "run" else "--concurrency"
         raise UserError(f"--config cannot change a {command} being resumed; flags like {can} can")
-    _check_resume_flags(args, _stored_config(args.resume), pairs)
+    stored = _stored_config(args.resume)
+    check_written_by(args.resume, command)  # run, solve and serve-env each resume their own directories
+    _check_resume_flags(args, stored, pairs)
+    _check_resume_prompts(getattr(args, "prompts", None), stored.get("prompts_dir"), Path(args.resume))
     run = RunDir.open_existing(args.resume)
     return run, load_resumed_config(run, overrides)
 
@@ -719,6 +752,8 @@ def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs:
         value = getattr(args, dest, None)
         if value is None or dest in RESUMABLE:
             continue
+        if dest == "prompts":  # a folder: the same one however named, or a moved copy (_check_resume_prompts)
+            continue
         node: Any = stored
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
@@ -728,6 +763,53 @@ def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs:
                 f"{flag} cannot change a run being resumed (it was started with {node!r}); "
                 "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
             )
+
+
+def _check_resume_prompts(given: str | None, stored: Any, run_path: Path) -> None:
+    """A one-line error unless a resume renders the templates its run started with.
+
+    ``stored`` is the run's ``prompts_dir`` (absolute since issue 35). While that folder exists,
+    ``--prompts`` may only name it again. Once it is gone (the run directory moved to another machine),
+    ``--prompts`` names its copy: accepted when the templates in use with it hash to what
+    ``manifest.json`` recorded at the start (``templates``), refused naming those that differ.
+    """
+    if not isinstance(stored, str):  # started with the packaged templates: they stay
+        if given is not None:
+            raise UserError(
+                f"--prompts cannot change a run being resumed (it was started with {stored!r}); "
+                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
+            )
+        return
+    if Path(stored).is_dir():
+        if given is not None and Path(given).resolve() != Path(stored).resolve():
+            raise UserError(
+                f"--prompts cannot change a run being resumed (it was started with {stored!r}, which is there); "
+                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
+            )
+        return
+    if given is None:
+        raise UserError(
+            f"the prompts folder {stored} this run was started with is not there (a run directory moved from "
+            f"another machine?): give --prompts with a copy of it (its templates are checked against "
+            f"{run_path / 'manifest.json'})"
+        )
+    from .store import RunDir
+    from .templates import Prompts
+
+    manifest = RunDir(run_path).read_json("manifest.json")
+    recorded = manifest.get("templates") if isinstance(manifest, dict) else None
+    if not isinstance(recorded, dict) or not recorded:
+        raise UserError(
+            f"--prompts {given}: {run_path / 'manifest.json'} records no template hashes to check it against, "
+            f"and {stored}, which the run was started with, is not there"
+        )
+    hashes = Prompts(given).hashes  # a missing folder: one line from Prompts
+    differ = sorted(name for name in recorded.keys() | hashes.keys() if recorded.get(name) != hashes.get(name))
+    if differ:
+        raise UserError(
+            f"--prompts {given} renders other templates than the run was started with ({', '.join(differ)} "
+            f"differ from manifest.json's hashes): give a copy of {stored}"
+        )
 
 
 def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any]:
@@ -747,6 +829,7 @@ def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .config import load_config
+    from .kinds import leak_note, mark_leaks
     from .session import Session
     from .store import TASKS, RunDir, read_run
 
@@ -780,6 +863,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     _require_keys(config, generator=False)
     with Session(config, need_generator=False) as session:
         tasks = session.fill_expected(tasks)  # a task that cannot be filled fails before the directory exists
+        tasks, leaking = mark_leaks(tasks, config.solver.public_tests)  # judged as written, named
+        if leaking:
+            print(f"spade: {leak_note(leaking)}", file=sys.stderr, flush=True)
         run = run or RunDir.create(args.out, config.runs_dir)  # an existing non-empty --out is refused
         args.run_path = run.path
         try:
@@ -787,7 +873,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 tasks,
                 run,
                 resumed=bool(args.resume),
-                log=lambda m: print(m, file=sys.stderr, flush=True),
+                log=_say,
                 live=_live(args),
             )
         except (EndpointDown, ExecutorError) as e:
@@ -847,13 +933,26 @@ def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
     }
 
 
+def _public_tests(config_path: str | None) -> int:
+    """``solver.public_tests`` of the run config at ``config_path`` (its default without one): which
+    tests the leak gate treats as hidden. The config models are imported only with a file."""
+    from .kinds import DEFAULT_PUBLIC_TESTS
+
+    if config_path is None:
+        return DEFAULT_PUBLIC_TESTS
+    from .config import load_config
+
+    return load_config(config_path).solver.public_tests
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
     from .judge import load_settings
-    from .kinds import get_kind
+    from .kinds import leaks, run_gates
     from .validation import Validator
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
+    public = _public_tests(args.config)
     entries = _scan_tasks(args.tasks)
     if not entries:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to verify")
@@ -881,7 +980,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 min_kill_rate=settings.min_kill_rate,
                 max_mutants=settings.max_mutants,
             )
-            reports = _run_concurrently(lambda t: get_kind(t.kind).gates(validator, t), tasks, args.concurrency)
+            reports = _run_concurrently(lambda t: run_gates(validator, t, public, full=True), tasks, args.concurrency)
         for entry in entries:
             if entry.task is None:
                 row = _malformed_row(entry)
@@ -889,6 +988,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 report = next(reports)
                 row = {"task_id": report.task_id, "line": entry.line, **report.row()}
                 valid += report.valid
+                if entry.task.shows_examples:  # a benchmark's own asserts decide: its leaks are reported
+                    shown = sorted({leak.test for leak in leaks(report.task or entry.task, public)})
+                    if shown:
+                        row["leaks_hidden_test"] = shown
             print(json.dumps(row), flush=True)
             if row["reason"]:
                 reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
@@ -968,7 +1071,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from . import evaluator
     from .expected import fill_expected
     from .judge import Judge, final_status, load_settings
-    from .kinds import get_kind
+    from .kinds import get_kind, leak_note, mark_leaks
     from .progress import bar, progress_block
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
@@ -983,6 +1086,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     try:
         judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
         tasks = fill_expected(judge, tasks, args.concurrency)  # tests given without an expected value
+        tasks, leaking = mark_leaks(tasks, _public_tests(args.config))  # judged as written, named
         by_id = {t.task_id: t for t in tasks}
         samples = (
             [(by_id[task.task_id], code) for task, code in given]
@@ -992,6 +1096,8 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     except BaseException:
         sandbox.close()
         raise
+    if leaking:
+        print(f"spade: {leak_note(leaking)}", file=sys.stderr, flush=True)
     per_task: dict[str, list[bool]] = {}
     judged = {"done": 0, "passed": 0}
 
@@ -1021,6 +1127,8 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
                     "tests_passed": result.tests_passed,
                     "tests_total": result.tests_total,
                 }
+                if "leaks_hidden_test" in task.meta:
+                    row["leaks_hidden_test"] = task.meta["leaks_hidden_test"]
                 judged["done"] += 1
                 judged["passed"] += passed
                 block.log(json.dumps(row), stream=sys.stdout)
@@ -1048,6 +1156,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise UserError(f"-o {out} is a directory: name the tasks file to write")
     tasks = import_humaneval(args.file)
+    shown = [t for t in tasks if t.meta.get("docstring_tests")]
     tmp = out.with_name(f".{out.name}.tmp")
     try:  # a temporary file, then a rename: a failed write leaves any existing output as it was
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -1057,14 +1166,28 @@ def cmd_import(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {out}: {e.strerror or e}") from None
-    print(f"imported {len(tasks)} tasks -> {out}", file=sys.stderr)
+    note = ""
+    if shown:
+        asserts = sum(len(t.meta["docstring_tests"]) for t in shown)
+        note = (
+            f" ({len(shown)} show {asserts} of their asserts in their docstring: those are examples too, "
+            "shown and fed back; every assert still decides)"
+        )
+    print(f"imported {len(tasks)} tasks -> {out}{note}", file=sys.stderr)
     return 0
 
 
 def cmd_serve_fake(args: argparse.Namespace) -> int:
     from .server import serve
 
-    serve(args.host, args.port, args.latency, seed=args.seed, tokens_per_s=args.tokens_per_s)
+    serve(
+        args.host,
+        args.port,
+        args.latency,
+        seed=args.seed,
+        tokens_per_s=args.tokens_per_s,
+        max_connections=args.max_connections,
+    )
     return 0
 
 
@@ -1085,6 +1208,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         if args.verl_reward != "spade":
             raise UserError("--verl-reward is for the solver's --format verl, not --role generator")
+        from .store import written_by
+
+        if written_by(args.run_dir) == "solve":  # also one a self-play run was once resumed into
+            raise UserError(
+                f"{args.run_dir} was written by spade solve: its tasks were given (a benchmark, often), no "
+                "generator proposed them, so --role generator has nothing to export (--role solver: test rows)"
+            )
         generated = export_generator(
             Path(args.run_dir),
             args.format,
@@ -1126,6 +1256,7 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         allow_unsafe=args.allow_unsafe,
         token_file=args.token_file,
+        max_connections=args.max_connections,
     )
     return 0
 
@@ -1150,21 +1281,21 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
 def _cmd_serve_env(args: argparse.Namespace) -> int:
     from .config import load_config
     from .env.access import check_exposure, load_env_token
-    from .env.broker import ENV_MODEL
     from .env.running import UNTIL_STOPPED, EnvSession, import_server
     from .store import RunDir
 
     token = load_env_token(args.token_file)
     check_exposure(args.host, token)
     overrides = _overrides(args, ENV_FLAGS)
-    if args.epochs is None:  # until stopped; --resume DIR --epochs N means N in total, as for run
+    if args.epochs is None and not args.resume:  # until stopped; --resume DIR keeps the run's (--epochs N: N in all)
         overrides.setdefault("controller", {})["epochs"] = UNTIL_STOPPED
     if args.max_sessions is not None:
         overrides.setdefault("env", {})["max_sessions"] = args.max_sessions
-    if args.resume:
-        solver = _stored_config(args.resume).get("solver")
-        if not isinstance(solver, dict) or solver.get("model") != ENV_MODEL:
-            raise UserError(f"{args.resume} is not a serve-env run (its solver is a model): resume it with spade run")
+    if args.max_connections is not None:  # the server's own, as --max-sessions: a resume may change it
+        overrides.setdefault("env", {})["max_connections"] = args.max_connections
+    if args.mcp:
+        overrides.setdefault("env", {})["mcp"] = True
+    if args.resume:  # a run or solve directory is refused there, naming the command that continues it
         run, config = _open_resumed("serve-env", args, list(ENV_FLAGS.items()), overrides)
         try:
             _require_keys(config, generator=True, solver=False)
@@ -1186,7 +1317,7 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
     try:
         with session:
             return _serve_env(args, session, run, token)
-    except (EndpointDown, ExecutorError) as e:
+    except (EndpointDown, ExecutorError, EmptyEpochs) as e:
         return _stopped_early("serve-env", e, run.path)
     finally:
         run.unlock()
@@ -1203,7 +1334,7 @@ def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | No
     from .env.server import EnvServer
 
     def log(line: str) -> None:
-        print(f"spade serve-env: {line}", file=sys.stderr, flush=True)
+        _say(f"spade serve-env: {line}")
 
     c = session.config
     epochs = "until stopped" if c.controller.epochs == UNTIL_STOPPED else f"{c.controller.epochs} epochs"
@@ -1276,6 +1407,14 @@ COMMANDS = {
 }
 
 
+def _say(line: str) -> None:
+    """One line on stderr, as every line a run or its error tells leaves the process: credentials masked
+    (``redact``: an ``api_base`` with user-info, a key a model or a trainer echoed)."""
+    from .redact import redact_text
+
+    print(redact_text(line), file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1290,7 +1429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpadeError as e:
         if args.debug:
             raise
-        print(f"spade {args.command}: error: {e}", file=sys.stderr)
+        _say(f"spade {args.command}: error: {e}")
         return EXIT_USER if isinstance(e, UserError) else EXIT_INTERNAL
     except BrokenPipeError:
         return 0
@@ -1301,7 +1440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if why is None:
             return _internal_error(args.command, e)
         where = f" {e.filename}" if e.filename else ""
-        print(f"spade {args.command}: error:{where}: {e.strerror or why}", file=sys.stderr)
+        _say(f"spade {args.command}: error:{where}: {e.strerror or why}")
         return EXIT_USER
     except Exception as e:
         if args.debug:
@@ -1330,10 +1469,7 @@ _USER_OS_ERRORS = {
 
 
 def _internal_error(command: str, e: BaseException) -> int:
-    print(
-        f"spade {command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-        file=sys.stderr,
-    )
+    _say(f"spade {command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")
     return EXIT_INTERNAL
 
 

@@ -147,7 +147,9 @@ class SandboxConfig(_Section):
     timeout_s: float = Field(default=10.0, gt=0)
     """Wall-clock limit for one execution, in seconds."""
     test_timeout_s: float = Field(default=3.0, gt=0)
-    """Time budget of one test call inside an execution, in seconds."""
+    """CPU seconds one test call may use inside an execution (so a verdict does not move with the
+    machine's load); a call that blocks instead is stopped by a wall backstop (10 times this, never past
+    the execution's own deadline)."""
     memory_mb: int = Field(default=512, ge=16)
     """Memory limit of one execution, in MiB: everything it holds at once on bwrap and docker (its
     processes and threads together, the files it writes in its scratch directory and /dev/shm, and
@@ -215,6 +217,12 @@ class ControllerConfig(_Section):
     starts no new episode, finishes what runs, and records a warning. Unset: no limit."""
     novelty_threshold: float = Field(default=0.9, gt=0.0, le=1.0)
     """A task whose code is at least this similar to an accepted one is rejected as a duplicate."""
+    max_empty_epochs: int | None = Field(default=3, ge=1)
+    """Epochs in a row that accept no task before the run stops (exit 5, ``complete: false``, the
+    rejections named; ``--resume`` goes on, with as many again). None: it never stops for that."""
+    empty_epoch_pause_s: float = Field(default=1.0, ge=0.0)
+    """The pause before the epoch after one that accepted no task, doubled for each more in a row (at
+    most 60 s), so a generator that fails fast is not asked again at once. Not in the records."""
 
     @model_validator(mode="after")
     def _band_ordered(self) -> ControllerConfig:
@@ -273,10 +281,10 @@ class TrainerConfig(_Section):
     command: str | list[str] | None = None
     """The command to run (a list, or a string split like a shell's words; no shell runs it):
     ``{exports}``, ``{run_dir}`` and ``{epoch}`` in it are replaced, and without ``{exports}`` the
-    export folder is appended as the last argument. If it prints a JSON object (one line) naming a
-    model, later epochs use the last such: ``solver_model``/``api_base`` for the solver,
-    ``generator_model``/``generator_api_base`` for the generator, ``model``/``model_api_base`` for
-    both (a role's own key wins). None: no training step."""
+    export folder is appended as the last argument. If it writes a JSON object naming a model to
+    the file ``$SPADE_SWITCH_FILE`` names (its output is never read for one), later epochs use it:
+    ``solver_model``/``api_base`` for the solver, ``generator_model``/``generator_api_base`` for the
+    generator, ``model``/``model_api_base`` for both (a role's own key wins). None: no training step."""
     every_epochs: int = Field(default=1, ge=1)
     """Run the command after every this many epochs (after epochs N-1, 2N-1, ...)."""
     formats: list[ExportFormat] = Field(default_factory=_trainer_formats)
@@ -314,7 +322,8 @@ class RewardConfig(_Section):
     fail: float = -0.2
     """Reward of an episode that never passed (plus partial credit for tests passed)."""
     partial_credit: float = 0.3
-    """Credit for the fraction of tests the last attempt passed, on failure."""
+    """Credit for the fraction of the *hidden* tests the last attempt passed, on failure: an answer
+    that passes the tests shown and fails hidden ones (the hard-coding signature) earns none."""
     timeout: float = -0.5
     """Reward when the last attempt timed out."""
     error: float = -0.4
@@ -363,8 +372,26 @@ class EnvConfig(_Section):
     in seconds; past it the client gets an error and may retry. Keep it under the client's message
     timeout (openenv-core's ``EnvClient``: 60 s)."""
     max_sessions: int = Field(default=64, ge=1)
-    """WebSocket sessions served at once (openenv-core's ``max_concurrent_envs``); one more is refused
-    with ``CAPACITY_REACHED``. How many episodes run at once is ``controller.concurrency``."""
+    """Sessions served at once, every way in counted (openenv-core's ``max_concurrent_envs``); one more
+    is refused with ``CAPACITY_REACHED``. How many episodes run at once is ``controller.concurrency``."""
+    max_sessions_per_client: int | None = Field(default=None, ge=1)
+    """Sessions one client address may hold at once (over ``/ws``, and ``/mcp`` when on); one more is
+    refused with ``CAPACITY_REACHED``. None: ``max_sessions`` (clients on this machine share one address)."""
+    session_idle_s: float = Field(default=900.0, gt=0)
+    """A session that sends no message for this long, in seconds, is closed (WebSocket code 1001): its
+    episode is abandoned (recorded so, ``error`` naming the idle time) when its client was shown it,
+    else handed to the next client. Openenv-core's clients reconnect on their next ``reset``."""
+    max_message_bytes: int = Field(default=1 << 20, ge=4096)
+    """Largest WebSocket message taken (uvicorn's ``ws_max_size``: a larger one closes the connection,
+    code 1009), and largest ``/mcp`` body (413)."""
+    max_connections: int | None = Field(default=None, ge=1)
+    """Connections open at once (``--max-connections``). Past it, a new connection takes the slot of the
+    oldest one that has not sent a whole request (a slow or silent client), else it gets a 503. None, or
+    more than the descriptors allow: the open-files limit less a reserve for the run's own files."""
+    mcp: bool = False
+    """Serve openenv-core's MCP endpoints (``/mcp`` over HTTP and WebSocket, ``mcp`` messages on ``/ws``;
+    ``--mcp``). A session made over them belongs to the connection that made them: no other may use or
+    close it, and it ends with that connection. Off: they are refused (404)."""
 
 
 class RunConfig(_Section):

@@ -20,6 +20,7 @@ from typing import Any
 from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
 from .dedup import Deduper
+from .empty_epochs import EmptyEpochGuard
 from .episodes import Episodes, RunState
 from .evaluator import epoch_metrics, task_fingerprint
 from .executors import Checker, Executor
@@ -73,6 +74,7 @@ class Controller:
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
         self.deduper = Deduper(config.controller.novelty_threshold, self.state.tasks)
+        self.empty = EmptyEpochGuard(config.controller, run, log)
         self._mutation_s: dict[int, list[float]] = defaultdict(list)
         self._warnings: dict[int, list[str]] = defaultdict(list)
         """Warnings of the running epoch that only timing can cause (budgets)."""
@@ -97,11 +99,14 @@ class Controller:
     async def run_all(self) -> list[EpochMetrics]:
         finished = len(self.state.metrics)
         if finished:  # resume: a training step killed (or failed) after its epoch runs before the next
+            self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=True)
             await self.train_after(finished - 1)
         for epoch in range(finished, self.config.controller.epochs):
+            await self.empty.pause(self.state.metrics)
             row = await self.run_epoch(epoch)
             self.log(describe_epoch(row, said=self._printed))
             self._printed.update(row.warnings)
+            self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=False)
             await self.train_after(epoch)  # after the epoch's line: a training step may take hours
         self.write_summary(done=True)
         return self.state.metrics
@@ -352,7 +357,8 @@ class Controller:
             mutation_s=self._mutation_s.get(epoch, []),
             wall_s=wall_s,
         )
-        return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row)})
+        warned = [*row.warnings, *self.empty.last_epoch_warning(self.state.metrics, row, self.state.rejected)]
+        return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row), "warnings": warned})
 
     def write_summary(self, *, done: bool, stopped_because: str | None = None) -> None:
         summary = run_summary(

@@ -11,7 +11,8 @@ Exceptions are for the framework's own trouble, and tell apart whose fault it is
     │   └── LLMCallError       the endpoint failed for good (after retries)
     ├── SandboxUnavailable     the sandbox backend cannot run anything on this machine
     ├── ExecutorError          the executor lost its workers (a Ray worker died past its retries)
-    └── EndpointDown           a model endpoint stayed unusable: the run stops (exit 3), resumable
+    ├── EndpointDown           a model endpoint stayed unusable: the run stops (exit 3), resumable
+    └── EmptyEpochs            epoch after epoch accepted no task: the run stops (exit 5), resumable
 
 Each pickles with its fields, so an error raised in a remote worker is raised as itself in the driver.
 """
@@ -80,3 +81,17 @@ class EndpointDown(SpadeError):
 
     def __reduce__(self) -> tuple[type[EndpointDown], tuple[str, str]]:
         return type(self), (str(self), self.endpoint)
+
+
+class EmptyEpochs(SpadeError):
+    """``controller.max_empty_epochs`` epochs in a row accepted no task: the run stops with
+    ``complete: false`` and a message naming the rejections (the likely cause) instead of asking the
+    generator again and again; ``--resume`` goes on once the cause is fixed."""
+
+    def __init__(self, message: str, epoch: int = -1) -> None:
+        super().__init__(message)
+        self.epoch = epoch
+        """The last epoch of the empty streak (the one the run stopped after)."""
+
+    def __reduce__(self) -> tuple[type[EmptyEpochs], tuple[str, int]]:
+        return type(self), (str(self), self.epoch)

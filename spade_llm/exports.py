@@ -63,6 +63,11 @@ Split: a task is in ``test`` when the first 64 bits of ``sha256(task_id)``, as a
 below ``test_fraction``: stable across runs, processes (unlike ``hash``) and formats, and every row of
 a task lands in the same split, so no test task leaks into training through another format.
 
+Benchmark data: a task given to ``spade solve`` (any task of a directory it wrote: ``store.written_by``)
+or imported (``source`` other than ``generated``) is in ``test`` whatever its hash (``is_benchmark``):
+its rows are evaluation rows (a held-out set, verl's ``val_files``), never train rows, so a benchmark
+never trains the model it measures. The summary line says how many tasks that was.
+
 Identical rows are written once, the first kept: rows with the same training content (``sft``: the
 messages; ``dpo``: prompt, chosen and rejected; ``grpo``/``verl``: the prompt and the ground truth but
 its task id: the tests, kind, entry point, public count, ``check_code``...), whatever their ids. A
@@ -100,8 +105,10 @@ __all__ = [
     "ExportResult",
     "LeftOut",
     "export_run",
+    "is_benchmark",
     "require_pyarrow",
     "split_of",
+    "task_split",
     "tier_of",
 ]
 
@@ -184,6 +191,8 @@ class ExportResult:
     test: int
     tasks: int
     left_out: LeftOut = field(default_factory=LeftOut)
+    benchmark: int = 0
+    """Tasks of the run that are benchmark data (``is_benchmark``): test rows only."""
 
     def describe(self) -> str:
         """A line for the user (the CLI prints it on stderr), then one per reason anything was left out."""
@@ -191,6 +200,11 @@ class ExportResult:
         if self.rows == 0:
             line += ", nothing matched"
         lines = [f"{line} -> {self.path}"]
+        if self.benchmark:
+            lines.append(
+                f"{_count(self.benchmark, 'task')} of the run are benchmark data (given to spade solve, or "
+                "imported): evaluation rows, in the test split only, never a train row"
+            )
         left = self.left_out.lines()
         if left:
             lines.append("left out for verl's SandboxFusion judge:")
@@ -244,12 +258,27 @@ class ExportRun:
     public_tests: int
     prompts_dir: str | None
     tasks: list[TaskRecord]
+    benchmark: int = 0
+    """How many of the tasks are benchmark data (``is_benchmark``): in the test split, whatever their hash."""
 
 
 def split_of(task_id: str, test_fraction: float) -> str:
     """``test`` or ``train``, by sha256 of the task id: the same in every process, run and format."""
     h = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "big") / 2**64
     return "test" if h < test_fraction else "train"
+
+
+def is_benchmark(task: Task, given: bool) -> bool:
+    """Whether ``task`` is benchmark data, never a train row: a task the user gave ``spade solve``
+    (``given``: a directory it wrote), or one imported (``source`` other than ``generated``, which the
+    generator sets on every task it proposes)."""
+    return given or task.source != "generated"
+
+
+def task_split(task: Task, test_fraction: float, *, given: bool = False) -> str:
+    """The split of every row of ``task``: ``test`` for benchmark data (``is_benchmark``), else by its
+    id's hash (``split_of``). ``given``: the run directory was written by ``spade solve``."""
+    return "test" if is_benchmark(task, given) else split_of(task.task_id, test_fraction)
 
 
 def tier_of(passed: int, samples: int) -> str:
@@ -290,7 +319,8 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
     for task in records.tasks:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
     ordered = sorted(enumerate(seen.values()), key=task_order)
-    by_id = {t.task_id: TaskRecord(task=t, split=split_of(t.task_id, test_fraction)) for _, t in ordered}
+    given = records.command == "solve"  # its tasks were given to it, often a benchmark's
+    by_id = {t.task_id: TaskRecord(task=t, split=task_split(t, test_fraction, given=given)) for _, t in ordered}
     trajectory_ids: set[str] = set()
     for traj in records.trajectories:
         record = by_id.get(traj.task_id)
@@ -312,6 +342,7 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
         public_tests=public_tests if isinstance(public_tests, int) and public_tests > 0 else 3,
         prompts_dir=prompts_dir if isinstance(prompts_dir, str) else None,
         tasks=list(by_id.values()),
+        benchmark=sum(is_benchmark(r.task, given) for r in by_id.values()),
     )
 
 
@@ -823,5 +854,12 @@ def export_run(
     test = sum(_split_column(r) == "test" for r in rows)
     tasks = len({_task_id(r) for r in rows})
     return ExportResult(
-        path=path, fmt=fmt, rows=len(rows), train=len(rows) - test, test=test, tasks=tasks, left_out=left_out
+        path=path,
+        fmt=fmt,
+        rows=len(rows),
+        train=len(rows) - test,
+        test=test,
+        tasks=tasks,
+        left_out=left_out,
+        benchmark=run.benchmark,
     )

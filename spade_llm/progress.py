@@ -23,17 +23,22 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .episodes import RunState
     from .llm.stats import LLMStats
-    from .types import EpochMetrics
+    from .types import EpochMetrics, Rejection
 
 __all__ = [
     "LiveBlock",
     "PlainLog",
     "bar",
     "describe_epoch",
+    "empty_epochs_message",
+    "empty_streak",
     "epoch_lines",
     "is_live_terminal",
+    "likely_cause",
     "progress_block",
     "requests_line",
     "run_summary",
@@ -221,6 +226,50 @@ def describe_epoch(row: EpochMetrics, said: set[str] | frozenset[str] = frozense
         f"  -> next {row.next_difficulty:.2f}"
     )
     return line + "".join(f"\n  warning: {w}" for w in row.warnings if w not in said)
+
+
+def empty_streak(metrics: Sequence[EpochMetrics], since: int = 0) -> list[int]:
+    """The epochs, from ``since`` on, that end ``metrics`` having accepted no task, in a row (oldest first)."""
+    streak: list[int] = []
+    for row in reversed(metrics):
+        if row.epoch < since or row.tasks_accepted:
+            break
+        streak.append(row.epoch)
+    return streak[::-1]
+
+
+def likely_cause(reason: str) -> str:
+    """What a run whose proposals were mostly rejected for ``reason`` should look at first.
+
+    Answer-level reasons are ``evaluator.ANSWER_REASONS``, the list the funnel counts them by (one list:
+    a reason the generator learns to give is classed alike in both)."""
+    from .evaluator import ANSWER_REASONS
+
+    if reason in ANSWER_REASONS:
+        return "the generator's answers hold no usable task: check its model, server and generator.response_format"
+    if reason.startswith("llm_"):  # the request itself failed (generator.py: llm_<kind>)
+        return "the generator's requests fail: check its endpoint (--api-base), key and model name"
+    if reason == "duplicate":
+        return "the generator repeats tasks already accepted"
+    return "its tasks fail the gates"
+
+
+def empty_epochs_message(epochs: Sequence[int], rejected: Sequence[Rejection]) -> str:
+    """Why a run stopped after ``epochs`` (in a row) accepted no task, with the likely cause: their
+    rejections by reason, most first."""
+    from collections import Counter
+
+    within = set(epochs)
+    reasons = Counter(r.reason for r in rejected if r.epoch in within)
+    span = f"epoch {epochs[0]}" if len(epochs) == 1 else f"epochs {epochs[0]}-{epochs[-1]}"
+    head = f"{len(epochs)} epoch{'s' if len(epochs) > 1 else ''} in a row ({span}) accepted no task"
+    if not reasons:
+        return f"{head}; none of their proposals was decided (an epoch budget too short for one?)"
+    ranked = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{reason} {n}" for reason, n in ranked)
+    n = sum(reasons.values())
+    cause = likely_cause(ranked[0][0])
+    return f"{head}; the last {n} proposals were rejected: {listed} ({cause}; rejected.jsonl has each)"
 
 
 def run_summary(

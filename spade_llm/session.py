@@ -13,12 +13,13 @@ import platform
 import sys
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import RunConfig, config_from_dict, deep_merge
 from .controller import Controller
 from .episodes import Episodes, RunState
-from .errors import DISTRIBUTION, EndpointDown, ExecutorError, UserError
+from .errors import DISTRIBUTION, EmptyEpochs, EndpointDown, ExecutorError, UserError
 from .executors import Checker, Executor, LocalExecutor, start_ray_executor
 from .generator import LLMGenerator
 from .hooks import load_hooks
@@ -28,7 +29,7 @@ from .llm.registry import aclose_llm
 from .progress import progress_block, solve_lines, solve_summary
 from .solver import LLMSolver
 from .solver_session import SolverSession
-from .store import TASKS, RunDir, scrub_secrets
+from .store import TASKS, RunDir, check_written_by, run_command, scrub_secrets
 from .templates import Prompts
 from .trainer import RoleSwitch, Switch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
@@ -48,8 +49,12 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def manifest(config: RunConfig, prompts: Prompts, sandbox_name: str, executor: dict[str, Any]) -> dict[str, Any]:
+def manifest(
+    config: RunConfig, prompts: Prompts, sandbox_name: str, executor: dict[str, Any], command: str = "run"
+) -> dict[str, Any]:
+    """``manifest.json`` of a run started now by ``command`` (``run``, ``solve``, ``serve-env``)."""
     return {
+        "command": command,
         "spade_llm": _version(DISTRIBUTION),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -169,7 +174,9 @@ class Session(SolverSession):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write_header(self, run: RunDir, resumed: bool) -> None:
+    def _write_header(self, run: RunDir, resumed: bool, command: str = "run") -> None:
+        if self.config.prompts_dir is not None:  # a resume from elsewhere finds the same folder
+            self.config.prompts_dir = str(Path(self.config.prompts_dir).resolve())
         run.touch_journals()  # every SPEC file exists from the start, even if nothing is accepted
         run.write_yaml("config.yaml", scrub_secrets(self.config.model_dump(mode="json")))
         previous = run.read_json("manifest.json") if resumed else None
@@ -186,9 +193,12 @@ class Session(SolverSession):
                     "epochs": self.config.controller.epochs,
                 }
             )
+            folders = [previous.get("prompts_dir"), *(r.get("prompts_dir") for r in resumes if isinstance(r, dict))]
+            if self.config.prompts_dir != next((f for f in reversed(folders) if f is not None), None):
+                resumes[-1]["prompts_dir"] = self.config.prompts_dir  # a moved copy (hashes checked by the CLI)
             run.write_json("manifest.json", {**previous, "resumes": resumes})
         else:
-            header = manifest(self.config, self.prompts, self.sandbox_name, self.executor_info())
+            header = manifest(self.config, self.prompts, self.sandbox_name, self.executor_info(), command)
             run.write_json("manifest.json", header)
 
     def run(
@@ -197,8 +207,11 @@ class Session(SolverSession):
         """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch. ``live``:
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
+        command = run_command(self.config.solver.model)  # serve-env's solver is its clients
+        if resumed:  # never self-play into a benchmark's solve, nor the other way round
+            check_written_by(run.path, command)
         state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
-        self._write_header(run, resumed)
+        self._write_header(run, resumed, command)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
         if switched is not None:  # a resumed run plays with the models its training steps chose
@@ -251,7 +264,7 @@ class Session(SolverSession):
             try:
                 with block:
                     return await controller.run_all()
-            except (EndpointDown, ExecutorError) as e:  # nothing of it was recorded: --resume goes on from here
+            except (EndpointDown, ExecutorError, EmptyEpochs) as e:  # --resume goes on from here
                 controller.write_summary(done=False, stopped_because=str(e))
                 raise
             except UserError as e:  # a hook or the training step failed: the summary says why the run stopped
@@ -280,9 +293,11 @@ class Session(SolverSession):
         without an expected value get the reference's output first (``fill_expected``; the CLI does it
         before the run directory exists), so ``tasks.jsonl`` holds the values the episodes were judged on.
         """
+        if resumed:
+            check_written_by(run.path, "solve")
         state = RunState.load(run)  # checked first: a damaged directory is refused untouched
         tasks = self.fill_expected(tasks)
-        self._write_header(run, resumed=resumed)
+        self._write_header(run, resumed, "solve")
         k = self.config.solver.samples_per_task
         on_disk = len(state.trajectories)
         if not state.tasks:
@@ -343,6 +358,12 @@ def start_run(
 def solve_tasks(
     config: RunConfig, tasks: list[Task], run: RunDir, *, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
-    """The solver alone on existing tasks; see ``Session.solve``."""
+    """The solver alone on existing tasks; see ``Session.solve``. Tasks whose text shows a hidden
+    test with its answer are solved as written, marked (``kinds.mark_leaks``) and named in ``log``."""
+    from .kinds import leak_note, mark_leaks
+
     with Session(config, need_generator=False) as session:
+        tasks, leaking = mark_leaks(session.fill_expected(tasks), config.solver.public_tests)
+        if leaking:
+            log(leak_note(leaking))
         return session.solve(tasks, run, log=log)

@@ -27,7 +27,7 @@ from spade_llm.templates import Prompts
 from spade_llm.types import Task, Trajectory
 
 FORMATS = ("sft", "dpo", "grpo", "verl")
-KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
+KINDS_CONFIG = "seed: 3\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spade_llm.progress import LiveBlock, bar, is_live_terminal
 
@@ -136,3 +138,104 @@ def test_a_broken_render_shows_why_and_never_raises(monkeypatch: pytest.MonkeyPa
 def test_dumb_terminals_and_pipes_get_no_block(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", "dumb")
     assert not is_live_terminal(_FakeTerminal())
+
+
+# -- why a run stopped after epochs that accepted nothing (issue 35, finding 6) ---------------------------
+
+
+def _metrics(epoch: int, accepted: int):
+    from spade_llm.types import EpochMetrics
+
+    return EpochMetrics(
+        epoch=epoch,
+        difficulty=0.3,
+        pass_rate=None,
+        first_try_pass_rate=None,
+        mean_turns=None,
+        tasks_proposed=4,
+        tasks_accepted=accepted,
+        rejected_by_reason={},
+        novelty=0.0,
+        mean_reward=None,
+    )
+
+
+def _rejection(epoch: int, reason: str, index: int):
+    from spade_llm.types import Rejection
+
+    return Rejection(epoch=epoch, request_index=index, position=None, reason=reason)
+
+
+def test_the_empty_streak_is_the_last_epochs_in_a_row_since_a_stop() -> None:
+    from spade_llm.progress import empty_streak
+
+    rows = [_metrics(e, n) for e, n in enumerate([2, 0, 0, 1, 0, 0, 0])]
+    assert empty_streak(rows) == [4, 5, 6]
+    assert empty_streak(rows, since=6) == [6]  # a resume after a stop at epoch 5 counts from 6
+    assert empty_streak(rows, since=7) == []
+    assert empty_streak(rows[:4]) == [] and empty_streak([]) == []
+
+
+@pytest.mark.parametrize(
+    ("reasons", "said"),
+    [
+        (
+            ["bad_json"] * 20 + ["weak_tests"] * 4,
+            "the last 24 proposals were rejected: bad_json 20, weak_tests 4 (the generator's answers hold no usable "
+            "task: check its model, server and generator.response_format; rejected.jsonl has each)",
+        ),
+        (["duplicate", "duplicate", "bad_input"], "duplicate 2, bad_input 1 (the generator repeats tasks"),
+        (["weak_tests", "bad_input", "bad_input"], "bad_input 2, weak_tests 1 (its tasks fail the gates"),
+        ([], "none of their proposals was decided"),
+    ],
+)
+def test_the_stop_message_names_the_rejections_most_first_and_the_likely_cause(reasons: list[str], said: str) -> None:
+    from spade_llm.progress import empty_epochs_message
+
+    rejected = [_rejection(3 + i % 3, reason, i) for i, reason in enumerate(reasons)]
+    rejected.append(_rejection(2, "refusal", 99))  # before the streak: not its cause
+    message = empty_epochs_message([3, 4, 5], rejected)
+    assert message.startswith("3 epochs in a row (epochs 3-5) accepted no task; ") and said in message
+    assert "refusal" not in message
+    assert empty_epochs_message([7], []).startswith("1 epoch in a row (epoch 7) accepted no task")
+
+
+ANSWERS = "the generator's answers hold no usable task"
+GATES = "its tasks fail the gates"
+
+
+@pytest.mark.parametrize("reason", ["too_long", "malformed", "bad_json", "truncated", "refusal", "empty", "no_tasks"])
+def test_every_answer_level_reason_is_blamed_on_the_answers_never_on_the_gates(reason: str) -> None:
+    """The stop names the cause from evaluator's one list (before, progress kept a copy that lacked
+    ``too_long`` and ``malformed``: a streak of answers too long to read was blamed on the gates)."""
+    from spade_llm.progress import empty_epochs_message
+
+    message = empty_epochs_message([0, 1, 2], [_rejection(i % 3, reason, i) for i in range(6)])
+    assert ANSWERS in message and GATES not in message
+
+
+def test_failed_requests_are_blamed_on_the_endpoint() -> None:
+    from spade_llm.progress import empty_epochs_message
+
+    message = empty_epochs_message([0], [_rejection(0, "llm_timeout", i) for i in range(3)])
+    assert "the generator's requests fail" in message and GATES not in message
+
+
+KNOWN_REASONS = "bad_json too_long malformed invalid_task no_code duplicate weak_tests llm_auth leaks_hidden_test"
+
+
+@given(
+    reason=st.one_of(
+        st.sampled_from([*KNOWN_REASONS.split(), "undecided", "bad_input", "nondeterministic"]),
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=20),
+    )
+)
+def test_the_stop_and_the_funnel_class_every_reason_alike(reason: str) -> None:
+    """A reason the funnel takes from ``valid`` (a gate's) is the only kind the stop blames on the gates,
+    and one it counts as the answer's is blamed on the answers: one classification, whatever the reason."""
+    from spade_llm.evaluator import ANSWER_REASONS, funnel
+    from spade_llm.progress import empty_epochs_message
+
+    message = empty_epochs_message([4], [_rejection(4, reason, 0)])
+    assert (GATES in message) == (funnel(1, 1, [reason], 0)["valid"] == 0)
+    assert (ANSWERS in message) == (reason in ANSWER_REASONS)

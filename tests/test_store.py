@@ -97,3 +97,19 @@ def test_insert_puts_records_back_before_their_lines_in_one_replace(tmp_path):
         {"n": 5},
     ]
     assert not list((tmp_path / "r").glob(".*.tmp"))
+
+
+def test_a_stop_is_noted_once_in_the_manifest_and_kept_by_what_else_writes_it(tmp_path):
+    run = RunDir.create(tmp_path / "run")
+    run.write_json("manifest.json", {"command": "run", "resumes": []})
+    assert run.stopped_after("empty_epochs") == -1
+    run.note_stop(2, "empty_epochs", "3 epochs in a row")
+    run.note_stop(2, "empty_epochs", "again")  # the same stop noted twice (a resume after a kill): once
+    run.note_llm_fallbacks({"generator": ["json_schema"]})
+    run.note_stop(5, "empty_epochs", "3 more")
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert [(s["epoch"], s["detail"]) for s in manifest["stops"]] == [(2, "3 epochs in a row"), (5, "3 more")]
+    assert manifest["command"] == "run" and manifest["llm_fallbacks"] == {"generator": ["json_schema"]}
+    assert run.stopped_after("empty_epochs") == 5 and run.stopped_after("other") == -1
+    (run.path / "manifest.json").write_text("{not json")  # a damaged manifest: no stop known, none lost later
+    assert run.stopped_after("empty_epochs") == -1

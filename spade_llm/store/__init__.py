@@ -1,6 +1,8 @@
 """The store: a run directory on disk (``RunDir``, its journals), and ``read_run``, the one reader
-of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what resume asks more."""
+of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what resume asks more;
+``written_by`` (``provenance``) which command wrote a directory."""
 
+from .provenance import COMMANDS, check_written_by, run_command, written_by
 from .records import RunRecords, apply_repairs, check_integrity, read_run
 from .rundir import (
     JOURNALS,
@@ -21,6 +23,7 @@ from .rundir import (
 )
 
 __all__ = [
+    "COMMANDS",
     "JOURNALS",
     "LOCK_FILE",
     "METRICS",
@@ -36,8 +39,11 @@ __all__ = [
     "Store",
     "apply_repairs",
     "check_integrity",
+    "check_written_by",
     "read_jsonl",
     "read_numbered",
     "read_run",
+    "run_command",
     "scrub_secrets",
+    "written_by",
 ]

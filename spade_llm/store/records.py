@@ -29,6 +29,7 @@ from ..errors import UserError
 from ..text import clean_data, json_loads
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve
+from .provenance import command_of
 from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_numbered
 
 __all__ = ["RunRecords", "apply_repairs", "check_integrity", "read_run"]
@@ -66,6 +67,12 @@ class RunRecords:
     def is_solve(self) -> bool:
         """A ``spade solve`` directory: no plan, proposal or epoch was ever written."""
         return not (self.plans or self.proposals or self.metrics)
+
+    @property
+    def command(self) -> str | None:
+        """The command that wrote the directory (``run``, ``solve``, ``serve-env``; ``provenance``)."""
+        played = bool(self.plans or self.proposals or self.metrics)
+        return command_of(self.config, self.manifest, played=played, has_tasks=bool(self.tasks))
 
 
 def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
