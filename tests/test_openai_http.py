@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -138,15 +137,12 @@ async def test_concurrent_requests_overlap_and_connections_are_kept_alive(
         for i in range(3):  # sequential: one connection, reused
             assert (await llm.complete(ask(f"s{i}"))).text == f"echo:s{i}"
         assert len(server._connections) == 1
-        started = time.monotonic()
         answers = await asyncio.gather(*(llm.complete(ask(str(i), seed=i)) for i in range(16)))
-        wall = time.monotonic() - started
     finally:
         await llm.aclose()
     assert [a.text for a in answers] == [f"echo:{i}" for i in range(16)]
     assert answers[0].usage == TokenUsage(prompt_tokens=1, completion_tokens=3, cost=None)
-    assert wall < 2.0, wall  # 16 x 0.5 s = 8 s if they queued
-    assert server.stats.max_inflight == 16
+    assert server.stats.max_inflight == 16  # all at once: queued, they would have been one at a time
     assert spec_counts(stats) == {"requests": 19, "retries": 0, "failures": 0, "by_kind": {}}
 
 

@@ -255,15 +255,24 @@ async def test_max_inflight_per_endpoint_keeps_a_one_slot_server_at_one(fake_ser
 async def test_the_limit_is_per_server_and_load_spreads_over_the_list(fake_server: StartServer) -> None:
     a, b = fake_server(ECHO, answer_s=0.4, chunk_s=0.1), fake_server(ECHO, answer_s=0.4, chunk_s=0.1)
     llm, _ = make([a.url, b.url], max_inflight_per_endpoint=1)
-    started = time.monotonic()
+    both_busy = 0
+
+    async def watch() -> None:
+        # two at a time, not one: seen as both servers answering at once, not as a wall time (load moves it)
+        nonlocal both_busy
+        while True:
+            both_busy += a.stats.inflight == b.stats.inflight == 1
+            await asyncio.sleep(0.01)
+
+    watcher = asyncio.create_task(watch())
     try:
         await asyncio.gather(*(llm.complete(ask(str(i))) for i in range(6)))
     finally:
+        watcher.cancel()
         await llm.aclose()
-    wall = time.monotonic() - started
     assert a.stats.max_inflight == b.stats.max_inflight == 1
     assert a.stats.completions == b.stats.completions == 3
-    assert wall < 6 * 0.4  # two at a time, not one
+    assert both_busy > 0
 
 
 async def test_roles_on_one_server_share_its_slots(fake_server: StartServer) -> None:
@@ -391,7 +400,8 @@ async def test_a_finished_answer_on_a_stream_left_open_stands(fake_server: Start
         mock.post(URL).mock(side_effect=held)
         started = time.monotonic()
         answer = await llm.complete(ask("x"))
-    assert (answer.text, answer.finish_reason) == ("whole", "stop") and time.monotonic() - started < 2.0
+    assert (answer.text, answer.finish_reason) == ("whole", "stop")
+    assert time.monotonic() - started < 15  # not held the 30 s the server keeps it open
     assert stats.summary()["retries"] == 0
 
 

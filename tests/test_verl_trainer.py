@@ -69,6 +69,7 @@ from trainer_kit import (
 )
 
 from spade_llm import read_run, rewards
+from spade_llm.kinds import get_kind
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]
 
@@ -318,10 +319,15 @@ def rows(exports: Exports) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def passing(exports: Exports) -> dict[str, str]:
-    """A passing answer per task id: the final assistant message of its ``--final-only`` SFT row."""
+    """A passing answer per task id: the final assistant message of its ``--final-only`` SFT row, or for a
+    task no attempt passed (the verl export holds every task, the SFT one only those solved) the kind's
+    reference answer, in a code block as a model writes it."""
     answers: dict[str, str] = {}
     for row in read_jsonl(exports.sft_final):
         answers.setdefault(row["task_id"], row["messages"][-1]["content"])
+    for task in read_run(exports.run).tasks:
+        answer = get_kind(task.kind).reference_answer(task)
+        answers.setdefault(task.task_id, answer if answer.startswith("```") else f"```python\n{answer}\n```")
     return answers
 
 
