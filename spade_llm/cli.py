@@ -29,10 +29,67 @@ EXIT_INTERNAL = 1
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line instead of usage + error."""
+    """argparse that reports a bad flag in one line instead of usage + error, and takes no abbreviation
+    (``--epoch`` is not ``--epochs``: a prefix that matches today may match two flags tomorrow)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``spade run``...), or ``parser`` itself when there is none."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return parser
+
+
+def version_text() -> str:
+    """``spade --version``: the package's version, and the commit when run from a git checkout."""
+    import subprocess
+    from pathlib import Path
+
+    from . import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    commit = ""
+    if (root / ".git").exists():
+        try:
+            found = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            found = None
+        if found is not None and found.returncode == 0 and found.stdout.strip():
+            dirty = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+            commit = f" (commit {found.stdout.strip()}{'+changes' if dirty.stdout.strip() else ''})"
+    return f"spade {__version__}{commit}"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: printed, then exit 0; the commit is looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit(0)
 
 
 def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
@@ -91,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--version", action=_VersionAction, help="print the version (and the git commit of a checkout)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add = sub.add_parser
 
@@ -118,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=_positive(int), help="solver attempts per task")
     run.add_argument("--samples-per-task", type=_positive(int), help="independent solver episodes per task (K)")
     run.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
+    run.add_argument(
+        "--kinds", type=_kinds, help="comma-separated task kinds to propose (induction,deduction,abduction)"
+    )
     _sandbox_flag(run, help="sandbox backend")
     _executor_flags(run)
     run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
@@ -572,6 +633,7 @@ RUN_FLAGS = {
     "max_turns": "solver.max_turns",
     "samples_per_task": "solver.samples_per_task",
     "goal": "curriculum.goal",
+    "kinds": "curriculum.kinds",
     "sandbox": "sandbox.backend",
     "executor": "executor",
     "ray_address": "ray.address",
@@ -1261,11 +1323,9 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-ENV_FLAGS = {k: v for k, v in RUN_FLAGS.items() if k not in ("executor", "ray_address", "report")} | {
-    "kinds": "curriculum.kinds"
-}
+ENV_FLAGS = {k: v for k, v in RUN_FLAGS.items() if k not in ("executor", "ray_address", "report")}
 """``spade serve-env`` flag -> the config key it sets: ``spade run``'s generator-side flags (the clients
-are the solver: no solver model; episodes run here, so no executor; no per-epoch report) and ``--kinds``."""
+are the solver: no solver model; episodes run here, so no executor; no per-epoch report)."""
 
 
 def cmd_serve_env(args: argparse.Namespace) -> int:
@@ -1417,7 +1477,9 @@ def _say(line: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command typed (``spade run: error: ...``), not by ``spade``
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not args.command:
         parser.print_help()
         return EXIT_USER

@@ -505,11 +505,59 @@ def _refuse_keys(data: dict[str, Any], origin: str) -> None:
                 )
 
 
-def _describe(err: ValidationError) -> str:
+def _fields_at(path: tuple[Any, ...]) -> list[str] | None:
+    """The keys a config section at ``path`` (``("solver",)``) takes, None when it is no section."""
+    model: Any = RunConfig
+    for name in path:
+        field = model.model_fields.get(name) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return None
+        model = field.annotation
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(model.model_fields)
+    return None
+
+
+def _key_line(text: str, path: tuple[Any, ...]) -> int | None:
+    """The line (1-based) of the key at ``path`` in YAML ``text``, None when it is not there."""
+    try:
+        node = yaml.compose(text)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    line = None
+    for name in path:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(name):
+                node, line = value, key.start_mark.line + 1
+                break
+        else:
+            return None
+    return line
+
+
+def _describe(err: ValidationError, sources: tuple[tuple[str, str], ...] = ()) -> str:
+    """The first error in one line; a key no section has gets the nearest valid one and the line of
+    ``sources`` (``(origin, YAML text)``, the last one first) where it is written."""
+    import difflib
+
     first = err.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "config"
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
+    what = first["msg"]
+    if first["type"] == "extra_forbidden" and first["loc"]:
+        path, key = tuple(first["loc"][:-1]), str(first["loc"][-1])
+        what = "unknown key"
+        near = difflib.get_close_matches(key, _fields_at(path) or [], n=1, cutoff=0.6)
+        if near:
+            what += f"; did you mean {near[0]}?"
+        for origin, text in reversed(sources):
+            line = _key_line(text, tuple(first["loc"]))
+            if line is not None:
+                what += f" ({origin} line {line})"
+                break
+    return f"{where}: {what}{more}"
 
 
 def _read_config_text(p: Path) -> str:
@@ -555,12 +603,14 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     """
     data = default_config_dict()
     origin = "default.yaml"
+    sources: tuple[tuple[str, str], ...] = ()
     if path is not None:
         p = Path(path)
         preset = None if p.exists() else _preset_text(str(path))
         if preset is not None:
             data = deep_merge(data, _read_yaml(preset, f"preset {p.stem}"))
             origin = f"preset {p.stem}"
+            sources = ((origin, preset),)
         else:
             try:
                 text = _read_config_text(p)
@@ -570,13 +620,14 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
                 raise UserError(f"{e} (or name a preset: {', '.join(presets())})") from None
             data = deep_merge(data, _read_yaml(text, str(p)))
             origin = str(p)
+            sources = ((origin, text),)
     if overrides:
         data = deep_merge(data, overrides)
     _refuse_keys(data, origin)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
-        raise UserError(f"invalid config ({origin} + flags): {_describe(e)}") from None
+        raise UserError(f"invalid config ({origin} + flags): {_describe(e, sources)}") from None
 
 
 def config_from_dict(data: dict[str, Any], origin: str) -> RunConfig:
