@@ -1,4 +1,4 @@
-"""Expected values filled from the reference, for ``solve`` and ``evaluate`` (SPEC "Additions": tasks
+"""Expected values filled from the reference, for ``solve`` and ``evaluate`` (docs/records.md: tasks
 without expected values).
 
 A task file may give a test's input alone (``{"input": "(1, 2)"}``): its expected value is what the

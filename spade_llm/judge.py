@@ -133,7 +133,7 @@ def final_status(result: ExecutionResult) -> FinalStatus:
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """Limits and backend for ``verify``/``evaluate``: SPEC defaults, or a run config's ``sandbox:``."""
+    """Limits and backend for ``verify``/``evaluate``: the default limits, or a run config's ``sandbox:``."""
 
     limits: Limits
     test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
@@ -148,7 +148,7 @@ class JudgeSettings:
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
-    """The ``sandbox:`` section of the run config at ``config_path`` (SPEC defaults when None), with
+    """The ``sandbox:`` section of the run config at ``config_path`` (the default limits when None), with
     ``overrides`` (``timeout_s``, ``backend``...; None values ignored) on top.
 
     The config models are imported only when a file is given: ``verify`` and ``evaluate`` start fast.

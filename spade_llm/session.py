@@ -177,7 +177,7 @@ class Session(SolverSession):
     def _write_header(self, run: RunDir, resumed: bool, command: str = "run") -> None:
         if self.config.prompts_dir is not None:  # a resume from elsewhere finds the same folder
             self.config.prompts_dir = str(Path(self.config.prompts_dir).resolve())
-        run.touch_journals()  # every SPEC file exists from the start, even if nothing is accepted
+        run.touch_journals()  # every journal exists from the start, even if nothing is accepted
         run.write_yaml("config.yaml", scrub_secrets(self.config.model_dump(mode="json")))
         previous = run.read_json("manifest.json") if resumed else None
         if isinstance(previous, dict):  # the original start stays; each resume is appended

@@ -1,6 +1,6 @@
 """Stage 2: prove a proposed task sound before anyone is asked to solve it.
 
-Gates, in SPEC order; the first that fails is the task's ``reason``:
+Gates, in order (docs/records.md, "Rejection reasons"); the first that fails is the task's ``reason``:
 ``syntax_error``, ``banned_import`` (only when ``validation.banned_imports`` names modules),
 ``missing_entry_point``, ``bad_input``, ``too_few_tests``, ``leaks_hidden_test`` (the kinds' leak
 gate, ``kinds.run_gates``: a hidden test shown in what the solver reads), ``timeout``, ``runtime_error``,
@@ -289,7 +289,7 @@ class Validator:
         return None
 
     def validate(self, task: Task, *, test_strength: bool = True) -> ValidationReport:
-        """SPEC's gates in order. ``test_strength=False`` stops before ``weak_tests`` (stand-ins and
+        """The gates in order. ``test_strength=False`` stops before ``weak_tests`` (stand-ins and
         mutants): kinds whose tests are queries rather than a specification judge that their own way."""
         total = len(task.tests)
 

@@ -4,7 +4,8 @@ Two families of faults are counted apart, because they call for different fixes:
 
 * **transport faults** (``rate_limit``, ``server_error``, ``timeout``, ``connection``,
   ``bad_response``...): the endpoint failed to deliver an answer. Each retry counts one under
-  ``retried``, a request that fails for good one under ``failed``; SPEC's ``by_kind`` is their sum.
+  ``retried``, a request that fails for good one under ``failed``; ``by_kind`` (summary.json,
+  docs/records.md) is their sum.
 * **content faults** (``bad_json``, ``truncated``, ``refusal``, ``no_code``, ``empty``...): an
   answer arrived and was unusable. Nothing is retried; the prompt or the token limit needs a look.
 

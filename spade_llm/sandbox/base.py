@@ -31,7 +31,7 @@ class CancelHook(Protocol):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-execution limits (SPEC defaults).
+    """Per-execution limits (the defaults: docs/sandbox.md).
 
     ``memory_mb`` is all the memory an execution may hold at once, on the isolating backends (bwrap
     with cgroups, docker): its processes and threads together, the files it writes into its scratch

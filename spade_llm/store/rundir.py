@@ -110,7 +110,7 @@ command with one line and exit 2; anything else is a bug and propagates."""
 
 
 class RunDir:
-    """A run directory on disk (SPEC "Run directory")."""
+    """A run directory on disk (every file: docs/records.md)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
