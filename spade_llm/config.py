@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .kinds.names import DEFAULT_KIND
 from .sandbox.base import Limits
 from .sandbox.registry import AUTO, BACKEND_NAMES
 from .types import TaskKind
@@ -176,7 +177,7 @@ class SandboxConfig(_Section):
 
 
 class ValidationConfig(_Section):
-    """Gates a proposed task passes besides SPEC's (which always apply)."""
+    """Gates a proposed task passes besides the standard ones (docs/records.md; those always apply)."""
 
     banned_imports: list[str] = Field(default_factory=list)
     """Modules a generated task's reference may not import (by top-level name), rejected as
@@ -232,8 +233,8 @@ class ControllerConfig(_Section):
         return self
 
 
-def _induction_only() -> list[TaskKind]:
-    return ["induction"]
+def _default_kinds() -> list[TaskKind]:
+    return [DEFAULT_KIND]
 
 
 class CurriculumConfig(_Section):
@@ -244,7 +245,7 @@ class CurriculumConfig(_Section):
     proposal prompt carries it."""
     topics: list[str] | None = None
     """Focus topics handed round an epoch's requests; unset: the built-in list (strings, lists, ...)."""
-    kinds: dict[TaskKind, float] | list[TaskKind] = Field(default_factory=_induction_only)
+    kinds: dict[TaskKind, float] | list[TaskKind] = Field(default_factory=_default_kinds)
     """Task kinds to propose: a mix ``{induction: 0.6, deduction: 0.2, abduction: 0.2}`` (weights), or a
     list of names (equal weights); an epoch's requests get their kinds by ``kinds.allocate_kinds``."""
 

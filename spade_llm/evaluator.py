@@ -90,27 +90,11 @@ def credited_fraction(passed: int, total: int, public_passed: int, public_total:
 
 def shown_tests(kind: str, public_passed: int, public_total: int, *, after_feedback: bool) -> tuple[int, int]:
     """The public tests partial credit counts as *shown* for one answer to a task of ``kind``, as
-    ``credited_fraction``'s last two arguments: (``public_passed``, ``public_total``) when the solver
-    had seen their expected values, else (0, 0) (every test then counts).
-
-    Which is the kind's rule (``TaskKind.public_answers_in_prompt``): induction's first prompt lists
-    its public tests with their answers, so they are shown from the first turn; a query kind's
-    (deduction, abduction) asks for those answers, so they are shown only to an answer written
-    ``after_feedback`` told their verdicts (a repair turn: a prediction told right is known right, a
-    yes/no one told wrong is told its answer). A first answer to a query task is paid on every query.
-
-    >>> shown_tests("induction", 2, 3, after_feedback=False)
-    (2, 3)
-    >>> shown_tests("deduction", 2, 3, after_feedback=False)
-    (0, 0)
-    >>> shown_tests("deduction", 2, 3, after_feedback=True)
-    (2, 3)
-    """
+    ``credited_fraction``'s last two arguments: the kind's rule (``TaskKind.shown_tests``: whether
+    the solver had seen their expected values when it wrote that answer)."""
     from .kinds import get_kind
 
-    if after_feedback or get_kind(kind).public_answers_in_prompt:
-        return public_passed, public_total
-    return 0, 0
+    return get_kind(kind).shown_tests(public_passed, public_total, after_feedback=after_feedback)
 
 
 def next_difficulty(
@@ -169,7 +153,7 @@ def task_stats(task_id: str, epoch: int, kind: str, trajectories: Sequence[Traje
     return TaskStats(
         task_id=task_id,
         epoch=epoch,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         samples=n,
         passed=passed,
         pass_rate=round(passed / n, 6),

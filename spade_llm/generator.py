@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError, create_model
 
 from .errors import LLMCallError
+from .kinds.names import DEFAULT_KIND
 from .llm.base import LLM, TRUNCATED, LLMRequest, ResponseFormat
 from .llm.stats import LLMStats, RoleStats
 from .seeding import derive_seed
@@ -348,7 +349,7 @@ class ProposalContext:
     """A topic this request should be about (the controller spreads topics over requests)."""
     goal: str | None = None
     """The capability the tasks should train (``curriculum.goal``)."""
-    kind: str = "induction"
+    kind: str = DEFAULT_KIND
     run_seed: int = 0
     """The run's seed: task ids derive from it, so they do not depend on how request seeds are made."""
     example_rates: dict[str, float] = field(default_factory=dict)
@@ -375,7 +376,7 @@ def make_task_id(seed: int, epoch: int, position: tuple[int, int], item: dict[st
     return f"e{epoch}-{hashlib.sha256(content.encode()).hexdigest()[:10]}"
 
 
-def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str = "induction") -> Task:
+def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str = DEFAULT_KIND) -> Task:
     """A Task from one proposed JSON object (pydantic-validated)."""
     if not isinstance(item, dict):
         raise ValueError(f"a task must be a JSON object, got {type(item).__name__}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UserError
+from .kinds import DEFAULT_KIND, get_kind
 from .types import Task, TestCase
 
 __all__ = [
@@ -60,7 +61,7 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         "tests": [t.dump() for t in task.tests],
         "public": public,
     }
-    if task.kind != "induction":
+    if get_kind(task.kind).needs_reference:
         gt["reference_code"] = task.reference_code
     if task.check_code:
         gt["check_code"] = task.check_code
@@ -91,7 +92,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
         public = int(value.get("public", 1))
         task = Task(
             task_id=str(value.get("task_id") or "task"),
-            kind=value.get("kind") or "induction",
+            kind=value.get("kind") or DEFAULT_KIND,
             description="",
             entry_point=value["entry_point"],
             reference_code=value.get("reference_code") or "",
@@ -103,7 +104,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]
         raise UserError(f"not a spade_llm ground truth: {why}") from None
-    if task.kind != "induction" and not task.reference_code:
+    if get_kind(task.kind).needs_reference and not task.reference_code:
         raise UserError(f"a {task.kind} ground truth needs its reference_code")
     return task, max(0, min(public, len(tests)))
 
@@ -212,7 +213,7 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     from .sandbox.verdict import matches
     from .validation import STAND_INS
 
-    if task.kind != "induction":
+    if not get_kind(task.kind).sandbox_fusion:
         return SandboxFusionForm(None, LEFT_OUT_NOT_INDUCTION)
     if task.check_code:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
@@ -272,6 +273,6 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
     Raises:
         UserError: not an induction task, or a test without its expected value.
     """
-    if task.kind != "induction" or task.check_code:
+    if not get_kind(task.kind).sandbox_fusion or task.check_code:
         raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
     return sandbox_fusion_form(task).truth

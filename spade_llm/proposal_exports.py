@@ -113,6 +113,7 @@ from .exports import (
     unique,
     write_jsonl,
 )
+from .kinds.names import DEFAULT_KIND
 from .store import RunRecords, read_run
 from .types import Task, TaskStats, decision_key, task_epoch
 
@@ -422,7 +423,7 @@ def _answers(
             prompt=prompt,
             text=str(row.get("text") or ""),
             n=max(1, _int(row.get("n"), planned.n if planned is not None else 1)),
-            kind=planned.kind if planned is not None else str(first_task.get("kind") or "induction"),
+            kind=planned.kind if planned is not None else str(first_task.get("kind") or DEFAULT_KIND),
             target_difficulty=plan.target_difficulty if plan is not None else _target(first_task),
             generator_model=row.get("generator_model") if isinstance(row.get("generator_model"), str) else None,
         )

@@ -104,7 +104,7 @@ from .dedup import SEALED_KEY, Deduper
 from .errors import SpadeError, UserError
 from .evaluator import learnability, task_fingerprint
 from .generator import BadAnswer, answer_items, candidates, first_error
-from .kinds import get_kind
+from .kinds import DEFAULT_KIND, get_kind
 from .llm.registry import aclose_llm
 from .rewards import Rewarder, completion_text
 from .sandbox.base import Sandbox
@@ -319,7 +319,7 @@ def _read_row(row: Mapping[str, Any], config: RunConfig) -> _Row | None:
     """A row's request (None when its ``n`` is None: the reward does not apply to it)."""
     if row.get("n") is None:
         return None
-    kind = row.get("kind") or "induction"
+    kind = row.get("kind") or DEFAULT_KIND
     get_kind(str(kind))  # an unknown kind: a UserError naming the known ones
     difficulty = row.get("difficulty")
     if difficulty is None:

@@ -40,7 +40,7 @@ Use:
 Speed: the sandbox is created once and kept (bwrap keeps warm workers, which is what makes a call
 cheap), and one call's completions are judged concurrently on a bounded thread pool. The module's
 functions share a default ``Rewarder`` built on first use: backend from ``$SPADE_SANDBOX``
-(default ``auto``), SPEC's default limits and per-test timeout, closed at interpreter exit. Build a
+(default ``auto``), the default limits and per-test timeout, closed at interpreter exit. Build a
 ``Rewarder`` of your own for other settings. A ``Rewarder`` pickles (TRL's ``AsyncGRPOTrainer``
 pickles reward functions into its rollout process; Ray ships verl's to workers): the copy starts
 its own sandbox on first use, as does a forked child.
@@ -66,8 +66,8 @@ from .errors import SandboxUnavailable, UserError
 from .evaluator import credited_fraction, shown_tests
 from .groundtruth import task_from_ground_truth
 from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
-from .kinds import get_kind
-from .kinds.base import PYTHON_TAGS, fenced_blocks
+from .kinds import DEFAULT_KIND, get_kind
+from .kinds.base import strict_python_block
 from .lazy import lazy_exports
 from .sandbox.base import Limits, Sandbox
 from .sandbox.registry import AUTO
@@ -109,23 +109,11 @@ SANDBOX_ENV: Final = "SPADE_SANDBOX"
 # -- reading answers ---------------------------------------------------------------------------------
 
 
-def strict_python_block(text: str) -> str:
-    """The last fenced block tagged python (``python``, ``py``, ``python3``), or '' when there is none.
-
-    Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
-    without the asked-for block would teach the policy that the format does not matter."""
-    bodies = [body for lang, body in fenced_blocks(text) if lang in PYTHON_TAGS]
-    if not bodies or not bodies[-1].strip():
-        return ""
-    return bodies[-1].strip("\n") + "\n"
-
-
 def extract_answer(task: Task, text: str) -> str:
-    """What gets judged in a model's answer ``text``: the strict python block for ``induction``, the
-    kind's ``parse_answer`` for the others; '' when there is nothing to judge."""
-    if task.kind == "induction":
-        return strict_python_block(text)
-    return get_kind(task.kind).parse_answer(text)
+    """What gets judged in a model's answer ``text``, as the task's kind reads a whole completion
+    (``TaskKind.read_strict``: the strict python block for ``induction``, the kind's
+    ``parse_answer`` for the others); '' when there is nothing to judge."""
+    return get_kind(task.kind).read_strict(text)
 
 
 def completion_text(completion: Any) -> str:
@@ -211,8 +199,8 @@ def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: A
             tests = json.loads(tests)
         except ValueError as e:
             raise UserError(f"the tests column is not JSON: {e}") from None
-    kind = kind or "induction"
-    if kind != "induction" and not extra.get("reference_code"):
+    kind = kind or DEFAULT_KIND
+    if get_kind(str(kind)).needs_reference and not extra.get("reference_code"):
         raise UserError(f"a {kind} task needs its program: use the `ground_truth` column (the `tests` column lacks it)")
     value: dict[str, Any] = {"tests": tests, "entry_point": entry_point, "kind": kind}
     for key in ("reference_code", "public", "task_id"):
@@ -345,7 +333,7 @@ class Rewarder:
     started ``sandbox`` (the rewarder then does not close it). ``auto`` that finds no isolating
     backend is refused unless ``allow_unsafe`` (completions are untrusted code); a backend named
     explicitly, ``subprocess`` included, is taken as the user's choice. ``limits`` and ``test_timeout_s``
-    default to SPEC's (as ``spade verify``), ``max_timeouts`` to the loop's (tests that may time out
+    default to the sandbox's defaults (as ``spade verify``), ``max_timeouts`` to the loop's (tests that may time out
     before an execution stops calling the entry point). ``max_workers`` bounds how many answers of one call are
     judged at once (default: twice the CPU count, at most 32: an execution waits on
     its sandbox's process part of the time; on 2 cores 4 judged 1.4x as fast as 2).

@@ -372,8 +372,8 @@ class LLMSolver:
                 )
             )
             fraction = credited_fraction(last_attempt.result.tests_passed or 0, total, *shown)
-            if (  # a wrong hidden prediction (a query kind's answers are not shown) is a mistake, not hardcoding
-                get_kind(task.kind).public_answers_in_prompt
+            if (  # the kind says whether passing the public tests and failing a hidden one suggests hardcoding
+                get_kind(task.kind).flags_hardcoding
                 and status != "passed"
                 and last_attempt.public_total
                 and last_attempt.public_passed == last_attempt.public_total

@@ -19,95 +19,59 @@ from .errors import TemplateError, UserError
 
 PACKAGED_DIR = Path(str(resources.files("spade_llm.prompts")))
 
-# What each template is rendered with: `spade prompts check` renders a user's override with
-# these sample values, so a template that uses an undefined variable fails there, not mid-run.
-TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = {
-    "generator/system.j2": {},
-    "generator/propose.j2": {
-        "n": 4,
-        "difficulty": 0.5,
-        "capability": 0.5,
-        "avoid_tags": ["strings"],
-        "focus": "graphs",
-        "goal": "dynamic programming on strings",
-        "examples": [
-            {
-                "entry_point": "f",
-                "difficulty": 0.4,
-                "description": "d",
-                "reference_code": "def f(x):\n    return x\n",
-                "tests": [{"input": "(1,)", "expected": 1}],
-                "tags": ["t"],
-                "pass_rate": 0.5,
-                "edge": "edge",
-            },
-            {
-                "entry_point": "g",
-                "difficulty": 0.2,
-                "description": "e",
-                "reference_code": "def g(x):\n    return x\n",
-                "tests": [{"input": "(1,)", "expected": 1}],
-                "tags": [],
-                "pass_rate": None,
-                "edge": None,
-            },
-        ],
-        "json_shape": '{"tasks": [...]}',
-        "kind": "deduction",
-    },
-    "solver/system.j2": {},
-    "solver/tools.j2": {"kind": "induction", "public": 3},
-    "solver/first.j2": {
-        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
-        "public_tests": [{"input": "(1,)", "expected": "1"}],
-    },
-    "solver/deduction_first.j2": {
-        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
-        "public_tests": [{"input": "(1,)", "expected": "1"}],
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"call": "f(1)"}],
-    },
-    "solver/abduction_first.j2": {
-        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
-        "public_tests": [{"input": "(1,)", "expected": "2"}],
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"output": "2"}],
-    },
-    "solver/deduction_repair.j2": {
-        "entry_point": "f",
-        "turn": 2,
-        "code": "f(1) == 3",
-        "status": "ok",
-        "passed": 0,
-        "total": 1,
-        "failing": [{"input": "(1,)", "expected": "2", "output": "3", "error": None}],
-        "stderr_tail": "",
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"call": "f(1)"}],
-    },
-    "solver/abduction_repair.j2": {
-        "entry_point": "f",
-        "turn": 2,
-        "code": "f(5) == 2",
-        "status": "ok",
-        "passed": 0,
-        "total": 1,
-        "failing": [{"input": "(5,)", "expected": "2", "output": "6", "error": None}],
-        "stderr_tail": "",
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"output": "2"}],
-    },
-    "solver/repair.j2": {
-        "entry_point": "f",
-        "turn": 2,
-        "code": "def f(x):\n    return x\n",
-        "status": "error",
-        "passed": 0,
-        "total": 3,
-        "failing": [{"input": "(1,)", "expected": "2", "output": "1", "error": None}],
-        "stderr_tail": "Traceback ...\nValueError: bad",
-    },
-}
+KIND_VARIABLE = "kind"
+"""A template rendered with this variable (the proposal and tool templates) is checked once per kind."""
+
+
+def _template_variables() -> dict[str, dict[str, Any]]:
+    """What each template is rendered with: `spade prompts check` renders a user's override with
+    these sample values, so a template that uses an undefined variable fails there, not mid-run. Each
+    kind's first and repair templates take the samples its ``TaskKind`` gives."""
+    from .kinds import DEFAULT_KIND, KIND_NAMES, get_kind
+
+    kinds = [get_kind(name) for name in KIND_NAMES]
+    return {
+        "generator/system.j2": {},
+        "generator/propose.j2": {
+            "n": 4,
+            "difficulty": 0.5,
+            "capability": 0.5,
+            "avoid_tags": ["strings"],
+            "focus": "graphs",
+            "goal": "dynamic programming on strings",
+            "examples": [
+                {
+                    "entry_point": "f",
+                    "difficulty": 0.4,
+                    "description": "d",
+                    "reference_code": "def f(x):\n    return x\n",
+                    "tests": [{"input": "(1,)", "expected": 1}],
+                    "tags": ["t"],
+                    "pass_rate": 0.5,
+                    "edge": "edge",
+                },
+                {
+                    "entry_point": "g",
+                    "difficulty": 0.2,
+                    "description": "e",
+                    "reference_code": "def g(x):\n    return x\n",
+                    "tests": [{"input": "(1,)", "expected": 1}],
+                    "tags": [],
+                    "pass_rate": None,
+                    "edge": None,
+                },
+            ],
+            "json_shape": '{"tasks": [...]}',
+            KIND_VARIABLE: DEFAULT_KIND,
+        },
+        "solver/system.j2": {},
+        "solver/tools.j2": {KIND_VARIABLE: DEFAULT_KIND, "public": 3},
+        **{kind.first_template: dict(kind.sample_first) for kind in kinds},
+        **{kind.repair_template: dict(kind.sample_repair) for kind in kinds},
+    }
+
+
+TEMPLATE_VARIABLES: dict[str, dict[str, Any]] = _template_variables()
 
 
 class Prompts:
@@ -162,10 +126,12 @@ class Prompts:
         """Render every template with sample values; return one problem line per failure."""
         problems = []
         for name, variables in sample.items():
-            try:
-                self.render(name, **variables)
-            except TemplateError as e:
-                problems.append(str(e))
+            for each in _per_kind(variables):
+                try:
+                    self.render(name, **each)
+                except TemplateError as e:
+                    problems.append(str(e))
+                    break
         if self.user_dir is not None:
             known = set(sample)
             for path in sorted(self.user_dir.rglob("*.j2")):
@@ -173,6 +139,15 @@ class Prompts:
                 if rel not in known:
                     problems.append(f"{path}: not a template spade uses (known: {', '.join(sorted(known))})")
         return problems
+
+
+def _per_kind(variables: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``variables``, once for each kind when they hold a ``kind`` (each kind's branch is rendered)."""
+    if KIND_VARIABLE not in variables:
+        return [dict(variables)]
+    from .kinds import KIND_NAMES
+
+    return [{**variables, KIND_VARIABLE: name} for name in KIND_NAMES]
 
 
 def list_templates() -> list[str]:

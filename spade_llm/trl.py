@@ -47,12 +47,10 @@ from typing import Any, TypeVar
 
 from .errors import UserError, pip_install
 from .evaluator import credited_fraction, shown_tests
-from .kinds import get_kind
-from .kinds.induction import extract_code
-from .kinds.queries import call_text
+from .kinds import DEFAULT_KIND, get_kind
 from .rewards import Rewarder, Verdict, default_rewarder, no_code, row_task
 from .solver import examples_task, first_messages, stderr_tail
-from .types import ExecutionResult, Message, Task, TestCase, TestResult
+from .types import ExecutionResult, Message, Task
 
 __all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv", "SpadeLiveEnv", "live_rows"]
 
@@ -176,9 +174,7 @@ class SpadeCodingEnv:
     def _answer(self, task: Task, code: str) -> str:
         """The answer in a tool argument: lenient, unlike a completion (the argument *is* the code):
         a fenced block is unwrapped, bare source taken whole."""
-        if task.kind == "induction":
-            return extract_code(code) or (code.strip("\n") + "\n" if code.strip() else "")
-        return get_kind(task.kind).parse_answer(code)
+        return get_kind(task.kind).read_tool_argument(code)
 
     def _judge_all(self, task: Task, answer: str) -> Verdict:
         # the last answer was written after feedback on the public tests when it was not the first call
@@ -195,11 +191,10 @@ class SpadeCodingEnv:
             lines.append(f"Your answer could not be used: {result.load_error}")
         elif result.status != "ok" and passed < len(shown):
             lines.append(f"The run ended with status `{result.status}`.")
-        for i in shown:
-            r = results.get(i)
-            lines.append(_verdict_line(task, task.tests[i], r))
+        kind = get_kind(task.kind)
+        lines += [kind.feedback_line(task, task.tests[i], results.get(i)) for i in shown]
         tail = stderr_tail(result.stderr, self.stderr_lines) if passed < len(shown) else ""
-        if tail and task.kind != "deduction":
+        if tail and kind.feedback_stderr:
             lines += ["The end of stderr:", "```", tail, "```"]
         text = "\n".join(lines) + "\n"
         if len(text) > MAX_FEEDBACK_CHARS:
@@ -401,7 +396,7 @@ class SpadeLiveEnv:
         self._started = True
         task = _last_user(self.observation.get("messages") or [])
         public = int(self.observation.get("public_total") or 0) or _public_lines(task)
-        tools = _render("solver/tools.j2", kind=self.kind or "induction", public=public)
+        tools = _render("solver/tools.j2", kind=self.kind or DEFAULT_KIND, public=public)
         return task + ("\n" if task.endswith("\n") or not task else "\n\n") + tools
 
     def get_reward(self) -> float:
@@ -421,7 +416,7 @@ class SpadeLiveEnv:
             )
             # at the end ``turn`` is the turns taken: a last answer past the first was written after feedback
             shown = shown_tests(
-                self.kind or "induction", public_passed, public_total, after_feedback=int(obs.get("turn") or 1) > 1
+                self.kind or DEFAULT_KIND, public_passed, public_total, after_feedback=int(obs.get("turn") or 1) > 1
             )
             return credited_fraction(passed, total, *shown)
         return 0.0
@@ -517,27 +512,6 @@ def _public_lines(task: str) -> int:
     """How many public tests the task text shows (its ``- f(args) -> expected`` lines), when the observation
     does not say."""
     return sum(1 for line in task.splitlines() if line.startswith("- "))
-
-
-def _verdict_line(task: Task, test: TestCase, r: TestResult | None) -> str:
-    """One public test's verdict, saying only what that kind's repair prompt may say."""
-    entry = task.entry_point
-    if task.kind == "abduction":  # the output asked for is the question; the input is the model's own
-        asked = f"for output {test.expected!r}"
-        if r is None or not r.input:
-            return f"- FAIL {asked}: {r.error if r and r.error else 'no input given'}"
-        got = f"raised {r.error}" if r.error else f"returned {r.output}"
-        return f"- {'PASS' if r.passed else 'FAIL'} {asked}: {call_text(entry, r.input)} {got}"
-    call = call_text(entry, test.input)
-    if r is None:
-        return f"- FAIL {call}: not run"
-    if r.passed:
-        return f"- PASS {call}"
-    if task.kind == "deduction":  # never the right value: it is the answer
-        said = r.error or f"you predicted {r.output}, which is not what it returns"
-        return f"- FAIL {call}: {said}"
-    got = f"raised {r.error}" if r.error else f"got {r.output}"
-    return f"- FAIL {call}: expected {test.expected!r}, {got}"
 
 
 def _messages(prompt: Any) -> list[dict[str, str]]:

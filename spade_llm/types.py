@@ -1,15 +1,19 @@
-"""The data that flows through the pipeline, with SPEC's field names.
+"""The data that flows through the pipeline, with the field names docs/records.md describes.
 
 Every record written to a run directory is one of these models dumped as one JSON line.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
-TaskKind = Literal["induction", "deduction", "abduction"]
+from .kinds.names import DEFAULT_KIND, KIND_NAMES, known_kind
+
+TaskKind = Annotated[str, AfterValidator(known_kind), WithJsonSchema({"type": "string", "enum": list(KIND_NAMES)})]
+"""A kind's name (``kinds.names.KIND_NAMES``: the registry's one list); another is a validation error
+naming the known ones."""
 ExecStatus = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
 TestStatus = Literal["passed", "failed", "error", "timeout"]
 FinalStatus = Literal["passed", "failed", "error", "timeout"]
@@ -42,7 +46,7 @@ class TestCase(BaseModel):
         data: dict[str, Any] = {"input": self.input}
         if self.has_expected:
             data["expected"] = self.expected
-        if self.abs_tol is not None:  # only imported benchmarks carry these: other records keep SPEC's shape
+        if self.abs_tol is not None:  # only imported benchmarks carry these: other records keep their documented shape
             data["abs_tol"] = self.abs_tol
         if self.as_bool:
             data["as_bool"] = True
@@ -50,12 +54,12 @@ class TestCase(BaseModel):
 
 
 class Task(BaseModel):
-    """A coding task: statement, reference solution and tests (SPEC "Task")."""
+    """A coding task: statement, reference solution and tests (docs/records.md, "tasks.jsonl")."""
 
     model_config = ConfigDict(extra="allow")
 
     task_id: str
-    kind: TaskKind = "induction"
+    kind: TaskKind = DEFAULT_KIND
     description: str
     entry_point: str
     reference_code: str
@@ -90,7 +94,7 @@ class Task(BaseModel):
         if self.examples:
             data["examples"] = [t.dump() for t in self.examples]
         else:
-            data.pop("examples", None)  # records without examples keep SPEC's shape
+            data.pop("examples", None)  # records without examples keep their documented shape
         return data
 
 
@@ -114,7 +118,7 @@ class TestResult(BaseModel):
 
 
 class ExecutionResult(BaseModel):
-    """What happened when a program ran in the sandbox (SPEC "ExecutionResult")."""
+    """What happened when a program ran in the sandbox (docs/records.md, "ExecutionResult")."""
 
     status: ExecStatus
     return_code: int | None = None
@@ -179,14 +183,14 @@ class Attempt(BaseModel):
 
 
 class Trajectory(BaseModel):
-    """One solving episode of one task (SPEC "trajectories.jsonl")."""
+    """One solving episode of one task (docs/records.md, "trajectories.jsonl")."""
 
     trajectory_id: str
     task_id: str
     epoch: int
     sample_index: int = 0
     """Which of the task's ``samples_per_task`` independent episodes this is (0..K-1)."""
-    kind: TaskKind = "induction"
+    kind: TaskKind = DEFAULT_KIND
     messages: list[Message]
     attempts: list[Attempt]
     final_status: FinalStatus
@@ -288,7 +292,7 @@ class TaskStats(BaseModel):
 
     task_id: str
     epoch: int
-    kind: TaskKind = "induction"
+    kind: TaskKind = DEFAULT_KIND
     samples: int
     passed: int
     pass_rate: float

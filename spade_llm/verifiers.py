@@ -59,7 +59,7 @@ from pydantic import field_validator
 
 from .errors import UserError, pip_install
 from .exports import ExportFilters, build_rows, check_filters, read_for_export
-from .kinds import KIND_NAMES
+from .kinds import DEFAULT_KIND, KIND_NAMES
 from .llm.base import LLMRequest, LLMResponse
 from .rewards import Rewarder, Verdict, default_rewarder, extract_answer, parse_ground_truth
 from .solver import LLMSolver, examples_task
@@ -104,7 +104,7 @@ class SpadeData(vf.TaskData):  # type: ignore[misc]  # verifiers ships no type i
     trace's task record, never a message), or a placeholder for a ``serve-env`` episode (``url``)."""
 
     task_id: str = ""
-    kind: str = "induction"
+    kind: str = DEFAULT_KIND
     entry_point: str = ""
     ground_truth: str | None = None
     split: str | None = None

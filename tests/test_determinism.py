@@ -82,7 +82,7 @@ def task(kind: str, code: str, inputs: list[Any] = INPUTS, expected: list[Any] |
         tests = [TestCase(input=repr(a), expected=e) for a, e in zip(inputs, expected, strict=True)]
     return Task(
         task_id=f"t-{kind}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description="d",
         entry_point="f",
         reference_code=code,

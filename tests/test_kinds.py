@@ -49,7 +49,7 @@ COUNT_TESTS = [
 def make_task(kind: str, code: str = SORT_CODE, tests: list[TestCase] | None = None, entry: str = "f") -> Task:
     return Task(
         task_id=f"t-{kind}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description="A small program.",
         entry_point=entry,
         reference_code=code,
@@ -411,7 +411,7 @@ def bank_task(kind: str, variant: bank.Variant, seed: int) -> Task:
     ]
     return Task(
         task_id=f"{kind}-{seed}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description=built.description,
         entry_point=built.entry_point,
         reference_code=built.reference_code,

@@ -272,7 +272,7 @@ def test_the_controller_rejects_a_behavioural_twin_and_remembers_it_on_resume(tm
     def decide(task_id: str, code: str, fp: str, index: int, kind: str = "induction") -> Task | None:
         t = Task(
             task_id=task_id,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             description=f"{fp}: sort",
             entry_point="f",
             reference_code=code,

@@ -111,7 +111,7 @@ def failing(task: Task) -> str:
 def task(code: str, tests: list[tuple[str, Any]], *, kind: str = "induction", entry: str = "f") -> Task:
     return Task(
         task_id=f"t-{kind}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description="d",
         entry_point=entry,
         reference_code=code,

@@ -31,7 +31,7 @@ SECRET = "zq_hidden"
 def make_task(kind: str, code: str, entry: str, tests: list[tuple[str, Any]], **extra: Any) -> Task:
     return Task(
         task_id=f"secret-{kind}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description=f"A task of kind {kind}.",
         entry_point=entry,
         reference_code=code,

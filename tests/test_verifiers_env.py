@@ -145,7 +145,7 @@ def conversation(trace: Any) -> list[tuple[str, str]]:
 def make_task(kind: str, code: str, entry: str, tests: list[tuple[str, Any]]) -> Task:
     return Task(
         task_id=f"secret-{kind}",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         description=f"A task of kind {kind}.",
         entry_point=entry,
         reference_code=code,

@@ -14,6 +14,7 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..kinds.names import DEFAULT_KIND
 from ..types import TaskKind
 from .broker import View
 
@@ -58,7 +59,7 @@ class SpadeObservation(Observation):  # type: ignore[misc]  # see SpadeAction
     )
     episode_id: str = Field(default="", description="the episode (task id / sample index)")
     task_id: str = ""
-    kind: TaskKind = "induction"
+    kind: TaskKind = DEFAULT_KIND
     epoch: int = 0
     sample_index: int = 0
     difficulty: float | None = Field(default=None, description="the task's difficulty (0 to 1)")

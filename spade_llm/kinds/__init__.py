@@ -8,29 +8,34 @@ Three kinds, as in Absolute Zero, each in its own module:
 * ``abduction``: read the program and find inputs that make it return given outputs (judged by
   running the *reference* on the proposed inputs in the sandbox).
 
-Every kind keeps the same task record (SPEC "Task"), so generation, validation, records, rewards
+Every kind keeps the same task record (``docs/records.md``, "tasks.jsonl"), so generation, validation, records, rewards
 and metrics are shared; only the prompts, the answer's reading, the gates and ``check_answer`` differ.
 ``allocate_kinds`` (``mix.py``) hands an epoch's generator requests their kinds from a weighted mix.
 
-The interface, ``TaskKind``, lives in ``base.py`` with what every kind shares; ``queries.py`` holds
+The names, ``KIND_NAMES`` and ``DEFAULT_KIND``, live in ``names.py`` (``types`` reads them); each
+is the name of this package's module that holds the kind, as ``KIND``. The interface, ``TaskKind``,
+lives in ``base.py`` with what every kind shares; ``queries.py`` holds
 what the two query kinds share. Imports go one way: this package imports the kind modules (when a
 kind is first asked for), and they import ``base`` and ``queries``, never the package.
 
 ``run_gates`` is the one entry point for "a proposed task's gates": its kind's, and the leak gate
-(``leaks``: a hidden test's input shown with its answer in what the solver reads), in SPEC's order.
+(``leaks``: a hidden test's input shown with its answer in what the solver reads), in the gates' order
+(docs/records.md).
 Every place a task enters (``run``, ``serve-env`` and the Ray workers through
 ``checking.CodeChecker``, ``verify``, ``proposal_reward``) goes through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, TaskKind
 from .mix import allocate_kinds, normalize_mix
+from .names import DEFAULT_KIND, KIND_NAMES, known_kind
 
 if TYPE_CHECKING:
     from ..leaks import Leak
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     from ..validation import ValidationReport, Validator
 
 __all__ = [
+    "DEFAULT_KIND",
     "DEFAULT_PUBLIC_TESTS",
     "KIND_NAMES",
     "LEAK_REASON",
@@ -52,45 +58,21 @@ __all__ = [
 ]
 
 LEAK_REASON = "leaks_hidden_test"
-"""The rejection reason of a task whose shown text carries a hidden test (SPEC's name)."""
+"""The rejection reason of a task whose shown text carries a hidden test (docs/records.md)."""
 BEFORE_LEAKS = ("syntax_error", "banned_import", "missing_entry_point", "bad_input", "too_few_tests")
-"""The reasons SPEC orders before ``leaks_hidden_test``: the static ones, decided without running
+"""The reasons ordered before ``leaks_hidden_test``: the static ones, decided without running
 anything (the leak gate needs readable inputs). Every reason that needs the reference run comes after."""
 
 
-def _induction() -> TaskKind:
-    from .induction import KIND
-
-    return KIND
-
-
-def _deduction() -> TaskKind:
-    from .deduction import KIND
-
-    return KIND
-
-
-def _abduction() -> TaskKind:
-    from .abduction import KIND
-
-    return KIND
-
-
-_REGISTRY: dict[str, Callable[[], TaskKind]] = {
-    "induction": _induction,
-    "deduction": _deduction,
-    "abduction": _abduction,
-}
-KIND_NAMES: tuple[str, ...] = tuple(_REGISTRY)
-"""Every kind's name, in the order prompts and reports list them."""
-
-
 def get_kind(name: str) -> TaskKind:
-    """The kind called ``name``; a UserError naming the known kinds otherwise."""
+    """The kind called ``name`` (its module's ``KIND``, imported when first asked for); a UserError
+    naming the known kinds otherwise."""
     try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise UserError(f"unknown task kind {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+        known_kind(name)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    kind: TaskKind = import_module(f"{__name__}.{name}").KIND
+    return kind
 
 
 def leaks(task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS) -> list[Leak]:
@@ -116,7 +98,7 @@ def leaks(task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS) -> list[Leak]:
 def run_gates(
     validator: Validator, task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS, *, full: bool = False
 ) -> ValidationReport:
-    """A proposed task's gates in SPEC's order: its kind's, with ``leaks_hidden_test`` after the
+    """A proposed task's gates in order (docs/records.md): its kind's, with ``leaks_hidden_test`` after the
     static reasons (``BEFORE_LEAKS``) and before every reason that runs the reference.
 
     A leak in the expected values the author gave is decided before anything runs (the sandbox is

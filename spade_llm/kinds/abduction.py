@@ -45,6 +45,7 @@ from .queries import (
     Item,
     all_same,
     answer_text,
+    call_text,
     chosen_tests,
     malformed,
     output_too_long,
@@ -290,6 +291,16 @@ def view(task: Task) -> dict[str, Any]:
     }
 
 
+def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
+    """One public query's verdict as the repair prompt tells it: the output asked for (the question)
+    and what the program did on the solver's own input, never the task's."""
+    asked = f"for output {test.expected!r}"
+    if r is None or not r.input:
+        return f"- FAIL {asked}: {r.error if r and r.error else 'no input given'}"
+    got = f"raised {r.error}" if r.error else f"returned {r.output}"
+    return f"- {'PASS' if r.passed else 'FAIL'} {asked}: {call_text(task.entry_point, r.input)} {got}"
+
+
 KIND = TaskKind(
     name="abduction",
     first_template="solver/abduction_first.j2",
@@ -303,4 +314,28 @@ KIND = TaskKind(
     secret_tests=every_test,
     shown_text=program_text,
     public_answers_in_prompt=False,
+    flags_hardcoding=False,
+    needs_reference=True,
+    sandbox_fusion=False,
+    strict_parse=None,
+    feedback_line=feedback_line,
+    colour="#0891b2",
+    sample_first={
+        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
+        "public_tests": [{"input": "(1,)", "expected": "2"}],
+        "program": "def f(x):\n    return x + 1",
+        "queries": [{"output": "2"}],
+    },
+    sample_repair={
+        "entry_point": "f",
+        "turn": 2,
+        "code": "f(5) == 2",
+        "status": "ok",
+        "passed": 0,
+        "total": 1,
+        "failing": [{"input": "(5,)", "expected": "2", "output": "6", "error": None}],
+        "stderr_tail": "",
+        "program": "def f(x):\n    return x + 1",
+        "queries": [{"output": "2"}],
+    },
 )

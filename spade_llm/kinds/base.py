@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ..judge import Judge
-    from ..types import ExecutionResult, Task, TestCase
+    from ..types import ExecutionResult, Task, TestCase, TestResult
     from ..validation import ValidationReport, Validator
 
 PYTHON_TAGS: Final = ("python", "py", "python3")
@@ -35,6 +35,47 @@ def _no_view(task: Task) -> dict[str, Any]:
 def _reference_code(task: Task) -> str:
     """Induction's perfect answer is the reference itself."""
     return task.reference_code
+
+
+def strict_python_block(text: str) -> str:
+    """The last fenced block tagged python (``python``, ``py``, ``python3``), or '' when there is none.
+
+    Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
+    without the asked-for block would teach the policy that the format does not matter."""
+    bodies = [body for lang, body in fenced_blocks(text) if lang in PYTHON_TAGS]
+    if not bodies or not bodies[-1].strip():
+        return ""
+    return bodies[-1].strip("\n") + "\n"
+
+
+def call_text(entry_point: str, test_input: str) -> str:
+    """``f(1, [2])`` for the input ``(1, [2])`` (a 1-tuple shown without its comma)."""
+    from ..sandbox.runner import parse_input
+
+    args = parse_input(test_input)
+    if isinstance(args, str):
+        return f"{entry_point}{test_input}"
+    return f"{entry_point}({', '.join(safe_repr(a) for a in args)})"
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or a placeholder for an int too long for ``repr`` (Python refuses past 4300 digits)."""
+    try:
+        return repr(value)
+    except ValueError:
+        return f"<{type(value).__name__} too long to print>"
+
+
+def code_feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
+    """One public test's verdict as induction's repair prompt tells it: the call, and for a failure
+    the expected value with what the code returned or raised (the public tests are shown)."""
+    call = call_text(task.entry_point, test.input)
+    if r is None:
+        return f"- FAIL {call}: not run"
+    if r.passed:
+        return f"- PASS {call}"
+    got = f"raised {r.error}" if r.error else f"got {r.output}"
+    return f"- FAIL {call}: expected {test.expected!r}, {got}"
 
 
 def public_indices(task: Task, public_tests: int) -> list[int]:
@@ -147,7 +188,7 @@ class TaskKind:
     parse_answer: Callable[[str], str]
     """The model's answer text -> the answer to check ('' when there is none)."""
     gates: Callable[[Validator, Task], ValidationReport]
-    """Proves a proposed task of this kind sound (SPEC's gates, in order)."""
+    """Proves a proposed task of this kind sound (the gates in order: docs/records.md, "Rejection reasons")."""
     check_answer: Callable[[Judge, Task, str, Sequence[int] | None], ExecutionResult]
     """Checks an answer (already parsed) on the task's tests (a subset by index, or all): each
     test's verdict, as an ``ExecutionResult``."""
@@ -170,6 +211,64 @@ class TaskKind:
     it does not (the query kinds: those values are the answers asked for), partial credit counts the
     public tests as shown only for an answer written after feedback told their verdicts
     (``evaluator.shown_tests``): a first answer is paid on every query it gets right."""
+    flags_hardcoding: bool = True
+    """Whether an answer that passes every public test and fails a hidden one is flagged
+    ``hardcoded_suspect`` (the solver): so for induction, whose public answers are shown; for a
+    query kind a wrong hidden prediction is a mistake, not a copied answer."""
+    needs_reference: bool = False
+    """Whether judging an answer needs the task's reference program: the query kinds' (deduction
+    reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it."""
+    sandbox_fusion: bool = True
+    """Whether verl's built-in SandboxFusion judge can judge it (``groundtruth.sandbox_fusion_form``):
+    only code run on its tests; a query kind's answer is not a program."""
+    strict_parse: Callable[[str], str] | None = strict_python_block
+    """A trainer reward's reading of a whole completion (``rewards.extract_answer``): for induction
+    the last python-tagged block only, so the format is paid for; None: ``parse_answer``."""
+    tool_parse: Callable[[str], str] | None = None
+    """The reading of a tool argument (``trl``'s ``run_tests(code)``: the argument *is* the answer,
+    so the reading is lenient); None: ``parse_answer``."""
+    feedback_line: Callable[[Task, TestCase, TestResult | None], str] = code_feedback_line
+    """One public test's verdict in a tool's feedback (``trl``), saying only what the kind's repair
+    prompt may say."""
+    feedback_stderr: bool = True
+    """Whether a tool's feedback may show the end of the run's stderr (deduction runs nothing)."""
+    colour: str = "#2563eb"
+    """The kind's colour in the report's charts."""
+    sample_first: Mapping[str, Any] = field(default_factory=dict)
+    """Sample variables of ``first_template`` (``spade prompts check`` renders a user's override with them)."""
+    sample_repair: Mapping[str, Any] = field(default_factory=dict)
+    """Sample variables of ``repair_template``, as ``sample_first``."""
+
+    def read_strict(self, text: str) -> str:
+        """A completion's answer as a trainer's reward reads it ('' when there is none)."""
+        return (self.strict_parse or self.parse_answer)(text)
+
+    def read_tool_argument(self, text: str) -> str:
+        """A tool argument's answer ('' when there is none)."""
+        return (self.tool_parse or self.parse_answer)(text)
+
+    def shown_tests(self, public_passed: int, public_total: int, *, after_feedback: bool) -> tuple[int, int]:
+        """The public tests partial credit counts as *shown* for one answer, as
+        ``evaluator.credited_fraction``'s last two arguments: (``public_passed``, ``public_total``)
+        when the solver had seen their expected values, else (0, 0) (every test then counts).
+
+        Induction's first prompt lists its public tests with their answers, so they are shown from
+        the first turn; a query kind's (deduction, abduction) asks for those answers, so they are
+        shown only to an answer written ``after_feedback`` told their verdicts (a repair turn: a
+        prediction told right is known right, a yes/no one told wrong is told its answer). A first
+        answer to a query task is paid on every query.
+
+        >>> from spade_llm.kinds import get_kind
+        >>> get_kind("induction").shown_tests(2, 3, after_feedback=False)
+        (2, 3)
+        >>> get_kind("deduction").shown_tests(2, 3, after_feedback=False)
+        (0, 0)
+        >>> get_kind("deduction").shown_tests(2, 3, after_feedback=True)
+        (2, 3)
+        """
+        if after_feedback or self.public_answers_in_prompt:
+            return public_passed, public_total
+        return 0, 0
 
 
 _LANG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")

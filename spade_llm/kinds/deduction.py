@@ -54,7 +54,7 @@ from .queries import (
 
 if TYPE_CHECKING:
     from ..judge import Judge
-    from ..types import ExecutionResult, Task
+    from ..types import ExecutionResult, Task, TestCase
     from ..validation import ValidationReport, Validator
 
 
@@ -143,6 +143,18 @@ def view(task: Task) -> dict[str, Any]:
     }
 
 
+def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
+    """One public query's verdict as the repair prompt tells it: the call, never the right value (it
+    is the answer)."""
+    call = call_text(task.entry_point, test.input)
+    if r is None:
+        return f"- FAIL {call}: not run"
+    if r.passed:
+        return f"- PASS {call}"
+    said = r.error or f"you predicted {r.output}, which is not what it returns"
+    return f"- FAIL {call}: {said}"
+
+
 KIND = TaskKind(
     name="deduction",
     first_template="solver/deduction_first.j2",
@@ -156,4 +168,29 @@ KIND = TaskKind(
     secret_tests=every_test,
     shown_text=program_text,
     public_answers_in_prompt=False,
+    flags_hardcoding=False,
+    needs_reference=True,
+    sandbox_fusion=False,
+    strict_parse=None,
+    feedback_line=feedback_line,
+    feedback_stderr=False,
+    colour="#d97706",
+    sample_first={
+        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
+        "public_tests": [{"input": "(1,)", "expected": "1"}],
+        "program": "def f(x):\n    return x + 1",
+        "queries": [{"call": "f(1)"}],
+    },
+    sample_repair={
+        "entry_point": "f",
+        "turn": 2,
+        "code": "f(1) == 3",
+        "status": "ok",
+        "passed": 0,
+        "total": 1,
+        "failing": [{"input": "(1,)", "expected": "2", "output": "3", "error": None}],
+        "stderr_tail": "",
+        "program": "def f(x):\n    return x + 1",
+        "queries": [{"call": "f(1)"}],
+    },
 )

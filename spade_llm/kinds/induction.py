@@ -31,6 +31,12 @@ def extract_code(text: str) -> str:
     return ""
 
 
+def tool_code(text: str) -> str:
+    """The code in a tool argument: lenient, unlike a completion (the argument *is* the code): a
+    fenced block is unwrapped, bare source taken whole."""
+    return extract_code(text) or (text.strip("\n") + "\n" if text.strip() else "")
+
+
 def gates(validator: Validator, task: Task) -> ValidationReport:
     return validator.validate(task)
 
@@ -48,4 +54,20 @@ KIND = TaskKind(
     gates=gates,
     check_answer=check_answer,
     summary="write the function from its description and example tests",
+    tool_parse=tool_code,
+    colour="#2563eb",
+    sample_first={
+        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
+        "public_tests": [{"input": "(1,)", "expected": "1"}],
+    },
+    sample_repair={
+        "entry_point": "f",
+        "turn": 2,
+        "code": "def f(x):\n    return x\n",
+        "status": "error",
+        "passed": 0,
+        "total": 3,
+        "failing": [{"input": "(1,)", "expected": "2", "output": "1", "error": None}],
+        "stderr_tail": "Traceback ...\nValueError: bad",
+    },
 )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..kinds import KIND_NAMES, get_kind
 from ..types import EpochMetrics
 from .common import num, to_int
 from .reading import FUNNEL_STAGES, RunData, config_section, funnel_totals, llm_roles, task_epoch, top
@@ -350,7 +351,7 @@ def chart_coverage(run: RunData) -> Figure:
         tags_by_epoch[e].update(t.tags)
     x = list(range(min(kinds_by_epoch), max(kinds_by_epoch) + 1))
     kinds = sorted({k for c in kinds_by_epoch.values() for k in c})
-    kind_colours = {"induction": BLUE, "deduction": AMBER, "abduction": TEAL}
+    kind_colours = {name: get_kind(name).colour for name in KIND_NAMES}
     layers = [
         (k, [float(kinds_by_epoch[e][k]) for e in x], kind_colours.get(k, SERIES[i % len(SERIES)]))
         for i, k in enumerate(kinds)

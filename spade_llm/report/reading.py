@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..kinds.names import DEFAULT_KIND
 from ..store import RunRecords, read_run
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
@@ -221,7 +222,7 @@ def task_rows(run: RunData) -> list[TaskRow]:
             TaskRow(
                 task_id=task_id,
                 epoch=to_int(epoch),
-                kind=task.kind if task is not None else eps.kind_of.get(task_id, "induction"),
+                kind=task.kind if task is not None else eps.kind_of.get(task_id, DEFAULT_KIND),
                 difficulty=num(task.difficulty) if task is not None else None,
                 tags=list(task.tags) if task is not None else [],
                 description=task.description if task is not None else "",
