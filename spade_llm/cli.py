@@ -2,7 +2,8 @@
 
 Bad input gives one line on stderr and a non-zero exit (a traceback only with ``--debug``).
 Heavy imports (litellm, the pipeline) happen inside the subcommands that need them, so
-``spade --help``, ``exec``, ``verify`` and ``evaluate`` start fast.
+``spade --help``, ``exec``, ``verify`` and ``evaluate`` start fast. The flags, each declared once, and
+the parser are ``cli_flags``'s; the exit codes are ``errors.Exit``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import math
 import os
 import shlex
 import sys
@@ -19,411 +19,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from .errors import EmptyEpochs, EndpointDown, ExecutorError, SpadeError, UserError, pip_install
-from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
-
-EXIT_USER = 2
-EXIT_INTERNAL = 1
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line instead of usage + error, and takes no abbreviation
-    (``--epoch`` is not ``--epochs``: a prefix that matches today may match two flags tomorrow)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
-    """The parser of ``command`` (``spade run``...), or ``parser`` itself when there is none."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            found: argparse.ArgumentParser = action.choices[command]
-            return found
-    return parser
-
-
-def version_text() -> str:
-    """``spade --version``: the package's version, and the commit when run from a git checkout."""
-    import subprocess
-    from pathlib import Path
-
-    from . import __version__
-
-    root = Path(__file__).resolve().parent.parent
-    commit = ""
-    if (root / ".git").exists():
-        try:
-            found = subprocess.run(
-                ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            found = None
-        if found is not None and found.returncode == 0 and found.stdout.strip():
-            dirty = subprocess.run(
-                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-            commit = f" (commit {found.stdout.strip()}{'+changes' if dirty.stdout.strip() else ''})"
-    return f"spade {__version__}{commit}"
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: printed, then exit 0; the commit is looked up only when asked."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(version_text())
-        parser.exit(0)
-
-
-def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
-        return value
-
-    return parse
-
-
-def _kinds(text: str) -> list[str]:
-    """A comma-separated list of task kinds for argparse."""
-    from .kinds import KIND_NAMES
-
-    kinds = [k.strip() for k in text.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in KIND_NAMES]
-    if not kinds or unknown:
-        raise argparse.ArgumentTypeError(f"task kinds are {', '.join(KIND_NAMES)}, got {text!r}")
-    return kinds
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    """A TCP port for argparse: 0 (any free port) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0 (any free port) to 65535, got {text}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="spade",
-        description="Self-play data generation for code LLMs: propose tasks, prove them in a "
-        "sandbox, solve them over turns, keep verified (task, trajectory, feedback) data.",
-    )
-    common = _Parser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    p.add_argument("--version", action=_VersionAction, help="print the version (and the git commit of a checkout)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add = sub.add_parser
-
-    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
-        return _add(name, parents=[common], **kw)
-
-    sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
-
-    run = sub.add_parser(
-        "run",
-        help="run the self-play loop",
-        description="Run the self-play loop: propose, "
-        "validate, solve and adapt, epoch after epoch. Offline on fake/<profile> by default.",
-    )
-    run.add_argument(
-        "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
-    )
-    run.add_argument("--model", help="model for both roles (litellm string, or fake/<profile>)")
-    run.add_argument("--generator-model", help="model that proposes tasks")
-    run.add_argument("--solver-model", help="model that solves tasks")
-    run.add_argument("--api-base", help="endpoint of an OpenAI-compatible server, e.g. http://localhost:8000/v1")
-    run.add_argument("--epochs", type=_positive(int), help="number of epochs")
-    run.add_argument("--tasks-per-epoch", type=_positive(int), help="tasks asked for per epoch")
-    run.add_argument("--concurrency", type=_positive(int), help="model requests and executions in flight")
-    run.add_argument("--max-turns", type=_positive(int), help="solver attempts per task")
-    run.add_argument("--samples-per-task", type=_positive(int), help="independent solver episodes per task (K)")
-    run.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
-    run.add_argument(
-        "--kinds", type=_kinds, help="comma-separated task kinds to propose (induction,deduction,abduction)"
-    )
-    _sandbox_flag(run, help="sandbox backend")
-    _executor_flags(run)
-    run.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
-    run.add_argument("--seed", type=int, help="root seed: same seed, same run")
-    run.add_argument("--out", help="run directory (created; must be empty)")
-    run.add_argument(
-        "--resume",
-        metavar="DIR",
-        help="continue a killed or finished run in DIR (only --epochs, meaning the total, --concurrency, "
-        "--api-base, --executor and --ray-address may change)",
-    )
-    run.add_argument(
-        "--report",
-        action="store_const",
-        const=True,
-        help="write RUN_DIR/report.html after every epoch",
-    )
-    run.add_argument("--quiet", action="store_true", help="print only the run directory")
-
-    ex = sub.add_parser("exec", help="run one program in the sandbox, print its ExecutionResult as JSON")
-    ex.add_argument("file", help="Python file, or - for stdin")
-    _sandbox_flag(ex, default=AUTO)
-    ex.add_argument("--timeout", type=_positive(float, 0.01), default=10.0, help="wall-clock limit, seconds")
-    ex.add_argument("--memory-mb", type=_positive(int, 16), default=512, help="memory limit, MiB")
-
-    ve = sub.add_parser("verify", help="validate tasks: one JSON line per task, a summary on stderr")
-    ve.add_argument("tasks", help="tasks JSONL file")
-    _sandbox_flag(ve, help=f"backend (default: {AUTO})")
-    ve.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
-    ve.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
-    ve.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
-
-    ev = sub.add_parser("evaluate", help="judge solutions (the references by default) against the tasks' tests")
-    ev.add_argument("tasks", help="tasks JSONL file")
-    ev.add_argument("--samples", help='JSONL of {"task_id", "completion"} or {"task_id", "code"}')
-    _sandbox_flag(ev, help=f"backend (default: {AUTO})")
-    ev.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2)
-    ev.add_argument("--config", help="run config YAML whose sandbox: section sets the limits and backend")
-    ev.add_argument("--timeout", type=_positive(float, 0.01), help="wall-clock limit per execution, seconds")
-    ev.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip malformed task or sample lines (counted on stderr) instead of stopping at the first",
-    )
-
-    so = sub.add_parser("solve", help="the solver alone on existing tasks (e.g. an imported benchmark)")
-    so.add_argument("tasks", nargs="?", help="tasks JSONL file (with --resume: optional, must be the run's tasks)")
-    so.add_argument("--model", help="solver model (litellm string, or fake/<profile>); required unless --resume")
-    so.add_argument("--api-base", help="endpoint of an OpenAI-compatible server")
-    so.add_argument("--max-turns", type=_positive(int), help="attempts per task")
-    so.add_argument("--samples-per-task", type=_positive(int), help="independent episodes per task (K)")
-    so.add_argument("--concurrency", type=_positive(int), help="requests and executions in flight")
-    _sandbox_flag(so, help="sandbox backend")
-    _executor_flags(so)
-    so.add_argument(
-        "--config", help="YAML config overriding configs/default.yaml, or a shipped preset by name (local-cpu)"
-    )
-    so.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
-    so.add_argument("--seed", type=int, help="root seed")
-    so.add_argument("--out", help="output directory (created; must be empty)")
-    so.add_argument(
-        "--resume",
-        metavar="DIR",
-        help="continue a killed solve in DIR (only --concurrency, --api-base, --executor and --ray-address may change)",
-    )
-    so.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip malformed task lines (counted on stderr) instead of stopping at the first",
-    )
-
-    im = sub.add_parser("import", help="convert a benchmark into tasks")
-    im.add_argument("format", choices=["humaneval"])
-    im.add_argument("file", help="HumanEval-format JSONL (.gz ok)")
-    im.add_argument("-o", "--output", required=True, help="tasks JSONL to write")
-
-    sf = sub.add_parser("serve-fake", help="an OpenAI-compatible server backed by the fake model")
-    sf.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    sf.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
-    sf.add_argument("--latency", type=_positive(float, 0.0), default=0.0, help="seconds added to every answer")
-    sf.add_argument("--seed", type=int, default=0, help="seed of the fake model")
-    sf.add_argument(
-        "--tokens-per-s",
-        type=_positive(float, 0.0),
-        default=0.0,
-        help="stream answers at this many tokens per second, like a model on a CPU (0: at once)",
-    )
-    sf.add_argument(
-        "--max-connections",
-        type=_positive(int),
-        help="connections at once (default, and most: the open-files limit, raised to its hard limit, less a "
-        "reserve); past it the oldest connection that has not sent a whole request makes room, else a 503",
-    )
-
-    xp = sub.add_parser(
-        "export",
-        help="training data from a run: sft, dpo, grpo (TRL) or verl (parquet)",
-        description="Write a run's validated tasks and judged trajectories in the format a trainer reads. "
-        "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one. A "
-        "benchmark's tasks (those of a spade solve directory, or imported) are test rows only. "
-        "--role generator writes the generator's data instead: its answers to each proposal prompt, judged by "
-        "what became of their tasks (sft, dpo, grpo; split by prompt).",
-    )
-    xp.add_argument("run_dir", help="run directory (of spade run or spade solve)")
-    xp.add_argument("--format", required=True, choices=["sft", "dpo", "grpo", "verl"], help="what to write")
-    xp.add_argument(
-        "--role",
-        choices=["solver", "generator"],
-        default="solver",
-        help="whose training data: the solver's (default: tasks and trajectories) or the generator's (its "
-        "answers, judged by what became of their tasks; sft, dpo, grpo)",
-    )
-    xp.add_argument(
-        "-o",
-        "--output",
-        help="file to write (default: RUN_DIR/exports/FORMAT.jsonl, .parquet for verl; "
-        "RUN_DIR/exports/generator-FORMAT.jsonl for --role generator)",
-    )
-    xp.add_argument(
-        "--status", choices=["passed", "failed", "error", "timeout"], help="keep trajectories that ended so"
-    )
-    xp.add_argument(
-        "--min-difficulty", type=_fraction, help="keep tasks whose measured difficulty (1 - pass rate) >= X"
-    )
-    xp.add_argument("--max-difficulty", type=_fraction, help="keep tasks whose measured difficulty <= X")
-    xp.add_argument("--kinds", help="comma-separated task kinds to keep (induction,deduction,abduction)")
-    xp.add_argument(
-        "--tier",
-        choices=["easy", "medium", "hard"],
-        help="keep tasks of this tier by measured pass rate p: easy p > 2/3, hard p < 1/3, medium between",
-    )
-    xp.add_argument("--split", choices=["train", "test"], help="keep one split")
-    xp.add_argument("--test-fraction", type=_fraction, default=0.1, help="share of tasks in the test split")
-    xp.add_argument("--final-only", action="store_true", help="sft: the first prompt and the passing answer only")
-    xp.add_argument(
-        "--verl-reward",
-        choices=["spade", "sandbox_fusion"],
-        default="spade",
-        help="verl: judged by spade_llm.rewards.compute_score (default), or by verl's built-in SandboxFusion "
-        "judge through spade serve-sandbox (induction tasks with JSON arguments only)",
-    )
-
-    rp = sub.add_parser(
-        "report",
-        help="RUN_DIR/report.html: charts and trajectories of a run, one self-contained page",
-        description="Write a self-contained HTML page about a run: difficulty against the band, the acceptance "
-        "funnel, failures, tokens, warnings, and a table of tasks whose trajectories open turn by turn.",
-    )
-    rp.add_argument("run_dir", help="run directory (of spade run or spade solve)")
-    rp.add_argument("-o", "--output", help="file to write (default: RUN_DIR/report.html)")
-    rp.add_argument(
-        "--max-trajectories",
-        type=_positive(int),
-        default=1500,
-        help="most trajectories embedded (a sample: per task a repaired, a failing and a first-try one)",
-    )
-
-    ss = sub.add_parser(
-        "serve-sandbox",
-        help="SandboxFusion's /run_code over this sandbox (for verl's sandbox_fusion reward and tool)",
-    )
-    ss.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    ss.add_argument("--port", type=_port, default=8080, help="port to listen on (0: any free port)")
-    _sandbox_flag(ss, default=AUTO, help="backend")
-    ss.add_argument("--concurrency", type=_positive(int), default=os.cpu_count() or 2, help="programs running at once")
-    ss.add_argument(
-        "--allow-unsafe",
-        action="store_true",
-        help=f"serve on a backend that is no security boundary ({FALLBACK}): only for code you trust",
-    )
-    ss.add_argument(
-        "--token-file",
-        help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
-        "default: $SPADE_SANDBOX_TOKEN if set, else no token",
-    )
-    ss.add_argument(
-        "--max-connections",
-        type=_positive(int),
-        help="connections at once (default, and most: the open-files limit, raised to its hard limit, less a "
-        "reserve); past it the oldest connection that has not sent a whole request makes room, else a 503",
-    )
-
-    se = sub.add_parser(
-        "serve-env",
-        help="the curriculum as an OpenEnv environment: a trainer's policy is the solver (openenv-core)",
-        description="Serve the self-play curriculum over openenv-core's protocol (WebSocket /ws; "
-        f"{pip_install('env')}): reset() hands out the next validated task's opening messages, step({{answer}}) "
-        "judges the reply on the public tests and returns the feedback, or at the end the reward from all "
-        "tests. The generator keeps one epoch of tasks ready; every episode is a trajectory in the run "
-        "directory, and the target difficulty follows the clients' pass rates. Runs until Ctrl-C unless --epochs.",
-    )
-    se.add_argument(
-        "--config", help="YAML config overriding configs/default.yaml (its env: section too), or a shipped preset"
-    )
-    se.add_argument("--model", help="the generator's model (litellm string, or fake/<profile>); the clients solve")
-    se.add_argument("--generator-model", help="same as --model")
-    se.add_argument("--api-base", help="the generator's OpenAI-compatible server, e.g. http://localhost:8000/v1")
-    se.add_argument("--epochs", type=_positive(int), help="stop after this many epochs in all (default: until stopped)")
-    se.add_argument("--tasks-per-epoch", type=_positive(int), help="tasks asked for per epoch")
-    se.add_argument(
-        "--concurrency", type=_positive(int), help="episodes (and model requests, executions) in flight at once"
-    )
-    se.add_argument("--max-turns", type=_positive(int), help="turns per episode before it ends")
-    se.add_argument("--samples-per-task", type=_positive(int), help="episodes per task (K)")
-    se.add_argument("--goal", help='the capability the tasks should train, e.g. "dynamic programming on strings"')
-    se.add_argument(
-        "--kinds", type=_kinds, help="comma-separated task kinds to propose (induction,deduction,abduction)"
-    )
-    _sandbox_flag(se, help="sandbox backend the replies run in")
-    se.add_argument("--prompts", help="folder of templates overriding the packaged ones by name")
-    se.add_argument("--seed", type=int, help="root seed")
-    se.add_argument("--out", help="run directory (created; must be empty)")
-    se.add_argument(
-        "--resume",
-        metavar="DIR",
-        help="go on serving the run in DIR (only --epochs, meaning the total, --concurrency, --api-base, "
-        "--max-sessions, --max-connections, --mcp, --host, --port and --token-file may change)",
-    )
-    se.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback a token is required)")
-    se.add_argument("--port", type=_port, default=8000, help="port to listen on (0: any free port)")
-    se.add_argument("--max-sessions", type=_positive(int), help="WebSocket sessions at once (env.max_sessions)")
-    se.add_argument(
-        "--max-connections",
-        type=_positive(int),
-        help="connections at once (env.max_connections; default, and most: the open-files limit less a reserve); "
-        "past it the oldest connection that has not sent a whole request makes room, else a 503",
-    )
-    se.add_argument(
-        "--mcp",
-        action="store_true",
-        default=None,
-        help="serve openenv-core's /mcp (env.mcp); its sessions belong to the connection that made them",
-    )
-    se.add_argument(
-        "--token-file",
-        help="file holding a bearer token every request must carry (Authorization: Bearer <token>); "
-        "default: $SPADE_ENV_TOKEN if set, else none (loopback only)",
-    )
-
-    pr = sub.add_parser("prompts", help="list, show or check the prompt templates")
-    pr.add_argument("action", choices=["list", "show", "check"])
-    pr.add_argument("name", nargs="?", help="template name (show) or override folder (check)")
-    pr.add_argument("--prompts", help="override folder (for list/show)")
-    return p
-
+from .cli_flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
+from .errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SpadeError, UserError
+from .sandbox.registry import AUTO
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -581,26 +181,6 @@ def _sandbox(name: str) -> Any:
     return get_sandbox(name)
 
 
-def _sandbox_flag(parser: argparse.ArgumentParser, **kw: Any) -> None:
-    """``--sandbox``, its choices the registry's backend names (``BACKEND_NAMES``)."""
-    parser.add_argument("--sandbox", choices=BACKEND_NAMES, **kw)
-
-
-def _executor_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        help="where validations and episodes run: local (asyncio here) or ray (a Ray cluster's workers; "
-        f"{pip_install('ray')}); the records are the same",
-    )
-    parser.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001; default: RAY_ADDRESS, else a new "
-        "local cluster); sets --executor ray",
-    )
-
-
 def _ray_address_means_ray(args: argparse.Namespace) -> None:
     if args.ray_address is None:
         return
@@ -623,26 +203,13 @@ def _start_sandbox(name: str) -> Any:
 # -- commands --------------------------------------------------------------------------------
 
 
-RUN_FLAGS = {
-    "model": "generator.model",
-    "api_base": "generator.api_base",
-    "generator_model": "generator.model",
-    "epochs": "controller.epochs",
-    "tasks_per_epoch": "controller.tasks_per_epoch",
-    "concurrency": "controller.concurrency",
-    "max_turns": "solver.max_turns",
-    "samples_per_task": "solver.samples_per_task",
-    "goal": "curriculum.goal",
-    "kinds": "curriculum.kinds",
-    "sandbox": "sandbox.backend",
-    "executor": "executor",
-    "ray_address": "ray.address",
-    "prompts": "prompts_dir",
-    "seed": "seed",
-    "report": "report",
-}
-"""``spade run`` flag -> the config key it sets (``--model`` and ``--api-base`` set the solver's too)."""
-RUN_SOLVER_FLAGS = {"model": "solver.model", "api_base": "solver.api_base", "solver_model": "solver.model"}
+RUN_FLAGS = config_pairs("run")
+"""``spade run``'s flags -> the config keys they set (``--model`` and ``--api-base`` set both roles')."""
+SOLVE_FLAGS = config_pairs("solve")
+"""``spade solve``'s flags -> the config keys they set (the solver's side)."""
+ENV_FLAGS = config_pairs("serve-env")
+"""``spade serve-env``'s flags -> the config keys they set: ``spade run``'s generator side (the clients
+are the solver: no solver model; episodes run here, so no executor; no per-epoch report), and ``env:``'s."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -652,11 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _ray_address_means_ray(args)
     overrides = _overrides(args, RUN_FLAGS)
-    solver_overrides = _overrides(args, RUN_SOLVER_FLAGS)
-    overrides.setdefault("solver", {}).update(solver_overrides.get("solver", {}))
 
     if args.resume:
-        run, config = _open_resumed("run", args, [*RUN_FLAGS.items(), *RUN_SOLVER_FLAGS.items()], overrides)
+        run, config = _open_resumed("run", args, overrides)
         args.run_path = run.path
         _require_keys(config, generator=True)
         session = Session(config)
@@ -710,14 +275,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-EXIT_ENDPOINT = 3
-"""The model endpoint was unusable: the circuit breaker stopped the run (SPEC's exit codes)."""
-EXIT_EXECUTOR = 4
-"""The executor lost its workers (Ray workers dead past their retries): the run stopped, resumable."""
-EXIT_EMPTY_EPOCHS = 5
-"""``controller.max_empty_epochs`` epochs in a row accepted no task: the run stopped, resumable."""
-
-
 def _require_keys(config: Any, *, generator: bool, solver: bool = True) -> None:
     """One clear error, before anything is made, when a role's hosted model has no key to call it with
     (``llm.registry.missing_key``); without it the first request fails as an outage, exit 3.
@@ -758,8 +315,8 @@ def _stopped_early(command: str, error: EndpointDown | ExecutorError | EmptyEpoc
     so, and how to go on."""
     _say(f"spade {command}: stopped: {error} (continue with: spade {command} --resume {path})")
     if isinstance(error, EmptyEpochs):
-        return EXIT_EMPTY_EPOCHS
-    return EXIT_ENDPOINT if isinstance(error, EndpointDown) else EXIT_EXECUTOR
+        return Exit.EMPTY_EPOCHS
+    return Exit.ENDPOINT if isinstance(error, EndpointDown) else Exit.EXECUTOR
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -770,28 +327,21 @@ def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec)
 
 
-RESUMABLE = {"epochs", "concurrency", "api_base", "executor", "ray_address"}
-"""Flags a resume may change: how long and how fast the run goes, where the model is and where the work
-runs, never what the run is."""
-
-
-def _open_resumed(
-    command: str, args: argparse.Namespace, pairs: list[tuple[str, str]], overrides: dict[str, Any]
-) -> tuple[Any, Any]:
+def _open_resumed(command: str, args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, Any]:
     """The run directory named by ``--resume`` (locked) and its config with ``overrides``; the flags are
-    checked against the stored config first, so a refused resume touches nothing."""
+    checked against the stored config first (``_check_resume_flags``), so a refused resume touches nothing."""
     from .session import load_resumed_config
     from .store import RunDir, check_written_by
 
     if args.out and Path(args.out) != Path(args.resume):
         raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
     if args.config:
-        can = "--epochs" if command == "run" else "--concurrency"
+        can = "--" + COMMAND_SPECS[command].resumable[0].replace("_", "-")
         raise UserError(f"--config cannot change a {command} being resumed; flags like {can} can")
     stored = _stored_config(args.resume)
     check_written_by(args.resume, command)  # run, solve and serve-env each resume their own directories
-    _check_resume_flags(args, stored, pairs)
-    _check_resume_prompts(getattr(args, "prompts", None), stored.get("prompts_dir"), Path(args.resume))
+    _check_resume_flags(command, args, stored)
+    _check_resume_prompts(command, getattr(args, "prompts", None), stored.get("prompts_dir"), Path(args.resume))
     run = RunDir.open_existing(args.resume)
     return run, load_resumed_config(run, overrides)
 
@@ -805,14 +355,17 @@ def _stored_config(path: str) -> dict[str, Any]:
     return stored if isinstance(stored, dict) else {}
 
 
-def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs: list[tuple[str, str]]) -> None:
-    """A one-line error for a flag that would change what a resumed run is (its seed, models, size...).
+def _check_resume_flags(command: str, args: argparse.Namespace, stored: dict[str, Any]) -> None:
+    """A one-line error for a flag that would change what a resumed run is (its seed, models, size...):
+    one that sets a config key (``config_pairs``) and is not among the command's ``resumable``, how
+    long and how fast the run goes, where the model is and where the work runs (never what the run is).
 
     A flag that repeats the stored value is accepted (scripts that resume with their original flags).
     """
-    for dest, path in pairs:
+    resumable = COMMAND_SPECS[command].resumable
+    for dest, path in config_pairs(command):
         value = getattr(args, dest, None)
-        if value is None or dest in RESUMABLE:
+        if value is None or dest in resumable:
             continue
         if dest == "prompts":  # a folder: the same one however named, or a moved copy (_check_resume_prompts)
             continue
@@ -823,11 +376,11 @@ def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any], pairs:
             flag = "--" + dest.replace("_", "-")
             raise UserError(
                 f"{flag} cannot change a run being resumed (it was started with {node!r}); "
-                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
+                f"only {COMMAND_SPECS[command].may_change()} can"
             )
 
 
-def _check_resume_prompts(given: str | None, stored: Any, run_path: Path) -> None:
+def _check_resume_prompts(command: str, given: str | None, stored: Any, run_path: Path) -> None:
     """A one-line error unless a resume renders the templates its run started with.
 
     ``stored`` is the run's ``prompts_dir`` (absolute since issue 35). While that folder exists,
@@ -839,14 +392,14 @@ def _check_resume_prompts(given: str | None, stored: Any, run_path: Path) -> Non
         if given is not None:
             raise UserError(
                 f"--prompts cannot change a run being resumed (it was started with {stored!r}); "
-                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
+                f"only {COMMAND_SPECS[command].may_change()} can"
             )
         return
     if Path(stored).is_dir():
         if given is not None and Path(given).resolve() != Path(stored).resolve():
             raise UserError(
                 f"--prompts cannot change a run being resumed (it was started with {stored!r}, which is there); "
-                "only --epochs (the total), --concurrency, --api-base, --executor and --ray-address can"
+                f"only {COMMAND_SPECS[command].may_change()} can"
             )
         return
     if given is None:
@@ -874,10 +427,11 @@ def _check_resume_prompts(given: str | None, stored: Any, run_path: Path) -> Non
         )
 
 
-def _overrides(args: argparse.Namespace, pairs: dict[str, str]) -> dict[str, Any]:
-    """Nested config overrides from the flags that were given (``dest -> dotted.path``)."""
+def _overrides(args: argparse.Namespace, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Nested config overrides from the flags that were given (``(dest, dotted.path)``; a later pair
+    wins a path: ``--generator-model`` over ``--model``)."""
     overrides: dict[str, Any] = {}
-    for dest, path in pairs.items():
+    for dest, path in pairs:
         value = getattr(args, dest, None)
         if value is None:
             continue
@@ -896,20 +450,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .store import TASKS, RunDir, read_run
 
     _ray_address_means_ray(args)
-    flags = {
-        "model": "solver.model",
-        "api_base": "solver.api_base",
-        "max_turns": "solver.max_turns",
-        "samples_per_task": "solver.samples_per_task",
-        "concurrency": "controller.concurrency",
-        "sandbox": "sandbox.backend",
-        "executor": "executor",
-        "ray_address": "ray.address",
-        "prompts": "prompts_dir",
-        "seed": "seed",
-    }
     if args.resume:
-        run, config = _open_resumed("solve", args, list(flags.items()), _overrides(args, flags))
+        run, config = _open_resumed("solve", args, _overrides(args, SOLVE_FLAGS))
         args.run_path = run.path
         tasks = read_run(run.path).tasks  # solve checks the rest before it writes
         if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
@@ -920,7 +462,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if not args.tasks or not args.model:
             raise UserError("solve needs TASKS and --model (or --resume DIR)")
         tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
-        config = load_config(args.config, _overrides(args, flags))
+        config = load_config(args.config, _overrides(args, SOLVE_FLAGS))
         run = None
     _require_keys(config, generator=False)
     with Session(config, need_generator=False) as session:
@@ -982,7 +524,7 @@ def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
 
 
 def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
-    """``verify``'s row for a line that is not a task (SPEC: reason ``malformed``, its own row)."""
+    """``verify``'s row for a line that is not a task (reason ``malformed``, its own row: docs/records.md)."""
     return {
         "task_id": entry.task_id,
         "line": entry.line,
@@ -1323,11 +865,6 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-ENV_FLAGS = {k: v for k, v in RUN_FLAGS.items() if k not in ("executor", "ray_address", "report")}
-"""``spade serve-env`` flag -> the config key it sets: ``spade run``'s generator-side flags (the clients
-are the solver: no solver model; episodes run here, so no executor; no per-epoch report)."""
-
-
 def cmd_serve_env(args: argparse.Namespace) -> int:
     from .env import require_openenv
 
@@ -1346,17 +883,11 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
 
     token = load_env_token(args.token_file)
     check_exposure(args.host, token)
-    overrides = _overrides(args, ENV_FLAGS)
+    overrides = _overrides(args, ENV_FLAGS)  # --max-sessions, --max-connections, --mcp: env's, a resume may change
     if args.epochs is None and not args.resume:  # until stopped; --resume DIR keeps the run's (--epochs N: N in all)
         overrides.setdefault("controller", {})["epochs"] = UNTIL_STOPPED
-    if args.max_sessions is not None:
-        overrides.setdefault("env", {})["max_sessions"] = args.max_sessions
-    if args.max_connections is not None:  # the server's own, as --max-sessions: a resume may change it
-        overrides.setdefault("env", {})["max_connections"] = args.max_connections
-    if args.mcp:
-        overrides.setdefault("env", {})["mcp"] = True
     if args.resume:  # a run or solve directory is refused there, naming the command that continues it
-        run, config = _open_resumed("serve-env", args, list(ENV_FLAGS.items()), overrides)
+        run, config = _open_resumed("serve-env", args, overrides)
         try:
             _require_keys(config, generator=True, solver=False)
             session = EnvSession(config, _env_broker(config))  # checks the generator, templates and sandbox
@@ -1428,7 +959,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
         for line in problems:
             print(line, file=sys.stderr)
         print(f"{len(list_templates())} templates checked, {len(problems)} problems", file=sys.stderr)
-        return EXIT_USER if problems else 0
+        return Exit.USER if problems else Exit.OK
     prompts = Prompts(args.prompts)
     if args.action == "list":
         for name in list_templates():
@@ -1479,20 +1010,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command typed (``spade run: error: ...``), not by ``spade``
-        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not args.command:
         parser.print_help()
-        return EXIT_USER
+        return Exit.USER
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     except SpadeError as e:
         if args.debug:
             raise
         _say(f"spade {args.command}: error: {e}")
-        return EXIT_USER if isinstance(e, UserError) else EXIT_INTERNAL
+        return Exit.USER if isinstance(e, UserError) else Exit.INTERNAL
     except BrokenPipeError:
         return 0
     except OSError as e:
@@ -1503,7 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal_error(args.command, e)
         where = f" {e.filename}" if e.filename else ""
         _say(f"spade {args.command}: error:{where}: {e.strerror or why}")
-        return EXIT_USER
+        return Exit.USER
     except Exception as e:
         if args.debug:
             raise
@@ -1532,7 +1063,7 @@ _USER_OS_ERRORS = {
 
 def _internal_error(command: str, e: BaseException) -> int:
     _say(f"spade {command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")
-    return EXIT_INTERNAL
+    return Exit.INTERNAL
 
 
 if __name__ == "__main__":

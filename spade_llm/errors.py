@@ -19,6 +19,8 @@ Each pickles with its fields, so an error raised in a remote worker is raised as
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 DISTRIBUTION = "spade-selfplay"
 """The name spade_llm is installed by (``pip install spade-selfplay``; PyPI's ``spade-llm`` is another
 project, an extension of the SPADE agent platform); the import package stays ``spade_llm``."""
@@ -27,6 +29,25 @@ project, an extension of the SPADE agent platform); the import package stays ``s
 def pip_install(extra: str = "") -> str:
     """The command that installs spade_llm with ``extra``: what an error about a missing module says."""
     return f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {DISTRIBUTION}"
+
+
+class Exit(IntEnum):
+    """The ``spade`` command's exit codes, the one table of them (README's "Exit codes" lists the same)."""
+
+    OK = 0
+    """Done."""
+    INTERNAL = 1
+    """A bug of ours ("internal error")."""
+    USER = 2
+    """A mistake of the user's (``UserError``, a bad flag, an OS error a user can fix): one line on stderr."""
+    ENDPOINT = 3
+    """The model endpoint was unusable (``EndpointDown``): the circuit breaker stopped the run, resumable."""
+    EXECUTOR = 4
+    """The executor lost its workers (``ExecutorError``: Ray workers dead past their retries), resumable."""
+    EMPTY_EPOCHS = 5
+    """``controller.max_empty_epochs`` epochs in a row accepted no task (``EmptyEpochs``), resumable."""
+    INTERRUPTED = 130
+    """Ctrl-C (SIGTERM for serve-env)."""
 
 
 class SpadeError(Exception):
