@@ -23,6 +23,7 @@ from functools import cache
 from typing import Any, NoReturn
 
 from .errors import Exit, pip_install
+from .export_names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
 
 # -- argument types ----------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ SAMPLES = _flag(
 OUTPUT = _flag("-o", "--output", help="file to write")
 
 # export
-EXPORT_FORMAT = _flag("--format", required=True, choices=["sft", "dpo", "grpo", "verl"], help="what to write")
+EXPORT_FORMAT = _flag("--format", required=True, choices=FORMATS, help="what to write")
 ROLE = _flag(
     "--role",
     choices=["solver", "generator"],
@@ -299,7 +300,7 @@ ROLE = _flag(
 )
 STATUS = _flag(
     "--status",
-    choices=["passed", "failed", "error", "timeout"],
+    choices=STATUSES,
     help="keep trajectories that ended so",
     default_text="all",
 )
@@ -314,7 +315,7 @@ MAX_DIFFICULTY = _flag(
 )
 TIER = _flag(
     "--tier",
-    choices=["easy", "medium", "hard"],
+    choices=TIERS,
     help="keep tasks of this tier by measured pass rate p: easy p > 2/3, hard p < 1/3, medium between",
     default_text="all",
 )
@@ -323,7 +324,7 @@ TEST_FRACTION = _flag("--test-fraction", type=_fraction, default=0.1, help="shar
 FINAL_ONLY = _flag("--final-only", action="store_true", help="sft: the first prompt and the passing answer only")
 VERL_REWARD = _flag(
     "--verl-reward",
-    choices=["spade", "sandbox_fusion"],
+    choices=VERL_REWARDS,
     default="spade",
     help="verl: judged by spade_llm.rewards.compute_score (spade), or by verl's built-in SandboxFusion "
     "judge through spade serve-sandbox (induction tasks with JSON arguments only)",

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
+from .export_names import ExportFormat, GeneratorFormat
 from .kinds.names import DEFAULT_KIND
 from .sandbox.base import Limits
 from .sandbox.registry import AUTO, BACKEND_NAMES
@@ -269,9 +270,6 @@ class HooksConfig(_Section):
     epoch, metrics row, config): exports, reports, a trainer step. A hook that raises stops the run."""
 
 
-ExportFormat = Literal["sft", "dpo", "grpo", "verl"]
-
-
 def _trainer_formats() -> list[ExportFormat]:
     return ["sft", "grpo"]
 
@@ -291,7 +289,7 @@ class TrainerConfig(_Section):
     formats: list[ExportFormat] = Field(default_factory=_trainer_formats)
     """What is exported for the command, each to ``RUN_DIR/exports/epoch-NNN/<format>.jsonl``
     (``verl.parquet``, which needs pyarrow)."""
-    generator_formats: list[Literal["sft", "dpo", "grpo"]] = Field(default_factory=list)
+    generator_formats: list[GeneratorFormat] = Field(default_factory=list)
     """The generator's training data exported for the command too (``spade export --role generator``),
     each to ``RUN_DIR/exports/epoch-NNN/generator-<format>.jsonl``: what a step that trains the
     generator (and prints ``generator_model``) learns from. Empty: the solver's exports only."""

@@ -91,6 +91,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError, pip_install
+from .export_names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from .kinds import KIND_NAMES
 from .store import JOURNALS, read_run
@@ -112,13 +113,8 @@ __all__ = [
     "tier_of",
 ]
 
-FORMATS = ("sft", "dpo", "grpo", "verl")
-TIERS = ("easy", "medium", "hard")
-STATUSES = ("passed", "failed", "error", "timeout")
 DATA_SOURCE = "spade_llm"
 """verl's ``data_source`` column: which reward a verl trainer dispatches to."""
-VERL_REWARDS = ("spade", "sandbox_fusion")
-"""Who judges a verl export: ``spade_llm.rewards.compute_score``, or verl's SandboxFusion judge."""
 MAX_SAMPLE_PAIRS = 4
 """At most this many ``samples`` DPO pairs per task: a task with many samples must not swamp the set."""
 _RUN_FILES = frozenset({*JOURNALS, "config.yaml", "manifest.json", "summary.json", "report.html"})

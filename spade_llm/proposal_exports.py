@@ -100,6 +100,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .dedup import sealed_entry
 from .errors import UserError
 from .evaluator import learnability as task_learnability
+from .export_names import GENERATOR_FORMATS
 from .exports import (
     MAX_SAMPLE_PAIRS,
     ExportFilters,
@@ -130,7 +131,6 @@ __all__ = [
     "generator_split",
 ]
 
-GENERATOR_FORMATS: Final = ("sft", "dpo", "grpo")
 KNOWN_TASKS_CAP: Final = 64
 """At most this many ``known_tasks`` per ``grpo`` row, the most recently accepted."""
 

@@ -106,7 +106,7 @@ from .evaluator import learnability, task_fingerprint
 from .generator import BadAnswer, answer_items, candidates, first_error
 from .kinds import DEFAULT_KIND, get_kind
 from .llm.registry import aclose_llm
-from .rewards import Rewarder, completion_text
+from .rewards import Rewarder, column_rows, completion_text, given_columns
 from .sandbox.base import Sandbox
 from .solver_session import SolverSession
 from .types import Task
@@ -348,24 +348,11 @@ def _columns_rows(count: int, columns: Mapping[str, Any]) -> list[dict[str, Any]
     """TRL hands each column as a list, one value per completion: one dict per completion with the
     columns this reward reads (TRL's own objects, ``trainer_state`` and the like, are left alone)."""
     if "n" not in columns:
-        given = ", ".join(sorted(k for k in columns if not k.startswith("_"))) or "none"
         raise UserError(
             "proposal_reward needs the generator's GRPO export (`spade export RUN --role generator`): its `n` "
-            f"column (with `kind`, `difficulty`, `known_tasks`); the columns given: {given}"
+            f"column (with `kind`, `difficulty`, `known_tasks`); the columns given: {given_columns(columns)}"
         )
-    rows: list[dict[str, Any]] = [{} for _ in range(count)]
-    for key in PROPOSAL_COLUMNS:
-        if key not in columns:
-            continue
-        values = columns[key]
-        if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
-            raise UserError(f"column {key!r} must hold one value per completion (a list), got {type(values).__name__}")
-        values = list(values)
-        if len(values) != count:
-            raise UserError(f"column {key!r} has {len(values)} values for {count} completions")
-        for row, value in zip(rows, values, strict=True):
-            row[key] = value
-    return rows
+    return column_rows(count, columns, PROPOSAL_COLUMNS)
 
 
 def _ground_truth_row(ground_truth: Any) -> dict[str, Any]:

@@ -226,18 +226,23 @@ def row_task(row: Mapping[str, Any]) -> tuple[Task, int] | None:
     return None
 
 
-def _rows(n: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
+def given_columns(columns: Mapping[str, Any]) -> str:
+    """The columns a reward was handed, for the error that says which it lacks (TRL's private ones left out)."""
+    return ", ".join(sorted(k for k in columns if not k.startswith("_"))) or "none"
+
+
+def column_rows(n: int, columns: Mapping[str, Any], keys: Sequence[str]) -> list[dict[str, Any]]:
     """TRL hands each dataset column as a list, one value per completion: one dict per completion
-    with the columns a reward reads (trainer objects such as ``trainer_state`` are left alone)."""
-    present = [k for k in ROW_COLUMNS if k in columns]
-    if "ground_truth" not in present and not {"tests", "entry_point"} <= set(present):
-        given = ", ".join(sorted(k for k in columns if not k.startswith("_"))) or "none"
-        raise UserError(
-            "code_reward needs the GRPO export's `ground_truth` column (or its `tests` and `entry_point` "
-            f"columns); the columns given: {given}"
-        )
+    with the ``keys`` a reward reads, those present (trainer objects such as ``trainer_state`` are
+    left alone). The reader of both rewards' columns: ``code_reward``'s and ``proposal_reward``'s.
+
+    Raises:
+        UserError: a column does not hold one value per completion.
+    """
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key in present:
+    for key in keys:
+        if key not in columns:
+            continue
         values = columns[key]
         if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
             raise UserError(f"column {key!r} must hold one value per completion (a list), got {type(values).__name__}")
@@ -247,6 +252,16 @@ def _rows(n: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
         for row, value in zip(rows, values, strict=True):
             row[key] = value
     return rows
+
+
+def _rows(n: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``column_rows`` of the solver's columns (``ROW_COLUMNS``), which must name a task."""
+    if "ground_truth" not in columns and not ("tests" in columns and "entry_point" in columns):
+        raise UserError(
+            "code_reward needs the GRPO export's `ground_truth` column (or its `tests` and `entry_point` "
+            f"columns); the columns given: {given_columns(columns)}"
+        )
+    return column_rows(n, columns, ROW_COLUMNS)
 
 
 def _tasks(rows: Sequence[Mapping[str, Any]]) -> list[tuple[Task, int] | None]:

@@ -123,13 +123,8 @@ class Session(SolverSession):
         Raises:
             UserError: the model string names no known provider or fake profile.
         """
-        role = self.config.generator.model_copy(update=switch.dump())
-        try:
-            llm = self.role_llm(role, "generator")
-        except UserError as e:
-            raise UserError(f"the trainer's generator model: {e}") from None
+        self.config.generator, llm = self.switched_role(self.config.generator, "generator", switch)
         replaced, self.gen_llm = self.gen_llm, llm
-        self.config.generator = role
         return replaced
 
     def use_models(self, switch: Switch) -> list[LLM]:

@@ -8,6 +8,7 @@ the checker and solver built from them.
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 from .checking import CodeChecker
 from .config import RoleConfig, RunConfig
@@ -24,6 +25,8 @@ from .solver import LLMSolver
 from .templates import Prompts
 from .trainer import RoleSwitch, configured_endpoints, env_keys_allowed
 from .types import Task
+
+_Role = TypeVar("_Role", bound=RoleConfig)
 
 
 def guarded(llm: LLM, role: RoleConfig, window_s: float) -> LLM:
@@ -121,6 +124,20 @@ class SolverSession:
         judge = Judge(self.sandbox, c.sandbox.limits(), c.sandbox.test_timeout_s)
         return fill_expected(judge, tasks, c.controller.concurrency)
 
+    def switched_role(self, role: _Role, name: str, switch: RoleSwitch) -> tuple[_Role, LLM]:
+        """``role`` (the ``name`` role's config) pointed at the model a training step handed back, and
+        that model; the caller puts both in place (``use_solver_model``, ``Session.use_generator_model``).
+
+        Raises:
+            UserError: the model string names no known provider or fake profile.
+        """
+        role = role.model_copy(update=switch.dump())
+        try:
+            llm = self.role_llm(role, name)
+        except UserError as e:
+            raise UserError(f"the trainer's {name} model: {e}") from None
+        return role, llm
+
     def use_solver_model(self, switch: RoleSwitch) -> LLM:
         """Point ``config.solver`` and ``sol_llm`` at the model a training step handed back; returns the
         model it replaces (to close when the run ends).
@@ -128,12 +145,6 @@ class SolverSession:
         Raises:
             UserError: the model string names no known provider or fake profile.
         """
-        update = switch.dump()
-        role = self.config.solver.model_copy(update=update)
-        try:
-            llm = self.role_llm(role, "solver")
-        except UserError as e:
-            raise UserError(f"the trainer's solver model: {e}") from None
+        self.config.solver, llm = self.switched_role(self.config.solver, "solver", switch)
         replaced, self.sol_llm = self.sol_llm, llm
-        self.config.solver = role
         return replaced

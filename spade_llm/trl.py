@@ -45,6 +45,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .env import TOKEN_ENV
 from .errors import UserError, pip_install
 from .evaluator import credited_fraction, shown_tests
 from .kinds import DEFAULT_KIND, get_kind
@@ -223,8 +224,6 @@ class AsyncSpadeCodingEnv(SpadeCodingEnv):
 
 ENV_URL = "SPADE_ENV_URL"
 """Where ``SpadeLiveEnv`` finds the serve-env url when it is given none."""
-ENV_TOKEN = "SPADE_ENV_TOKEN"
-"""serve-env's token, when ``SpadeLiveEnv`` is given none (the server's own variable)."""
 
 
 def serve_env_client(url: str, token: str | None, *, message_timeout_s: float) -> Any:
@@ -362,7 +361,7 @@ class SpadeLiveEnv:
         self.url, in_url = split_token(url)
         self.partial_credit = partial_credit
         self.model = model
-        self._token = token if token is not None else os.environ.get(ENV_TOKEN, "").strip() or in_url or None
+        self._token = token if token is not None else os.environ.get(TOKEN_ENV, "").strip() or in_url or None
         self.timeout_s = timeout_s
         self._client: Any = None
         self.observation: dict[str, Any] = {}

@@ -57,6 +57,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import field_validator
 
+from .env import TOKEN_ENV
 from .errors import UserError, pip_install
 from .exports import ExportFilters, build_rows, check_filters, read_for_export
 from .kinds import DEFAULT_KIND, KIND_NAMES
@@ -89,9 +90,6 @@ ENV_ID = "spade-selfplay"
 DEFAULT_MAX_TURNS = 3
 """Answers per episode when the solver seat sets no ``max_turns`` (the loop's ``solver.max_turns``)."""
 SPLITS = ("train", "test")
-TOKEN_ENV = "SPADE_ENV_TOKEN"
-"""serve-env's bearer token (``url`` mode): read when connecting and sent as the WebSocket handshake's
-``Authorization`` header, never kept in a task, a trace, a URL or an episode's error."""
 
 _T = TypeVar("_T")
 

@@ -19,7 +19,11 @@ import importlib.util
 
 from ..errors import UserError, pip_install
 
-__all__ = ["require_openenv"]
+__all__ = ["TOKEN_ENV", "require_openenv"]
+
+TOKEN_ENV = "SPADE_ENV_TOKEN"
+"""The environment variable holding serve-env's bearer token: the server reads it (``--token-file`` keeps
+it out of ``ps``), and the clients (``trl.SpadeLiveEnv``, ``verifiers``' url mode) send it."""
 
 
 def require_openenv() -> None:

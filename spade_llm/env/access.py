@@ -29,11 +29,10 @@ from typing import Any
 from ..errors import UserError
 from ..netguard import head_error
 from ..sandbox_server import host_name, is_loopback, load_token, loopback_origin, token_matches
+from . import TOKEN_ENV
 
 __all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token", "refuse"]
 
-TOKEN_ENV = "SPADE_ENV_TOKEN"
-"""The environment variable holding serve-env's bearer token (``--token-file`` keeps it out of ``ps``)."""
 OPEN_PATHS = frozenset({"/health"})
 """Served without the token: the readiness probe, which tells nothing."""
 
