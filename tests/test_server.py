@@ -318,7 +318,13 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
     summary = stats.summary()
     assert summary["failures"] == 0, summary
     assert {"rate_limit", "server_error", "bad_response", "timeout", "connection"} <= set(summary["by_kind"]), summary
-    assert summary["requests"] == injected["requests"]  # every attempt reached the proxy once: no hidden retries
+    # no hidden retries: the proxy never sees more attempts than we count. It may see fewer: an attempt
+    # that ends as a timeout or a connection error before the proxy has read its body (a loaded machine,
+    # a kept-alive connection the proxy closed) is never counted there; the slow and the dropped answer
+    # are one of each that did reach it
+    unseen = summary["requests"] - injected["requests"]
+    by_kind = summary["by_kind"]
+    assert 0 <= unseen <= by_kind.get("timeout", 0) + by_kind.get("connection", 0) - 2, (unseen, summary, injected)
     assert "I'm sorry, I can't help with that." in texts  # a refusal is text for the caller to judge
     assert "length" in finishes
 
