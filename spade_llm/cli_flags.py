@@ -682,13 +682,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(Exit.USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by the words typed (``"run"``, ``"prompts"``...), ``parser`` itself as ``""``."""
+    found = {"": parser}
+
+    def walk(node: argparse.ArgumentParser, words: str) -> None:
+        for action in node._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found[f"{words} {name}".strip()] = child
+                    walk(child, f"{words} {name}")
+
+    walk(parser, "")
+    return found
+
+
 def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
     """The parser of ``command`` (``spade run``...), or ``parser`` itself when there is none."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            found: argparse.ArgumentParser = action.choices[command]
-            return found
-    return parser
+    return command_parsers(parser).get(command or "", parser)
 
 
 def _add(parser: argparse.ArgumentParser, flag: Flag, spec: CommandSpec | None = None) -> None:

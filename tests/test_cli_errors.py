@@ -14,6 +14,7 @@ import pytest
 
 from spade_llm import __version__
 from spade_llm.cli import build_parser, main
+from spade_llm.cli_flags import command_parsers
 from spade_llm.config import load_config
 from spade_llm.errors import UserError
 
@@ -22,17 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def commands() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser, sub-commands included (``prompts check``...), by the words typed."""
-    found: dict[str, argparse.ArgumentParser] = {}
-
-    def walk(parser: argparse.ArgumentParser, words: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    found[f"{words} {name}".strip()] = child
-                    walk(child, f"{words} {name}")
-
-    walk(build_parser(), "")
-    return found
+    return {words: parser for words, parser in command_parsers(build_parser()).items() if words}
 
 
 def said(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:

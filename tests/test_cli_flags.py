@@ -14,7 +14,15 @@ import pytest
 
 from spade_llm import cli, cli_flags
 from spade_llm.cli import main
-from spade_llm.cli_flags import COMMAND_SPECS, REGISTRY, Flag, build_parser, config_default, config_pairs
+from spade_llm.cli_flags import (
+    COMMAND_SPECS,
+    REGISTRY,
+    Flag,
+    build_parser,
+    command_parsers,
+    config_default,
+    config_pairs,
+)
 from spade_llm.errors import Exit, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,17 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def commands() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser by the words typed, ``spade`` itself as ""."""
-    found = {"": build_parser()}
-
-    def walk(parser: argparse.ArgumentParser, words: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    found[f"{words} {name}".strip()] = child
-                    walk(child, f"{words} {name}")
-
-    walk(found[""], "")
-    return found
+    return command_parsers(build_parser())
 
 
 def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:

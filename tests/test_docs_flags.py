@@ -7,24 +7,15 @@ import argparse
 import re
 from pathlib import Path
 
-from spade_llm.cli_flags import build_parser
+from spade_llm.cli_flags import build_parser, command_parsers
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
-    found: dict[str, argparse.ArgumentParser] = {}
-
-    def walk(parser: argparse.ArgumentParser, words: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    found[f"{words} {name}".strip()] = child
-                    walk(child, f"{words} {name}")
-
-    walk(build_parser(), "")
-    return found
+    """Every command's parser, sub-commands included (``prompts check``...), by the words typed."""
+    return {words: parser for words, parser in command_parsers(build_parser()).items() if words}
 
 
 def flags_shown(text: str, names: list[str]) -> list[tuple[str, str]]:
