@@ -39,7 +39,11 @@ def spade(tree: Path, *args: str, out: Path | None = None) -> float:
     t0 = time.perf_counter()
     with open(out or os.devnull, "w") as stdout:
         subprocess.run(
-            [sys.executable, "-m", "spade_llm.cli", *args], env=env, stdout=stdout, stderr=subprocess.PIPE, check=True
+            [sys.executable, "-m", "spade_llm.cli", *args],
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            check=True,
         )
     return time.perf_counter() - t0
 
@@ -52,7 +56,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=ROOT / "runs" / "bench_evaluate.json")
     args = parser.parse_args()
     trees = {"this": ROOT} | ({"other": args.other.resolve()} if args.other else {})
-    rows = [json.loads(line) for line in gzip.open(DATA, "rt")]
+    with gzip.open(DATA, "rt") as lines:
+        rows = [json.loads(line) for line in lines]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         samples = {

@@ -320,9 +320,9 @@ def connections(spade: Path, args: argparse.Namespace, log: Path, nofile: tuple[
 # -- 4. the queue bound -------------------------------------------------------------------------------------
 
 QUEUE_SERVER = """
-from spade_llm.httpserve import run_server
+from spade_llm.serve.httpbase import run_server
 from spade_llm.sandbox.registry import get_sandbox
-from spade_llm.sandbox_server import SandboxServer, ServeLimits
+from spade_llm.serve.sandbox import SandboxServer, ServeLimits
 srv = SandboxServer("127.0.0.1", {port}, get_sandbox("{sandbox}"), concurrency=1, bounds=ServeLimits(max_queue=8))
 run_server(srv, lambda: "listening on " + srv.url, "127.0.0.1", {port})
 """

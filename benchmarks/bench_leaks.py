@@ -116,7 +116,7 @@ def fake_cases(per_kind: int) -> list[Case]:
 
 
 def humaneval_cases() -> list[Case]:
-    from spade_llm.importers import import_humaneval
+    from spade_llm.tasksets.importers import import_humaneval
 
     if not DATA.exists():
         return []

@@ -3,7 +3,7 @@
 What it does (all on 127.0.0.1):
 
 1. starts two fake endpoints, ``spade serve-fake --latency 0`` and ``--latency 0.5`` (or
-   ``python -m``-style ``spade_llm.server.serve`` when the CLI has no ``serve-fake`` yet);
+   ``python -m``-style ``spade_llm.serve.fake.serve`` when the CLI has no ``serve-fake`` yet);
 2. ``spade run --model openai/default --api-base ... --concurrency 16 --tasks-per-epoch 32
    --epochs 1`` against each; the zero-latency wall time is everything but waiting on the model;
 3. reads requests and the most requests in flight at once from the server's ``GET /stats`` (or,
@@ -93,7 +93,7 @@ def fake_server(latency: float, work: Path, use_cli: bool) -> Iterator[str]:
     if use_cli:
         cmd = [*spade_cmd(), "serve-fake", "--host", "127.0.0.1", "--port", str(port), "--latency", str(latency)]
     else:
-        cmd = [sys.executable, "-c", f"from spade_llm.server import serve; serve('127.0.0.1', {port}, {latency})"]
+        cmd = [sys.executable, "-c", f"from spade_llm.serve.fake import serve; serve('127.0.0.1', {port}, {latency})"]
     with background(cmd, work / f"fake-{port}.log") as proc:
         wait_up(f"http://127.0.0.1:{port}/v1/models", proc)
         yield f"http://127.0.0.1:{port}"
@@ -202,7 +202,7 @@ def main() -> int:
         "latency_s": args.latency,
         "concurrency": args.concurrency,
         "tasks": args.tasks,
-        "server": "spade serve-fake" if use_cli else "spade_llm.server.serve",
+        "server": "spade serve-fake" if use_cli else "spade_llm.serve.fake.serve",
         "counted_by": "faulty_proxy passthrough" if args.via_proxy else "server /stats",
     }
     try:

@@ -1,4 +1,4 @@
-"""What the secret rule (``spade_llm.redact``) costs where text leaves the process: CPU seconds per MB.
+"""What the secret rule (``spade_llm._util.redact``) costs where text leaves the process: CPU seconds per MB.
 
 Measured on a fake run's own records (code, hidden tests, prompts, answers: what ``RunDir.append``
 masks at the run's rate, with our known secrets only: ``redact_record``; and with the whole rule, as
@@ -38,7 +38,7 @@ SECRETS = [
 
 def fake_run(folder: Path) -> list[dict[str, Any]]:
     """The records of a small fake run of the three kinds (every journal)."""
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     config = folder / "kinds.yaml"
     config.write_text("curriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n")
@@ -87,7 +87,7 @@ from each (``worst_rows``)."""
 
 def worst_rows(sizes_kb: list[int], repeat: int) -> list[dict[str, Any]]:
     """ms/MB of each ``WORST_UNITS`` text at each size, with the 6 known secrets (one repeat past 1 s)."""
-    from spade_llm.redact import Redactor
+    from spade_llm._util.redact import Redactor
 
     redactor = Redactor(SECRETS)
     rows = []
@@ -130,7 +130,7 @@ def main() -> int:
     ap.add_argument("--json", default=str(ROOT / "runs" / "bench_redact.json"))
     ap.add_argument("--worst-kb", default="150,600", help="sizes of the worst inputs, in KB (comma-separated)")
     args = ap.parse_args()
-    from spade_llm.redact import Redactor, StreamRedactor
+    from spade_llm._util.redact import Redactor, StreamRedactor
 
     with tempfile.TemporaryDirectory() as tmp:
         records = fake_run(Path(tmp))

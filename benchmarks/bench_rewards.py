@@ -1,4 +1,4 @@
-"""Reward throughput: rewards per second of ``spade_llm.rewards`` on a batch of completions, cold and warm.
+"""Reward throughput: rewards per second of ``spade_llm.rewards.code`` on a batch of completions, cold and warm.
 
 The batch (``--n``, default 256) mixes passing and failing completions, half each:
 
@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spade_llm.errors import SandboxUnavailable  # noqa: E402
-from spade_llm.groundtruth import ground_truth  # noqa: E402
-from spade_llm.importers import import_humaneval  # noqa: E402
-from spade_llm.rewards import CodeReward, Rewarder, compute_score, strict_python_block  # noqa: E402
+from spade_llm.rewards.code import CodeReward, Rewarder, compute_score, strict_python_block  # noqa: E402
+from spade_llm.rewards.groundtruth import ground_truth  # noqa: E402
 from spade_llm.solver import split_tests  # noqa: E402
+from spade_llm.tasksets.importers import import_humaneval  # noqa: E402
 from spade_llm.types import Task, Trajectory  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "HumanEval.jsonl.gz"
@@ -139,7 +139,7 @@ def bench_backend(backend: str, batch: Batch, workers: int | None) -> dict[str, 
         row[f"{mode}_correct"] = sum(a == b for a, b in zip(warm, want, strict=True)) == n and cold == warm
         row["workers"] = rewarder.max_workers
         if mode == "sync":
-            import spade_llm.rewards as rewards
+            import spade_llm.rewards.code as rewards
 
             saved, rewards._default = rewards._default, rewarder
             try:

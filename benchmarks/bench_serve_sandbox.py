@@ -375,9 +375,9 @@ def bodies(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 
 INSTANT_SERVER = """
-from spade_llm.httpserve import run_server
+from spade_llm.serve.httpbase import run_server
 from spade_llm.sandbox.base import Sandbox
-from spade_llm.sandbox_server import SandboxServer
+from spade_llm.serve.sandbox import SandboxServer
 from spade_llm.types import ExecutionResult
 
 class Instant(Sandbox):

@@ -17,7 +17,7 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-from spade_llm.text import clean_text, json_loads
+from spade_llm._util.text import clean_text, json_loads
 
 
 def per_call_us(*fns: Any, rounds: int = 15, budget_s: float = 0.02) -> list[float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_exports
+from ._util.lazy import lazy_exports
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import UserError
-from .export_names import ExportFormat, GeneratorFormat
+from .export.names import ExportFormat, GeneratorFormat
 from .kinds.names import DEFAULT_KIND
 from .sandbox.base import Limits
 from .sandbox.registry import AUTO, BACKEND_NAMES
@@ -300,7 +300,7 @@ class TrainerConfig(_Section):
     (``[HF_TOKEN, WANDB_API_KEY, "AWS_*"]``). The command gets our environment (PATH, HOME, the
     locale, caches, ``SPADE_*``...) less every key-like variable: a word of the name ending in KEY or
     TOKEN, or AUTH; SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL or COOKIE in it; a value that is a
-    URL with credentials (``spade_llm.redact.key_like``). Its logs mask the values of our key-like
+    URL with credentials (``spade_llm._util.redact.key_like``). Its logs mask the values of our key-like
     variables and the credentials of URLs either way."""
 
     @model_validator(mode="after")

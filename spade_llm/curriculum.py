@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from ._util.seeding import derive_seed
 from .config import RunConfig
 from .evaluator import next_difficulty
 from .kinds.mix import allocate_kinds
-from .seeding import derive_seed
 from .types import EpochMetrics, Task
 
 TOPICS = (

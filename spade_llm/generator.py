@@ -17,13 +17,13 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError, create_model
 
+from ._util.seeding import derive_seed
+from ._util.text import clean_data
 from .errors import LLMCallError
 from .kinds.names import DEFAULT_KIND
 from .llm.base import LLM, TRUNCATED, LLMRequest, ResponseFormat
 from .llm.stats import LLMStats, RoleStats
-from .seeding import derive_seed
 from .templates import Prompts
-from .text import clean_data
 from .types import Message, Task
 
 JSON_SHAPE = json.dumps(

@@ -102,7 +102,7 @@ class Session(SolverSession):
             entries.append("spade_llm.report:epoch_hook")
         self.hooks = load_hooks(entries)  # a typo fails before a run directory exists
         if config.trainer.command is not None and "verl" in config.trainer.formats:
-            from .exports import require_pyarrow
+            from .export.solver_rows import require_pyarrow
 
             require_pyarrow("trainer.formats: verl")
         self.remote: RayExecutor | None = None

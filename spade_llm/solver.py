@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ._util.seeding import derive_seed
 from .config import RewardConfig
 from .errors import LLMCallError
 from .evaluator import credited_fraction, episode_reward, shown_tests
@@ -25,7 +26,6 @@ from .kinds.base import MIN_HIDDEN_TESTS, public_indices
 from .kinds.induction import extract_code
 from .llm.base import LLM, TRUNCATED, LLMRequest
 from .llm.stats import RoleStats
-from .seeding import derive_seed
 from .templates import Prompts
 from .types import Attempt, ExecutionResult, Message, Task, TestCase, TestResult, TokenUsage, Trajectory
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TypeVar
 
+from ._util.redact import scrub_secrets
 from .checking import CodeChecker
 from .config import RoleConfig, RunConfig
 from .errors import UserError
@@ -18,7 +19,6 @@ from .llm.breaker import CircuitBreaker, GuardedLLM
 from .llm.limited import LimitedLLM
 from .llm.registry import get_llm
 from .llm.stats import LLMStats
-from .redact import scrub_secrets
 from .sandbox.base import Sandbox
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
@@ -115,8 +115,8 @@ class SolverSession:
         Raises:
             UserError: a reference cannot give a missing value (the task and test are named).
         """
-        from .expected import fill_expected, needs_filling
         from .judge import Judge
+        from .tasksets.expected import fill_expected, needs_filling
 
         if not any(needs_filling(t) for t in tasks):
             return list(tasks)

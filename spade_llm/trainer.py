@@ -12,7 +12,7 @@ last argument) and the environment variables ``SPADE_EXPORTS``, ``SPADE_RUN_DIR`
 keys: a key-like variable (``OPENAI_API_KEY``, ``HF_TOKEN``, ``*PASSWORD*``..., the rule is
 ``redact.key_like``) reaches the command only when ``trainer.pass_env`` names it. Its stdout and stderr
 go to ``RUN_DIR/trainer/epoch-NNN.stdout``/``.stderr`` as they come (tail them to follow a long
-training), through ``spade_llm.redact``'s rule: our keys in any form, key shapes, credentials of URLs
+training), through ``spade_llm._util.redact``'s rule: our keys in any form, key shapes, credentials of URLs
 never reach the disk.
 
 **The switch comes from a file, never from the output.** To switch models, the command writes one JSON
@@ -73,8 +73,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ._util.redact import StreamRedactor, env_redactor, key_like, redact_text, scrub_secrets
 from .hooks import HookError
-from .redact import StreamRedactor, env_redactor, key_like, redact_text, scrub_secrets
 
 if TYPE_CHECKING:
     from .config import RoleConfig, RunConfig, TrainerConfig
@@ -504,8 +504,8 @@ class Trainer:
 
     def export(self, epoch: int) -> Path:
         """The run so far, in each configured format of both roles, in a fresh ``exports/epoch-NNN/``."""
-        from .exports import ExportFilters, export_run
-        from .proposal_exports import export_generator
+        from .export.generator_rows import export_generator
+        from .export.solver_rows import ExportFilters, export_run
 
         folder = self.run.path / "exports" / f"epoch-{epoch:03d}"
         folder.mkdir(parents=True, exist_ok=True)

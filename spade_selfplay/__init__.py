@@ -2,6 +2,6 @@
 ``vf.load_environment``) is imported as this module, whose ``__all__`` names the taskset, the env and the
 harness (``spade_llm.verifiers``, ``pip install 'spade-selfplay[verifiers]'``)."""
 
-from spade_llm.verifiers import SpadeChatHarness, SpadeEnv, SpadeTaskset, load_environment
+from spade_llm.integrations.verifiers import SpadeChatHarness, SpadeEnv, SpadeTaskset, load_environment
 
 __all__ = ["SpadeChatHarness", "SpadeEnv", "SpadeTaskset", "load_environment"]

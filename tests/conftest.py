@@ -31,7 +31,7 @@ from spade_llm.llm.stats import LLMStats
 
 if TYPE_CHECKING:
     from spade_llm.sandbox.base import Sandbox
-    from spade_llm.server import FakeServer
+    from spade_llm.serve.fake import FakeServer
 
 TEST_API_KEY = "sk-test-key-1234567890"
 
@@ -149,7 +149,7 @@ def fake_server() -> Iterator[Callable[..., FakeServer]]:
     port, its event loop in a thread of its own, and returns it (``.url`` is the base URL, ``.port``,
     ``.stats``); ``backend`` is a stand-in for ``spade_llm.fake``; ``pacing`` goes to FakeServer
     (``answer_s``, ``chunk_s``, ``tokens_per_s``, ``refuse``). Every one stops at teardown."""
-    from spade_llm.server import FakeServer
+    from spade_llm.serve.fake import FakeServer
 
     stops: list[Callable[[], None]] = []
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from spade_llm.sandbox.base import Limits, Program, Sandbox
-from spade_llm.sandbox_server import RunCancel, SandboxServer
+from spade_llm.serve.sandbox import RunCancel, SandboxServer
 from spade_llm.types import ExecutionResult
 
 

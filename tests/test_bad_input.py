@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from spade_llm import store
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.errors import UserError
 from spade_llm.store import rundir
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from sandbox_backends import unavailable
 
-from spade_llm.groundtruth import ground_truth
 from spade_llm.judge import final_status, run_task_tests
+from spade_llm.rewards.groundtruth import ground_truth
 from spade_llm.sandbox.base import Limits
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.types import Task, TestCase
@@ -176,7 +176,7 @@ def test_generic_answers_pass_no_imported_task(imported, tmp_path, hack):
 
 
 def test_code_reward_gives_the_hacks_nothing_and_the_canonical_solutions_everything(imported):
-    from spade_llm.rewards import Rewarder, make_code_reward
+    from spade_llm.rewards.code import Rewarder, make_code_reward
 
     _, tasks = imported
     # every task that keeps a check script, and some that do not

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from spade_llm import __version__
-from spade_llm.cli import build_parser, main
-from spade_llm.cli_flags import command_parsers
+from spade_llm.cli.app import build_parser, main
+from spade_llm.cli.flags import command_parsers
 from spade_llm.config import load_config
 from spade_llm.errors import UserError
 

@@ -1,5 +1,5 @@
 """One flag registry (issue 36, point 5): every flag of every command is declared once, in
-``spade_llm.cli_flags``; each command's ``--help`` gives every option a line of help and its default (the
+``spade_llm.cli.flags``; each command's ``--help`` gives every option a line of help and its default (the
 config's value and key where the config sets it); the flag -> config maps and the flags a ``--resume``
 may change come from the registry; the exit codes are one table, the README's."""
 
@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from spade_llm import cli, cli_flags
-from spade_llm.cli import main
-from spade_llm.cli_flags import (
+from spade_llm.cli import app as cli
+from spade_llm.cli import flags as cli_flags
+from spade_llm.cli.app import main
+from spade_llm.cli.flags import (
     COMMAND_SPECS,
     REGISTRY,
     Flag,

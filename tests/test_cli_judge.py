@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 
 GOOD = "def f(x):\n    return x * 2 + 1\n"
 TESTS = [{"input": f"({i},)", "expected": i * 2 + 1} for i in (1, 2, 5, 7)]

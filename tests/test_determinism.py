@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spade_llm import cli, validation
+from spade_llm import validation
+from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind

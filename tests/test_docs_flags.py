@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from spade_llm.cli_flags import build_parser, command_parsers
+from spade_llm.cli.flags import build_parser, command_parsers
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.curriculum import EpochPlan, RequestPlan
 from spade_llm.evaluator import ANSWER_REASONS
 from spade_llm.kinds import BEFORE_LEAKS, LEAK_REASON

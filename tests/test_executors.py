@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.config import load_config
 from spade_llm.errors import UserError
 from spade_llm.executors import start_ray_executor
@@ -23,8 +23,8 @@ def test_without_ray_the_executor_says_which_extra_to_install(monkeypatch: pytes
 
 def test_the_commands_that_run_no_model_never_import_ray() -> None:
     code = (
-        "import sys, spade_llm.cli, spade_llm.session, spade_llm.controller, spade_llm.executors\n"
-        "spade_llm.cli.build_parser()\n"
+        "import sys, spade_llm.cli.app, spade_llm.session, spade_llm.controller, spade_llm.executors\n"
+        "spade_llm.cli.app.build_parser()\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'ray', 'litellm', 'openai'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

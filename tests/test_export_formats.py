@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from spade_llm import exports
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.errors import UserError
-from spade_llm.exports import MAX_SAMPLE_PAIRS, ExportFilters, export_run, split_of, tier_of
-from spade_llm.groundtruth import task_from_ground_truth
+from spade_llm.export import solver_rows as exports
+from spade_llm.export.solver_rows import MAX_SAMPLE_PAIRS, ExportFilters, export_run, split_of, tier_of
+from spade_llm.rewards.groundtruth import task_from_ground_truth
 from spade_llm.sandbox.runner import parse_input
 from spade_llm.solver import first_messages, split_tests
 from spade_llm.templates import Prompts
@@ -227,7 +227,7 @@ def test_verl_for_sandbox_fusion_writes_function_cases_for_induction_tasks(
     run: Path, records: dict[str, Any], tmp_path: Path, capsys: Any
 ) -> None:
     pytest.importorskip("pyarrow")
-    from spade_llm.groundtruth import printed
+    from spade_llm.rewards.groundtruth import printed
 
     rows = export(run, tmp_path / "sf.parquet", "verl", "--verl-reward", "sandbox_fusion")
     induction = {i for i, t in records["tasks"].items() if t.kind == "induction"}
@@ -247,7 +247,7 @@ def test_verl_for_sandbox_fusion_writes_function_cases_for_induction_tasks(
 
 
 def test_sandbox_fusion_leaves_out_tasks_json_cannot_call() -> None:
-    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
     from spade_llm.types import TestCase
 
     def task(*inputs: str) -> Task:
@@ -276,7 +276,7 @@ def fusion_task(*tests: tuple[str, Any], task_id: str = "t", **fields: Any) -> T
 def test_sandbox_fusion_leaves_out_tests_a_crash_or_a_trivial_answer_would_pass() -> None:
     """verl's fn_name wrapper prints nothing when the answer raises or exits, and verl compares
     stdout as text after rstrip("\\n"): those tests would pay a crash, or a stand-in spade fails."""
-    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
     from spade_llm.types import TestCase
 
     task = fusion_task(
@@ -293,7 +293,7 @@ def test_sandbox_fusion_leaves_out_tests_a_crash_or_a_trivial_answer_would_pass(
     )
     truth = {"fn_name": "f", "inputs": ['"c"', '"f"', '"g"'], "outputs": [" ", "null", "gg"]}
     assert sandbox_fusion_ground_truth(task) == truth
-    from spade_llm.groundtruth import sandbox_fusion_form
+    from spade_llm.rewards.groundtruth import sandbox_fusion_form
 
     task.tests.append(TestCase(input="('j',)", expected=0.5, abs_tol=1e-6))  # text cannot compare within a tolerance
     task.tests.append(TestCase(input="('k',)", expected=True, as_bool=True))  # ... nor by truth value
@@ -308,12 +308,12 @@ def test_sandbox_fusion_leaves_out_tests_a_crash_or_a_trivial_answer_would_pass(
 
 
 def test_sandbox_fusion_leaves_out_a_task_left_without_tests_or_passed_by_a_stand_in() -> None:
-    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
 
     everyone = fusion_task(("(1,)", ""), ("(2,)", ""), ("(3,)", "\n"))  # a crash passes them all
     nobody = fusion_task(("('ab',)", "ab"), ("('',)", ""), ("('c',)", "c"))  # the identity passes what is left
     assert sandbox_fusion_ground_truth(everyone) is None and sandbox_fusion_ground_truth(nobody) is None
-    from spade_llm.groundtruth import SANDBOX_FUSION_SCORED_TESTS, sandbox_fusion_form
+    from spade_llm.rewards.groundtruth import SANDBOX_FUSION_SCORED_TESTS, sandbox_fusion_form
 
     empty = sandbox_fusion_form(everyone)
     assert (empty.truth, empty.reason) == (None, "no test left")
@@ -342,7 +342,7 @@ def test_sandbox_fusion_leaves_out_a_task_left_without_tests_or_passed_by_a_stan
 def test_the_crash_that_scored_0875_on_main_keeps_only_its_real_test() -> None:
     """Task e0-00a643fc44 of ``spade run --seed 2``: 7 of its 8 tests expect the empty string, so
     verl scored an answer that raises, or exits at import, 0.875."""
-    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
 
     words = ["['yield', 'OCEAN', 'cloud', 'racecar']", "['north', 'LEVEL', 'stone', 'noon']", "['a', 'BB', 'ccc']"]
     tests = [(f"({w},)", "") for w in words] + [("(['crypt'],)", "crypt"), ("([],)", "")]
@@ -397,7 +397,7 @@ def test_the_export_says_what_it_left_out_and_why(tmp_path: Path, capsys: Any) -
 
 
 def test_a_long_list_of_left_out_tasks_is_cut_in_the_summary(tmp_path: Path) -> None:
-    from spade_llm.exports import SHOWN_TASK_IDS, ExportResult, LeftOut
+    from spade_llm.export.solver_rows import SHOWN_TASK_IDS, ExportResult, LeftOut
 
     left = LeftOut()
     for i in range(SHOWN_TASK_IDS + 3):

@@ -4,7 +4,7 @@ import sys
 
 def test_light_commands_do_not_import_litellm_or_openai():
     code = (
-        "import sys; from spade_llm.cli import build_parser; build_parser(); "
+        "import sys; from spade_llm.cli.app import build_parser; build_parser(); "
         "import spade_llm.sandbox.runner, spade_llm.validation, spade_llm.checking; "
         "print(any(m.split('.')[0] in ('litellm', 'openai') for m in sys.modules))"
     )

@@ -264,7 +264,7 @@ async def test_generator_answers_agree_in_process_and_over_http() -> None:
     """``spade serve-fake`` sees only the HTTP body (messages, seed, response_format; no metadata, no
     role) and its model has its own seed: the generator's answers are the same all the same."""
     from spade_llm.generator import LLMGenerator, ProposalContext
-    from spade_llm.server import to_llm_request
+    from spade_llm.serve.fake import to_llm_request
     from spade_llm.templates import Prompts
 
     generator = LLMGenerator(FakeLLM(), Prompts(), temperature=0.9, max_tokens=4096, response_format="json_object")
@@ -301,7 +301,7 @@ async def test_generator_answers_agree_in_process_and_over_http() -> None:
 async def test_solver_answers_agree_in_process_and_over_http_at_epoch_0() -> None:
     """The solver's skill grows with the epoch, which only in-process metadata carries; at epoch 0
     (and for the strong solver at any epoch) the answers over HTTP are the same."""
-    from spade_llm.server import to_llm_request
+    from spade_llm.serve.fake import to_llm_request
 
     tasks = await many_tasks(FakeLLM(seed=5), 12, 0.5)
     for i, task in enumerate(tasks):

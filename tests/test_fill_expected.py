@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 
 
 def _task(task_id: str, code: str, inputs: list[str], **extra: Any) -> dict[str, Any]:

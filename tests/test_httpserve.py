@@ -29,11 +29,11 @@ import httpx
 import pytest
 from sandbox_serving import Gated, serving
 
-from spade_llm import httpserve
-from spade_llm.httpserve import HTTPServer
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.sandbox.base import Limits, Program
-from spade_llm.sandbox_server import RunCancel, ServeLimits
+from spade_llm.serve import httpbase as httpserve
+from spade_llm.serve.httpbase import HTTPServer
+from spade_llm.serve.sandbox import RunCancel, ServeLimits
 from spade_llm.types import ExecutionResult, TokenUsage
 
 
@@ -629,11 +629,11 @@ def low_fd_limit(n: int) -> Callable[[], None]:
 
 COMMANDS = {
     "serve-fake": (
-        "from spade_llm.server import serve; serve('127.0.0.1', 0, 0.0, max_connections={cap})",
+        "from spade_llm.serve.fake import serve; serve('127.0.0.1', 0, 0.0, max_connections={cap})",
         "/v1/chat/completions",
     ),
     "serve-sandbox": (
-        "from spade_llm.sandbox_server import serve_sandbox; "
+        "from spade_llm.serve.sandbox import serve_sandbox; "
         "serve_sandbox('127.0.0.1', 0, backend='subprocess', allow_unsafe=True, concurrency=1, max_connections={cap})",
         "/run_code",
     ),
@@ -700,10 +700,11 @@ run_server(server, banner, "127.0.0.1", 0)
 """
 
 MAKERS = {
-    "serve-fake": "from spade_llm.httpserve import run_server\nfrom spade_llm.server import FakeServer\n"
+    "serve-fake": "from spade_llm.serve.httpbase import run_server\nfrom spade_llm.serve.fake import FakeServer\n"
     "server = FakeServer('127.0.0.1', 0, 0.0, 0)",
-    "serve-sandbox": "from spade_llm.httpserve import run_server\nfrom spade_llm.sandbox.registry import get_sandbox\n"
-    "from spade_llm.sandbox_server import SandboxServer\n"
+    "serve-sandbox": "from spade_llm.serve.httpbase import run_server\n"
+    "from spade_llm.sandbox.registry import get_sandbox\n"
+    "from spade_llm.serve.sandbox import SandboxServer\n"
     "server = SandboxServer('127.0.0.1', 0, get_sandbox('subprocess'), concurrency=1)",
 }
 

@@ -16,9 +16,9 @@ import pytest
 from spade_llm.checking import CodeChecker
 from spade_llm.config import SandboxConfig
 from spade_llm.fake.scripted import ScriptedLLM
-from spade_llm.importers import docstring_examples, import_humaneval
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.solver import LLMSolver, examples_task
+from spade_llm.tasksets.importers import docstring_examples, import_humaneval
 from spade_llm.templates import Prompts
 from spade_llm.types import Task, TestCase, Trajectory
 
@@ -150,7 +150,7 @@ def test_passing_examples_but_failing_asserts_says_so():
 def test_a_benchmark_tasks_ground_truth_keeps_every_assert_hidden(humaneval):
     import json
 
-    from spade_llm.groundtruth import ground_truth, task_from_ground_truth
+    from spade_llm.rewards.groundtruth import ground_truth, task_from_ground_truth
 
     task = humaneval["HumanEval/2"]  # its tests include abs(candidate(x) - y) < 1e-6
     back, public = task_from_ground_truth(json.dumps(ground_truth(task, 0)))

@@ -52,7 +52,7 @@ def test_no_kind_name_outside_kinds_and_fake():
 
 def test_the_scan_sees_the_package():
     files = {p.relative_to(PACKAGE).as_posix() for p in _outside_kinds()}
-    assert {"trl.py", "groundtruth.py", "rewards.py", "report/charts.py", "types.py"} <= files
+    assert {"integrations/trl.py", "rewards/groundtruth.py", "rewards/code.py", "report/charts.py", "types.py"} <= files
     assert not any(f.startswith(("kinds/", "fake/")) for f in files)
 
 

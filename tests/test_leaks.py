@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spade_llm import cli
 from spade_llm.checking import CodeChecker
+from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
 from spade_llm.kinds import LEAK_REASON, get_kind, leaks, mark_leaks, run_gates
 from spade_llm.kinds.base import public_indices
@@ -578,7 +578,7 @@ def test_a_run_rejects_leaking_proposals_and_counts_them(tmp_path: Path, sandbox
 
 def test_proposal_reward_pays_nothing_for_a_leaking_task(sandbox: Any) -> None:
     from spade_llm.config import RunConfig
-    from spade_llm.proposal_reward import make_proposal_reward
+    from spade_llm.rewards.proposal import make_proposal_reward
 
     reward = make_proposal_reward(
         samples=2, config=RunConfig.model_validate({"sandbox": {"test_timeout_s": 0.5}}), sandbox=sandbox
@@ -659,7 +659,7 @@ def test_mark_leaks_replaces_an_old_mark() -> None:
 
 @pytest.fixture(scope="module")
 def humaneval() -> list[Task]:
-    from spade_llm.importers import import_humaneval
+    from spade_llm.tasksets.importers import import_humaneval
 
     if not HUMANEVAL.exists():
         pytest.skip(f"{HUMANEVAL} not found")

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from spade_llm import cli, validation
+from spade_llm import validation
+from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
 from spade_llm.mutation import DISPATCHER
 from spade_llm.sandbox.base import Limits

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import spade_llm.llm.transport as transport
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.config import RoleConfig
 
 

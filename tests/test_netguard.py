@@ -1,4 +1,4 @@
-"""``spade_llm.netguard``: the rules every spade server shares (framing, descriptors, connection slots,
+"""``spade_llm.serve.netguard``: the rules every spade server shares (framing, descriptors, connection slots,
 JSON size), on their own; ``test_httpserve.py`` holds them over real sockets."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spade_llm.netguard import (
+from spade_llm.serve.netguard import (
     FD_RESERVE,
     MAX_ACCEPT_BATCH,
     SINGLE_FIELDS,
@@ -149,7 +149,7 @@ def test_the_soft_limit_is_raised_to_the_hard_one() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 256))
 
     code = (
-        "import resource\nfrom spade_llm.netguard import raise_open_files_limit\n"
+        "import resource\nfrom spade_llm.serve.netguard import raise_open_files_limit\n"
         "print(raise_open_files_limit(), resource.getrlimit(resource.RLIMIT_NOFILE))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=lower, check=True)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from spade_llm import env, rewards
-from spade_llm.env import access
-from spade_llm.export_names import FORMATS, GENERATOR_FORMATS
+from spade_llm.export.names import FORMATS, GENERATOR_FORMATS
+from spade_llm.rewards import code as rewards
+from spade_llm.serve import env
+from spade_llm.serve.env import access
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spade_llm"
 
@@ -25,7 +26,7 @@ def test_the_env_token_variable_is_named_once() -> None:
         for node in constants(path)
         if node.value == "SPADE_ENV_TOKEN"
     ]
-    assert written == ["env/__init__.py"]
+    assert written == ["serve/env/__init__.py"]
     assert access.TOKEN_ENV is env.TOKEN_ENV  # trl.py and verifiers.py import it too (their extras are not here)
 
 
@@ -40,7 +41,7 @@ def test_the_export_formats_are_listed_once() -> None:
             values = {e.value for e in items or [] if isinstance(e, ast.Constant)}
             if values >= set(GENERATOR_FORMATS):  # a whole list (a pair such as ("grpo", "verl") is a rule)
                 lists.add(path.relative_to(PACKAGE).as_posix())
-    assert lists == {"export_names.py"}, lists
+    assert lists == {"export/names.py"}, lists
     assert set(GENERATOR_FORMATS) < set(FORMATS) == {"sft", "dpo", "grpo", "verl"}
 
 

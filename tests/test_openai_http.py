@@ -25,7 +25,7 @@ from spade_llm.errors import LLMCallError, UserError
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.llm.openai_http import OpenAIHTTP, StatusError, classify
 from spade_llm.llm.stats import LLMStats
-from spade_llm.server import FakeServer
+from spade_llm.serve.fake import FakeServer
 from spade_llm.types import Message, TokenUsage
 
 BASE = "http://127.0.0.1:9/v1"

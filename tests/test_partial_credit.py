@@ -21,15 +21,15 @@ from hypothesis import strategies as st
 
 from spade_llm.checking import CodeChecker
 from spade_llm.config import RewardConfig, SandboxConfig
-from spade_llm.env.broker import Episode
 from spade_llm.evaluator import credited_fraction, shown_tests
 from spade_llm.fake.scripted import FunctionLLM
-from spade_llm.groundtruth import ground_truth
+from spade_llm.integrations.trl import SpadeCodingEnv, SpadeLiveEnv
 from spade_llm.kinds import KIND_NAMES, get_kind
-from spade_llm.rewards import Rewarder, compute_score, extract_answer, make_code_reward, parse_ground_truth
+from spade_llm.rewards.code import Rewarder, compute_score, extract_answer, make_code_reward, parse_ground_truth
+from spade_llm.rewards.groundtruth import ground_truth
+from spade_llm.serve.env.broker import Episode
 from spade_llm.solver import LLMSolver
 from spade_llm.templates import Prompts
-from spade_llm.trl import SpadeCodingEnv, SpadeLiveEnv
 from spade_llm.types import Task, TestCase
 
 # -- the rule ------------------------------------------------------------------------------------

@@ -20,17 +20,17 @@ from typing import Any
 
 import pytest
 
-from spade_llm import proposal_exports
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.dedup import sealed_entry
-from spade_llm.exports import MAX_SAMPLE_PAIRS, ExportFilters, ExportResult, split_of, tier_of
-from spade_llm.proposal_exports import (
+from spade_llm.export import generator_rows as proposal_exports
+from spade_llm.export.generator_rows import (
     HELD_OUT_EXAMPLE,
     KNOWN_TASKS_CAP,
     GeneratorExportResult,
     export_generator,
     generator_split,
 )
+from spade_llm.export.solver_rows import MAX_SAMPLE_PAIRS, ExportFilters, ExportResult, split_of, tier_of
 from spade_llm.types import Task
 
 FORMATS = ("sft", "dpo", "grpo")
@@ -294,7 +294,7 @@ def test_known_tasks_keep_the_most_recent_ones(
 
 def test_the_proposal_reward_pays_a_recorded_answer_what_the_run_measured(run: Path, tmp_path: Path) -> None:
     """With the run's seed and sample count, the reward on a row's first answer repeats the run's episodes."""
-    reward_module = pytest.importorskip("spade_llm.proposal_reward")
+    reward_module = pytest.importorskip("spade_llm.rewards.proposal")
     from spade_llm.config import load_config
 
     grpo = {(r["epoch"], r["prompt_index"]): r for r in export(run, tmp_path / "grpo.jsonl", "grpo")}
@@ -631,8 +631,8 @@ def test_a_run_whose_answers_record_no_prompt_says_why_not(run: Path, tmp_path: 
 
 def test_the_parser_does_not_import_the_generator_exports() -> None:
     code = (
-        "import sys; from spade_llm.cli import build_parser; build_parser(); "
-        "print('spade_llm.proposal_exports' in sys.modules or 'spade_llm.exports' in sys.modules)"
+        "import sys; from spade_llm.cli.app import build_parser; build_parser(); "
+        "print('spade_llm.export.generator_rows' in sys.modules or 'spade_llm.export.solver_rows' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

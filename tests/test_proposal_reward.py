@@ -1,4 +1,4 @@
-"""spade_llm.proposal_reward: the generator is paid the learnability of what it proposes, judged as the loop judges.
+"""spade_llm.rewards.proposal: the generator is paid the learnability of what it proposes, judged as the loop judges.
 
 One small seeded fake run (every kind) is made once for the module; its ``proposals.jsonl`` answers are real
 generator proposals, and its ``task_stats.jsonl`` says what the loop measured on each. The code that runs is the
@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 from sandbox_backends import unavailable
 
-from spade_llm import cli
-from spade_llm import proposal_reward as module
+from spade_llm.cli import app as cli
 from spade_llm.config import RunConfig
 from spade_llm.dedup import HELD_OUT, seal, sealed_entry
 from spade_llm.errors import UserError
 from spade_llm.evaluator import similarity, task_fingerprint
-from spade_llm.proposal_reward import (
+from spade_llm.rewards import proposal as module
+from spade_llm.rewards.proposal import (
     ProposalReward,
     default_proposal_reward,
     make_proposal_reward,
@@ -477,9 +477,9 @@ def test_the_default_reward_samples_the_fake_solver_eight_times() -> None:
 def test_rewards_reexports_it_lazily_and_neither_imports_a_model_client() -> None:
     code = (
         "import sys, spade_llm.rewards as r; "
-        "print('spade_llm.proposal_reward' in sys.modules); "
+        "print('spade_llm.rewards.proposal' in sys.modules); "
         "from spade_llm.rewards import proposal_reward, make_proposal_reward, proposal_compute_score; "
-        "import spade_llm.proposal_reward as m; "
+        "import spade_llm.rewards.proposal as m; "
         "print(proposal_reward is m.proposal_reward and make_proposal_reward is m.make_proposal_reward "
         "and proposal_compute_score is m.proposal_compute_score and 'proposal_reward' in r.__all__); "
         "print(sorted({k.split('.')[0] for k in sys.modules} & {'litellm', 'openai', 'trl', 'torch'}))"

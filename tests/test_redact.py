@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spade_llm.redact import HOLD_CHARS, MASK, StreamRedactor, key_like, redact, secret_values
+from spade_llm._util.redact import HOLD_CHARS, MASK, StreamRedactor, key_like, redact, secret_values
 from spade_llm.trainer import trainer_env
 
 KEY = "sk-proj-Abc123Def456Ghi789"
@@ -353,8 +353,8 @@ def test_ordinary_code_and_logs_are_left_alone(text: str) -> None:
 
 def test_a_fake_runs_records_come_through_unchanged(tmp_path: Path) -> None:
     """Tasks, hidden tests, answers and prompts of the three kinds: nothing in them is a secret."""
-    from spade_llm.cli import main
-    from spade_llm.redact import Redactor
+    from spade_llm._util.redact import Redactor
+    from spade_llm.cli.app import main
 
     config = tmp_path / "kinds.yaml"
     config.write_text("curriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n")
@@ -437,7 +437,7 @@ def test_a_journal_keeps_task_data_of_every_pattern_shape(tmp_path: Path) -> Non
 
 def test_the_same_task_data_is_masked_in_text_that_is_not_data(tmp_path: Path) -> None:
     """The other side of the line: a log line, an error, summary.json, config.yaml still get every pattern."""
-    from spade_llm.redact import redact_text
+    from spade_llm._util.redact import redact_text
     from spade_llm.store import RunDir
 
     for tests in TASK_DATA[:5]:
@@ -452,14 +452,14 @@ def test_the_same_task_data_is_masked_in_text_that_is_not_data(tmp_path: Path) -
 def test_our_own_secrets_are_masked_in_a_journal_in_every_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The user's own: an environment key, a registered token, an api_base's credentials (as get_llm
     registers them): masked in records too, whole, encoded or split."""
-    import spade_llm.redact
+    import spade_llm._util.redact
+    from spade_llm._util.redact import register_secret
     from spade_llm.config import LLMConfig, RoleConfig
     from spade_llm.llm.registry import get_llm
-    from spade_llm.redact import register_secret
     from spade_llm.store import TRAJECTORIES, RunDir
 
-    monkeypatch.setattr(spade_llm.redact, "_registered", set())  # this test's registrations end with it
-    monkeypatch.setattr(spade_llm.redact, "_cache", None)
+    monkeypatch.setattr(spade_llm._util.redact, "_registered", set())  # this test's registrations end with it
+    monkeypatch.setattr(spade_llm._util.redact, "_cache", None)
     monkeypatch.setenv("SOME_SERVICE_TOKEN", SECRET)
     register_secret("tok-Registered-7f3a9c2e11")
     get_llm(
@@ -532,7 +532,7 @@ WORST_UNITS = [  # what makes a rule that tries every start of a shape match the
 
 
 def _counted_work(monkeypatch: pytest.MonkeyPatch, text: str) -> dict[str, int]:
-    import spade_llm.redact as r
+    import spade_llm._util.redact as r
 
     tally = {"attempts": 0, "covered": 0}
     monkeypatch.setattr(r, "_SHAPE_AT", {k: CountingPattern(v, tally) for k, v in r._SHAPE_AT.items()})
@@ -584,7 +584,7 @@ def _unbounded(pattern: str) -> list[str]:
 
 
 def test_every_pattern_tried_at_many_starts_is_bounded() -> None:
-    import spade_llm.redact as r
+    import spade_llm._util.redact as r
 
     patterns = {f"shape {k}": v.pattern for k, v in r._SHAPE_AT.items()}
     for name in ("_ASSIGN", "_FLAG", "_BEARER", "_BASIC", "_PEM_BEGIN", "_PEM_END", "_PEM_BODY", "_WEBHOOK_PATHS"):
@@ -595,7 +595,7 @@ def test_every_pattern_tried_at_many_starts_is_bounded() -> None:
 def test_a_line_arriving_a_character_at_a_time_is_looked_at_once_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream holds an unfinished line back; it is not looked at again for every read (a progress bar
     printed a character at a time cost the square of its length)."""
-    import spade_llm.redact as r
+    import spade_llm._util.redact as r
 
     calls = {"n": 0}
     spans = r.Redactor.spans
@@ -698,7 +698,7 @@ def test_an_environment_value_that_is_a_key_is_key_like(value: str) -> None:
 def test_scrub_secrets_uses_the_rule_of_the_module() -> None:
     """One URL parser, one notion of a secret's name (round 1 kept a second pair of regexes in scrub_secrets):
     a query value holding ``@`` is no user-info, a camelCase or ``*_PAT`` field is a secret's, an int never."""
-    from spade_llm.redact import scrub_secrets
+    from spade_llm._util.redact import scrub_secrets
 
     data = {
         "api_base": "http://host:8000/v1?email=a@b.example",
@@ -721,12 +721,12 @@ def test_a_client_token_is_masked_in_errors_in_every_form(monkeypatch: pytest.Mo
     only): base64 in a Basic header, split, JSON-escaped: none leaves in an error, nor in a log line after."""
     import traceback
 
-    import spade_llm.redact
-    from spade_llm.redact import redact_text
-    from spade_llm.trl import token_masked
+    import spade_llm._util.redact
+    from spade_llm._util.redact import redact_text
+    from spade_llm.integrations.trl import token_masked
 
-    monkeypatch.setattr(spade_llm.redact, "_registered", set())
-    monkeypatch.setattr(spade_llm.redact, "_cache", None)
+    monkeypatch.setattr(spade_llm._util.redact, "_registered", set())
+    monkeypatch.setattr(spade_llm._util.redact, "_cache", None)
     token = "tok-SECRET-6d1f9a2b3c4d5e6f"
     texts = [
         f"handshake sent Authorization: Basic {_b64(f'spade:{token}'.encode())}",
@@ -806,7 +806,7 @@ def test_a_stream_masks_a_secret_whatever_the_reads_and_line_breaks(
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
 def test_redaction_is_idempotent_and_maps_split_secrets_back_exactly(text: str) -> None:
-    from spade_llm.redact import _KEPT, _SEPARATORS
+    from spade_llm._util.redact import _KEPT, _SEPARATORS
 
     once = redact(text, [SECRET])
     assert redact(once, [SECRET]) == once
@@ -840,7 +840,7 @@ def _leaks(folder: Path, secrets: list[str]) -> list[str]:
 def test_a_query_string_key_of_an_api_base_stays_out_of_the_run_directory(
     tmp_path: Path, allow_model_requests: str
 ) -> None:
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     with socket.socket() as s:  # nothing listens there: the solver's endpoint is down, the run stops
         s.bind(("127.0.0.1", 0))
@@ -875,7 +875,7 @@ def test_an_api_base_recorded_masked_is_refused_with_one_line_naming_the_flag() 
 def test_a_resume_of_a_run_whose_api_base_key_was_masked_asks_for_it_again(
     tmp_path: Path, allow_model_requests: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     with socket.socket() as s:  # nothing listens there: the endpoint is down, the run stops (exit 3)
         s.bind(("127.0.0.1", 0))
@@ -899,7 +899,7 @@ def test_a_resume_of_a_run_whose_api_base_key_was_masked_asks_for_it_again(
 def test_basic_credentials_of_a_switched_api_base_stay_out_of_summary_json(tmp_path: Path) -> None:
     """The training step names an endpoint the transport refuses: the error that stops the run names it,
     and summary.json records that error."""
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     switch = json.dumps({"solver_model": "openai/m", "api_base": "ftp://alice:pA55w0rd-basic@h.example/v1"})
     step = tmp_path / "step.py"
@@ -925,7 +925,7 @@ def test_no_benchmark_task_is_touched() -> None:
     """164 HumanEval tasks (prompts, solutions, asserts): real code of every sort, nothing to mask."""
     import gzip
 
-    from spade_llm.redact import Redactor
+    from spade_llm._util.redact import Redactor
 
     redactor = Redactor([SECRET])
     with gzip.open(HUMANEVAL, "rt", encoding="utf-8") as f:

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from spade_llm import report
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.config import RunConfig
 from spade_llm.errors import UserError
 from spade_llm.hooks import EpochEnd
@@ -401,7 +401,7 @@ def test_the_browser_check_sees_errors(tmp_path: Path) -> None:
 def test_the_cli_writes_the_report_and_a_run_with_report_on_refreshes_it(
     run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     out = tmp_path / "page.html"
     assert main(["report", str(run_dir), "-o", str(out)]) == 0

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.session import Session
 
 

@@ -224,7 +224,7 @@ def benchmark_solve_api(tmp_path: Path) -> Path:
 
 def test_the_serve_env_solver_is_the_brokers_model() -> None:
     """``store.provenance`` names serve-env's solver without importing the env package."""
-    from spade_llm.env.broker import ENV_MODEL
+    from spade_llm.serve.env.broker import ENV_MODEL
     from spade_llm.store.provenance import SERVE_ENV_SOLVER
 
     assert ENV_MODEL == SERVE_ENV_SOLVER
@@ -245,7 +245,7 @@ def _task(task_id: str, source: str) -> dict[str, Any]:
 
 
 def test_an_imported_task_in_a_run_directory_is_a_test_row_and_generated_ones_split_by_hash(tmp_path: Path) -> None:
-    from spade_llm.exports import ExportFilters, export_run, split_of
+    from spade_llm.export.solver_rows import ExportFilters, export_run, split_of
 
     run = directory(tmp_path / "run", "run", "command")
     (run / "plans.jsonl").write_text("")

@@ -1,4 +1,4 @@
-"""spade_llm.rewards: TRL's ``code_reward`` and verl's ``compute_score`` judge as the loop does.
+"""spade_llm.rewards.code: TRL's ``code_reward`` and verl's ``compute_score`` judge as the loop does.
 
 One small fake run (every kind) is made once for the module; its tasks' ground truths are built
 as exports build them. Answers here are harmless and judged in the subprocess sandbox, except the
@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from sandbox_backends import unavailable
 
-from spade_llm import rewards
 from spade_llm.errors import SandboxUnavailable, UserError
-from spade_llm.groundtruth import ground_truth
 from spade_llm.kinds import get_kind
 from spade_llm.kinds.queries import call_text
-from spade_llm.rewards import STATUS_CODES, CodeReward, Rewarder, code_reward, compute_score, make_code_reward
+from spade_llm.rewards import code as rewards
+from spade_llm.rewards.code import STATUS_CODES, CodeReward, Rewarder, code_reward, compute_score, make_code_reward
+from spade_llm.rewards.groundtruth import ground_truth
 from spade_llm.sandbox.base import Limits, Program, Sandbox
 from spade_llm.sandbox.runner import parse_input
 from spade_llm.solver import split_tests
@@ -484,7 +484,7 @@ def test_the_default_backend_comes_from_the_environment(monkeypatch: pytest.Monk
 
 def test_importing_the_rewards_costs_no_model_client_nor_trainer() -> None:
     code = (
-        "import sys, spade_llm.rewards, spade_llm.trl; "
+        "import sys, spade_llm.rewards.code, spade_llm.integrations.trl; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'openai', 'trl', 'torch', 'transformers'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

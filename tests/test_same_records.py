@@ -20,9 +20,9 @@ import pytest
 from test_resume import _strip_times  # the resume tests' canonical form: time fields dropped
 
 from spade_llm.config import RunConfig, load_config
-from spade_llm.importers import import_humaneval
 from spade_llm.session import Session
 from spade_llm.store import RunDir
+from spade_llm.tasksets.importers import import_humaneval
 
 GOLDEN = Path(__file__).parent / "data" / "same_records.json"
 HUMANEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "HumanEval.jsonl.gz"

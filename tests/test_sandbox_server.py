@@ -1,4 +1,4 @@
-"""``spade serve-sandbox`` (spade_llm.sandbox_server): SandboxFusion's ``/run_code`` over our sandbox.
+"""``spade serve-sandbox`` (spade_llm.serve.sandbox): SandboxFusion's ``/run_code`` over our sandbox.
 
 One server per module, in-process on a free 127.0.0.1 port, on the bwrap backend where it works;
 where it does not, the subprocess backend serves the harmless tests and every test whose code
@@ -31,7 +31,7 @@ from sandbox_serving import serving
 from spade_llm.errors import UserError
 from spade_llm.sandbox import registry
 from spade_llm.sandbox.registry import get_sandbox
-from spade_llm.sandbox_server import (
+from spade_llm.serve.sandbox import (
     FETCH_WRAPPER,
     WRAPPER_SLACK_S,
     SandboxServer,
@@ -291,7 +291,7 @@ def test_a_client_that_never_reads_is_let_go_when_its_connection_ends(
     """The answer fits the write buffer (``drain`` returns), the client never reads it, then idles out:
     closing the connection must not wait for the answer to be taken (it never will be): the server
     drops it (the client, reading at last, finds the connection reset before the answer's end)."""
-    from spade_llm import httpserve
+    from spade_llm.serve import httpbase as httpserve
 
     async def buffered(writer: asyncio.StreamWriter) -> None:  # as when the answer is under the high-water mark
         return None
@@ -431,7 +431,7 @@ def test_cli_refusal_exits_2() -> None:
 def test_serve_in_a_process_prints_its_url_and_stops_on_sigterm(tmp_path: Path) -> None:
     unsafe = "" if BACKEND == "bwrap" else ", allow_unsafe=True"
     code = (
-        "from spade_llm.sandbox_server import serve_sandbox; "
+        "from spade_llm.serve.sandbox import serve_sandbox; "
         f"serve_sandbox('127.0.0.1', 0, backend={BACKEND!r}, concurrency=2{unsafe})"
     )
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -528,7 +528,7 @@ def verl_passes(client: httpx.Client, server: SandboxServer, answer: str, truth:
 
 
 def test_sandbox_fusion_export_is_judged_like_spade(client: httpx.Client, server: SandboxServer) -> None:
-    from spade_llm.groundtruth import sandbox_fusion_ground_truth
+    from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
     from spade_llm.types import Task, TestCase
 
     task = Task(

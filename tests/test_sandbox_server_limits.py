@@ -29,13 +29,13 @@ import sandbox_serving
 from sandbox_backends import unavailable
 from sandbox_serving import Gated, GatedNoCancel
 
-from spade_llm import sandbox_server
 from spade_llm.errors import UserError
-from spade_llm.httpserve import HTTPError, Request
 from spade_llm.sandbox import registry
 from spade_llm.sandbox.base import Sandbox
 from spade_llm.sandbox.registry import get_sandbox
-from spade_llm.sandbox_server import (
+from spade_llm.serve import sandbox as sandbox_server
+from spade_llm.serve.httpbase import HTTPError, Request
+from spade_llm.serve.sandbox import (
     TOKEN_ENV,
     SandboxServer,
     ServeLimits,

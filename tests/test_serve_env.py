@@ -282,9 +282,9 @@ class InProcess:
     """An EnvServer in this process (a thread), for a run whose generator is scripted."""
 
     def __init__(self, config: Any, run_dir: Path, generator: Any) -> None:
-        from spade_llm.env.broker import EnvBroker
-        from spade_llm.env.running import EnvSession
-        from spade_llm.env.server import EnvServer
+        from spade_llm.serve.env.broker import EnvBroker
+        from spade_llm.serve.env.running import EnvSession
+        from spade_llm.serve.env.server import EnvServer
         from spade_llm.store import RunDir
 
         broker = EnvBroker(episode_timeout_s=config.env.episode_timeout_s, reset_timeout_s=config.env.reset_timeout_s)
@@ -545,7 +545,7 @@ def test_the_cli_imports_no_openenv_until_serve_env_runs(monkeypatch, capsys):
     assert proc.returncode == 0 and "--resume" in proc.stdout and "--token-file" in proc.stdout
     import importlib.util
 
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openenv" else real(name, *a))
@@ -556,8 +556,8 @@ def test_the_cli_imports_no_openenv_until_serve_env_runs(monkeypatch, capsys):
 
 def test_the_env_section_sizes_epochs_and_the_solver_is_the_clients():
     from spade_llm.config import load_config
-    from spade_llm.env.running import env_run_config
     from spade_llm.errors import UserError
+    from spade_llm.serve.env.running import env_run_config
 
     config = env_run_config(load_config(None, {"env": {"episodes_per_epoch": 10}, "solver": {"samples_per_task": 4}}))
     assert config.controller.tasks_per_epoch == 3  # ceil(10 / 4) tasks, 12 episodes at most
@@ -571,8 +571,8 @@ def test_the_env_section_sizes_epochs_and_the_solver_is_the_clients():
 async def test_the_broker_hands_episodes_first_come_and_never_loses_one():
     import asyncio
 
-    from spade_llm.env.broker import EnvBroker, EpisodeGone
     from spade_llm.llm.base import LLMRequest
+    from spade_llm.serve.env.broker import EnvBroker, EpisodeGone
     from spade_llm.types import Message
 
     broker = EnvBroker(episode_timeout_s=5, reset_timeout_s=0.3)

@@ -441,7 +441,7 @@ async def test_the_guard_refuses_two_of_a_header_whatever_server_runs_the_app():
     """The access guard on its own (the app under another ASGI server, or a test client): two
     ``Authorization`` headers are a 400 before any rule reads them (the first round's dict kept the
     last: a wrong token then the right one passed)."""
-    from spade_llm.env.access import Guard
+    from spade_llm.serve.env.access import Guard
 
     reached: list[str] = []
 
@@ -494,7 +494,7 @@ def test_a_head_sent_a_byte_at_a_time_costs_linear_work(monkeypatch, duplicate):
     for this head), and still refuses a bad head or passes a good one to h11."""
     import h11
 
-    from spade_llm.env import wire
+    from spade_llm.serve.env import wire
 
     counting = _Counting(wire._HEAD_END)
     monkeypatch.setattr(wire, "_HEAD_END", counting)
@@ -534,7 +534,7 @@ def test_an_evicted_connection_is_aborted_not_closed():
     descriptor held past the cap meanwhile: evicting aborts."""
     import asyncio
 
-    from spade_llm.env.wire import Wire
+    from spade_llm.serve.env.wire import Wire
 
     class Transport(asyncio.WriteTransport):
         def __init__(self) -> None:
@@ -556,8 +556,8 @@ def test_an_evicted_connection_is_aborted_not_closed():
 async def test_an_episode_its_client_never_saw_goes_to_the_next_client_untimed():
     import asyncio
 
-    from spade_llm.env.broker import EnvBroker, EpisodeGone
     from spade_llm.llm.base import LLMRequest
+    from spade_llm.serve.env.broker import EnvBroker, EpisodeGone
     from spade_llm.types import Message
 
     broker = EnvBroker(episode_timeout_s=0.5, reset_timeout_s=5)

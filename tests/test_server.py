@@ -1,4 +1,4 @@
-"""``spade serve-fake`` (spade_llm.server): the OpenAI wire format, keep-alive, concurrency, shutdown.
+"""``spade serve-fake`` (spade_llm.serve.fake): the OpenAI wire format, keep-alive, concurrency, shutdown.
 
 Most tests put a stand-in model behind the server (echoing what it was asked), so they test the
 HTTP layer alone and stay exact whatever the fake model answers; the last ones use the real fake.
@@ -29,7 +29,7 @@ from spade_llm.errors import LLMCallError
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.llm.litellm import LiteLLM
 from spade_llm.llm.stats import LLMStats
-from spade_llm.server import FakeServer
+from spade_llm.serve.fake import FakeServer
 from spade_llm.types import Message, TokenUsage
 
 
@@ -331,7 +331,7 @@ async def test_every_fault_of_the_fault_proxy_is_survived_and_counted(
 
 def test_serve_in_a_process_prints_its_url_and_stops_on_sigint(tmp_path: Path) -> None:
     """``serve()`` as the CLI runs it: port 0 picks a free port, the URL is on stderr, Ctrl-C ends it cleanly."""
-    code = "from spade_llm.server import serve; serve('127.0.0.1', 0, 0.0)"
+    code = "from spade_llm.serve.fake import serve; serve('127.0.0.1', 0, 0.0)"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -376,7 +376,7 @@ async def test_real_fake_model_through_litellm(allow_model_requests: str, fake_s
 
 
 def test_serve_reports_a_busy_port_as_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import spade_llm.server as server_mod
+    import spade_llm.serve.fake as server_mod
     from spade_llm.errors import UserError
 
     monkeypatch.setattr(server_mod, "FakeServer", lambda *a, **kw: FakeServer(*a, **{**kw, "backend": STUB}))

@@ -21,7 +21,7 @@ from spade_llm.generator import task_answer_schema
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.llm.openai_http import OpenAIHTTP
 from spade_llm.llm.stats import LLMStats
-from spade_llm.server import FakeServer
+from spade_llm.serve.fake import FakeServer
 from spade_llm.types import Message, TokenUsage
 
 StartServer = Callable[..., FakeServer]
@@ -96,7 +96,7 @@ async def test_the_same_server_without_streaming_times_out(fake_server: StartSer
 def test_spade_solve_against_a_slow_streaming_server_needs_no_retry(fake_server: StartServer, tmp_path: Path) -> None:
     """The whole path a user takes: ``spade solve`` with ``llm.timeout_s: 3`` against a server that takes
     8 s per answer, streaming a chunk every 0.5 s: every task answered by its first request and solved."""
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     server = fake_server(answer_s=8.0, chunk_s=0.5)
     assert main(["run", "--epochs", "1", "--tasks-per-epoch", "3", "--out", str(tmp_path / "gen")]) == 0  # offline
@@ -359,7 +359,7 @@ async def test_a_refused_stream_options_is_dropped_and_usage_counted_from_chunks
 def test_a_run_against_a_server_refusing_json_schema_falls_back_and_accepts_tasks(
     fake_server: StartServer, tmp_path: Path
 ) -> None:
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     server = fake_server(refuse=frozenset({"json_schema"}))
     out = tmp_path / "run"

@@ -1,7 +1,7 @@
 """Text that never breaks a run: a lone surrogate becomes U+FFFD where model text enters.
 
 A lone surrogate (JSON ``"\\ud800"``) is the one kind of ``str`` content UTF-8 cannot encode. The unit
-tests pin ``spade_llm.text``; the provider tests feed one through each way an answer comes back (a JSON
+tests pin ``spade_llm._util.text``; the provider tests feed one through each way an answer comes back (a JSON
 body, a stream whose chunks split a surrogate pair, litellm, the cache, the scripted fakes) and into a
 prompt. ``test_text_clean_cli.py`` runs ``solve``, ``export`` and ``report`` on such text end to end.
 """
@@ -18,13 +18,13 @@ import respx
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spade_llm._util.text import REPLACEMENT, clean_data, clean_text, json_loads, to_utf8
 from spade_llm.config import LLMConfig, RoleConfig
 from spade_llm.fake.scripted import FunctionLLM, ScriptedLLM
 from spade_llm.llm.base import LLMRequest, LLMResponse
 from spade_llm.llm.cache import CachedLLM, cache_key
 from spade_llm.llm.openai_http import OpenAIHTTP, parse_completion_body
 from spade_llm.llm.stats import LLMStats
-from spade_llm.text import REPLACEMENT, clean_data, clean_text, json_loads, to_utf8
 from spade_llm.types import Message
 
 LONE = "\ud800"
@@ -61,7 +61,7 @@ any_char = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr), st.s
 any_text = st.text(alphabet=any_char, max_size=60)
 
 
-# -- spade_llm.text ------------------------------------------------------------------------------
+# -- spade_llm._util.text ------------------------------------------------------------------------------
 
 
 @given(any_text)

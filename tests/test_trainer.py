@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 from spade_llm.config import RoleConfig, RunConfig, TrainerConfig
 from spade_llm.hooks import HookError
 from spade_llm.store import RunDir

@@ -1,4 +1,4 @@
-"""spade_llm.trl's environment for TRL's ``GRPOTrainer(environment_factory=...)``, driven as TRL drives
+"""spade_llm.integrations.trl's environment for TRL's ``GRPOTrainer(environment_factory=...)``, driven as TRL drives
 it (duck typing, TRL not needed), plus a check against TRL itself where it is installed.
 
 The key property: ``run_tests`` reports on the public tests alone, so nothing it returns can carry
@@ -17,12 +17,12 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from spade_llm import rewards
 from spade_llm.errors import UserError
-from spade_llm.groundtruth import ground_truth
-from spade_llm.rewards import Rewarder
+from spade_llm.integrations.trl import AsyncSpadeCodingEnv, SpadeCodingEnv
+from spade_llm.rewards import code as rewards
+from spade_llm.rewards.code import Rewarder
+from spade_llm.rewards.groundtruth import ground_truth
 from spade_llm.sandbox.base import Limits
-from spade_llm.trl import AsyncSpadeCodingEnv, SpadeCodingEnv
 from spade_llm.types import Task, TestCase
 
 SECRET = "zq_hidden"

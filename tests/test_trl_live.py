@@ -33,8 +33,8 @@ torch = need("torch", "trl")
 from test_serve_env import SMALL, ServeEnv  # noqa: E402
 
 from spade_llm import read_run  # noqa: E402
+from spade_llm.integrations.trl import SpadeLiveEnv, live_rows  # noqa: E402
 from spade_llm.kinds.queries import call_text  # noqa: E402
-from spade_llm.trl import SpadeLiveEnv, live_rows  # noqa: E402
 from spade_llm.types import Task  # noqa: E402
 
 pytestmark = [pytest.mark.trl, pytest.mark.env, pytest.mark.slow]

@@ -49,10 +49,10 @@ from trainer_kit import (
     train_tokenizer,
 )
 
+from spade_llm.integrations.trl import SpadeCodingEnv
 from spade_llm.kinds.induction import extract_code
 from spade_llm.kinds.queries import call_text
-from spade_llm.rewards import Rewarder, code_reward, completion_text, parse_ground_truth
-from spade_llm.trl import SpadeCodingEnv
+from spade_llm.rewards.code import Rewarder, code_reward, completion_text, parse_ground_truth
 
 pytestmark = [pytest.mark.trl, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""spade_llm.verifiers: spade's tasks as an environment of PrimeIntellect's verifiers (0.4, its v1 stack),
+"""spade_llm.integrations.verifiers: spade's tasks as an environment of PrimeIntellect's verifiers (0.4, its v1 stack),
 driven through verifiers' own loader and rollout API (``vf.load_environment`` by id, ``env.serving()``,
 ``env.run_episode`` with a ``vf.ModelContext`` whose client is an OpenAI-compatible endpoint).
 
@@ -29,18 +29,9 @@ from trainer_kit import KINDS_CONFIG, need, skip_unless_required
 
 vf = need("verifiers.v1", "verifiers")
 
-from spade_llm import rewards  # noqa: E402
 from spade_llm.errors import UserError  # noqa: E402
-from spade_llm.exports import ExportFilters, export_run  # noqa: E402
-from spade_llm.groundtruth import ground_truth  # noqa: E402
-from spade_llm.llm.base import LLMResponse  # noqa: E402
-from spade_llm.rewards import Rewarder  # noqa: E402
-from spade_llm.sandbox.base import Limits  # noqa: E402
-from spade_llm.solver import first_messages  # noqa: E402
-from spade_llm.store import read_run  # noqa: E402
-from spade_llm.templates import Prompts  # noqa: E402
-from spade_llm.types import Task, TestCase  # noqa: E402
-from spade_llm.verifiers import (  # noqa: E402
+from spade_llm.export.solver_rows import ExportFilters, export_run  # noqa: E402
+from spade_llm.integrations.verifiers import (  # noqa: E402
     ENV_ID,
     SpadeChatHarness,
     SpadeEnv,
@@ -48,6 +39,15 @@ from spade_llm.verifiers import (  # noqa: E402
     final_text,
     load_environment,
 )
+from spade_llm.llm.base import LLMResponse  # noqa: E402
+from spade_llm.rewards import code as rewards  # noqa: E402
+from spade_llm.rewards.code import Rewarder  # noqa: E402
+from spade_llm.rewards.groundtruth import ground_truth  # noqa: E402
+from spade_llm.sandbox.base import Limits  # noqa: E402
+from spade_llm.solver import first_messages  # noqa: E402
+from spade_llm.store import read_run  # noqa: E402
+from spade_llm.templates import Prompts  # noqa: E402
+from spade_llm.types import Task, TestCase  # noqa: E402
 
 pytestmark = [pytest.mark.verifiers]
 
@@ -67,7 +67,7 @@ def rewarder() -> Iterator[Rewarder]:
 @pytest.fixture(scope="module")
 def fake_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fake run of the three kinds whose solver (weak) needed repairs: tasks and judged trajectories."""
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     base = tmp_path_factory.mktemp("vf-run")
     (base / "kinds.yaml").write_text(KINDS_CONFIG)
@@ -243,7 +243,7 @@ def test_verifiers_loads_the_environment_by_its_id(fake_run: Path, tmp_path: Pat
 
 
 def test_without_the_extra_the_import_fails_with_the_install_line() -> None:
-    code = "import sys; sys.modules['verifiers'] = None; import spade_llm.verifiers"
+    code = "import sys; sys.modules['verifiers'] = None; import spade_llm.integrations.verifiers"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]

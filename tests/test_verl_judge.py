@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from trainer_kit import need, sandbox_backend, serve_sandbox, skip_unless_required
 
-from spade_llm.cli import main
+from spade_llm.cli.app import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.verl]
 
@@ -168,7 +168,7 @@ def test_verls_own_judge_pays_references_and_never_a_crash(url: str, exports: li
 
     # the runs hold the case this judge got wrong before (a task of seed 2's run, by id then): tests
     # expecting the empty string, now left out. Task ids follow the fake's text, so none is pinned here
-    from spade_llm.groundtruth import sandbox_fusion_form
+    from spade_llm.rewards.groundtruth import sandbox_fusion_form
     from spade_llm.types import Task
 
     dropped: dict[str, int] = {}

@@ -33,7 +33,7 @@ verl.trainer.main_ppo`` does with it before any GPU is needed is run here with v
 
 Answers are the run's own: a task's passing answer is the final assistant message of its ``--final-only``
 SFT row, a wrong one is the first failed attempt of the task in the run (its model text). verl's scores
-must equal spade's own ``spade_llm.rewards.compute_score`` called directly. The SandboxFusion judge runs
+must equal spade's own ``spade_llm.rewards.code.compute_score`` called directly. The SandboxFusion judge runs
 against a real ``spade serve-sandbox`` (bwrap where it works, else the subprocess backend with
 ``--allow-unsafe``), and spade's reward on bwrap where it works, else on the subprocess backend.
 """
@@ -68,8 +68,9 @@ from trainer_kit import (
     train_tokenizer,
 )
 
-from spade_llm import read_run, rewards
+from spade_llm import read_run
 from spade_llm.kinds import get_kind
+from spade_llm.rewards import code as rewards
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]
 
@@ -489,7 +490,7 @@ def test_legacy_top_level_keys_are_accepted_but_never_read(
     legacy = [w.replace("reward.custom_reward_function.", "custom_reward_function.", 1) for w in command]
     legacy = [*ours(legacy, exports.verl, model_dir), "+custom_reward_function.reward_kwargs.partial_credit=true"]
     config = compose_main_ppo(legacy)
-    assert config.custom_reward_function.path == "pkg://spade_llm.rewards"
+    assert config.custom_reward_function.path == "pkg://spade_llm.rewards.code"
     assert config.custom_reward_function.reward_kwargs == {"partial_credit": True}
     assert config.reward.custom_reward_function.path is None
     assert verl_reward.get_custom_reward_fn(config) is None

@@ -78,7 +78,7 @@ class Exports:
 
 def make_exports(base: Path) -> Exports:
     """``spade run`` (fake model, three kinds, 2 epochs of 4 tasks, K=4) and every export of it."""
-    from spade_llm.cli import main
+    from spade_llm.cli.app import main
 
     config = base / "kinds.yaml"
     config.write_text(KINDS_CONFIG)
@@ -214,10 +214,10 @@ def serve_sandbox(log: Path, backend: str, concurrency: int = 2) -> Iterator[str
 
 @contextlib.contextmanager
 def default_rewarder_on(backend: str) -> Iterator[Any]:
-    """``spade_llm.rewards``' default rewarder (what ``code_reward``, ``compute_score`` and
+    """``spade_llm.rewards.code``' default rewarder (what ``code_reward``, ``compute_score`` and
     ``SpadeCodingEnv()`` judge with) rebuilt on ``backend`` through ``SPADE_SANDBOX``, as a user pins it;
     the previous default is put back afterwards."""
-    from spade_llm import rewards
+    from spade_llm.rewards import code as rewards
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(rewards.SANDBOX_ENV, backend)

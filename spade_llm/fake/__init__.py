@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from .._util.lazy import lazy_exports
 
 _EXPORTS = {
     "PROFILES": "spade_llm.fake.model",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..text import clean_text
+from .._util.text import clean_text
 from ..types import Message, TokenUsage
 
 Role = Literal["generator", "solver"]
@@ -17,7 +17,7 @@ TRUNCATED = frozenset({"length", "answer_cap"})
 
 
 def _clean_message(message: Message) -> Message:
-    """``message`` itself, or a copy whose content holds no lone surrogate (see ``spade_llm.text``)."""
+    """``message`` itself, or a copy whose content holds no lone surrogate (see ``spade_llm._util.text``)."""
     content = getattr(message, "content", None)
     if not isinstance(content, str):
         return message
@@ -68,7 +68,7 @@ class LLMResponse:
     Every answer of every provider (the fakes and the cache included) is built here, so this is where
     model text enters: on construction a lone surrogate in ``text`` (a JSON ``"\\ud800"``) becomes
     U+FFFD and a pair (its halves streamed in two chunks) the character it spells, so every later
-    write of it encodes (:func:`spade_llm.text.clean_text`; free for ASCII).
+    write of it encodes (:func:`spade_llm._util.text.clean_text`; free for ASCII).
     """
 
     text: str

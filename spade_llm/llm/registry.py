@@ -19,9 +19,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from .._util.redact import MASK, masked_in, register_url_secrets
 from ..config import LLMConfig, RoleConfig
 from ..errors import UserError
-from ..redact import MASK, masked_in, register_url_secrets
 from .base import LLM, LLMRequest, LLMResponse
 from .stats import LLMStats, RoleStats
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._util.redact import redact_text
 from ..config import LLMConfig, RoleConfig
-from ..redact import redact_text
 from .base import LLMRequest, LLMResponse
 from .endpoints import EndpointPool, Route
 from .formats import ResponseFormats

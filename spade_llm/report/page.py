@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._util.redact import redact_text
+from .._util.text import to_utf8
 from ..errors import UserError
-from ..redact import redact_text
-from ..text import to_utf8
 from ..types import Rejection
 from .charts import (
     chart_coverage,
@@ -439,7 +439,7 @@ def render_report(
 
 def write_atomic(target: Path, text: str) -> None:
     """``text`` as ``target``'s UTF-8 content, replaced atomically; a lone surrogate that got past the
-    readers (none should) is written as U+FFFD rather than losing the page (``spade_llm.text``)."""
+    readers (none should) is written as U+FFFD rather than losing the page (``spade_llm._util.text``)."""
     data = to_utf8(text)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .._util.text import clean_data, json_loads
 from ..curriculum import EpochPlan
 from ..errors import UserError
-from ..text import clean_data, json_loads
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve
 from .provenance import command_of

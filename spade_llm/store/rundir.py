@@ -20,10 +20,10 @@ from typing import Any, Protocol
 
 import yaml
 
+from .._util.redact import redact_data, redact_record
+from .._util.redact import scrub_secrets as scrub_secrets  # where it always was; the rule is spade_llm._util.redact's
+from .._util.text import json_loads, to_utf8
 from ..errors import UserError
-from ..redact import redact_data, redact_record
-from ..redact import scrub_secrets as scrub_secrets  # where it always was; the rule is spade_llm.redact's
-from ..text import json_loads, to_utf8
 
 TASKS = "tasks.jsonl"
 REJECTED = "rejected.jsonl"
@@ -208,7 +208,7 @@ class RunDir:
         """Append records as whole lines in one write, flushed to the OS.
 
         A lone surrogate in a record (text that did not come through the LLM layer, which cleans its
-        own) is written as U+FFFD: a record is never lost to ``UnicodeEncodeError`` (``spade_llm.text``).
+        own) is written as U+FFFD: a record is never lost to ``UnicodeEncodeError`` (``spade_llm._util.text``).
         Our own secrets (the environment's keys, registered tokens, an endpoint's credentials) are
         masked in every form (``redact.redact_record``); nothing else is: a record is data, and a test's
         input that reads ``api_key=abc12345`` must read back the same.

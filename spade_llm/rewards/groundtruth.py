@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UserError
-from .kinds import DEFAULT_KIND, get_kind
-from .types import Task, TestCase
+from ..errors import UserError
+from ..kinds import DEFAULT_KIND, get_kind
+from ..types import Task, TestCase
 
 __all__ = [
     "GROUND_TRUTH_VERSION",
@@ -209,9 +209,9 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     Raises:
         UserError: a test without its expected value.
     """
-    from .sandbox.runner import parse_input
-    from .sandbox.verdict import matches
-    from .validation import STAND_INS
+    from ..sandbox.runner import parse_input
+    from ..sandbox.verdict import matches
+    from ..validation import STAND_INS
 
     if not get_kind(task.kind).sandbox_fusion:
         return SandboxFusionForm(None, LEFT_OUT_NOT_INDUCTION)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, NoReturn
 
-from .errors import Exit, pip_install
-from .export_names import FORMATS, STATUSES, TIERS, VERL_REWARDS
-from .sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
+from ..errors import Exit, pip_install
+from ..export.names import FORMATS, STATUSES, TIERS, VERL_REWARDS
+from ..sandbox.registry import AUTO, BACKEND_NAMES, FALLBACK
 
 # -- argument types ----------------------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ def _positive(kind: type[int] | type[float], minimum: float = 1) -> Any:
 
 def _kinds(text: str) -> list[str]:
     """A comma-separated list of task kinds for argparse."""
-    from .kinds import KIND_NAMES
+    from ..kinds import KIND_NAMES
 
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in KIND_NAMES]
@@ -81,9 +81,9 @@ def version_text() -> str:
     import subprocess
     from pathlib import Path
 
-    from . import __version__
+    from .. import __version__
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # spade_llm/cli/flags.py -> the checkout
     commit = ""
     if (root / ".git").exists():
         try:

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import UserError
+from ..types import Task, TestCase
 from .asserts import split_check
-from .errors import UserError
-from .types import Task, TestCase
 
 HUMANEVAL_FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
 
@@ -41,7 +41,7 @@ def docstring_examples(prompt: str, entry_point: str) -> list[TestCase]:
     spread over several lines, a value with no JSON form. These are examples, not verdicts: some are
     wrong (HumanEval/47's docstring says ``15.0`` where its canonical solution returns ``8.0``).
     """
-    from .sandbox.verdict import UnsupportedOutput, to_json
+    from ..sandbox.verdict import UnsupportedOutput, to_json
 
     lines = prompt.splitlines()
     examples: list[TestCase] = []
@@ -85,9 +85,9 @@ def publish_shown_tests(task: Task) -> Task:
     and ``meta["docstring_tests"]`` lists the asserts shown. Verdicts do not change: the asserts,
     all of them, still decide, and examples never do.
     """
-    from .kinds.base import same_case
-    from .leaks import Secret, find_leaks
-    from .sandbox.runner import parse_input
+    from ..kinds.base import same_case
+    from ..leaks import Secret, find_leaks
+    from ..sandbox.runner import parse_input
 
     secrets = []
     for i, test in enumerate(task.tests):

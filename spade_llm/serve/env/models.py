@@ -14,8 +14,8 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..kinds.names import DEFAULT_KIND
-from ..types import TaskKind
+from ...kinds.names import DEFAULT_KIND
+from ...types import TaskKind
 from .broker import View
 
 __all__ = ["MAX_REPLY_CHARS", "SpadeAction", "SpadeObservation", "SpadeState", "observation"]

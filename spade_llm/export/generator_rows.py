@@ -97,11 +97,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from .dedup import sealed_entry
-from .errors import UserError
-from .evaluator import learnability as task_learnability
-from .export_names import GENERATOR_FORMATS
-from .exports import (
+from ..dedup import sealed_entry
+from ..errors import UserError
+from ..evaluator import learnability as task_learnability
+from ..kinds.names import DEFAULT_KIND
+from ..store import RunRecords, read_run
+from ..types import Task, TaskStats, decision_key, task_epoch
+from .names import GENERATOR_FORMATS
+from .solver_rows import (
     MAX_SAMPLE_PAIRS,
     ExportFilters,
     ExportResult,
@@ -114,12 +117,9 @@ from .exports import (
     unique,
     write_jsonl,
 )
-from .kinds.names import DEFAULT_KIND
-from .store import RunRecords, read_run
-from .types import Task, TaskStats, decision_key, task_epoch
 
 if TYPE_CHECKING:
-    from .curriculum import EpochPlan
+    from ..curriculum import EpochPlan
 
 __all__ = [
     "GENERATOR_FORMATS",

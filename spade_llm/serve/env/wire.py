@@ -1,5 +1,5 @@
 """serve-env's connections: uvicorn's own HTTP (h11) and WebSocket protocols, under the rules every
-spade server keeps (``spade_llm.netguard``), so serve-env is not weaker than serve-sandbox or
+spade server keeps (``spade_llm.serve.netguard``), so serve-env is not weaker than serve-sandbox or
 serve-fake for running on uvicorn. What uvicorn gives is used as it is (the size of a request head,
 ``ws_max_size``, the keep-alive timeout, WebSocket pings); these subclasses add what it lacks:
 

@@ -39,8 +39,8 @@ from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse, WSMCPResponse
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 
+from ..._util.text import clean_data
 from ..netguard import count_json_items
-from ..text import clean_data
 from .access import ASGIApp, Message, Receive, Scope, Send, refuse
 from .models import SpadeAction, SpadeObservation
 from .wire import PEER, Peer

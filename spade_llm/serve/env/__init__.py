@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from ..errors import UserError, pip_install
+from ...errors import UserError, pip_install
 
 __all__ = ["TOKEN_ENV", "require_openenv"]
 

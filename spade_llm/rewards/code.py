@@ -1,9 +1,9 @@
-"""Reward functions for trainers: TRL's ``code_reward`` and verl's ``compute_score``.
+"""The solver's rewards for trainers: TRL's ``code_reward`` and verl's ``compute_score`` (``spade_llm.rewards``).
 
 A trainer's reward must mean what the loop's verdict means, or the policy learns something else:
 so an answer is judged here by the same code as in the loop (``Judge``, the task kind's ``check_answer``,
 ``final_status``), on *every* test of the task's ground truth, hidden ones included
-(``spade_llm.groundtruth``: exports put it in the GRPO rows' ``ground_truth`` column and in verl's
+(``spade_llm.rewards.groundtruth``: exports put it in the GRPO rows' ``ground_truth`` column and in verl's
 ``reward_model.ground_truth``).
 
 Scoring (one rule for both trainers):
@@ -62,16 +62,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from .errors import SandboxUnavailable, UserError
-from .evaluator import credited_fraction, shown_tests
+from ..errors import SandboxUnavailable, UserError
+from ..evaluator import credited_fraction, shown_tests
+from ..judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
+from ..kinds import DEFAULT_KIND, get_kind
+from ..kinds.base import strict_python_block
+from ..sandbox.base import Limits, Sandbox
+from ..sandbox.registry import AUTO
+from ..types import ExecutionResult, Task
 from .groundtruth import task_from_ground_truth
-from .judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
-from .kinds import DEFAULT_KIND, get_kind
-from .kinds.base import strict_python_block
-from .lazy import lazy_exports
-from .sandbox.base import Limits, Sandbox
-from .sandbox.registry import AUTO
-from .types import ExecutionResult, Task
 
 __all__ = [
     "STATUS_CODES",
@@ -86,10 +85,7 @@ __all__ = [
     "default_rewarder",
     "extract_answer",
     "make_code_reward",
-    "make_proposal_reward",  # noqa: F822 (lazy: the module __getattr__ at the end)
     "parse_ground_truth",
-    "proposal_compute_score",  # noqa: F822 (lazy: the module __getattr__ at the end)
-    "proposal_reward",  # noqa: F822 (lazy: the module __getattr__ at the end)
     "row_task",
     "strict_python_block",
     "task_from_columns",
@@ -430,7 +426,7 @@ class Rewarder:
 
     def _start_locked(self) -> Judge:
         if self._judge is None:
-            from .sandbox.registry import get_sandbox
+            from ..sandbox.registry import get_sandbox
 
             sandbox = get_sandbox(self.backend)
             if self.backend == AUTO and not sandbox.isolating and not self.allow_unsafe:
@@ -797,14 +793,3 @@ async def compute_score_async(
     call = functools.partial(rewarder.judge_text, task, solution_str or "", partial_credit=partial_credit)
     verdict = await loop.run_in_executor(rewarder._executor(), call)
     return verdict.as_verl()
-
-
-# -- the generator's reward ------------------------------------------------------------------------------
-
-_LAZY: Final = {
-    name: "spade_llm.proposal_reward" for name in ("make_proposal_reward", "proposal_compute_score", "proposal_reward")
-}
-"""The generator's twins of ``make_code_reward``/``compute_score``/``code_reward`` (``spade_llm.proposal_reward``):
-imported on first use, since they build a whole solver (models, templates) that judging an answer never needs."""
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), __all__)

@@ -24,15 +24,15 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-from ..config import RunConfig
-from ..errors import UserError
-from ..executors import Checker, Executor, LocalExecutor
-from ..llm.base import LLM
-from ..redact import redact_text
-from ..session import Session
-from ..solver import LLMSolver
-from ..store import RunDir
-from ..types import EpochMetrics
+from ..._util.redact import redact_text
+from ...config import RunConfig
+from ...errors import UserError
+from ...executors import Checker, Executor, LocalExecutor
+from ...llm.base import LLM
+from ...session import Session
+from ...solver import LLMSolver
+from ...store import RunDir
+from ...types import EpochMetrics
 from .broker import ENV_MODEL, Bridge, EnvBroker, EnvSolver
 
 __all__ = ["UNTIL_STOPPED", "EnvSession", "RunThread", "env_run_config", "import_server", "sigterm_interrupts"]
@@ -177,4 +177,4 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def import_server() -> None:
     """Import the server's side (openenv-core, FastAPI, uvicorn: seconds), so what follows is quick."""
-    importlib.import_module("spade_llm.env.server")
+    importlib.import_module("spade_llm.serve.env.server")

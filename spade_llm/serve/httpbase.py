@@ -130,7 +130,7 @@ _NOT_IN_TARGET = re.compile(rb"[\x00-\x20\x7f]")
 """Bytes a request target may not hold (whitespace and control characters)."""
 _VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
 
-logger = logging.getLogger("spade_llm.httpserve")
+logger = logging.getLogger("spade_llm.serve.httpbase")
 
 
 class HTTPError(Exception):
@@ -871,7 +871,7 @@ def run_server(server: HTTPServer, banner: Any, host: str, port: int) -> None:
     Raises:
         UserError: the address cannot be listened on.
     """
-    from .errors import UserError
+    from ..errors import UserError
 
     raise_open_files_limit()  # before the server derives its connection cap from it
     try:

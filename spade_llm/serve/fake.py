@@ -37,9 +37,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
-from .llm.base import LLMRequest, LLMResponse
-from .types import Message
+from ..llm.base import LLMRequest, LLMResponse
+from ..types import Message
+from .httpbase import HTTPError, HTTPServer, HTTPStats, Request, run_server
 
 __all__ = ["FakeServer", "HTTPError", "ServerStats", "serve", "to_llm_request"]
 
@@ -230,7 +230,7 @@ class FakeServer(HTTPServer):
         flood limits (bytes held, body size, JSON values) are ``httpserve``'s defaults.
         """
         if backend is None:
-            from . import fake
+            from .. import fake
 
             backend = fake
         super().__init__(host, port, max_connections=max_connections)
@@ -379,7 +379,7 @@ def serve(
         UserError: a negative latency or a cap below 1, or the address cannot be listened on (port in
             use, say).
     """
-    from .errors import UserError
+    from ..errors import UserError
 
     if not latency >= 0 or latency == float("inf"):
         raise UserError(f"--latency must be a finite number >= 0, got {latency}")

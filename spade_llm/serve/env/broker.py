@@ -39,10 +39,10 @@ from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import LLMCallError
-from ..llm.base import LLMRequest, LLMResponse
-from ..solver import LLMSolver
-from ..types import Message, Task, Trajectory
+from ...errors import LLMCallError
+from ...llm.base import LLMRequest, LLMResponse
+from ...solver import LLMSolver
+from ...types import Message, Task, Trajectory
 
 __all__ = ["ENV_MODEL", "Bridge", "EnvBroker", "EnvSolver", "Episode", "EpisodeGone", "View"]
 

@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .sandbox.runner import parse_input
-from .sandbox.verdict import UnsupportedOutput, to_json
-from .types import TestCase
+from ..sandbox.runner import parse_input
+from ..sandbox.verdict import UnsupportedOutput, to_json
+from ..types import TestCase
 
 __all__ = ["SplitCheck", "split_check"]
 

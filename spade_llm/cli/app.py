@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cli_flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
-from .errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SpadeError, UserError
-from .sandbox.registry import AUTO
+from ..errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SpadeError, UserError
+from ..sandbox.registry import AUTO
+from .flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -70,7 +70,7 @@ def _scan_tasks(path: str) -> list[_TaskLine]:
     """Every non-blank line of a tasks file, each parsed on its own (a bad line is kept, with why)."""
     from pydantic import ValidationError
 
-    from .types import Task
+    from ..types import Task
 
     rows = []
     for n, raw in _jsonl_lines(_read_input(path, "tasks file")):
@@ -96,8 +96,8 @@ def _task_with_surrogates(text: str) -> Any:
     text), its lone surrogates made U+FFFD as records get them (``text.json_loads``); None otherwise."""
     from pydantic import ValidationError
 
-    from .text import json_loads
-    from .types import Task
+    from .._util.text import json_loads
+    from ..types import Task
 
     if "\\u" not in text:
         return None
@@ -167,7 +167,7 @@ def _read_tasks(path: str, *, skip_invalid: bool = False, command: str = "") -> 
 
 def _live(args: argparse.Namespace) -> bool:
     """Whether to draw a progress block: stderr is a terminal and ``--quiet`` was not given."""
-    from .progress import is_live_terminal
+    from ..progress import is_live_terminal
 
     return not getattr(args, "quiet", False) and is_live_terminal(sys.stderr)
 
@@ -175,7 +175,7 @@ def _live(args: argparse.Namespace) -> bool:
 def _sandbox(name: str) -> Any:
     import logging
 
-    from .sandbox.registry import get_sandbox
+    from ..sandbox.registry import get_sandbox
 
     logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
     return get_sandbox(name)
@@ -194,7 +194,7 @@ def _start_sandbox(name: str) -> Any:
     while the command imports the rest and reads its input."""
     import logging
 
-    from .sandbox.registry import start_sandbox
+    from ..sandbox.registry import start_sandbox
 
     logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
     return start_sandbox(name)
@@ -213,9 +213,9 @@ are the solver: no solver model; episodes run here, so no executor; no per-epoch
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .session import Session
-    from .store import RunDir
+    from ..config import load_config
+    from ..session import Session
+    from ..store import RunDir
 
     _ray_address_means_ray(args)
     overrides = _overrides(args, RUN_FLAGS)
@@ -282,7 +282,7 @@ def _require_keys(config: Any, *, generator: bool, solver: bool = True) -> None:
     Raises:
         UserError: naming the role's model and the variable to set.
     """
-    from .llm.registry import missing_key
+    from ..llm.registry import missing_key
 
     roles = [("generator", config.generator)] if generator else []
     roles += [("solver", config.solver)] if solver else []
@@ -330,8 +330,8 @@ def _fmt(value: float | None, spec: str) -> str:
 def _open_resumed(command: str, args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, Any]:
     """The run directory named by ``--resume`` (locked) and its config with ``overrides``; the flags are
     checked against the stored config first (``_check_resume_flags``), so a refused resume touches nothing."""
-    from .session import load_resumed_config
-    from .store import RunDir, check_written_by
+    from ..session import load_resumed_config
+    from ..store import RunDir, check_written_by
 
     if args.out and Path(args.out) != Path(args.resume):
         raise UserError("--out and --resume name different directories: resume writes into the run it resumes")
@@ -347,7 +347,7 @@ def _open_resumed(command: str, args: argparse.Namespace, overrides: dict[str, A
 
 
 def _stored_config(path: str) -> dict[str, Any]:
-    from .store import RunDir
+    from ..store import RunDir
 
     if not Path(path, "config.yaml").is_file():
         raise UserError(f"{path} is not a run directory (no config.yaml)")
@@ -408,8 +408,8 @@ def _check_resume_prompts(command: str, given: str | None, stored: Any, run_path
             f"another machine?): give --prompts with a copy of it (its templates are checked against "
             f"{run_path / 'manifest.json'})"
         )
-    from .store import RunDir
-    from .templates import Prompts
+    from ..store import RunDir
+    from ..templates import Prompts
 
     manifest = RunDir(run_path).read_json("manifest.json")
     recorded = manifest.get("templates") if isinstance(manifest, dict) else None
@@ -444,10 +444,10 @@ def _overrides(args: argparse.Namespace, pairs: list[tuple[str, str]]) -> dict[s
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .kinds import leak_note, mark_leaks
-    from .session import Session
-    from .store import TASKS, RunDir, read_run
+    from ..config import load_config
+    from ..kinds import leak_note, mark_leaks
+    from ..session import Session
+    from ..store import TASKS, RunDir, read_run
 
     _ray_address_means_ray(args)
     if args.resume:
@@ -492,8 +492,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
-    from .sandbox.base import Limits
-    from .sandbox.runner import run_program
+    from ..sandbox.base import Limits
+    from ..sandbox.runner import run_program
 
     if args.file == "-":
         where, data = "<stdin>", sys.stdin.buffer.read()
@@ -540,20 +540,20 @@ def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
 def _public_tests(config_path: str | None) -> int:
     """``solver.public_tests`` of the run config at ``config_path`` (its default without one): which
     tests the leak gate treats as hidden. The config models are imported only with a file."""
-    from .kinds import DEFAULT_PUBLIC_TESTS
+    from ..kinds import DEFAULT_PUBLIC_TESTS
 
     if config_path is None:
         return DEFAULT_PUBLIC_TESTS
-    from .config import load_config
+    from ..config import load_config
 
     return load_config(config_path).solver.public_tests
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
-    from .judge import load_settings
-    from .kinds import leaks, run_gates
-    from .validation import Validator
+    from ..judge import load_settings
+    from ..kinds import leaks, run_gates
+    from ..validation import Validator
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     public = _public_tests(args.config)
@@ -672,11 +672,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
-    from . import evaluator
-    from .expected import fill_expected
-    from .judge import Judge, final_status, load_settings
-    from .kinds import get_kind, leak_note, mark_leaks
-    from .progress import bar, progress_block
+    from .. import evaluator
+    from ..judge import Judge, final_status, load_settings
+    from ..kinds import get_kind, leak_note, mark_leaks
+    from ..progress import bar, progress_block
+    from ..tasksets.expected import fill_expected
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
@@ -754,7 +754,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     import contextlib
 
-    from .importers import import_humaneval
+    from ..tasksets.importers import import_humaneval
 
     out = Path(args.output)
     if out.is_dir():
@@ -782,7 +782,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_fake(args: argparse.Namespace) -> int:
-    from .server import serve
+    from ..serve.fake import serve
 
     serve(
         args.host,
@@ -796,7 +796,7 @@ def cmd_serve_fake(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .exports import ExportFilters, export_run
+    from ..export.solver_rows import ExportFilters, export_run
 
     filters = ExportFilters(
         status=args.status,
@@ -808,11 +808,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         final_only=args.final_only,
     )
     if args.role == "generator":
-        from .proposal_exports import export_generator
+        from ..export.generator_rows import export_generator
 
         if args.verl_reward != "spade":
             raise UserError("--verl-reward is for the solver's --format verl, not --role generator")
-        from .store import written_by
+        from ..store import written_by
 
         if written_by(args.run_dir) == "solve":  # also one a self-play run was once resumed into
             raise UserError(
@@ -841,7 +841,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import render_report
+    from ..report import render_report
 
     path = render_report(
         Path(args.run_dir), Path(args.output) if args.output else None, max_trajectories=args.max_trajectories
@@ -851,7 +851,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_sandbox(args: argparse.Namespace) -> int:
-    from .sandbox_server import serve_sandbox
+    from ..serve.sandbox import serve_sandbox
 
     serve_sandbox(
         args.host,
@@ -866,20 +866,20 @@ def cmd_serve_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_env(args: argparse.Namespace) -> int:
-    from .env import require_openenv
+    from ..serve.env import require_openenv
 
     require_openenv()  # before anything is built: one line naming the extra
-    from .env.running import sigterm_interrupts
+    from ..serve.env.running import sigterm_interrupts
 
     with sigterm_interrupts():  # SIGTERM stops it as Ctrl-C does, from here on
         return _cmd_serve_env(args)
 
 
 def _cmd_serve_env(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .env.access import check_exposure, load_env_token
-    from .env.running import UNTIL_STOPPED, EnvSession, import_server
-    from .store import RunDir
+    from ..config import load_config
+    from ..serve.env.access import check_exposure, load_env_token
+    from ..serve.env.running import UNTIL_STOPPED, EnvSession, import_server
+    from ..store import RunDir
 
     token = load_env_token(args.token_file)
     check_exposure(args.host, token)
@@ -915,14 +915,14 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
 
 
 def _env_broker(config: Any) -> Any:
-    from .env.broker import EnvBroker
+    from ..serve.env.broker import EnvBroker
 
     return EnvBroker(episode_timeout_s=config.env.episode_timeout_s, reset_timeout_s=config.env.reset_timeout_s)
 
 
 def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | None) -> int:
-    from .env.running import UNTIL_STOPPED
-    from .env.server import EnvServer
+    from ..serve.env.running import UNTIL_STOPPED
+    from ..serve.env.server import EnvServer
 
     def log(line: str) -> None:
         _say(f"spade serve-env: {line}")
@@ -951,7 +951,7 @@ def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | No
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:
-    from .templates import PACKAGED_DIR, Prompts, list_templates
+    from ..templates import PACKAGED_DIR, Prompts, list_templates
 
     if args.action == "check":
         prompts = Prompts(args.name or args.prompts)
@@ -1001,7 +1001,7 @@ COMMANDS = {
 def _say(line: str) -> None:
     """One line on stderr, as every line a run or its error tells leaves the process: credentials masked
     (``redact``: an ``api_base`` with user-info, a key a model or a trainer echoed)."""
-    from .redact import redact_text
+    from .._util.redact import redact_text
 
     print(redact_text(line), file=sys.stderr, flush=True)
 
@@ -1064,7 +1064,3 @@ _USER_OS_ERRORS = {
 def _internal_error(command: str, e: BaseException) -> int:
     _say(f"spade {command}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")
     return Exit.INTERNAL
-
-
-if __name__ == "__main__":
-    sys.exit(main())

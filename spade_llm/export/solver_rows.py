@@ -90,12 +90,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError, pip_install
-from .export_names import FORMATS, STATUSES, TIERS, VERL_REWARDS
-from .groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
-from .kinds import KIND_NAMES
-from .store import JOURNALS, read_run
-from .types import Attempt, Message, Task, Trajectory
+from ..errors import UserError, pip_install
+from ..kinds import KIND_NAMES
+from ..rewards.groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
+from ..store import JOURNALS, read_run
+from ..types import Attempt, Message, Task, Trajectory
+from .names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 
 __all__ = [
     "DATA_SOURCE",
@@ -466,8 +466,8 @@ class Openings:
         return self.render(record.task)
 
     def render(self, task: Task) -> list[Message]:
-        from .solver import first_messages
-        from .templates import Prompts
+        from ..solver import first_messages
+        from ..templates import Prompts
 
         if self._prompts is None:
             folder = self.run.prompts_dir
@@ -571,7 +571,7 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
 
 
 def _truth(run: ExportRun, task: Task) -> dict[str, Any]:
-    from .solver import split_tests
+    from ..solver import split_tests
 
     return ground_truth(task, len(split_tests(task, run.public_tests)[0]))
 

@@ -48,10 +48,10 @@ import uvicorn
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from ..config import EnvConfig
-from ..errors import DISTRIBUTION
+from ...config import EnvConfig
+from ...errors import DISTRIBUTION
+from ...store import RunDir
 from ..netguard import AcceptErrors, accept_batch, connection_cap, deepen_backlog, raise_open_files_limit
-from ..store import RunDir
 from .access import Guard
 from .broker import Bridge, EnvBroker, Episode, EpisodeGone, View
 from .models import SpadeAction, SpadeState, observation

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from .errors import UserError
-from .judge import Judge
-from .sandbox.verdict import UnsupportedOutput, to_json
-from .types import Task, TestCase
+from ..errors import UserError
+from ..judge import Judge
+from ..sandbox.verdict import UnsupportedOutput, to_json
+from ..types import Task, TestCase
 
 __all__ = ["fill_expected", "needs_filling"]
 

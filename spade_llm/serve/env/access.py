@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ...errors import UserError
 from ..netguard import head_error
-from ..sandbox_server import host_name, is_loopback, load_token, loopback_origin, token_matches
+from ..sandbox import host_name, is_loopback, load_token, loopback_origin, token_matches
 from . import TOKEN_ENV
 
 __all__ = ["TOKEN_ENV", "Guard", "check_exposure", "load_env_token", "refuse"]

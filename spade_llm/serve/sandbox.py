@@ -136,14 +136,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .httpserve import HTTPError, HTTPServer, HTTPStats, Request, run_server
+from ..sandbox.base import Limits, Program, Sandbox
+from ..sandbox.common import PROGRAM_FILE
+from ..sandbox.registry import AUTO
+from .httpbase import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .netguard import DEFAULT_MAX_JSON_ITEMS
-from .sandbox.base import Limits, Program, Sandbox
-from .sandbox.common import PROGRAM_FILE
-from .sandbox.registry import AUTO
 
 if TYPE_CHECKING:
-    from .types import ExecutionResult
+    from ..types import ExecutionResult
 
 LANGUAGES = frozenset({"python", "python3"})
 CODE_FILE = "_spade_code.py"
@@ -154,7 +154,7 @@ NAME_MAX = 255
 WRAPPER_SLACK_S = 2.0
 """The wrapper's own time past ``run_timeout``: its start, the child's, reading the files."""
 ENVELOPE_SLACK_BYTES = 64 << 10
-logger = logging.getLogger("spade_llm.sandbox_server")
+logger = logging.getLogger("spade_llm.serve.sandbox")
 TOKEN_ENV = "SPADE_SANDBOX_TOKEN"
 """The environment variable holding the bearer token (``--token-file`` instead, to keep it out of ``ps``)."""
 OPEN_PATHS = frozenset({"/v1/ping", "/health"})
@@ -663,7 +663,7 @@ def execute(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -> dict
     """Run ``job`` (blocking: in a worker thread) and answer it; a sandbox failure is a ``SandboxError``.
 
     ``cancel``: passed to a backend whose ``run`` takes it (``accepts_cancel``)."""
-    from .errors import SandboxUnavailable
+    from ..errors import SandboxUnavailable
 
     if cancel is not None and cancel.cancelled:  # its client left between the slot and the thread
         return sandbox_error("cancelled: the client went away")
@@ -750,7 +750,7 @@ def load_token(
     Raises:
         UserError: the file cannot be read, or the token is empty or not printable ASCII without spaces.
     """
-    from .errors import UserError
+    from ..errors import UserError
 
     if token_file is not None:
         try:
@@ -767,7 +767,7 @@ def load_token(
             return None
     if not all("!" <= c <= "~" for c in token):
         raise UserError(f"{what}: the token must be printable ASCII without spaces (it travels in a header)")
-    from .redact import register_secret
+    from .._util.redact import register_secret
 
     register_secret(token)  # masked in whatever this process writes, as an environment key is
     return token
@@ -1151,8 +1151,8 @@ def serve_sandbox(
             that cannot be listened on.
         SandboxUnavailable: the backend cannot run programs here.
     """
-    from .errors import UserError
-    from .sandbox.registry import get_sandbox, is_isolating
+    from ..errors import UserError
+    from ..sandbox.registry import get_sandbox, is_isolating
 
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be 0 (any free port) to 65535, got {port}")

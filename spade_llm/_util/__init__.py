@@ -1,0 +1,1 @@
+"""Helpers every area uses and no area owns: lazy names, stable randomness, text that encodes, redaction."""
