@@ -32,7 +32,7 @@ def pip_install(extra: str = "") -> str:
 
 
 class Exit(IntEnum):
-    """The ``spade`` command's exit codes, the one table of them (README's "Exit codes" lists the same)."""
+    """The ``spade`` command's exit codes, the one table of them (docs/cli.md's "Exit codes" lists the same)."""
 
     OK = 0
     """Done."""
