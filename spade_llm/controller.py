@@ -30,7 +30,7 @@ from .llm.stats import LLMStats
 from .progress import describe_epoch, epoch_lines, run_summary
 from .store import METRICS, PLANS, PROPOSALS, REJECTED, TASKS, RunDir
 from .store.integrity import candidate_rejection, request_rejection
-from .trainer import Switch, Trainer
+from .train_step import Switch, Trainer
 from .types import EpochMetrics, Rejection, Task, decision_key, task_epoch
 from .validation import ValidationReport
 

@@ -5,16 +5,13 @@ Nothing here touches a model, a sandbox or a file, so each function is tested in
 
 from __future__ import annotations
 
-import builtins
-import io
-import keyword
 import math
 import re
-import tokenize
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .languages import DEFAULT_LANGUAGE, get_language
 from .types import EpochMetrics, FinalStatus, Rejection, Task, TaskStats, TokenUsage, Trajectory, decision_key
 
 if TYPE_CHECKING:  # the config models cost ~0.2 s to import; evaluate and verify do without them
@@ -178,32 +175,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - prod
 
 
-_STRING_OR_NUMBER = {tokenize.STRING, tokenize.NUMBER}
-
-
-def code_tokens(source: str) -> list[str]:
-    """Tokens of Python source with names, strings and numbers abstracted.
-
-    Two functions that differ only by renaming or constants get the same tokens, which is
-    what "near-duplicate" means for a task bank. Falls back to a regex split on broken code.
-    """
-    out: list[str] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.NAME:
-                out.append(tok.string if keyword.iskeyword(tok.string) or tok.string in _BUILTINS else "N")
-            elif tok.type in _STRING_OR_NUMBER:
-                out.append("S" if tok.type == tokenize.STRING else "0")
-            elif tok.type == tokenize.OP:
-                out.append(tok.string)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        out = re.findall(r"\w+|[^\w\s]", source)
-    return out
-
-
-_BUILTINS = frozenset(dir(builtins))
-
-
 def shingles(tokens: Sequence[str], k: int = 4) -> frozenset[tuple[str, ...]]:
     if len(tokens) < k:
         return frozenset({tuple(tokens)})
@@ -217,9 +188,12 @@ def similarity(a: frozenset[Any], b: frozenset[Any]) -> float:
     return len(a & b) / len(a | b)
 
 
-def task_fingerprint(reference_code: str, description: str = "") -> frozenset[tuple[str, ...]]:
-    """What near-duplicate detection compares: the reference's abstracted token shingles."""
-    return shingles(code_tokens(reference_code))
+def task_fingerprint(
+    reference_code: str, description: str = "", language: str = DEFAULT_LANGUAGE
+) -> frozenset[tuple[str, ...]]:
+    """What near-duplicate detection compares: the reference's abstracted token shingles (its
+    language's ``code_tokens``)."""
+    return shingles(get_language(language).code_tokens(reference_code))
 
 
 def novelty(new: Sequence[frozenset[tuple[str, ...]]], earlier: Sequence[frozenset[tuple[str, ...]]]) -> float:

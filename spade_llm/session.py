@@ -31,7 +31,7 @@ from .solver import LLMSolver
 from .solver_session import SolverSession
 from .store import TASKS, RunDir, check_written_by, run_command, scrub_secrets
 from .templates import Prompts
-from .trainer import RoleSwitch, Switch, Trainer, last_switch
+from .train_step import RoleSwitch, Switch, Trainer, last_switch
 from .types import EpochMetrics, Task, Trajectory
 
 if TYPE_CHECKING:

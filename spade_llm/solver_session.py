@@ -23,7 +23,7 @@ from .sandbox.base import Sandbox
 from .sandbox.registry import get_sandbox
 from .solver import LLMSolver
 from .templates import Prompts
-from .trainer import RoleSwitch, configured_endpoints, env_keys_allowed
+from .train_step import RoleSwitch, configured_endpoints, env_keys_allowed
 from .types import Task
 
 _Role = TypeVar("_Role", bound=RoleConfig)

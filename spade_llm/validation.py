@@ -35,23 +35,21 @@ rejected as ``undecided``, never with a made-up reason. One task's gates run at 
 
 from __future__ import annotations
 
-import ast
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from . import behaviour, pyast
+from . import behaviour
 from .judge import Judge, compare_outputs, final_status, parse_input
-from .mutation import (
+from .languages import Mutant, language_of
+from .languages.python_mutants import (
     DEAD,
     DISPATCHER,
     MAX_MUTANTS,
-    Mutant,
     determinism_probes,
     dispatcher_source,
-    mutants,
     probe_inputs,
 )
 from .sandbox.base import Limits, Sandbox
@@ -181,62 +179,6 @@ class MutationStats:
         }
 
 
-def banned_import(tree: ast.Module, banned: frozenset[str]) -> str | None:
-    """Where the code imports a module of ``banned`` (by its top-level name), or None.
-
-    Sees ``import x.y``, ``from x import y``, and calls ``__import__("x")`` and
-    ``importlib.import_module("x")`` with a literal name. This is a policy for determinism and
-    portability, not security: the sandbox is the boundary, and computed names are not chased.
-    """
-    if not banned:
-        return None
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module]
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if called in ("__import__", "import_module") and isinstance(node.args[0].value, str):
-                names = [node.args[0].value]
-        for name in names:
-            if name.split(".")[0] in banned:
-                return f"line {getattr(node, 'lineno', '?')}: imports {name!r}, which validation.banned_imports bans"
-    return None
-
-
-def defines_name(tree: ast.Module, name: str) -> bool:
-    """Whether the module's top level binds ``name`` (def, class, assignment or import)."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                    return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
-        ):
-            return True
-        if isinstance(node, (ast.If, ast.Try, ast.With)) and defines_name(
-            ast.Module(body=_children(node), type_ignores=[]), name
-        ):
-            return True
-    return False
-
-
-def _children(node: ast.AST) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for attr in ("body", "orelse", "finalbody"):
-        out.extend(getattr(node, attr, []) or [])
-    for handler in getattr(node, "handlers", []) or []:
-        out.extend(handler.body)
-    return out
-
-
 class Validator:
     """Runs the gates for one task at a time; blocking (call it from a worker thread)."""
 
@@ -270,16 +212,9 @@ class Validator:
         ``banned_import``, ``missing_entry_point``, ``bad_input``, ``too_few_tests``, decided without
         running anything. The one place they are checked (``validate``, and the kinds' leak gate,
         which may come before the gates that run code only once these pass)."""
-        try:
-            tree = pyast.parse(task.reference_code)
-            pyast.compile_tree(tree, "<reference>")
-        except (SyntaxError, ValueError) as e:
-            return "syntax_error", f"reference does not compile: {e}"
-        banned = banned_import(tree, self.banned_imports)
-        if banned is not None:
-            return "banned_import", banned
-        if not defines_name(tree, task.entry_point):
-            return "missing_entry_point", f"reference does not define {task.entry_point!r}"
+        found = language_of(task).static_error(task.reference_code, task.entry_point, self.banned_imports)
+        if found is not None:
+            return found
         for i, test in enumerate(task.tests):
             parsed = parse_input(test.input)
             if isinstance(parsed, str):
@@ -584,7 +519,7 @@ class Validator:
         """
         if self.min_kill_rate <= 0:
             return None, None, None
-        found = mutants(task.reference_code, self.max_mutants, key=task.reference_code)
+        found = list(language_of(task).mutants(task.reference_code, self.max_mutants, key=task.reference_code))
         if not found:
             return None, None, None
         started = time.monotonic()

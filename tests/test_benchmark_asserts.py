@@ -1,4 +1,4 @@
-"""``spade_llm.tasksets.asserts``: an imported benchmark's asserts become tests; what cannot, stays a check script.
+"""``spade_llm.languages.python_asserts``: a benchmark's asserts become tests; what cannot, stays a check script.
 
 Pure: nothing runs here but the AST walk and the bounded constant folding.
 """
@@ -9,7 +9,7 @@ import ast
 
 import pytest
 
-from spade_llm.tasksets.asserts import split_check
+from spade_llm.languages.python_asserts import split_check
 from spade_llm.types import TestCase
 
 

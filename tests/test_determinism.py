@@ -25,7 +25,7 @@ from spade_llm.config import SandboxConfig
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind
 from spade_llm.kinds.abduction import NOT_ITS_OWN
-from spade_llm.mutation import determinism_probes
+from spade_llm.languages.python_mutants import determinism_probes
 from spade_llm.sandbox import runner
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import Validator

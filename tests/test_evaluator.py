@@ -3,7 +3,6 @@ from hypothesis import strategies as st
 
 from spade_llm.config import RewardConfig
 from spade_llm.evaluator import (
-    code_tokens,
     episode_reward,
     learnability,
     next_difficulty,
@@ -12,6 +11,9 @@ from spade_llm.evaluator import (
     similarity,
     task_fingerprint,
 )
+from spade_llm.languages import PYTHON
+
+code_tokens = PYTHON.code_tokens
 
 
 def test_pass_pays_more_when_harder_and_faster():

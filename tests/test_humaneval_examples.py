@@ -16,9 +16,10 @@ import pytest
 from spade_llm.checking import CodeChecker
 from spade_llm.config import SandboxConfig
 from spade_llm.fake.scripted import ScriptedLLM
+from spade_llm.languages.python_asserts import docstring_examples
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.solver import LLMSolver, examples_task
-from spade_llm.tasksets.importers import docstring_examples, import_humaneval
+from spade_llm.tasksets.importers import import_humaneval
 from spade_llm.templates import Prompts
 from spade_llm.types import Task, TestCase, Trajectory
 

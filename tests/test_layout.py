@@ -114,7 +114,7 @@ def test_no_import_cycle_in_the_package():
 
 
 def test_the_provider_layer_imports_no_domain_module():
-    domain = ("spade_llm.kinds", "spade_llm.sandbox", "spade_llm.mutation", "spade_llm.validation", "spade_llm.fake")
+    domain = ("spade_llm.kinds", "spade_llm.sandbox", "spade_llm.languages", "spade_llm.validation", "spade_llm.fake")
     bad = {
         (module, target)
         for module, targets in imports().items()

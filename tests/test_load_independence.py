@@ -23,7 +23,7 @@ import pytest
 from spade_llm import validation
 from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
-from spade_llm.mutation import DISPATCHER
+from spade_llm.languages.python_mutants import DISPATCHER
 from spade_llm.sandbox.base import Limits
 from spade_llm.sandbox.runner import execute_calls
 from spade_llm.types import Task, TestCase

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from spade_llm import behaviour
 from spade_llm.config import SandboxConfig
-from spade_llm.mutation import mutants, probe_inputs
+from spade_llm.languages.python_mutants import mutants, probe_inputs
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import ValidationReport, Validator
 

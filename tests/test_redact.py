@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spade_llm._util.redact import HOLD_CHARS, MASK, StreamRedactor, key_like, redact, secret_values
-from spade_llm.trainer import trainer_env
+from spade_llm.train_step import trainer_env
 
 KEY = "sk-proj-Abc123Def456Ghi789"
 TOKEN = "hf_QwErTyUiOpAsDfGhJkL"

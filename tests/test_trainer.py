@@ -24,7 +24,7 @@ from spade_llm.cli.app import main
 from spade_llm.config import RoleConfig, RunConfig, TrainerConfig
 from spade_llm.hooks import HookError
 from spade_llm.store import RunDir
-from spade_llm.trainer import RoleSwitch, Switch, Trainer, command_line, last_switch, read_switch, recorded_steps
+from spade_llm.train_step import RoleSwitch, Switch, Trainer, command_line, last_switch, read_switch, recorded_steps
 
 # A training command: checks it was handed the exports, then names a new solver after epoch 0 only.
 TRAIN_SCRIPT = """\
@@ -698,7 +698,7 @@ def test_the_manifests_of_older_runs_still_read(tmp_path: Path) -> None:
 
 
 def test_which_endpoints_get_our_keys() -> None:
-    from spade_llm.trainer import configured_endpoints, env_keys_allowed
+    from spade_llm.train_step import configured_endpoints, env_keys_allowed
 
     config = RunConfig.model_validate(
         {
@@ -748,7 +748,7 @@ def test_a_model_string_that_names_its_own_endpoint_is_held_to_the_rule(
     from spade_llm.config import LLMConfig
     from spade_llm.errors import UserError
     from spade_llm.llm.registry import get_llm
-    from spade_llm.trainer import configured_endpoints, env_keys_allowed
+    from spade_llm.train_step import configured_endpoints, env_keys_allowed
 
     config = RunConfig.model_validate({"solver": {"model": "openai/m", "api_base": "http://127.0.0.1:8000/v1"}})
     configured = configured_endpoints(config)
@@ -762,7 +762,7 @@ def test_a_model_string_that_names_its_own_endpoint_is_held_to_the_rule(
 
 
 def test_a_url_in_a_configured_model_string_is_a_configured_endpoint() -> None:
-    from spade_llm.trainer import configured_endpoints, env_keys_allowed
+    from spade_llm.train_step import configured_endpoints, env_keys_allowed
 
     config = RunConfig.model_validate({"solver": {"model": "huggingface/https://my-endpoint.example/v1"}})
     assert configured_endpoints(config) == {"https://my-endpoint.example:443"}

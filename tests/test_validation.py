@@ -3,8 +3,9 @@
 import pytest
 
 from spade_llm.config import SandboxConfig
+from spade_llm.languages.python import defines_name
 from spade_llm.types import Task, TestCase
-from spade_llm.validation import Validator, defines_name
+from spade_llm.validation import Validator
 
 
 def task(code, tests=None, entry="f", **kw):

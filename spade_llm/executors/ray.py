@@ -30,7 +30,7 @@ from ..llm.limited import LimitedLLM
 from ..llm.registry import aclose_llm
 from ..llm.stats import LLMStats
 from ..solver_session import SolverSession
-from ..trainer import RoleSwitch
+from ..train_step import RoleSwitch
 from ..types import Task, Trajectory
 from ..validation import ValidationReport
 from .base import WorkItem

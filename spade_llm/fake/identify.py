@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import pyast
+from ..languages import pyast
 from .catalogue import STEPS, VARIANTS
 from .pipelines import compose, parse_spec
 from .running import run_in_process, strict_equal

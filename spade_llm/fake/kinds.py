@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .. import pyast
 from ..kinds.queries import read_items
+from ..languages import pyast
 from ..llm.base import LLMRequest
 from ..sandbox.verdict import matches
 from ..types import Message

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..languages.python_mutants import mutants, probe_inputs
 from ..leaks import Secret, find_leaks
-from ..mutation import mutants, probe_inputs
 from .running import json_roundtrips, load_function, stand_ins, strict_equal
 from .variant import Args, Params, Variant, stable_hash
 

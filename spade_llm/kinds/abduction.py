@@ -37,12 +37,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..languages import Statement
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
 from ..sandbox.verdict import Output, Unsupported, matches, show
 from ..types import TestCase, TestResult
 from .base import TaskKind, every_test, program_text
 from .queries import (
-    Item,
     all_same,
     answer_text,
     call_text,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from ..validation import ValidationReport, Validator
 
 
-def _args_of(item: Item) -> tuple[Any, ...] | None:
+def _args_of(item: Statement) -> tuple[Any, ...] | None:
     """The arguments an item proposes: a call's, or a bare literal (a tuple of arguments, or one argument)."""
     if item.args is not None:
         return item.args

@@ -6,19 +6,20 @@ package: ``spade_llm.kinds`` imports them (lazily, by name), so no import goes b
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+
+from ..languages import PYTHON, language_of
 
 if TYPE_CHECKING:
     from ..judge import Judge
     from ..types import ExecutionResult, Task, TestCase, TestResult
     from ..validation import ValidationReport, Validator
 
-PYTHON_TAGS: Final = ("python", "py", "python3")
+CODE_TAGS: Final = PYTHON.fence_tags
+"""Fence tags of an answer's code: the tasks' language's (Python for every task so far)."""
 """Language tags of a fenced block that mark it as Python."""
 DEFAULT_PUBLIC_TESTS: Final = 3
 """``solver.public_tests``'s default: what the leak gate assumes when a caller does not say."""
@@ -42,7 +43,7 @@ def strict_python_block(text: str) -> str:
 
     Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
     without the asked-for block would teach the policy that the format does not matter."""
-    bodies = [body for lang, body in fenced_blocks(text) if lang in PYTHON_TAGS]
+    bodies = [body for lang, body in fenced_blocks(text) if lang in CODE_TAGS]
     if not bodies or not bodies[-1].strip():
         return ""
     return bodies[-1].strip("\n") + "\n"
@@ -157,23 +158,10 @@ def program_text(task: Task, public_tests: int) -> dict[str, str]:
     show one side of each test only (the call, or the output), so they cannot tie an input to its
     answer."""
     parts = {**free_text(task), "program": task.reference_code}
-    prose = _prose(task.reference_code)
+    prose = language_of(task).prose(task.reference_code)
     if prose:
         parts["program's comments and strings"] = prose
     return parts
-
-
-def _prose(code: str) -> str:
-    """The comments and string literals of ``code``, one a line ('' when it does not tokenize: the
-    syntax gate rejects it first)."""
-    pieces: list[str] = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type in (tokenize.COMMENT, tokenize.STRING):
-                pieces.append(token.string)
-    except (tokenize.TokenError, SyntaxError):
-        return ""
-    return "\n".join(pieces)
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..languages import Statement
 from ..sandbox.runner import parse_input
 from ..sandbox.verdict import matches, show
 from ..types import TestResult
 from .base import TaskKind, every_test, program_text
 from .queries import (
-    Item,
     all_same,
     answer_text,
     call_text,
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ..validation import ValidationReport, Validator
 
 
-def predictions(task: Task, answer: str) -> dict[int, Item] | str:
+def predictions(task: Task, answer: str) -> dict[int, Statement] | str:
     """Each query's prediction by test index, or why the answer holds none."""
     region = answer_text(answer)
     why = unreadable(region)
@@ -70,7 +70,7 @@ def predictions(task: Task, answer: str) -> dict[int, Item] | str:
         args = parse_input(test.input)
         if not isinstance(args, str):
             by_args.setdefault(safe_repr(args), []).append(i)
-    found: dict[int, Item] = {}
+    found: dict[int, Statement] = {}
     for item in items:
         if item.args is not None and (item.has_value or item.error):
             for i in by_args.get(safe_repr(item.args), []):
@@ -88,7 +88,7 @@ def predictions(task: Task, answer: str) -> dict[int, Item] | str:
     return found
 
 
-def _verdict(task: Task, i: int, item: Item | None) -> TestResult:
+def _verdict(task: Task, i: int, item: Statement | None) -> TestResult:
     test = task.tests[i]
     if item is None:
         return TestResult(index=i, input=test.input, status="error", error="no prediction for this call")

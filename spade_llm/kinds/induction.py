@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .base import PYTHON_TAGS, TaskKind, fenced_blocks
+from .base import CODE_TAGS, TaskKind, fenced_blocks
 
 if TYPE_CHECKING:
     from ..judge import Judge
@@ -21,7 +21,7 @@ def extract_code(text: str) -> str:
     """The code in a model's answer: the last python-tagged fenced block, else the last fenced
     block, else the whole answer when it looks like code, else ''."""
     blocks = fenced_blocks(text)
-    python = [body for lang, body in blocks if lang in PYTHON_TAGS]
+    python = [body for lang, body in blocks if lang in CODE_TAGS]
     if python:
         return python[-1].strip("\n") + "\n"
     if blocks:

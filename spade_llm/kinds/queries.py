@@ -8,16 +8,16 @@ queries its own way.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .. import pyast
+from ..languages import PYTHON
+from ..languages.base import Statement
 from ..sandbox.verdict import matches
 from ..types import ExecutionResult, TestResult
-from .base import PYTHON_TAGS, call_text, fenced_blocks, safe_repr
+from .base import CODE_TAGS, call_text, fenced_blocks, safe_repr
 
 __all__ = ["call_text", "safe_repr"]  # where the query kinds found them first; base holds them
 
@@ -35,75 +35,20 @@ _BULLET = re.compile(r"^(?:[-*+]\s+|\d{1,3}[.)]\s+)")
 _ARROW = re.compile(r"\s*(?:->|→|=>)\s*")
 
 
-@dataclass(frozen=True)
-class Item:
-    """One statement read from an answer: a call and/or a value."""
-
-    args: tuple[Any, ...] | None = None
-    """Positional arguments of a call ``name(args)`` (None: no call)."""
-    value: Any = None
-    has_value: bool = False
-    """A value was read: the literal after ``==``, or a bare literal."""
-    error: str | None = None
-    """Why the value after ``==`` could not be read (not a Python literal)."""
-
-
 def answer_text(text: str) -> str:
     """The part of an answer holding the predictions: the last python-tagged fenced block, else
     the last fenced block, else the whole answer; '' when it is blank."""
     blocks = fenced_blocks(text)
-    python = [body for lang, body in blocks if lang in PYTHON_TAGS]
+    python = [body for lang, body in blocks if lang in CODE_TAGS]
     region = python[-1] if python else blocks[-1][1] if blocks else text
     return region.strip()
 
 
-def _literal(node: ast.expr) -> tuple[bool, Any]:
-    try:
-        return True, ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
+def _parse(source: str) -> list[Statement] | None:
+    return PYTHON.statements(source)
 
 
-def _call_args(node: ast.expr) -> tuple[Any, ...] | None:
-    """The literal positional arguments of ``name(...)``, or None when ``node`` is not such a call."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.keywords:
-        return None
-    values = []
-    for arg in node.args:
-        if isinstance(arg, ast.Starred):
-            return None
-        ok, value = _literal(arg)
-        if not ok:
-            return None
-        values.append(value)
-    return tuple(values)
-
-
-def _item(stmt: ast.stmt) -> Item | None:
-    node = stmt.value if isinstance(stmt, ast.Expr) else stmt.test if isinstance(stmt, ast.Assert) else None
-    if node is None:
-        return None
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
-        args = _call_args(node.left)
-        if args is None:
-            return None
-        ok, value = _literal(node.comparators[0])
-        return Item(args, value, ok, None if ok else "the value after == is not a Python literal")
-    args = _call_args(node)
-    if args is not None:
-        return Item(args)
-    ok, value = _literal(node)
-    return Item(value=value, has_value=True) if ok else None
-
-
-def _parse(source: str) -> list[ast.stmt] | None:
-    try:
-        return pyast.parse(source).body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-
-
-def _line_items(line: str) -> list[Item]:
+def _line_items(line: str) -> list[Statement]:
     """Items of one line of a block that is not Python as a whole (prose around the answers)."""
     line = _BULLET.sub("", line.strip()).strip().strip("`").strip()
     if not line:
@@ -111,16 +56,13 @@ def _line_items(line: str) -> list[Item]:
     body = _parse(line)
     if body is None and _ARROW.search(line):
         body = _parse(_ARROW.sub(" == ", line, count=1))
-    return [it for it in (_item(s) for s in body or []) if it is not None]
+    return list(body or [])
 
 
-def read_items(region: str) -> list[Item]:
+def read_items(region: str) -> list[Statement]:
     """Every call and value written in an answer block, in order (the last ``MAX_ITEMS``)."""
     body = _parse(region)
-    if body is not None:
-        items = [it for it in (_item(s) for s in body) if it is not None]
-    else:
-        items = [it for line in region.splitlines() for it in _line_items(line)]
+    items = body if body is not None else [it for line in region.splitlines() for it in _line_items(line)]
     return items[-MAX_ITEMS:]
 
 

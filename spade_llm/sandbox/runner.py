@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import pyast
+from ..languages import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .common import HARNESS_MODULE, HARNESS_STUB, frame, harness_program

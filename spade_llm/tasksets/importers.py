@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import gzip
 import json
 import zlib
@@ -12,8 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..types import Task, TestCase
-from .asserts import split_check
+from ..languages.python_asserts import docstring_examples, split_check
+from ..types import Task
 
 HUMANEVAL_FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
 
@@ -31,49 +30,6 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except (OSError, EOFError, zlib.error) as e:  # unreadable, not gzip, truncated or corrupt gzip
         raise UserError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
-
-
-def docstring_examples(prompt: str, entry_point: str) -> list[TestCase]:
-    """The doctest examples of a prompt that call ``entry_point`` with literal arguments and show a
-    literal result on the next line (``>>> f(1, [2])`` then ``3``), as tests (input and expected).
-
-    Anything else is skipped: a call of another function, keyword or computed arguments, a result
-    spread over several lines, a value with no JSON form. These are examples, not verdicts: some are
-    wrong (HumanEval/47's docstring says ``15.0`` where its canonical solution returns ``8.0``).
-    """
-    from ..sandbox.verdict import UnsupportedOutput, to_json
-
-    lines = prompt.splitlines()
-    examples: list[TestCase] = []
-    for i, line in enumerate(lines[:-1]):
-        text = line.strip()
-        if not text.startswith(">>> "):
-            continue
-        shown = lines[i + 1].strip()
-        if not shown or shown.startswith(">>>") or (i + 2 < len(lines) and _continues(lines[i + 2])):
-            continue
-        try:
-            call = ast.parse(text[4:], mode="eval").body
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == entry_point):
-                continue
-            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-                continue
-            args = tuple(ast.literal_eval(a) for a in call.args)
-            expected = to_json(ast.literal_eval(shown))
-        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError, UnsupportedOutput):
-            continue
-        inputs = ast.unparse(ast.Tuple(elts=call.args, ctx=ast.Load()))
-        inputs = inputs if inputs.startswith("(") else f"({inputs})"  # unparse may leave a tuple bare
-        if ast.literal_eval(inputs) != args:  # the literal must read back as these arguments
-            continue
-        examples.append(TestCase(input=inputs, expected=expected))
-    return examples
-
-
-def _continues(line: str) -> bool:
-    """Whether a line after an example's result is more of that result (not blank, prose, or the next example)."""
-    text = line.strip()
-    return bool(text) and not text.startswith(">>>") and not text.startswith('"""') and line.startswith(" " * 8)
 
 
 def publish_shown_tests(task: Task) -> Task:
@@ -109,7 +65,7 @@ def import_humaneval(file: str | Path) -> list[Task]:
 
     Each keeps its source ``task_id``; the benchmark's ``test`` (a ``check(candidate)`` assert
     script) becomes hidden ``tests``, one per assert of a known shape, judged outside the sandbox,
-    and ``check_code``, the asserts that cannot be (``asserts.split_check``); the prompt is kept in
+    and ``check_code``, the asserts that cannot be (``languages.python_asserts.split_check``); the prompt is kept in
     ``meta.prompt`` so a sample's ``completion`` can be appended to it, as HumanEval does.
     ``reference_code`` is the prompt plus the canonical solution. The prompt's doctest examples
     become ``examples``: shown to a solver and fed back on every turn, they never decide a verdict

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import pyast
+from .base import Mutant
 
 MAX_MUTANTS = 40
 """Mutants run per task by default: enough to cover the usual sites of a task-sized function,
@@ -48,21 +49,6 @@ _ARITHMETIC: dict[type[ast.operator], tuple[type[ast.operator], ...]] = {
 }
 _CONSTANTS = ("None", "0", "[]", "''")
 """What a ``return`` is replaced with (a constant return already is one and is left alone)."""
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One mutated copy of a reference: its source, and the change as a short diff for people."""
-
-    source: str
-    operator: str
-    """``relational``, ``arithmetic``, ``literal``, ``boolean``, ``not``, ``constant_return``."""
-    diff: str
-    """``line N:`` then ``-`` the original line, ``+`` the mutated one."""
-    line: int = 0
-    """The line of the reference the change is on."""
-    in_while: bool = False
-    """The change is inside a ``while`` loop (its condition or body): the mutant may never stop."""
 
 
 @dataclass(frozen=True)

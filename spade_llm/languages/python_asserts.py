@@ -39,7 +39,7 @@ from ..sandbox.runner import parse_input
 from ..sandbox.verdict import UnsupportedOutput, to_json
 from ..types import TestCase
 
-__all__ = ["SplitCheck", "split_check"]
+__all__ = ["SplitCheck", "docstring_examples", "split_check"]
 
 MAX_ITEMS = 100_000
 """Longest string, list or tuple a folded constant may be."""
@@ -375,3 +375,49 @@ def _bounded(value: Any) -> Any:
     if isinstance(value, (str, bytes, list, tuple, set, dict)) and len(value) > MAX_ITEMS:
         raise _NotConstant("too long")
     return value
+
+
+# -- a prompt's doctest examples ------------------------------------------------------------------
+
+
+def docstring_examples(prompt: str, entry_point: str) -> list[TestCase]:
+    """The doctest examples of a prompt that call ``entry_point`` with literal arguments and show a
+    literal result on the next line (``>>> f(1, [2])`` then ``3``), as tests (input and expected).
+
+    Anything else is skipped: a call of another function, keyword or computed arguments, a result
+    spread over several lines, a value with no JSON form. These are examples, not verdicts: some are
+    wrong (HumanEval/47's docstring says ``15.0`` where its canonical solution returns ``8.0``).
+    """
+    from ..sandbox.verdict import UnsupportedOutput, to_json
+
+    lines = prompt.splitlines()
+    examples: list[TestCase] = []
+    for i, line in enumerate(lines[:-1]):
+        text = line.strip()
+        if not text.startswith(">>> "):
+            continue
+        shown = lines[i + 1].strip()
+        if not shown or shown.startswith(">>>") or (i + 2 < len(lines) and _continues(lines[i + 2])):
+            continue
+        try:
+            call = ast.parse(text[4:], mode="eval").body
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == entry_point):
+                continue
+            if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+                continue
+            args = tuple(ast.literal_eval(a) for a in call.args)
+            expected = to_json(ast.literal_eval(shown))
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError, UnsupportedOutput):
+            continue
+        inputs = ast.unparse(ast.Tuple(elts=call.args, ctx=ast.Load()))
+        inputs = inputs if inputs.startswith("(") else f"({inputs})"  # unparse may leave a tuple bare
+        if ast.literal_eval(inputs) != args:  # the literal must read back as these arguments
+            continue
+        examples.append(TestCase(input=inputs, expected=expected))
+    return examples
+
+
+def _continues(line: str) -> bool:
+    """Whether a line after an example's result is more of that result (not blank, prose, or the next example)."""
+    text = line.strip()
+    return bool(text) and not text.startswith(">>>") and not text.startswith('"""') and line.startswith(" " * 8)

@@ -1,0 +1,38 @@
+"""The language seam: one module per language behind the ``Language`` contract (``base.py``).
+
+Everything that reads model code as code (syntax, entry point, banned imports, literals, answers'
+calls and values, comments and strings, code tokens, mutants) asks the task's language here; no
+module outside this package imports ``ast`` or ``tokenize`` for model code (tests/test_layout.py).
+Python (``python.py``) is the one language today: every task is written in it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from .base import Language, Mutant, Statement
+from .python import PYTHON
+
+if TYPE_CHECKING:
+    from ..types import Task
+
+__all__ = ["DEFAULT_LANGUAGE", "LANGUAGES", "PYTHON", "Language", "Mutant", "Statement", "get_language", "language_of"]
+
+LANGUAGES: Final[dict[str, Language]] = {PYTHON.name: PYTHON}
+"""Every language by name: the one list."""
+DEFAULT_LANGUAGE: Final = PYTHON.name
+
+
+def get_language(name: str) -> Language:
+    """The language called ``name``; a ``UserError`` naming the known ones otherwise."""
+    try:
+        return LANGUAGES[name]
+    except KeyError:
+        from ..errors import UserError
+
+        raise UserError(f"unknown language {name!r}; known: {', '.join(LANGUAGES)}") from None
+
+
+def language_of(task: Task) -> Language:
+    """The language of ``task``'s reference and tests (Python for every task so far)."""
+    return LANGUAGES[DEFAULT_LANGUAGE]

@@ -1,0 +1,88 @@
+"""The ``Language`` contract: everything the pipeline needs to know about the language a task's code
+is written in, so the core never parses model code itself.
+
+A language answers: which fence tags mark its code in an answer; whether a program is well formed,
+imports what a run bans and defines the task's entry point (``static_error``); how a test's input
+and expected value are written as text and read back (``literal``, ``encode``); what one line of a
+query answer says (``statements``: a call and/or a value); a program's comments and strings (the
+leak gate reads them), its code tokens (the duplicate gate) and its mutants (the ``weak_tests``
+gate); and which in-sandbox runner executes it (``runner``). ``python.py`` is the one language
+today; a second is one module here plus its runner (docs/layout.md, CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Language", "Mutant", "Statement"]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement read from an answer: a call and/or a value."""
+
+    args: tuple[Any, ...] | None = None
+    """Positional arguments of a call ``name(args)`` (None: no call)."""
+    value: Any = None
+    has_value: bool = False
+    """A value was read: the literal after ``==``, or a bare literal."""
+    error: str | None = None
+    """Why the value after ``==`` could not be read (not a literal of the language)."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutated copy of a reference: its source, and the change as a short diff for people."""
+
+    source: str
+    operator: str
+    """``relational``, ``arithmetic``, ``literal``, ``boolean``, ``not``, ``constant_return``."""
+    diff: str
+    """``line N:`` then ``-`` the original line, ``+`` the mutated one."""
+    line: int = 0
+    """The line of the reference the change is on."""
+    in_while: bool = False
+    """The change is inside a ``while`` loop (its condition or body): the mutant may never stop."""
+
+
+class Language(ABC):
+    """How the pipeline reads, checks and mutates code of one language."""
+
+    name: str
+    """The language's name in configs and records."""
+    fence_tags: tuple[str, ...]
+    """Tags of a fenced block holding code of this language (```` ```python ````)."""
+    runner: str
+    """The module that runs a task's tests on code of this language in the sandbox."""
+
+    @abstractmethod
+    def static_error(self, code: str, entry_point: str, banned: frozenset[str]) -> tuple[str, str] | None:
+        """The first static gate ``code`` fails, as (reason, detail): ``syntax_error``,
+        ``banned_import`` (only when ``banned`` names modules), ``missing_entry_point``; None when it
+        passes them all. Nothing runs."""
+
+    @abstractmethod
+    def literal(self, text: str) -> Any:
+        """The value a literal of the language denotes (a test's input or expected value as written);
+        raises ``ValueError`` or ``SyntaxError`` for text that is no literal."""
+
+    @abstractmethod
+    def statements(self, source: str) -> list[Statement] | None:
+        """The calls and values ``source`` states, one per statement (``f(1, 2) == 3``, ``f(1, 2)``,
+        ``3``); None when ``source`` is not a program of the language as a whole."""
+
+    @abstractmethod
+    def prose(self, code: str) -> str:
+        """The comments and string literals of ``code``, one a line ('' when it does not tokenize)."""
+
+    @abstractmethod
+    def code_tokens(self, code: str) -> list[str]:
+        """Tokens of ``code`` with names, strings and numbers abstracted: two programs that differ only
+        by renaming or constants get the same tokens (what "near-duplicate" means for a task bank)."""
+
+    @abstractmethod
+    def mutants(self, code: str, max_mutants: int, key: str = "") -> Sequence[Mutant]:
+        """At most ``max_mutants`` one-change mutants of ``code``, chosen by ``key`` (a stable seed)."""
