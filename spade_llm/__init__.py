@@ -47,6 +47,11 @@ _EXPORTS = {
     # running things
     "start_run": "spade_llm.session",
     "solve_tasks": "spade_llm.session",
+    "read_tasks": "spade_llm.tasksets.taskfile",
+    "read_samples": "spade_llm.tasksets.taskfile",
+    "verify_tasks": "spade_llm.tasksets.judging",
+    "evaluate_samples": "spade_llm.tasksets.judging",
+    "Evaluation": "spade_llm.tasksets.judging",
     "Validator": "spade_llm.validation",
     "episode_reward": "spade_llm.evaluator",
 }
@@ -55,6 +60,7 @@ __all__ = [
     "LLM",
     "Attempt",
     "EpochMetrics",
+    "Evaluation",
     "ExecutionResult",
     "Generator",
     "LLMCallError",
@@ -79,12 +85,16 @@ __all__ = [
     "UserError",
     "Validator",
     "episode_reward",
+    "evaluate_samples",
     "get_llm",
     "get_sandbox",
     "load_config",
     "read_run",
+    "read_samples",
+    "read_tasks",
     "solve_tasks",
     "start_run",
+    "verify_tasks",
 ]
 
 
@@ -103,6 +113,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .session import solve_tasks, start_run
     from .solver import Solver
     from .store import RunRecords, Store, read_run
+    from .tasksets.judging import Evaluation, evaluate_samples, verify_tasks
+    from .tasksets.taskfile import read_samples, read_tasks
     from .types import (
         Attempt,
         EpochMetrics,

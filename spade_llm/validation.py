@@ -13,7 +13,7 @@ every other piece of code judged.
 
 ``nondeterministic`` looks beyond the tests: the reference runs on the tests a second time (another
 hash seed, the tests in reverse order: a counter kept across calls shows), then twice more on probe
-inputs of the tests' shape that no test has (``mutation.determinism_probes``), again under two hash
+inputs of the tests' shape that no test has (``python_mutants.determinism_probes``), again under two hash
 seeds in opposite orders. A reference that is a function of its input only gives the same outputs
 each time; one that is deterministic on its own tests alone (a coin flip elsewhere, ``id()``, the
 clock, ``os.urandom``, set order, a global counter) does not, and abduction, whose judge runs the
@@ -77,7 +77,7 @@ counts as a function of its input there; fewer (it ran out of time or blocked on
 gates' budget ran out) is ``undecided``: no evidence is no pass."""
 PROBE_CPU_S = 1.2
 """CPU seconds a determinism run plans for: as many probes as the reference's rung fits in this, at
-least ``DETERMINISM_QUORUM``, at most ``mutation.MAX_DETERMINISM_PROBES`` (a task-sized reference gets
+least ``DETERMINISM_QUORUM``, at most ``python_mutants.MAX_DETERMINISM_PROBES`` (a task-sized reference gets
 them all)."""
 PROBE_TIMEOUTS = 12
 """Calls of the reference on probe inputs (the determinism runs, the mutation gate's) that may time out
@@ -420,7 +420,7 @@ class Validator:
         """Why the reference is not a function of its input beyond the tests, or None when it is as far as
         ``DETERMINISM_QUORUM`` probes or more show.
 
-        Two runs on ``mutation.determinism_probes`` (hash seeds 0 and 1, the second over the probes the
+        Two runs on ``python_mutants.determinism_probes`` (hash seeds 0 and 1, the second over the probes the
         first answered, in reverse), run as the judge runs the reference (``_reference_run``'s runner):
         a probe both answered that differs (a value, or an exception where the other returned) is
         ``nondeterministic``. The calls get the mutation gate's CPU budget first (``_gate_budget``: a

@@ -11,6 +11,7 @@ PUBLIC = [
     "LLM",
     "Attempt",
     "EpochMetrics",
+    "Evaluation",
     "ExecutionResult",
     "Generator",
     "LLMCallError",
@@ -35,12 +36,16 @@ PUBLIC = [
     "UserError",
     "Validator",
     "episode_reward",
+    "evaluate_samples",
     "get_llm",
     "get_sandbox",
     "load_config",
     "read_run",
+    "read_samples",
+    "read_tasks",
     "solve_tasks",
     "start_run",
+    "verify_tasks",
 ]
 
 

@@ -408,6 +408,7 @@ def test_the_body_stalled_longest_is_reclaimed_first(no_stall_timeout: None) -> 
         eventually(lambda: srv.stats.held_bytes == 0, "every byte let go")
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_body_that_stalls_is_dropped_and_its_bytes_freed(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     """No byte for ``PIECE_TIMEOUT_S``: the body is dropped, its bytes freed at once (the first round
     gave a whole body 30 s, ``READ_TIMEOUT_S``, however long it had been silent), while a body that

@@ -102,6 +102,7 @@ NAPS_ON_ODD = "import time\n\ndef f(n):\n    if n % 2 == 1 and n > 1000:\n      
 detector, ``validation.BLOCK_S``, is no block)."""
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_probe_that_runs_long_is_no_difference(sandbox: Any) -> None:
     # before: a probe call that outlived its wall budget counted as a difference, and the task was
     # rejected as weak_tests "differs on a nearby input", which was false
@@ -139,6 +140,7 @@ MANY_LOOPS = (
 """Many mutants that never end (``+= 1`` -> ``-= 1`` and friends): each costs the gate a whole CPU budget."""
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_an_execution_cut_by_its_deadline_goes_on_where_it_stopped(sandbox: Any) -> None:
     # a deadline shorter than the gate's looping mutants take: where it cuts depends on how fast the
     # machine runs them, so the gate carries the execution on from there, and says the same
@@ -171,6 +173,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, str]]:
     return seen
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_the_gate_budget_is_sized_by_cpu_time_never_by_the_wall_clock(
     sandbox: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,6 +208,7 @@ def test_the_harness_says_which_timer_ended_a_call_and_what_it_cost(sandbox: Any
     assert only.status == "timeout" and only.timer == "wall" and (only.cpu_ms or 0) < 50
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_reference_call_the_deadline_cuts_is_run_again_not_called_a_timeout(sandbox: Any) -> None:
     # finding 12 on the reference's own runs: an execution deadline too short for all of its tests (as a
     # loaded machine makes it) cut a call and the reference was rejected as ``timeout``; the gates now
@@ -245,6 +249,7 @@ def test_a_second_run_that_runs_out_of_time_is_undecided_never_nondeterministic(
 SLEEPS_ON_ODD = "import time\n\ndef f(n):\n    if n % 2 == 1 and n > 1000:\n        time.sleep(100)\n    return n * 2\n"
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_reference_that_blocks_beyond_its_tests_holds_the_gates_for_a_bounded_while(
     sandbox: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -159,6 +159,7 @@ def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(root, seed, sa
     ]
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_killed_twice_in_a_row_still_matches(root):
     expected, appends = _reference(7, 2, root)
     path = Path(root) / "twice"

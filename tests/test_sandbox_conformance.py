@@ -367,6 +367,7 @@ def test_swallowed_timeout_still_times_out(sandbox):
     assert [t.status for t in r.test_results] == ["timeout"] * 3
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_call_that_blocks_is_stopped_by_the_wall_backstop(sandbox):
     """A call that sleeps spends no CPU budget; the wall backstop stops it all the same (swallowed too)."""
     code = """

@@ -441,6 +441,7 @@ def test_the_switch_keeps_the_credentials_the_log_hides(tmp_path: Path, monkeypa
     assert "p-secret" not in log and log.count('"loss"') == 1500
 
 
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
 def test_a_process_the_step_leaves_running_does_not_hold_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,7 @@
 Bad input gives one line on stderr and a non-zero exit (a traceback only with ``--debug``).
 Heavy imports (litellm, the pipeline) happen inside the subcommands that need them, so
 ``spade --help``, ``exec``, ``verify`` and ``evaluate`` start fast. The flags, each declared once, and
-the parser are ``cli_flags``'s; the exit codes are ``errors.Exit``.
+the parser are ``flags.py``'s; the exit codes are ``errors.Exit``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import os
 import shlex
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,143 +26,6 @@ from .flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _read_input(path: str, what: str) -> bytes:
-    """The bytes of an input file: one clear ``UserError`` line when it is missing, a folder or unreadable."""
-    p = Path(path)
-    if p.is_dir():
-        raise UserError(f"{what} {p} is a directory, not a file")
-    if not p.exists():
-        raise UserError(f"{what} not found: {p}")
-    try:
-        return p.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {what} {p}: {e.strerror or e}") from None
-
-
-def _decode(data: bytes) -> str:
-    """UTF-8 text, or ValueError('not UTF-8 (byte 0xNN at column C)')."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"not UTF-8 (byte 0x{data[e.start]:02x} at column {e.start + 1})") from None
-
-
-def _jsonl_lines(data: bytes) -> list[tuple[int, bytes]]:
-    """(line number, bytes) of each non-blank line; split on bytes so one bad line sinks no other."""
-    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write
-        data = data[3:]
-    return [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-
-
-@dataclass
-class _TaskLine:
-    """One non-blank line of a tasks file: its task, or why it is not one (``detail``)."""
-
-    line: int
-    task: Any = None
-    task_id: str | None = None
-    detail: str = ""
-
-
-def _scan_tasks(path: str) -> list[_TaskLine]:
-    """Every non-blank line of a tasks file, each parsed on its own (a bad line is kept, with why)."""
-    from pydantic import ValidationError
-
-    from ..types import Task
-
-    rows = []
-    for n, raw in _jsonl_lines(_read_input(path, "tasks file")):
-        try:
-            text = _decode(raw)
-        except ValueError as e:
-            rows.append(_TaskLine(n, detail=str(e)))
-            continue
-        try:
-            task = Task.model_validate_json(text)
-        except ValidationError as e:
-            cleaned = _task_with_surrogates(text)
-            if cleaned is None:
-                rows.append(_TaskLine(n, task_id=_readable_task_id(text), detail=_not_a_task(e)))
-                continue
-            task = cleaned
-        rows.append(_TaskLine(n, task=task, task_id=task.task_id))
-    return rows
-
-
-def _task_with_surrogates(text: str) -> Any:
-    """The task of a line pydantic's JSON parser refused for a ``"\\ud800"`` escape (another tool's
-    text), its lone surrogates made U+FFFD as records get them (``text.json_loads``); None otherwise."""
-    from pydantic import ValidationError
-
-    from .._util.text import json_loads
-    from ..types import Task
-
-    if "\\u" not in text:
-        return None
-    try:
-        return Task.model_validate(json_loads(text))
-    except (ValueError, RecursionError, ValidationError):
-        return None
-
-
-def _readable_task_id(text: str) -> str | None:
-    """The ``task_id`` of a line that is not a valid task, when it can be read."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    task_id = value.get("task_id") if isinstance(value, dict) else None
-    return task_id if isinstance(task_id, str) else None
-
-
-def _not_a_task(error: Any) -> str:
-    """Why a line is not a task, in one line, from pydantic's first error."""
-    err = error.errors()[0]
-    msg = " ".join(str(err["msg"]).split())
-    if err["type"] == "json_invalid":
-        return f"not JSON: {msg.removeprefix('Invalid JSON: ')}"
-    where = ".".join(str(x) for x in err["loc"])
-    return f"not a task record: {where}: {msg}" if where else f"not a task record: {msg}"
-
-
-def _skipped(command: str, path: str, bad: list[tuple[int, str]], what: str = "line") -> None:
-    """Say on stderr, in one line, what ``--skip-invalid`` skipped."""
-    n, detail = bad[0]
-    plural = "s" if len(bad) > 1 else ""
-    print(
-        f"spade {command}: skipped {len(bad)} malformed {what}{plural} of {path} (first: line {n}: {detail})",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def _read_tasks(path: str, *, skip_invalid: bool = False, command: str = "") -> list[Any]:
-    """The tasks of a JSONL file, for ``evaluate`` and ``solve``.
-
-    Raises:
-        UserError: the file cannot be read; a line is malformed (not UTF-8, not JSON, not a task: named
-            ``FILE:LINE``) and ``skip_invalid`` is off; a ``task_id`` repeats; or every line was skipped.
-    """
-    rows = _scan_tasks(path)
-    bad = [(r.line, r.detail) for r in rows if r.task is None]
-    if bad and not skip_invalid:
-        n, detail = bad[0]
-        raise UserError(f"{path}:{n}: {detail} (--skip-invalid skips malformed lines)")
-    tasks = [r.task for r in rows if r.task is not None]
-    if bad and not tasks:
-        raise UserError(
-            f"{path}: no tasks in the file, nothing to do: all {len(bad)} lines are malformed "
-            f"(line {bad[0][0]}: {bad[0][1]})"
-        )
-    counts = Counter(t.task_id for t in tasks)
-    dupes = sorted(i for i, k in counts.items() if k > 1)
-    if dupes:
-        raise UserError(f"{path}: task_id repeated: {', '.join(dupes[:3])}")
-    if bad:
-        _skipped(command, path, bad)
-    return tasks
-
-
 def _live(args: argparse.Namespace) -> bool:
     """Whether to draw a progress block: stderr is a terminal and ``--quiet`` was not given."""
     from ..progress import is_live_terminal
@@ -172,12 +33,16 @@ def _live(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and is_live_terminal(sys.stderr)
 
 
-def _sandbox(name: str) -> Any:
+def _sandbox_logging() -> None:
     import logging
 
+    logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
+
+
+def _sandbox(name: str) -> Any:
     from ..sandbox.registry import get_sandbox
 
-    logging.basicConfig(format="spade: %(levelname)s: %(message)s", level=logging.WARNING)
+    _sandbox_logging()
     return get_sandbox(name)
 
 
@@ -448,6 +313,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..kinds import leak_note, mark_leaks
     from ..session import Session
     from ..store import TASKS, RunDir, read_run
+    from ..tasksets.taskfile import read_tasks
 
     _ray_address_means_ray(args)
     if args.resume:
@@ -455,13 +321,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         args.run_path = run.path
         tasks = read_run(run.path).tasks  # solve checks the rest before it writes
         if args.tasks:  # the same tasks, or a mistake: never mix two task files in one directory
-            given = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
+            given = read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
             if [t.task_id for t in given] != [t.task_id for t in tasks]:
                 raise UserError(f"{args.tasks} holds other tasks than {run.path / TASKS}: resume solves the run's own")
     else:
         if not args.tasks or not args.model:
             raise UserError("solve needs TASKS and --model (or --resume DIR)")
-        tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
+        tasks = read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
         config = load_config(args.config, _overrides(args, SOLVE_FLAGS))
         run = None
     _require_keys(config, generator=False)
@@ -494,11 +360,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def cmd_exec(args: argparse.Namespace) -> int:
     from ..sandbox.base import Limits
     from ..sandbox.runner import run_program
+    from ..tasksets.taskfile import read_input
 
     if args.file == "-":
         where, data = "<stdin>", sys.stdin.buffer.read()
     else:
-        where, data = args.file, _read_input(args.file, "file")
+        where, data = args.file, read_input(args.file, "file")
     try:
         source = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -515,15 +382,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_concurrently(fn: Any, items: Sequence[Any], concurrency: int) -> Any:
-    """Yield fn(item) results in input order, computing up to ``concurrency`` at once in threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        yield from pool.map(fn, items)
-
-
-def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
+def _malformed_row(entry: Any) -> dict[str, Any]:
     """``verify``'s row for a line that is not a task (reason ``malformed``, its own row: docs/records.md)."""
     return {
         "task_id": entry.task_id,
@@ -537,27 +396,14 @@ def _malformed_row(entry: _TaskLine) -> dict[str, Any]:
     }
 
 
-def _public_tests(config_path: str | None) -> int:
-    """``solver.public_tests`` of the run config at ``config_path`` (its default without one): which
-    tests the leak gate treats as hidden. The config models are imported only with a file."""
-    from ..kinds import DEFAULT_PUBLIC_TESTS
-
-    if config_path is None:
-        return DEFAULT_PUBLIC_TESTS
-    from ..config import load_config
-
-    return load_config(config_path).solver.public_tests
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
-    from ..judge import load_settings
-    from ..kinds import leaks, run_gates
-    from ..validation import Validator
+    from ..kinds import leaks
+    from ..tasksets.judging import public_tests, verify_tasks
+    from ..tasksets.taskfile import scan_tasks
 
-    settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
-    public = _public_tests(args.config)
-    entries = _scan_tasks(args.tasks)
+    public = public_tests(args.config)
+    entries = scan_tasks(args.tasks)
     if not entries:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to verify")
     first_line: dict[str, int] = {}
@@ -572,19 +418,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     tasks = [e.task for e in entries if e.task is not None]
     valid = 0
     reasons: dict[str, int] = {}
-    sandbox = _sandbox(settings.backend) if tasks else None  # no sandbox when every line is malformed
+    _sandbox_logging()
+    reports = verify_tasks(
+        tasks, config=args.config, sandbox=args.sandbox, timeout=args.timeout, concurrency=args.concurrency
+    )
     try:
-        reports: Iterator[Any] = iter(())
-        if sandbox is not None:
-            validator = Validator(
-                sandbox,
-                settings.limits,
-                settings.test_timeout_s,
-                settings.banned_imports,
-                min_kill_rate=settings.min_kill_rate,
-                max_mutants=settings.max_mutants,
-            )
-            reports = _run_concurrently(lambda t: run_gates(validator, t, public, full=True), tasks, args.concurrency)
         for entry in entries:
             if entry.task is None:
                 row = _malformed_row(entry)
@@ -600,64 +438,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if row["reason"]:
                 reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
     finally:
-        if sandbox is not None:
-            sandbox.close()
+        reports.close()  # the sandbox closes with the generator
     print(
         f"verified {len(entries)} tasks: {valid} valid, {len(entries) - valid} invalid {reasons or ''}".rstrip(),
         file=sys.stderr,
     )
     return 0
-
-
-def _read_samples(path: str, tasks: dict[str, Any], *, skip_invalid: bool = False) -> list[tuple[Any, str]]:
-    """(task, code) of each sample line: ``{"task_id", "code"}``, or ``{"task_id", "completion"}``
-    appended to the task's ``meta.prompt`` (HumanEval's way).
-
-    Raises:
-        UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
-            unknown ``task_id``, neither ``code`` nor ``completion``), named ``FILE:LINE``, and
-            ``skip_invalid`` is off.
-    """
-    samples = []
-    bad: list[tuple[int, str]] = []
-    for n, raw in _jsonl_lines(_read_input(path, "samples file")):
-        try:
-            samples.append(_sample(_decode(raw), tasks))
-        except ValueError as e:
-            if not skip_invalid:
-                raise UserError(f"{path}:{n}: {e} (--skip-invalid skips malformed lines)") from None
-            bad.append((n, str(e)))
-    if bad and not samples:
-        raise UserError(
-            f"{path}: no samples in the file, nothing to judge: all {len(bad)} lines are malformed "
-            f"(line {bad[0][0]}: {bad[0][1]})"
-        )
-    if bad:
-        _skipped("evaluate", path, bad, "sample line")
-    return samples
-
-
-def _sample(text: str, tasks: dict[str, Any]) -> tuple[Any, str]:
-    """One sample line as (task, code); ValueError says why it is not one."""
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: {e.msg} (column {e.colno})") from None
-    except RecursionError:
-        raise ValueError("not JSON: nested too deeply") from None
-    if not isinstance(row, dict):
-        raise ValueError(f'not a sample: expected a JSON object with "task_id", got {type(row).__name__}')
-    task_id = row.get("task_id")
-    readable = isinstance(task_id, (str, int)) and not isinstance(task_id, bool)
-    task = tasks.get(str(task_id)) if readable else None
-    if task is None:
-        shown = repr(row.get("task_id"))
-        raise ValueError(f"unknown task_id {shown[:80]}" if "task_id" in row else 'not a sample: no "task_id"')
-    if isinstance(row.get("code"), str):
-        return task, row["code"]
-    if isinstance(row.get("completion"), str):
-        return task, str(task.meta.get("prompt", "")) + row["completion"]
-    raise ValueError('not a sample: it needs "completion" or "code" (a string)')
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -672,80 +458,54 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
-    from .. import evaluator
-    from ..judge import Judge, final_status, load_settings
-    from ..kinds import get_kind, leak_note, mark_leaks
+    from ..judge import load_settings
+    from ..kinds import leak_note
     from ..progress import bar, progress_block
-    from ..tasksets.expected import fill_expected
+    from ..tasksets.judging import evaluate_samples
+    from ..tasksets.taskfile import read_samples, read_tasks
 
     settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
-    tasks = _read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
+    tasks = read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
     if not tasks:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to judge")
     by_id = {t.task_id: t for t in tasks}
-    given = _read_samples(args.samples, by_id, skip_invalid=args.skip_invalid) if args.samples else []
+    given = read_samples(args.samples, by_id, skip_invalid=args.skip_invalid) if args.samples else None
     if args.samples and not given:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
     sandbox = starting.result() if starting else _sandbox(settings.backend)
-    try:
-        judge = Judge(sandbox, settings.limits, settings.test_timeout_s)
-        tasks = fill_expected(judge, tasks, args.concurrency)  # tests given without an expected value
-        tasks, leaking = mark_leaks(tasks, _public_tests(args.config))  # judged as written, named
-        by_id = {t.task_id: t for t in tasks}
-        samples = (
-            [(by_id[task.task_id], code) for task, code in given]
-            if args.samples
-            else [(t, get_kind(t.kind).reference_answer(t)) for t in tasks]
-        )
-    except BaseException:
-        sandbox.close()
-        raise
-    if leaking:
-        print(f"spade: {leak_note(leaking)}", file=sys.stderr, flush=True)
-    per_task: dict[str, list[bool]] = {}
+    total = len(given) if given is not None else len(tasks)
     judged = {"done": 0, "passed": 0}
 
     def progress() -> list[str]:
-        done, total = judged["done"], len(samples)
+        done = judged["done"]
         rate = f"{judged['passed'] / done:.0%}" if done else "n/a"
         return [f"evaluate: {done}/{total} judged {bar(done, total)}  passed so far {rate}"]
 
     block = progress_block(_live(args), progress, print)
+
+    def said(row: dict[str, Any]) -> None:
+        judged["done"] += 1
+        judged["passed"] += row["passed"]
+        block.log(json.dumps(row), stream=sys.stdout)
+
     try:
         with block:
-            for (task, _code), result in zip(
-                samples,
-                _run_concurrently(
-                    lambda s: get_kind(s[0].kind).check_answer(judge, s[0], s[1], None), samples, args.concurrency
-                ),
-                strict=True,
-            ):
-                status = final_status(result)
-                passed = status == "passed"
-                per_task.setdefault(task.task_id, []).append(passed)
-                row = {
-                    "task_id": task.task_id,
-                    "passed": passed,
-                    "status": status,
-                    "exec_status": result.status,
-                    "tests_passed": result.tests_passed,
-                    "tests_total": result.tests_total,
-                }
-                if "leaks_hidden_test" in task.meta:
-                    row["leaks_hidden_test"] = task.meta["leaks_hidden_test"]
-                judged["done"] += 1
-                judged["passed"] += passed
-                block.log(json.dumps(row), stream=sys.stdout)
+            result = evaluate_samples(
+                tasks,
+                given,
+                config=args.config,
+                sandbox=sandbox,
+                timeout=args.timeout,
+                concurrency=args.concurrency,
+                on_leaks=lambda leaking: print(f"spade: {leak_note(leaking)}", file=sys.stderr, flush=True),
+                on_row=said,
+            )
     finally:
         sandbox.close()
-    ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
-    scores = {
-        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
-        for k in ks
-    }
+    tasks_judged = len({row["task_id"] for row in result.rows})
     print(
-        f"{len(samples)} samples, {len(per_task)} tasks: "
-        + ", ".join(f"{name} {value:.4f}" for name, value in scores.items()),
+        f"{len(result.rows)} samples, {tasks_judged} tasks: "
+        + ", ".join(f"{name} {value:.4f}" for name, value in result.scores.items()),
         file=sys.stderr,
     )
     return 0

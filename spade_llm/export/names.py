@@ -2,7 +2,7 @@
 generator's), the filters' statuses and tiers, and verl's rewards.
 
 ``exports`` and ``proposal_exports`` check against them, ``config`` types the trainer's formats with them,
-and ``cli_flags`` offers them as choices: so this module imports nothing but ``typing`` (``spade --help``
+and ``cli.flags`` offers them as choices: so this module imports nothing but ``typing`` (``spade --help``
 stays fast, with no pydantic).
 """
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class CancelHook(Protocol):
     """How a caller stops, from another thread, a run it started (``spade serve-sandbox`` when the
-    client leaves: ``sandbox_server.RunCancel``). A backend whose ``run`` takes ``cancel`` registers
+    client leaves: ``serve.sandbox.RunCancel``). A backend whose ``run`` takes ``cancel`` registers
     how to kill its run in progress; a cancelled run ends ``killed``, or does not start."""
 
     cancelled: bool

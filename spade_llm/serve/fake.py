@@ -5,14 +5,14 @@ fault proxy in ``shared/tools``) offline, with answers as good as the fake's, an
 how many requests a run keeps in flight against a slow endpoint (``--latency``).
 
 Why this server: the standard library's asyncio streams and a small HTTP/1.1 parser
-(``httpserve.py``, shared with ``spade serve-sandbox``), no new dependency. The fake model is
+(``httpbase.py``, shared with ``spade serve-sandbox``), no new dependency. The fake model is
 async already, so one event loop serves any number of connections: ``--latency`` is an
 ``asyncio.sleep``, and concurrent requests overlap instead of queueing (a ThreadingHTTPServer
 would need a thread and an event loop per request for the same effect; aiohttp/uvicorn would add
 dependencies to a package that only needs this for tests and benchmarks). Keep-alive is
 supported, as clients (httpx, via litellm and openai) pool connections; so is ``stream: true``
 (server-sent events, one content chunk) for clients that ask. The base's flood rules hold here
-too (``httpserve``'s module doc): strict framing, a connection cap (``--max-connections``), a
+too (``httpbase``'s module doc): strict framing, a connection cap (``--max-connections``), a
 budget of body bytes counted as they arrive, and JSON bodies' values counted before parsing.
 
 Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/models/{id}`` (also
@@ -199,7 +199,7 @@ def stream_chunks(
 
 
 class FakeServer(HTTPServer):
-    """The fake model behind HTTP/1.1 (``httpserve``). ``start()``, then ``url``; ``close()`` to stop."""
+    """The fake model behind HTTP/1.1 (``httpbase``). ``start()``, then ``url``; ``close()`` to stop."""
 
     server_name = "spade-serve-fake"
 
@@ -227,7 +227,7 @@ class FakeServer(HTTPServer):
         ``response_format`` (as llama-cpp-python does), ``stream_options`` answers 400 naming it.
 
         ``max_connections``: connections at once (None: from the open-files limit); the other
-        flood limits (bytes held, body size, JSON values) are ``httpserve``'s defaults.
+        flood limits (bytes held, body size, JSON values) are ``httpbase``'s defaults.
         """
         if backend is None:
             from .. import fake

@@ -1,6 +1,6 @@
 """What every spade server does against floods and tricks, whatever parses its HTTP.
 
-``spade serve-sandbox`` and ``spade serve-fake`` run on ``httpserve`` (asyncio streams), ``spade
+``spade serve-sandbox`` and ``spade serve-fake`` run on ``httpbase`` (asyncio streams), ``spade
 serve-env`` on uvicorn (openenv-core's app). The rules below are shared by both, so a server is not
 weaker than its siblings for being built on another stack:
 
@@ -23,7 +23,7 @@ weaker than its siblings for being built on another stack:
   oldest one that has not yet sent a whole request head (a slow or silent client: slowloris), which
   is closed; when every connection has sent one, the new one is refused (503 and closed). A flood
   of half-open connections therefore never locks out a client that sends its request at once.
-  (``httpserve`` counts a connection as waiting until its whole request is in, body included: a
+  (``httpbase`` counts a connection as waiting until its whole request is in, body included: a
   body sent a byte at a time is the same attack one step later.)
 * **JSON size** (``JSONMeter``, ``check_json_items``): the values a JSON body would build are
   counted from its bytes before it is parsed, as it arrives where the server reads it in pieces,

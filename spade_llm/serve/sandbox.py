@@ -58,7 +58,7 @@ together, counted as their bodies' bytes *arrive* (a declared ``Content-Length``
 counting it let 8 slow clients declaring 32 MiB lock everyone out), then as what each keeps once
 parsed (``job_bytes``: its code as a ``str`` can be four times its text), a 503 with ``Retry-After``
 beyond it, so memory is bounded by bytes held, not by a count of requests. The bytes of bodies still
-arriving are reclaimed before anyone is refused (``httpserve``: the one longest without a byte is
+arriving are reclaimed before anyone is refused (``httpbase``: the one longest without a byte is
 aborted first; a body silent for 5 s is dropped), so clients that send 32 MiB but their last byte
 hold the budget for nobody; one body is at most ``max_body_bytes`` (32 MiB), a 413 beyond it (before
 reading, from ``Content-Length``). A body's JSON may hold ``max_json_items`` values (100,000),
@@ -66,9 +66,9 @@ counted from its bytes before it is parsed, and ``files`` and ``fetch_files`` ``
 each (4096): a 413 beyond either. Connections are capped (``--max-connections``, never above the
 default: below the open-files limit, which is raised to its hard limit at start): past the cap a
 newcomer evicts the oldest connection that has not sent a whole request (silent or slow: slowloris),
-else it gets a 503. Framing is strict (``httpserve``: duplicate or conflicting ``Content-Length``
+else it gets a 503. Framing is strict (``httpbase``: duplicate or conflicting ``Content-Length``
 and ``Transfer-Encoding``, a repeated ``Host`` or ``Authorization``, line folding... are a 400). A
-request refused while its body is still coming gets its status without a TCP reset (``httpserve``:
+request refused while its body is still coming gets its status without a TCP reset (``httpbase``:
 answer, half-close, read and drop the rest). verl's client retries only a 504, so a 503 is a failed
 test to it: the defaults hold far more than its 64 requests in flight
 (``reward_model.sandbox_fusion.max_concurrent``). While a request waits, the server holds its
@@ -105,7 +105,7 @@ limit covers wrapper and child together where a cgroup enforces it; and the user
 as the same user in the same sandbox, could forge its own envelope, which fools only its own
 request. Files are read inside the sandbox, so a symlink reaches nothing the program could not.
 
-Why this server: the standard library's asyncio (``httpserve.py``, shared with ``spade
+Why this server: the standard library's asyncio (``httpbase.py``, shared with ``spade
 serve-fake``), no new dependency (aiohttp is only a transitive one, FastAPI/uvicorn none at all).
 One event loop holds any number of connections (verl opens one per test case, hundreds at once),
 while the sandbox's blocking ``run`` goes to a pool of ``concurrency`` threads behind ``RunSlots``:

@@ -1,0 +1,187 @@
+"""``verify`` and ``evaluate`` as Python: the gates on tasks from outside a run, and samples judged
+against tasks. The CLI commands read files (``taskfile.py``), call these and print their rows.
+
+    from spade_llm import read_tasks, verify_tasks, evaluate_samples
+
+    tasks = read_tasks("tasks.jsonl")
+    for report in verify_tasks(tasks):          # one ValidationReport per task, in order
+        print(report.task_id, report.valid, report.reason)
+    result = evaluate_samples(tasks)             # each task's reference answer when no samples
+    print(result.scores)                         # {"pass@1": 1.0}
+
+Both judge in a sandbox of their own (``sandbox``: a backend name, default ``auto``; or pass a
+started ``Sandbox`` to share one, which is then left open) with the limits of ``config`` (a run
+config file; the defaults without one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ..judge import JudgeSettings
+    from ..sandbox.base import Sandbox
+    from ..types import Task
+    from ..validation import ValidationReport
+
+__all__ = ["Evaluation", "evaluate_samples", "public_tests", "verify_tasks"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def in_order(fn: Callable[[_T], _R], items: Sequence[_T], concurrency: int) -> Iterator[_R]:
+    """``fn(item)`` for each item, in input order, up to ``concurrency`` at once in threads (the
+    sandbox's calls block; each runs in a process of its own)."""
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        yield from pool.map(fn, items)
+
+
+def public_tests(config: str | None) -> int:
+    """``solver.public_tests`` of the run config at ``config`` (its default without one): which tests
+    the leak gate treats as hidden. The config models are imported only with a file."""
+    from ..kinds import DEFAULT_PUBLIC_TESTS
+
+    if config is None:
+        return DEFAULT_PUBLIC_TESTS
+    from ..config import load_config
+
+    return load_config(config).solver.public_tests
+
+
+def _settings(config: str | None, timeout: float | None, sandbox: str | Sandbox | None) -> JudgeSettings:
+    from ..judge import load_settings
+
+    return load_settings(config, timeout_s=timeout, backend=sandbox if isinstance(sandbox, str) else None)
+
+
+def _open(settings: JudgeSettings, sandbox: str | Sandbox | None) -> tuple[Sandbox, bool]:
+    """The sandbox to judge in, and whether it is ours to close."""
+    if sandbox is not None and not isinstance(sandbox, str):
+        return sandbox, False
+    from ..sandbox.registry import get_sandbox
+
+    return get_sandbox(settings.backend), True
+
+
+def verify_tasks(
+    tasks: Iterable[Task],
+    *,
+    config: str | None = None,
+    sandbox: str | Sandbox | None = None,
+    timeout: float | None = None,
+    concurrency: int = 4,
+) -> Generator[ValidationReport, None, None]:
+    """Every gate a run puts a proposed task through (the reference runs, determinism, test strength,
+    leaks), on each of ``tasks``: one ``ValidationReport`` per task, in order, as each is decided. The
+    sandbox starts at the first and closes with the generator (``close()`` it to stop early).
+
+    Raises:
+        UserError: ``config`` is missing or invalid; SandboxUnavailable: the sandbox cannot start.
+    """
+    from ..kinds import run_gates
+    from ..validation import Validator
+
+    tasks = list(tasks)
+    if not tasks:
+        return
+    settings = _settings(config, timeout, sandbox)
+    public = public_tests(config)
+    box, ours = _open(settings, sandbox)
+    try:
+        validator = Validator(
+            box,
+            settings.limits,
+            settings.test_timeout_s,
+            settings.banned_imports,
+            min_kill_rate=settings.min_kill_rate,
+            max_mutants=settings.max_mutants,
+        )
+        yield from in_order(lambda t: run_gates(validator, t, public, full=True), tasks, concurrency)
+    finally:
+        if ours:
+            box.close()
+
+
+@dataclass
+class Evaluation:
+    """What ``evaluate_samples`` found: a row per sample (as ``spade evaluate`` prints them), pass@k
+    over the tasks (each k every task has at least k samples for, of 1, 10, 100), and the tasks whose
+    text shows a hidden test (judged as written, named)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    leaking: list[str] = field(default_factory=list)
+
+
+def evaluate_samples(
+    tasks: Sequence[Task],
+    samples: Sequence[tuple[Task, str]] | None = None,
+    *,
+    config: str | None = None,
+    sandbox: str | Sandbox | None = None,
+    timeout: float | None = None,
+    concurrency: int = 4,
+    on_leaks: Callable[[list[str]], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> Evaluation:
+    """Judge each (task, answer) of ``samples`` (default: each task's reference answer) on every test
+    of its task, by its kind, as the loop judges. A test given without an expected value gets the
+    reference's first. ``on_leaks`` hears the leaking tasks before judging starts; ``on_row`` each
+    row as it is judged.
+
+    Raises:
+        UserError: ``config`` is missing or invalid, or a task's expected value cannot be filled;
+        SandboxUnavailable: the sandbox cannot start.
+    """
+    from .. import evaluator
+    from ..judge import Judge, final_status
+    from ..kinds import get_kind, mark_leaks
+    from .expected import fill_expected
+
+    settings = _settings(config, timeout, sandbox)
+    box, ours = _open(settings, sandbox)
+    out = Evaluation()
+    try:
+        judge = Judge(box, settings.limits, settings.test_timeout_s)
+        filled = fill_expected(judge, list(tasks), concurrency)  # tests given without an expected value
+        filled, out.leaking = mark_leaks(filled, public_tests(config))
+        by_id = {t.task_id: t for t in filled}
+        chosen = (
+            [(by_id[task.task_id], code) for task, code in samples]
+            if samples is not None
+            else [(t, get_kind(t.kind).reference_answer(t)) for t in filled]
+        )
+        if out.leaking and on_leaks is not None:
+            on_leaks(out.leaking)
+        per_task: dict[str, list[bool]] = {}
+        verdicts = in_order(lambda s: get_kind(s[0].kind).check_answer(judge, s[0], s[1], None), chosen, concurrency)
+        for (task, _code), result in zip(chosen, verdicts, strict=True):
+            status = final_status(result)
+            passed = status == "passed"
+            per_task.setdefault(task.task_id, []).append(passed)
+            row: dict[str, Any] = {
+                "task_id": task.task_id,
+                "passed": passed,
+                "status": status,
+                "exec_status": result.status,
+                "tests_passed": result.tests_passed,
+                "tests_total": result.tests_total,
+            }
+            if "leaks_hidden_test" in task.meta:
+                row["leaks_hidden_test"] = task.meta["leaks_hidden_test"]
+            out.rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    finally:
+        if ours:
+            box.close()
+    ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
+    out.scores = {
+        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
+        for k in ks
+    }
+    return out
