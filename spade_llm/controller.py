@@ -19,10 +19,10 @@ from typing import Any
 
 from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
-from .dedup import Deduper
+from .dedup import Deduper, decide
 from .empty_epochs import EmptyEpochGuard
 from .episodes import Episodes, RunState
-from .evaluator import epoch_metrics, task_fingerprint
+from .evaluator import epoch_metrics
 from .executors import Checker, Executor
 from .generator import Generator, Proposal, ProposalContext
 from .hooks import EpochEnd, EpochHook, call_epoch_hooks
@@ -293,42 +293,21 @@ class Controller:
         epoch = task_epoch(task)
         if report.mutation is not None:
             self._mutation_s[epoch].append(report.mutation.seconds)
-        if not report.valid or report.task is None:
+        decision = decide(report, request_index, position, self.deduper)
+        accepted = decision.accepted
+        if accepted is None:
             self.reject(
                 Rejection(
                     epoch=epoch,
                     request_index=request_index,
                     position=position,
-                    reason=report.reason or "invalid",
-                    detail=report.detail,
+                    reason=decision.reason or "invalid",
+                    detail=decision.detail,
                     task_id=task.task_id,
                     task=task.dump(),
                 )
             )
             return None
-        fp = task_fingerprint(report.task.reference_code)
-        twin_detail = self.deduper.duplicate(task.kind, fp, report.behaviour)
-        if twin_detail is not None:
-            self.reject(
-                Rejection(
-                    epoch=epoch,
-                    request_index=request_index,
-                    position=position,
-                    reason="duplicate",
-                    task_id=task.task_id,
-                    task=task.dump(),
-                    detail=twin_detail,
-                )
-            )
-            return None
-        meta: dict[str, Any] = {**report.task.meta, "request_index": request_index, "position": position}
-        if report.behaviour:
-            meta["behaviour"] = report.behaviour
-        if report.mutation is not None:
-            # only what the code fixes: how many mutants were killed or equivalent can hang on timing
-            meta["mutants"] = report.mutation.total
-        accepted = report.task.model_copy(update={"meta": meta})
-        self.deduper.accept(accepted, fp, task.kind, report.behaviour)
         self.state.tasks.append(accepted)
         self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
         return accepted

@@ -16,10 +16,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .evaluator import similarity, task_fingerprint
 from .types import Task
+
+if TYPE_CHECKING:
+    from .validation import ValidationReport
 
 Fingerprint = frozenset[tuple[str, ...]]
 Sealed = frozenset[str]
@@ -126,3 +129,39 @@ class Deduper:
         self._accepted.append(_Accepted(HELD_OUT, kind, frozenset(shingles), sealed=True))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", HELD_OUT)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What becomes of a validated candidate: the task the run accepts, or why it is rejected."""
+
+    accepted: Task | None
+    reason: str | None = None
+    """The rejection's reason: the first gate the candidate failed, or ``duplicate``."""
+    detail: str = ""
+
+
+def decide(
+    report: ValidationReport, request_index: int, position: int, gate: Deduper, known: Deduper | None = None
+) -> Decision:
+    """The one acceptance rule, the loop's (``Controller.decide``) and the generator's reward's: a
+    candidate is accepted unless it failed a gate or nearly copies a task ``known`` (tasks given from
+    outside, asked first) or ``gate`` holds; an accepted one carries where it was proposed, its
+    behaviour fingerprint and its mutant count in ``meta``, and ``gate`` remembers it."""
+    task = report.task
+    if not report.valid or task is None:
+        return Decision(None, report.reason or "invalid", report.detail)
+    fp = task_fingerprint(task.reference_code)
+    twin = known.duplicate(task.kind, fp, report.behaviour) if known is not None else None
+    twin = twin or gate.duplicate(task.kind, fp, report.behaviour)
+    if twin is not None:
+        return Decision(None, "duplicate", twin)
+    meta: dict[str, Any] = {**task.meta, "request_index": request_index, "position": position}
+    if report.behaviour:
+        meta["behaviour"] = report.behaviour
+    if report.mutation is not None:
+        # only what the code fixes: how many mutants were killed or equivalent can hang on timing
+        meta["mutants"] = report.mutation.total
+    accepted = task.model_copy(update={"meta": meta})
+    gate.accept(accepted, fp, accepted.kind, report.behaviour)
+    return Decision(accepted)

@@ -100,7 +100,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from ..config import RunConfig, config_from_dict, deep_merge
-from ..dedup import SEALED_KEY, Deduper
+from ..dedup import SEALED_KEY, Deduper, decide
 from ..errors import SpadeError, UserError
 from ..evaluator import learnability, task_fingerprint
 from ..generator import BadAnswer, answer_items, candidates, first_error
@@ -473,23 +473,14 @@ class _Call:
                 decided.append(TaskOutcome(cand.position, None, cand.reason, cand.detail))
                 continue
             report = await check
-            if isinstance(report, tuple) or not report.valid or report.task is None:
-                reason, detail = report if isinstance(report, tuple) else (report.reason or "invalid", report.detail)
-                decided.append(TaskOutcome(cand.position, cand.task.task_id, reason, detail))
+            if isinstance(report, tuple):  # validation raised: the task is rejected, the reason kept
+                decided.append(TaskOutcome(cand.position, cand.task.task_id, *report))
                 continue
-            fp = task_fingerprint(report.task.reference_code)
-            twin = row.known.duplicate(cand.task.kind, fp, report.behaviour) if row.known is not None else None
-            twin = twin or own.duplicate(cand.task.kind, fp, report.behaviour)
-            if twin is not None:
-                decided.append(TaskOutcome(cand.position, cand.task.task_id, "duplicate", twin))
+            decision = decide(report, row.request_index, cand.position, own, row.known)  # the loop's rule
+            accepted = decision.accepted
+            if accepted is None:
+                decided.append(TaskOutcome(cand.position, cand.task.task_id, decision.reason, decision.detail))
                 continue
-            meta: dict[str, Any] = {**report.task.meta, "request_index": row.request_index, "position": cand.position}
-            if report.behaviour:
-                meta["behaviour"] = report.behaviour
-            if report.mutation is not None:
-                meta["mutants"] = report.mutation.total
-            accepted = report.task.model_copy(update={"meta": meta})  # the task the loop would accept
-            own.accept(accepted, fp, accepted.kind, report.behaviour)
             decided.append((accepted, asyncio.create_task(self.passed(accepted, row.epoch))))  # solving starts now
         outcomes = []
         for cand, item in zip(parsed, decided, strict=True):
