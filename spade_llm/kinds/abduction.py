@@ -41,7 +41,6 @@ from ..languages import Statement
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
 from ..sandbox.verdict import Output, Unsupported, matches, show
 from ..types import TestCase, TestResult
-from .base import TaskKind, every_test, program_text
 from .queries import (
     all_same,
     answer_text,
@@ -49,6 +48,7 @@ from .queries import (
     chosen_tests,
     malformed,
     output_too_long,
+    query_kind,
     read_items,
     reference_answer,
     shared_gates,
@@ -301,41 +301,17 @@ def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
     return f"- {'PASS' if r.passed else 'FAIL'} {asked}: {call_text(task.entry_point, r.input)} {got}"
 
 
-KIND = TaskKind(
-    name="abduction",
-    first_template="solver/abduction_first.j2",
-    repair_template="solver/abduction_repair.j2",
-    parse_answer=answer_text,
+KIND = query_kind(
+    "abduction",
+    query={"output": "2"},
+    shown_expected="2",
+    answer="f(5) == 2",
+    failing={"input": "(5,)", "expected": "2", "output": "6", "error": None},
     gates=gates,
     check_answer=check_answer,
     summary="find inputs that make the program return given outputs",
     view=view,
     reference_answer=reference_answer,
-    secret_tests=every_test,
-    shown_text=program_text,
-    public_answers_in_prompt=False,
-    flags_hardcoding=False,
-    needs_reference=True,
-    sandbox_fusion=False,
-    strict_parse=None,
     feedback_line=feedback_line,
     colour="#0891b2",
-    sample_first={
-        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
-        "public_tests": [{"input": "(1,)", "expected": "2"}],
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"output": "2"}],
-    },
-    sample_repair={
-        "entry_point": "f",
-        "turn": 2,
-        "code": "f(5) == 2",
-        "status": "ok",
-        "passed": 0,
-        "total": 1,
-        "failing": [{"input": "(5,)", "expected": "2", "output": "6", "error": None}],
-        "stderr_tail": "",
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"output": "2"}],
-    },
 )

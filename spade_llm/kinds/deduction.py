@@ -35,7 +35,6 @@ from ..languages import Statement
 from ..sandbox.runner import parse_input
 from ..sandbox.verdict import matches, show
 from ..types import TestResult
-from .base import TaskKind, every_test, program_text
 from .queries import (
     all_same,
     answer_text,
@@ -43,6 +42,7 @@ from .queries import (
     chosen_tests,
     malformed,
     output_too_long,
+    query_kind,
     read_items,
     reference_answer,
     safe_repr,
@@ -155,42 +155,18 @@ def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
     return f"- FAIL {call}: {said}"
 
 
-KIND = TaskKind(
-    name="deduction",
-    first_template="solver/deduction_first.j2",
-    repair_template="solver/deduction_repair.j2",
-    parse_answer=answer_text,
+KIND = query_kind(
+    "deduction",
+    query={"call": "f(1)"},
+    shown_expected="1",
+    answer="f(1) == 3",
+    failing={"input": "(1,)", "expected": "2", "output": "3", "error": None},
     gates=gates,
     check_answer=check_answer,
     summary="predict the program's output on given inputs",
     view=view,
     reference_answer=reference_answer,
-    secret_tests=every_test,
-    shown_text=program_text,
-    public_answers_in_prompt=False,
-    flags_hardcoding=False,
-    needs_reference=True,
-    sandbox_fusion=False,
-    strict_parse=None,
     feedback_line=feedback_line,
     feedback_stderr=False,
     colour="#d97706",
-    sample_first={
-        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
-        "public_tests": [{"input": "(1,)", "expected": "1"}],
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"call": "f(1)"}],
-    },
-    sample_repair={
-        "entry_point": "f",
-        "turn": 2,
-        "code": "f(1) == 3",
-        "status": "ok",
-        "passed": 0,
-        "total": 1,
-        "failing": [{"input": "(1,)", "expected": "2", "output": "3", "error": None}],
-        "stderr_tail": "",
-        "program": "def f(x):\n    return x + 1",
-        "queries": [{"call": "f(1)"}],
-    },
 )

@@ -17,7 +17,7 @@ from ..languages import PYTHON
 from ..languages.base import Statement
 from ..sandbox.verdict import matches
 from ..types import ExecutionResult, TestResult
-from .base import CODE_TAGS, call_text, fenced_blocks, safe_repr
+from .base import CODE_TAGS, TaskKind, call_text, every_test, fenced_blocks, program_text, safe_repr
 
 __all__ = ["call_text", "safe_repr"]  # where the query kinds found them first; base holds them
 
@@ -136,3 +136,50 @@ def reference_answer(task: Task) -> str:
     """The right prediction for every query whose expected value is known."""
     lines = [f"{call_text(task.entry_point, t.input)} == {t.expected!r}" for t in task.tests if t.has_expected]
     return "```python\n" + "\n".join(lines) + "\n```\n"
+
+
+# -- the kind ------------------------------------------------------------------------------------
+
+_SAMPLE_PROGRAM = "def f(x):\n    return x + 1"
+
+
+def query_kind(
+    name: str, *, query: dict[str, str], shown_expected: str, answer: str, failing: dict[str, Any], **own: Any
+) -> TaskKind:
+    """A query kind: what ``deduction`` and ``abduction`` decide alike (the answer is read as lines of
+    calls and values; every test is secret, the program is shown and needed by a judge; no partial
+    credit for shown answers, no hardcoding check, no SandboxFusion form, no strict trainer parse), its
+    templates by name, and the template check's sample variables from the kind's ``query``, an
+    ``answer`` and one ``failing`` query; ``own`` holds what the kind decides for itself."""
+    return TaskKind(
+        name=name,
+        first_template=f"solver/{name}_first.j2",
+        repair_template=f"solver/{name}_repair.j2",
+        parse_answer=answer_text,
+        secret_tests=every_test,
+        shown_text=program_text,
+        public_answers_in_prompt=False,
+        flags_hardcoding=False,
+        needs_reference=True,
+        sandbox_fusion=False,
+        strict_parse=None,
+        sample_first={
+            "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
+            "public_tests": [{"input": "(1,)", "expected": shown_expected}],
+            "program": _SAMPLE_PROGRAM,
+            "queries": [query],
+        },
+        sample_repair={
+            "entry_point": "f",
+            "turn": 2,
+            "code": answer,
+            "status": "ok",
+            "passed": 0,
+            "total": 1,
+            "failing": [failing],
+            "stderr_tail": "",
+            "program": _SAMPLE_PROGRAM,
+            "queries": [query],
+        },
+        **own,
+    )
