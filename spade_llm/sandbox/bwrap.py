@@ -88,6 +88,7 @@ from .common import (
     THREAD_HEADROOM_BYTES,
     execution_rlimits,
     host_uid,
+    shipped_source,
     user_tasks,
 )
 from .pool import (
@@ -117,8 +118,8 @@ PIDS_OVERHEAD = 3
 PIPE_DEFAULT = 1 << 16
 PIPE_MAX = 1 << 20
 F_SETPIPE_SZ = 1031
-LAUNCHER_SOURCE = (Path(__file__).parent / "launcher.py").read_text()
-FORKSERVER_SOURCE = (Path(__file__).parent / "forkserver.py").read_text()
+LAUNCHER_SOURCE = shipped_source("launcher.py")
+FORKSERVER_SOURCE = shipped_source("forkserver.py")
 PASSWD = (
     "root:x:0:0:root:/root:/usr/sbin/nologin\n"
     f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:spade sandbox:/tmp:/usr/sbin/nologin\n"

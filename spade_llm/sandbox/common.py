@@ -120,6 +120,14 @@ and play its part itself for a program that is exactly ``harness_program()``, in
 
 
 @cache
+def shipped_source(name: str) -> str:
+    """The source of ``name`` (``forkserver.py``, ``launcher.py``, ``harness.py``) as it is shipped:
+    ``libc.py``'s in front of it, since it runs where this package cannot be imported."""
+    here = Path(__file__).parent
+    return (here / "libc.py").read_text() + "\n\n" + (here / name).read_text()
+
+
+@cache
 def harness_program() -> tuple[str, dict[str, bytes]]:
     """The harness (``harness.py``) as a program: a stub source and the files it loads.
 
@@ -127,7 +135,7 @@ def harness_program() -> tuple[str, dict[str, bytes]]:
     whose interpreter has another bytecode version falls back to the source. This is the one
     compile of it in this process (the host never imports the harness as a module).
     """
-    source = (Path(__file__).parent / "harness.py").read_bytes()
+    source = shipped_source("harness.py").encode()
     code = compile(source, "harness.py", "exec")
     return HARNESS_STUB, {"harness.py": source, "harness.bin": MAGIC_NUMBER + marshal.dumps(code)}
 

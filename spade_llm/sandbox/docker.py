@@ -49,13 +49,12 @@ import sys
 import tempfile
 import time
 from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable
 from . import seccomp
 from .base import Limits, Program
-from .common import THREAD_HEADROOM_BYTES, execution_rlimits, frame
+from .common import THREAD_HEADROOM_BYTES, execution_rlimits, frame, shipped_source
 from .forkserver import MESSAGE_BYTES, RELAY_CHUNK
 from .pool import (
     OWN_MEMORY_MB,
@@ -83,7 +82,7 @@ PIDS_OVERHEAD = 3
 """Tasks besides the program's own: the relay (pid 1), the fork server and its supervisor."""
 STOP_S = 10.0
 """How long a retired container's ``docker run`` may take to end before it is killed."""
-FORKSERVER_SOURCE = (Path(__file__).parent / "forkserver.py").read_text()
+FORKSERVER_SOURCE = shipped_source("forkserver.py")
 HOST_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 """The image's Python must have this minor version: the harness travels as bytecode."""
 FILTERS = ",".join(

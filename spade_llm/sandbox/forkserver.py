@@ -73,6 +73,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+if __package__:  # imported from the package (tests); shipped, libc.py's source stands above this program
+    from .libc import libc_function
+
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SIGKILL = 9
@@ -113,30 +116,10 @@ _HERE = sys._getframe().f_code.co_filename
 # -- small helpers ------------------------------------------------------------------------------
 
 
-def _libc_int_function(name: str) -> "Any":
-    """A libc function returning an int, through ``_ctypes`` (what ``ctypes`` builds, without importing
-    it); raises what ``_ctypes`` raises where it cannot."""
-    import _ctypes
-
-    c: Any = _ctypes
-
-    class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-        _type_ = "i"
-
-    class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-        _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-        _restype_ = _CInt
-
-    class _Libc:
-        _handle = c.dlopen(None, 0)
-
-    return _CFunc((name, _Libc))
-
-
 def _load_prctl() -> "Any":
     """libc's prctl, or None where it cannot be loaded."""
     try:
-        return _libc_int_function("prctl")
+        return libc_function("prctl")
     except Exception:
         return None
 

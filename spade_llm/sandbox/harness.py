@@ -97,6 +97,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+if __package__:  # imported from the package (tests); shipped, libc.py's source stands above this program
+    from .libc import libc_function
+
 PROTOCOL = 1
 MAX_DEPTH = 100
 MESSAGE_CHARS = 500
@@ -1034,21 +1037,7 @@ def _child_main(req: "dict[str, Any]", token: str, fds: dict[str, int]) -> None:
 def _load_prctl() -> "Any":
     """libc's prctl through ``_ctypes`` (a millisecond; ``import ctypes`` costs several), or None."""
     try:
-        import _ctypes
-
-        c: Any = _ctypes  # what ctypes/__init__.py does to build CDLL(None).prctl, minus its imports
-
-        class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-            _type_ = "i"
-
-        class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-            _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-            _restype_ = _CInt
-
-        class _Libc:
-            _handle = c.dlopen(None, 0)
-
-        return _CFunc(("prctl", _Libc))
+        return libc_function("prctl")
     except Exception:
         pass
     try:

@@ -59,6 +59,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+if __package__:  # imported from the package (tests); shipped, libc.py's source stands above this program
+    from .libc import libc_function
+
 CLONE_NEWNS = 0x00020000
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -80,7 +83,7 @@ def _shadow(plan: "list[list[object]]") -> None:
     """For each ``[top, [source, ...]]``: hide ``top`` behind a tmpfs that holds only the sources."""
     import _ctypes
 
-    unshare, mount = _libc("unshare"), _libc("mount")
+    unshare, mount = libc_function("unshare"), libc_function("mount")
 
     def check(rc: int, what: str) -> None:
         if rc != 0:
@@ -142,30 +145,10 @@ def _launch(config: "dict[str, Any]", argv: "list[str]") -> None:
         _fail(f"exec {argv[0]}", e)
 
 
-def _libc(name: str) -> "Any":
-    """libc's ``name`` through ``_ctypes``, as ``ctypes.CDLL(None, use_errno=True)`` would give it (int
-    result; arguments converted the same way: None, bytes, int), without importing ``ctypes``."""
-    import _ctypes
-
-    c: Any = _ctypes
-
-    class _CInt(c._SimpleCData):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-        _type_ = "i"
-
-    class _CFunc(c.CFuncPtr):  # type: ignore[misc]  # _ctypes has no stubs: its base classes are Any
-        _flags_ = c.FUNCFLAG_CDECL | c.FUNCFLAG_USE_ERRNO
-        _restype_ = _CInt
-
-    class _Libc:
-        _handle = c.dlopen(None, 0)
-
-    return _CFunc((name, _Libc))
-
-
 def _subreaper() -> bool:
     """Become a child subreaper (libc's prctl)."""
     try:
-        return int(_libc("prctl")(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(libc_function("prctl")(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except Exception:
         return False
 
