@@ -26,8 +26,10 @@ from .hooks import load_hooks
 from .llm.base import LLM
 from .llm.limited import LimitedLLM
 from .llm.registry import aclose_llm
+from .llm.stats import LLMStats
 from .progress import progress_block, solve_lines, solve_summary
-from .solver import LLMSolver
+from .sandbox.base import Sandbox
+from .solver import LLMSolver, Solver
 from .solver_session import SolverSession
 from .store import TASKS, RunDir, check_written_by, run_command, scrub_secrets
 from .templates import Prompts
@@ -84,16 +86,34 @@ def load_resumed_config(run: RunDir, overrides: dict[str, Any]) -> RunConfig:
     return config_from_dict(deep_merge(data, overrides), str(run.path / "config.yaml"))
 
 
-class Session(SolverSession):
+class Session:
     """Everything a run needs, checked before anything is written.
 
     Building it validates the prompt templates, both model strings and the sandbox backend,
-    so a mistake fails with one clear error before a run directory is created.
+    so a mistake fails with one clear error before a run directory is created. The solver's half is
+    a ``SolverSession`` it holds (``solving``); what serve-env puts in place of the config's parts
+    comes through the constructor: the solver's model (``solver_model``), what each episode's solver
+    becomes (``episode_solver``), and a call once the run's event loop runs (``on_start``).
     """
 
-    def __init__(self, config: RunConfig, *, need_generator: bool = True) -> None:
-        self._need_generator = need_generator
-        super().__init__(config)
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        need_generator: bool = True,
+        solver_model: LLM | None = None,
+        episode_solver: Callable[[LLMSolver], Solver] | None = None,
+        on_start: Callable[[], None] | None = None,
+    ) -> None:
+        self.gen_llm: LLM | None = None
+
+        def generator_first(solving: SolverSession) -> None:  # its mistakes are told before the solver's
+            if need_generator:
+                self.gen_llm = solving.role_llm(config.generator, "generator")
+
+        self.solving = SolverSession(config, solver_model=solver_model, before_solver=generator_first)
+        self.episode_solver = episode_solver
+        self.on_start = on_start
         entries = list(config.hooks.on_epoch_end)
         if config.report:
             from .report import require_matplotlib
@@ -113,8 +133,30 @@ class Session(SolverSession):
         else:
             self.sandbox  # noqa: B018  started now: a backend that cannot run fails before a run directory exists
 
-    def _models_before_solver(self) -> None:
-        self.gen_llm: LLM | None = self.role_llm(self.config.generator, "generator") if self._need_generator else None
+    # the solver's half, as the run reads it
+    @property
+    def config(self) -> RunConfig:
+        return self.solving.config
+
+    @property
+    def prompts(self) -> Prompts:
+        return self.solving.prompts
+
+    @property
+    def stats(self) -> LLMStats:
+        return self.solving.stats
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.solving.sandbox
+
+    @property
+    def sol_llm(self) -> LLM:
+        return self.solving.sol_llm
+
+    def fill_expected(self, tasks: list[Task]) -> list[Task]:
+        """See ``SolverSession.fill_expected``."""
+        return self.solving.fill_expected(tasks)
 
     def use_generator_model(self, switch: RoleSwitch) -> LLM | None:
         """Point ``config.generator`` and ``gen_llm`` at the model a training step handed back; returns
@@ -123,7 +165,7 @@ class Session(SolverSession):
         Raises:
             UserError: the model string names no known provider or fake profile.
         """
-        self.config.generator, llm = self.switched_role(self.config.generator, "generator", switch)
+        self.config.generator, llm = self.solving.switched_role(self.config.generator, "generator", switch)
         replaced, self.gen_llm = self.gen_llm, llm
         return replaced
 
@@ -132,7 +174,7 @@ class Session(SolverSession):
         used raises UserError, which stops the run with the step unrecorded (``--resume`` reruns it)."""
         replaced: list[LLM] = []
         if switch.solver is not None:
-            replaced.append(self.use_solver_model(switch.solver))
+            replaced.append(self.solving.use_solver_model(switch.solver))
         if switch.generator is not None:
             old = self.use_generator_model(switch.generator)
             if old is not None:
@@ -153,15 +195,16 @@ class Session(SolverSession):
         Ray workers (no solver here)."""
         if self.remote is not None:
             return self.remote, self.remote, None
-        checker, solver = self.build_solver(slots)
-        return LocalExecutor(solver, self.config.controller.concurrency), checker, solver
+        checker, solver = self.solving.build_solver(slots)
+        runs = self.episode_solver(solver) if self.episode_solver is not None else solver
+        return LocalExecutor(runs, self.config.controller.concurrency), checker, solver
 
     def close(self) -> None:
         try:
             if self.remote is not None:
                 self.remote.close()
         finally:
-            super().close()
+            self.solving.close()
 
     def __enter__(self) -> Session:
         return self
@@ -214,6 +257,8 @@ class Session(SolverSession):
         gen_llm = self.gen_llm
 
         async def main() -> list[EpochMetrics]:
+            if self.on_start is not None:  # serve-env: its loop and main task are what stopping needs
+                self.on_start()
             c = self.config
             slots = asyncio.Semaphore(c.controller.concurrency)
             executor, checker, solver = self.executors(slots)

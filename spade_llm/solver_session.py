@@ -1,13 +1,16 @@
 """What solving needs, assembled from a run config: prompts, the solver's model, a sandbox, and
 the checker and solver built from them.
 
-``Session`` (a whole run) builds on it, and a Ray worker builds one of its own from the same
-``RunConfig``, so where an episode runs cannot change its record.
+``Session`` (a whole run) holds one, a Ray worker builds one of its own from the same ``RunConfig``
+(so where an episode runs cannot change its record), and the generator's reward builds one on its
+rewarder's sandbox. What a caller supplies instead of the config's part (``solver_model``,
+``sandbox``) is given to the constructor: the session is composed, never subclassed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TypeVar
 
 from ._util.redact import scrub_secrets
@@ -40,8 +43,22 @@ class SolverSession:
     """The solver's side of a run, checked as it is built: templates, the solver's model string,
     and (on first use) the sandbox backend."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        solver_model: LLM | None = None,
+        sandbox: Callable[[], Sandbox] | None = None,
+        before_solver: Callable[[SolverSession], None] | None = None,
+    ) -> None:
+        """``solver_model``: the solver's model instead of ``config.solver``'s (serve-env's broker: its
+        clients answer), kept through a training step's switch. ``sandbox``: where the sandbox comes
+        from instead of ``config.sandbox`` (a reward's rewarder; never closed here). ``before_solver``:
+        called before the solver's model is built, so the models built there (a run's generator) have
+        their mistakes told first."""
         self.config = config
+        self._solver_model = solver_model
+        self._sandbox_source = sandbox
         self.key_endpoints = configured_endpoints(config)
         """Where our environment's keys may go: the endpoints of the config, before a step switches any."""
         self.prompts = Prompts(config.prompts_dir)
@@ -49,12 +66,10 @@ class SolverSession:
         if problems:
             raise UserError(problems[0])
         self.stats = LLMStats()
-        self._models_before_solver()
+        if before_solver is not None:
+            before_solver(self)
         self.sol_llm = self.role_llm(config.solver, "solver")
         self._sandbox: Sandbox | None = None
-
-    def _models_before_solver(self) -> None:
-        """Models built before the solver's, so their mistakes are told first (a run's generator)."""
 
     def role_llm(self, role: RoleConfig, name: str) -> LLM:
         """The model of one role (``generator``, ``solver``), behind its circuit breaker.
@@ -62,6 +77,8 @@ class SolverSession:
         Raises:
             UserError: the model string names no known provider or fake profile.
         """
+        if name == "solver" and self._solver_model is not None:
+            return self._solver_model
         c = self.config
         keys = env_keys_allowed(role, self.key_endpoints, c.trainer.pass_env)  # a switched endpoint may get none
         llm = get_llm(
@@ -71,7 +88,9 @@ class SolverSession:
 
     @property
     def sandbox(self) -> Sandbox:
-        """This process's sandbox, started on first use."""
+        """This process's sandbox, started on first use (or the one the ``sandbox`` source gives)."""
+        if self._sandbox_source is not None:
+            return self._sandbox_source()
         if self._sandbox is None:
             self._sandbox = get_sandbox(self.config.sandbox.backend, docker_image=self.config.sandbox.docker_image)
         return self._sandbox

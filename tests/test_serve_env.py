@@ -289,7 +289,7 @@ class InProcess:
 
         broker = EnvBroker(episode_timeout_s=config.env.episode_timeout_s, reset_timeout_s=config.env.reset_timeout_s)
         self.session = EnvSession(config, broker)
-        self.session.gen_llm = generator
+        self.session.session.gen_llm = generator
         self.server = EnvServer(self.session, RunDir.create(run_dir), port=0, log=lambda _m: None)
         self.server.start()
         self.url = self.server.url

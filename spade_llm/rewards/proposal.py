@@ -399,20 +399,6 @@ def _candidates(text: str, row: _Row) -> list[_Candidate] | BadAnswer:
     return [_Candidate(c.position[1], c.task, c.reason, c.detail) for c in parsed]
 
 
-class _RewardSession(SolverSession):
-    """A solver session whose sandbox is the reward's ``Rewarder``'s: chosen as the solver's rewards
-    choose it (``auto`` refuses to run model-written code unisolated), started once, restarted in a
-    forked or unpickled copy."""
-
-    def __init__(self, config: RunConfig, rewarder: Rewarder) -> None:
-        self._rewarder = rewarder
-        super().__init__(config)
-
-    @property
-    def sandbox(self) -> Sandbox:
-        return self._rewarder.sandbox
-
-
 class _Call:
     """One call's machinery, on one event loop: the checker and solver (their semaphores belong to the
     loop), and memos so that identical proposals are validated and solved once."""
@@ -527,7 +513,7 @@ class ProposalReward:
     def _init_state(self) -> None:
         self._lock = threading.Lock()
         """One call at a time: a call's models and semaphores live on that call's event loop."""
-        self._session: _RewardSession | None = None
+        self._session: SolverSession | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -555,8 +541,9 @@ class ProposalReward:
         Raises:
             UserError: a broken prompt template or an unknown model string.
         """
-        if self._session is None:
-            self._session = _RewardSession(self.config, self.rewarder)
+        if self._session is None:  # its sandbox is the rewarder's: chosen, started and restarted as the rewards' is
+            rewarder = self.rewarder
+            self._session = SolverSession(self.config, sandbox=lambda: rewarder.sandbox)
         return self._session
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """The run behind ``spade serve-env``: an ordinary ``Session.run`` in a thread of its own, whose solver's
 model is the broker.
 
-``EnvSession`` is ``Session`` with two parts swapped: the solver's model is the ``EnvBroker`` (not
+``EnvSession`` is a ``Session`` given two parts of its own: the solver's model is the ``EnvBroker`` (not
 behind the circuit breaker: a client that leaves is not an endpoint outage, and not behind the
 shared request slots: a client's thinking time holds no model slot, ``controller.concurrency``
 bounds the episodes in flight), and the solver is wrapped in ``EnvSolver``. Everything else, the
@@ -27,8 +27,6 @@ from typing import Any
 from ..._util.redact import redact_text
 from ...config import RunConfig
 from ...errors import UserError
-from ...executors import Checker, Executor, LocalExecutor
-from ...llm.base import LLM
 from ...session import Session
 from ...solver import LLMSolver
 from ...store import RunDir
@@ -58,8 +56,9 @@ def env_run_config(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"controller": controller, "solver": solver})
 
 
-class EnvSession(Session):
-    """A run whose solver's model is ``broker`` (see the module doc)."""
+class EnvSession:
+    """A run whose solver's model is ``broker`` (see the module doc): a ``Session`` given the broker as
+    the solver's model, ``EnvSolver`` around each episode's solver, and a call once its loop runs."""
 
     def __init__(self, config: RunConfig, broker: EnvBroker) -> None:
         self.broker = broker
@@ -69,24 +68,39 @@ class EnvSession(Session):
         """The way to the broker from other threads, once the run's loop runs."""
         self.started = threading.Event()
         """Set once the run's loop is running (``loop``, ``main`` and ``bridge`` are set)."""
-        super().__init__(env_run_config(config))
+        self.session = Session(
+            env_run_config(config), solver_model=broker, episode_solver=self._episode_solver, on_start=self._started
+        )
 
-    def role_llm(self, role: Any, name: str) -> LLM:
-        if name == "solver":
-            return self.broker
-        return super().role_llm(role, name)
+    @property
+    def config(self) -> RunConfig:
+        return self.session.config
 
-    def executors(self, slots: asyncio.Semaphore) -> tuple[Executor, Checker, LLMSolver | None]:
-        # Session.run calls this first thing inside its loop's main task: what stopping needs
+    def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> list[EpochMetrics]:
+        return self.session.run(run, resumed=resumed, log=log)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> EnvSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _started(self) -> None:
+        """In the run's loop, first thing of its main task: what stopping needs, and a stop that came
+        while the run directory was read."""
         self.loop = asyncio.get_running_loop()
         self.main = asyncio.current_task()
         self.bridge = Bridge(self.loop)
         self.started.set()
-        if self.broker.stopping is not None and self.main is not None:  # stopped while the run directory was read
+        if self.broker.stopping is not None and self.main is not None:
             self.main.cancel()
-        checker, solver = self.build_solver(slots)
-        solver.llm = self.broker
-        return LocalExecutor(EnvSolver(solver, self.broker), self.config.controller.concurrency), checker, solver
+
+    def _episode_solver(self, solver: LLMSolver) -> EnvSolver:
+        solver.llm = self.broker  # not behind the shared request slots: a client's thinking holds none
+        return EnvSolver(solver, self.broker)
 
 
 class RunThread:
