@@ -46,6 +46,9 @@ class Exit(IntEnum):
     """The executor lost its workers (``ExecutorError``: Ray workers dead past their retries), resumable."""
     EMPTY_EPOCHS = 5
     """``controller.max_empty_epochs`` epochs in a row accepted no task (``EmptyEpochs``), resumable."""
+    CHECK_FAILED = 6
+    """``--check``: what ``exec``, ``verify`` or ``evaluate`` checked failed (without it they exit 0
+    whenever they produced their results, whatever the verdicts: the results are the output)."""
     INTERRUPTED = 130
     """Ctrl-C (SIGTERM for serve-env)."""
 

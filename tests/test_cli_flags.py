@@ -231,6 +231,7 @@ def test_the_readmes_exit_codes_are_the_table() -> None:
         Exit.ENDPOINT: "endpoint",
         Exit.EXECUTOR: "executor",
         Exit.EMPTY_EPOCHS: "max_empty_epochs",
+        Exit.CHECK_FAILED: "--check",
         Exit.INTERRUPTED: "interrupted",
     }
     assert set(words) == set(Exit)

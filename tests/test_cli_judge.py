@@ -132,3 +132,41 @@ def test_verify_applies_the_configs_banned_imports(tmp_path, capsys):
     assert code == 0 and [(r["task_id"], r["reason"]) for r in rows] == [("r", "banned_import"), ("ok", None)]
     code, rows, _ = run(capsys, "verify", tasks)
     assert [r["reason"] for r in rows] == [None, None]  # no config: no policy
+
+
+# -- --check: a linter's exit (issue 36) ---------------------------------------------------------------
+
+
+def test_check_exits_6_when_what_is_checked_fails_and_0_otherwise(tmp_path, capsys):
+    from spade_llm.cli import main
+    from spade_llm.errors import Exit
+    from spade_llm.types import Task, TestCase
+
+    ok, bad = tmp_path / "ok.py", tmp_path / "bad.py"
+    ok.write_text("print(1)\n")
+    bad.write_text("raise SystemExit(3)\n")
+    assert main(["exec", str(bad), "--sandbox", "subprocess"]) == Exit.OK  # the result is the output
+    assert main(["exec", str(bad), "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
+    assert main(["exec", str(ok), "--sandbox", "subprocess", "--check"]) == Exit.OK
+
+    good = Task(
+        task_id="add",
+        description="Return a + b.",
+        entry_point="add",
+        reference_code="def add(a, b):\n    return a + b\n",
+        tests=[TestCase(input=f"({a}, {b})", expected=a + b) for a, b in [(1, 2), (3, 4), (5, 6), (7, 8), (0, 0)]],
+    )
+    wrong = good.model_copy(update={"task_id": "wrong", "reference_code": "def add(a, b):\n    return a * b\n"})
+    both, one = tmp_path / "both.jsonl", tmp_path / "one.jsonl"
+    both.write_text(good.model_dump_json() + "\n" + wrong.model_dump_json() + "\n")
+    one.write_text(good.model_dump_json() + "\n")
+    common = ["--sandbox", "subprocess", "--concurrency", "2"]
+    assert main(["verify", str(both), *common]) == Exit.OK
+    assert main(["verify", str(both), *common, "--check"]) == Exit.CHECK_FAILED
+    assert main(["verify", str(one), *common, "--check"]) == Exit.OK
+    assert main(["evaluate", str(one), *common, "--check"]) == Exit.OK  # the reference passes
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"task_id": "add", "code": "def add(a, b):\\n    return 0\\n"}\n')
+    assert main(["evaluate", str(one), "--samples", str(samples), *common]) == Exit.OK
+    assert main(["evaluate", str(one), "--samples", str(samples), *common, "--check"]) == Exit.CHECK_FAILED
+    capsys.readouterr()

@@ -379,7 +379,13 @@ def cmd_exec(args: argparse.Namespace) -> int:
     finally:
         sandbox.close()
     print(result.model_dump_json(exclude_none=False))
-    return 0
+    return _checked(args, result.status == "ok")
+
+
+def _checked(args: argparse.Namespace, held: bool) -> int:
+    """The exit of a command that printed its results: ``CHECK_FAILED`` under ``--check`` when what it
+    checked did not hold, else 0 (the results are the output, whatever the verdicts)."""
+    return Exit.CHECK_FAILED if args.check and not held else Exit.OK
 
 
 def _malformed_row(entry: Any) -> dict[str, Any]:
@@ -443,7 +449,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         f"verified {len(entries)} tasks: {valid} valid, {len(entries) - valid} invalid {reasons or ''}".rstrip(),
         file=sys.stderr,
     )
-    return 0
+    return _checked(args, valid == len(entries))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -508,7 +514,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
         + ", ".join(f"{name} {value:.4f}" for name, value in result.scores.items()),
         file=sys.stderr,
     )
-    return 0
+    return _checked(args, all(row["passed"] for row in result.rows))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -271,6 +271,12 @@ REPORT = _flag(
     "--report", action="store_const", const=True, help="write RUN_DIR/report.html after every epoch", sets=("report",)
 )
 QUIET = _flag("--quiet", action="store_true", help="print only the run directory")
+CHECK = _flag(
+    "--check",
+    action="store_true",
+    help="exit 6 when what is checked fails, as linters do (exec: the program did not end ok; verify: a task "
+    "is invalid; evaluate: a sample failed); without it the exit is 0 whenever the results were printed",
+)
 SKIP_INVALID = _flag(
     "--skip-invalid",
     action="store_true",
@@ -444,15 +450,15 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     ),
     "exec": CommandSpec(
         help="run one program in the sandbox, print its ExecutionResult as JSON",
-        flags=(FILE, SANDBOX.but(default=AUTO, sets=()), TIMEOUT, MEMORY_MB),
+        flags=(FILE, SANDBOX.but(default=AUTO, sets=()), TIMEOUT, MEMORY_MB, CHECK),
     ),
     "verify": CommandSpec(
         help="validate tasks: one JSON line per task, a summary on stderr",
-        flags=(TASKS, *JUDGING),
+        flags=(TASKS, *JUDGING, CHECK),
     ),
     "evaluate": CommandSpec(
         help="judge solutions (the references by default) against the tasks' tests",
-        flags=(TASKS, SAMPLES, *JUDGING, SKIP_INVALID),
+        flags=(TASKS, SAMPLES, *JUDGING, SKIP_INVALID, CHECK),
     ),
     "solve": CommandSpec(
         help="the solver alone on existing tasks (e.g. an imported benchmark)",
