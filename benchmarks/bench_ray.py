@@ -21,7 +21,7 @@ What it does (all on this machine, 127.0.0.1):
      from ``ray.nodes()``);
 
    and checks that both Ray runs wrote the local run's records (tasks, rejected, trajectories,
-   task_stats, metrics with every time field dropped, as ``tests/test_resume.py`` compares them);
+   task_stats, metrics with every time field dropped, as ``tests/e2e/test_resume.py`` compares them);
 3. times per run: the cluster's start (``ray start``, reported, not counted in the run's wall);
    the run's wall (spawn to exit of ``spade run``), split into *setup* (spawn until
    ``manifest.json`` appears: imports, ``ray.init`` and the worker actors starting and building
@@ -102,7 +102,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ["tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "task_stats.jsonl", "metrics.jsonl"]
 TIME_FIELD = re.compile(r"(time|wall|duration|elapsed|latency|second)|(_s|_ms|_at)$|^(started|finished|created)")
-"""As in ``tests/test_resume.py``: fields that may differ between two runs of the same records."""
+"""As in ``tests/e2e/test_resume.py``: fields that may differ between two runs of the same records."""
 NODES = [1, 2, 4, 8, 16]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -326,7 +326,7 @@ def _strip_times(value: Any) -> Any:
 
 def records(path: Path) -> dict[str, list[Any]]:
     """The reproducible content of a run: time fields dropped; files written in completion order sorted
-    (copied from ``tests/test_resume.py``)."""
+    (copied from ``tests/e2e/test_resume.py``)."""
     out: dict[str, list[Any]] = {}
     for name in RECORDS:
         rows = [_strip_times(json.loads(x)) for x in (path / name).read_text().splitlines() if x.strip()]

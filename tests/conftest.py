@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import builders
 import httpx
 import pytest
 from trainer_kit import REQUIRE_ENV, trainers_required
@@ -249,3 +250,24 @@ def spec_counts() -> SpecCounts:
         return {k: summary[k] for k in ("requests", "retries", "failures", "by_kind")}
 
     return counts
+
+
+# -- shared builders (tests/builders.py), as fixtures -------------------------------------------------
+
+
+@pytest.fixture
+def make_task() -> Callable[..., Any]:
+    """``builders.make_task``: a valid task, or one changed by its arguments."""
+    return builders.make_task
+
+
+@pytest.fixture
+def small_config() -> Callable[..., Any]:
+    """``builders.small_config``: a run config on the fake model small enough for a test."""
+    return builders.small_config
+
+
+@pytest.fixture
+def run_fake() -> Callable[..., Any]:
+    """``builders.run_fake``: a whole fake run in this process, into a new directory."""
+    return builders.run_fake

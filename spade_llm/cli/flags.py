@@ -713,7 +713,7 @@ def _add(parser: argparse.ArgumentParser, flag: Flag, spec: CommandSpec | None =
     if flag.declared is RESUME and spec is not None:
         text = f"{text} (only {spec.may_change()} may change)"
     action = parser.add_argument(*flag.names, help=text, **flag.kw)
-    action.flag = flag  # type: ignore[attr-defined]  # for _HelpFormatter, and tests/test_cli_flags.py
+    action.flag = flag  # type: ignore[attr-defined]  # for _HelpFormatter, and tests/cli/test_cli_flags.py
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,7 @@
 
 It imports nothing of the project, so ``types`` (whose records carry a ``kind``) can read it while
 the kind modules import ``types``: no import goes both ways. ``spade_llm.kinds``'s registry holds a
-module for each name here (``tests/test_layout_kinds.py`` checks they agree).
+module for each name here (``tests/architecture/test_layout_kinds.py`` checks they agree).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Everything that reads model code as code (syntax, entry point, banned imports, literals, answers'
 calls and values, comments and strings, code tokens, mutants) asks the task's language here; no
-module outside this package imports ``ast`` or ``tokenize`` for model code (tests/test_layout.py).
+module outside this package imports ``ast`` or ``tokenize`` for model code (tests/architecture/test_layout.py).
 Python (``python.py``) is the one language today: every task is written in it.
 """
 

@@ -1,0 +1,86 @@
+"""Builders the tests share: a task, a small config, a fake run, and a run's records without their times.
+
+Plain functions, importable from any test folder (``from builders import make_task``: the tests
+folder is on ``sys.path`` through its ``conftest.py``); ``conftest.py`` also offers the first three
+as fixtures of the same names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from spade_llm.config import RunConfig, load_config
+from spade_llm.types import Task, TestCase
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+TIME_FIELD = re.compile(r"(time|wall|duration|elapsed|latency|second)|(_s|_ms|_at)$|^(started|finished|created)")
+"""Record fields that hold a time: two runs of the same records differ there and nowhere else."""
+COMPLETION_ORDER = ("trajectories.jsonl", "task_stats.jsonl")
+"""Record files written in the order episodes end, which concurrency may change: compared sorted."""
+
+
+def make_task(
+    task_id: str = "add",
+    code: str = ADD,
+    cases: Iterable[tuple[Sequence[Any], Any]] = (((1, 2), 3), ((5, -3), 2), ((0, 0), 0), ((10, 20), 30), ((7, 8), 15)),
+    *,
+    entry_point: str = "add",
+    **fields: Any,
+) -> Task:
+    """A valid task (by default ``add`` with five tests), or one changed by ``code``, ``cases``
+    (arguments, expected value) and any other ``Task`` field."""
+    tests = [TestCase(input=repr(tuple(args)), expected=expected) for args, expected in cases]
+    base: dict[str, Any] = {"description": f"Return what {entry_point} computes.", "difficulty": 0.5}
+    return Task(task_id=task_id, entry_point=entry_point, reference_code=code, tests=tests, **{**base, **fields})
+
+
+def small_config(seed: int = 0, backend: str = "subprocess", **sections: Any) -> RunConfig:
+    """A run config on the fake model small enough for a test (one epoch of three tasks, one sample
+    each), with ``sections`` merged over it (``controller={"epochs": 2}``)."""
+    overrides: dict[str, Any] = {
+        "seed": seed,
+        "controller": {"epochs": 1, "tasks_per_epoch": 3, "concurrency": 4},
+        "solver": {"samples_per_task": 1},
+        "sandbox": {"backend": backend},
+    }
+    for name, value in sections.items():
+        overrides[name] = {**overrides.get(name, {}), **value} if isinstance(value, dict) else value
+    return load_config(None, overrides)
+
+
+def run_fake(out: Path, config: RunConfig | None = None) -> Path:
+    """A whole run of ``config`` (default ``small_config()``) on the fake model, in this process, into
+    ``out`` (created); returns ``out``."""
+    from spade_llm.session import start_run
+    from spade_llm.store import RunDir
+
+    start_run(config or small_config(), RunDir.create(out), log=lambda _line: None)
+    return out
+
+
+def strip_times(value: Any) -> Any:
+    """``value`` (a record, decoded) without the fields ``TIME_FIELD`` names, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_times(v) for k, v in value.items() if not TIME_FIELD.search(k)}
+    if isinstance(value, list):
+        return [strip_times(v) for v in value]
+    return value
+
+
+def run_records(path: Path, names: Iterable[str]) -> dict[str, list[Any]]:
+    """The reproducible content of the record files ``names`` of a run: times dropped, the files
+    written in completion order sorted; a file not there reads as no rows."""
+    out: dict[str, list[Any]] = {}
+    for name in names:
+        file = path / name
+        lines = file.read_text(encoding="utf-8").splitlines() if file.exists() else []
+        rows = [strip_times(json.loads(x)) for x in lines if x.strip()]
+        if name in COMPLETION_ORDER:
+            rows.sort(key=lambda r: (r["task_id"], r.get("sample_index", 0)))
+        out[name] = rows
+    return out

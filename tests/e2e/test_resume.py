@@ -1,0 +1,207 @@
+"""Exact resume: a run killed at any point and resumed writes the records the uninterrupted run writes.
+
+In-process, a run directory that dies at its k-th append (optionally leaving half a line) stands
+for a SIGKILL at every possible point; hypothesis draws seeds, cut points, sample counts and the
+resumed run's concurrency. The CLI test below kills a real ``spade run`` process with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import run_records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spade_llm.config import RunConfig, load_config
+from spade_llm.sandbox.registry import get_sandbox
+from spade_llm.session import Session
+from spade_llm.store import RunDir
+
+EXAMPLES = int(os.environ.get("RESUME_EXAMPLES", "14"))
+"""Kill points tried per CI run (``RESUME_EXAMPLES=60`` to search harder)."""
+RECORDS = ["tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "task_stats.jsonl", "metrics.jsonl"]
+
+
+def _backend() -> str:
+    try:
+        get_sandbox("bwrap").close()
+        return "bwrap"
+    except Exception:
+        return "subprocess"
+
+
+BACKEND = _backend()
+
+
+class Killed(BaseException):
+    """The process died: nothing after this reaches the disk."""
+
+
+class DyingRunDir(RunDir):
+    """A run directory whose writer dies at its ``kill_at``-th append, half-way through the line
+    when ``partial``; every write after that is lost, as after a SIGKILL."""
+
+    def __init__(self, path: Path, kill_at: int, partial: bool) -> None:
+        super().__init__(path)
+        self.kill_at, self.partial, self.appends, self.dead = kill_at, partial, 0, False
+
+    def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None:
+        records = list(records)
+        if self.dead:
+            raise Killed
+        if self.appends == self.kill_at:
+            self.dead = True
+            if self.partial:
+                line = json.dumps(records[0]) + "\n"
+                with open(self.path / journal, "a", encoding="utf-8") as f:
+                    f.write(line[: len(line) // 2])
+            raise Killed
+        self.appends += 1
+        super().append(journal, records)
+
+    def write_json(self, name: str, data: Any) -> None:
+        if self.dead:
+            raise Killed
+        super().write_json(name, data)
+
+
+def _config(seed: int, samples: int, concurrency: int, epochs: int = 3) -> RunConfig:
+    return load_config(
+        None,
+        {
+            "seed": seed,
+            "controller": {"epochs": epochs, "tasks_per_epoch": 5, "concurrency": concurrency},
+            "solver": {"samples_per_task": samples},
+            "sandbox": {"backend": BACKEND, "test_timeout_s": 0.3},  # the fake's looping mistakes stay cheap
+        },
+    )
+
+
+def records(path: Path) -> dict[str, list[Any]]:
+    """The reproducible content of a run: time fields dropped; files written in completion order sorted."""
+    return run_records(path, RECORDS)
+
+
+def _run(config: RunConfig, run: RunDir, resumed: bool = False) -> None:
+    with Session(config) as session:
+        session.run(run, resumed=resumed, log=lambda _m: None)
+
+
+@cache
+def _reference(seed: int, samples: int, root: str) -> tuple[dict[str, list[Any]], int]:
+    """The uninterrupted run's records, and how many appends it made."""
+    path = Path(root) / f"ref-{seed}-{samples}"
+    run = DyingRunDir(path, kill_at=10**9, partial=False)
+    path.mkdir(parents=True)
+    _run(_config(seed, samples, concurrency=4), run)
+    return records(path), run.appends
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("resume"))
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.sampled_from([1, 2, 23]),
+    samples=st.sampled_from([1, 2]),
+    cut=st.floats(0.0, 0.999),
+    partial=st.booleans(),
+    concurrency=st.sampled_from([1, 3, 8]),
+)
+def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(root, seed, samples, cut, partial, concurrency):
+    expected, appends = _reference(seed, samples, root)
+    kill_at = int(cut * appends)
+    path = Path(root) / f"cut-{seed}-{samples}-{kill_at}-{partial}-{concurrency}"
+    if path.exists():
+        return
+    path.mkdir()
+    with pytest.raises(Killed):
+        _run(_config(seed, samples, concurrency=4), DyingRunDir(path, kill_at, partial))
+    # resumed with another concurrency: records must not depend on it
+    _run(_config(seed, samples, concurrency=concurrency), RunDir.open_existing(path), resumed=True)
+    got = records(path)
+    for name in RECORDS:
+        assert got[name] == expected[name], f"{name} differs after a kill at append {kill_at}/{appends}"
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary["complete"] is True and summary["epochs"] == 3
+    # the generator's tokens of a resumed epoch are not lost
+    assert [m["generator_prompt_tokens"] for m in got["metrics.jsonl"]] == [
+        m["generator_prompt_tokens"] for m in expected["metrics.jsonl"]
+    ]
+
+
+@pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
+def test_killed_twice_in_a_row_still_matches(root):
+    expected, appends = _reference(7, 2, root)
+    path = Path(root) / "twice"
+    path.mkdir()
+    with pytest.raises(Killed):
+        _run(_config(7, 2, 4), DyingRunDir(path, appends // 4, partial=True))
+    run = DyingRunDir(path, appends // 3, partial=False)
+    RunDir.open_existing(path)  # repairs the half line, as the CLI does
+    with pytest.raises(Killed):
+        _run(_config(7, 2, 2), run, resumed=True)
+    _run(_config(7, 2, 4), RunDir.open_existing(path), resumed=True)
+    assert records(path) == expected
+
+
+# -- a real process, killed with SIGKILL ------------------------------------------------------------
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _spade(*args: str) -> list[str]:
+    return [sys.executable, "-m", "spade_llm.cli", *args]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("journal", "count"),
+    [("plans.jsonl", 1), ("trajectories.jsonl", 3), ("metrics.jsonl", 1), ("trajectories.jsonl", 9)],
+    ids=["early", "mid-epoch-0", "between-epochs", "mid-epoch-1"],
+)
+def test_sigkill_then_resume_reproduces_the_run(tmp_path, journal, count):
+    args = ("--epochs", "3", "--tasks-per-epoch", "6", "--seed", "23", "--sandbox", BACKEND, "--quiet")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    full = tmp_path / "full"
+    subprocess.run(_spade("run", *args, "--out", str(full)), check=True, capture_output=True, env=env, timeout=300)
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen(
+        _spade("run", *args, "--out", str(cut)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while _lines(cut / journal) < count and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    summary = json.loads((cut / "summary.json").read_text()) if (cut / "summary.json").exists() else {}
+    assert not summary.get("complete"), "the run finished before it could be killed"
+    resumed = subprocess.run(
+        _spade("run", "--resume", str(cut), "--quiet"), capture_output=True, text=True, env=env, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert records(cut) == records(full)
+    manifest = json.loads((cut / "manifest.json").read_text())
+    assert len(manifest["resumes"]) == 1 and manifest["started_at"]
