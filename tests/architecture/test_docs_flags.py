@@ -10,7 +10,7 @@ from pathlib import Path
 from spade_llm.cli.flags import build_parser, command_parsers
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -60,3 +60,19 @@ def test_every_flag_the_pages_show_is_in_its_commands_help() -> None:
                 unknown.append(f"{page.name}: spade {command} {flag}")
     assert unknown == []
     assert len(shown) >= 40 and {c for c, _ in shown} >= {"run", "export", "solve", "serve-env", "serve-sandbox"}
+
+
+def test_the_readme_lands_and_its_commands_table_names_every_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert len(lines) <= 200, f"README.md is {len(lines)} lines: the manual belongs in docs/"
+    before_install = readme[: readme.index("## Install")]
+    assert "self-play" in before_install and "spade" in before_install  # what spade is, first
+    two = readme[readme.index("## Two commands") : readme.index("## A one-minute tour")]
+    assert two.count("spade run") >= 2  # offline on the fake model, then against a real endpoint
+    table = readme[readme.index("## Commands") :]
+    table = table[: table.index("\n## ")]
+    named = set(re.findall(r"^\| `spade ([a-z-]+)", table, re.M))
+    top = {name for name in commands() if " " not in name}
+    assert named == top, f"README's commands table: missing {sorted(top - named)}, extra {sorted(named - top)}"
+    assert "<!--" not in readme  # nothing hidden

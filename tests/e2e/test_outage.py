@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_resume import records
+from run_kit import records
 
 SPADE = [sys.executable, "-m", "spade_llm.cli"]
 ENV = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}

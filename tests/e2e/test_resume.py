@@ -13,67 +13,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import run_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from run_kit import BACKEND, RECORDS, DyingRunDir, Killed, records
 
 from spade_llm.config import RunConfig, load_config
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.session import Session
 from spade_llm.store import RunDir
 
 EXAMPLES = int(os.environ.get("RESUME_EXAMPLES", "14"))
 """Kill points tried per CI run (``RESUME_EXAMPLES=60`` to search harder)."""
-RECORDS = ["tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "task_stats.jsonl", "metrics.jsonl"]
-
-
-def _backend() -> str:
-    try:
-        get_sandbox("bwrap").close()
-        return "bwrap"
-    except Exception:
-        return "subprocess"
-
-
-BACKEND = _backend()
-
-
-class Killed(BaseException):
-    """The process died: nothing after this reaches the disk."""
-
-
-class DyingRunDir(RunDir):
-    """A run directory whose writer dies at its ``kill_at``-th append, half-way through the line
-    when ``partial``; every write after that is lost, as after a SIGKILL."""
-
-    def __init__(self, path: Path, kill_at: int, partial: bool) -> None:
-        super().__init__(path)
-        self.kill_at, self.partial, self.appends, self.dead = kill_at, partial, 0, False
-
-    def append(self, journal: str, records: Iterable[dict[str, Any]]) -> None:
-        records = list(records)
-        if self.dead:
-            raise Killed
-        if self.appends == self.kill_at:
-            self.dead = True
-            if self.partial:
-                line = json.dumps(records[0]) + "\n"
-                with open(self.path / journal, "a", encoding="utf-8") as f:
-                    f.write(line[: len(line) // 2])
-            raise Killed
-        self.appends += 1
-        super().append(journal, records)
-
-    def write_json(self, name: str, data: Any) -> None:
-        if self.dead:
-            raise Killed
-        super().write_json(name, data)
 
 
 def _config(seed: int, samples: int, concurrency: int, epochs: int = 3) -> RunConfig:
@@ -86,11 +40,6 @@ def _config(seed: int, samples: int, concurrency: int, epochs: int = 3) -> RunCo
             "sandbox": {"backend": BACKEND, "test_timeout_s": 0.3},  # the fake's looping mistakes stay cheap
         },
     )
-
-
-def records(path: Path) -> dict[str, list[Any]]:
-    """The reproducible content of a run: time fields dropped; files written in completion order sorted."""
-    return run_records(path, RECORDS)
 
 
 def _run(config: RunConfig, run: RunDir, resumed: bool = False) -> None:

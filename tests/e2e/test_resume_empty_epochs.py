@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from run_kit import DyingRunDir, Killed, records
 from test_controller import StubChecker, StubExecutor, unique_code
-from test_resume import DyingRunDir, Killed, records
 
 SPADE = [sys.executable, "-m", "spade_llm.cli"]
 PROSE = "Sure! I would love to help you practise Python today. What would you like to work on?"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_resume import BACKEND, DyingRunDir, Killed, records
+from run_kit import BACKEND, DyingRunDir, Killed, records
 
 from spade_llm.config import RunConfig, load_config
 from spade_llm.errors import ExecutorError, UserError

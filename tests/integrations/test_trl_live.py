@@ -30,7 +30,7 @@ need("trl", "trl")
 need("openenv", "env")
 torch = need("torch", "trl")
 
-from test_serve_env import SMALL, ServeEnv  # noqa: E402
+from serve_env_kit import SMALL, ServeEnv  # noqa: E402
 
 from spade_llm import read_run  # noqa: E402
 from spade_llm.integrations.trl import SpadeLiveEnv, live_rows  # noqa: E402

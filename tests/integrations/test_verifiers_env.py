@@ -511,7 +511,7 @@ def test_the_serve_env_token_is_in_no_task_and_no_episode_error(monkeypatch: pyt
 def test_url_mode_sends_the_token_as_a_header(tmp_path: Path, fake_server: Callable[..., Any]) -> None:
     if importlib.util.find_spec("openenv") is None:
         skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
-    from test_serve_env import SMALL, ServeEnv
+    from serve_env_kit import SMALL, ServeEnv
 
     server = ServeEnv(
         [*SMALL, "--sandbox", "subprocess", "--out", str(tmp_path / "env-run")], env={"SPADE_ENV_TOKEN": TOKEN}

@@ -490,7 +490,7 @@ def test_legacy_top_level_keys_are_accepted_but_never_read(
     legacy = [w.replace("reward.custom_reward_function.", "custom_reward_function.", 1) for w in command]
     legacy = [*ours(legacy, exports.verl, model_dir), "+custom_reward_function.reward_kwargs.partial_credit=true"]
     config = compose_main_ppo(legacy)
-    assert config.custom_reward_function.path == "pkg://spade_llm.rewards.code"
+    assert config.custom_reward_function.path == "pkg://spade_llm.rewards"
     assert config.custom_reward_function.reward_kwargs == {"partial_credit": True}
     assert config.reward.custom_reward_function.path is None
     assert verl_reward.get_custom_reward_fn(config) is None

@@ -442,7 +442,7 @@ def test_a_broken_stream_from_the_container_is_the_container_gone():
 def test_a_run_on_docker_writes_what_a_run_on_bwrap_writes(tmp_path):
     # the fake solver makes every kind of mistake (exceptions, loops, syntax errors, wrong answers):
     # two epochs of it judged on each backend must give the same tasks, verdicts, rewards and metrics
-    from test_resume import records
+    from run_kit import records
 
     from spade_llm.config import load_config
     from spade_llm.session import Session

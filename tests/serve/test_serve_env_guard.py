@@ -22,7 +22,8 @@ from trainer_kit import need
 
 need("openenv", "env")
 
-from test_serve_env import SHOUT, SMALL, ServeEnv, ask, env_client, play, records  # noqa: E402
+from serve_env_kit import SMALL, ServeEnv, ask, env_client, play, records  # noqa: E402
+from test_serve_env import SHOUT  # noqa: E402
 
 pytestmark = [pytest.mark.env, pytest.mark.slow]
 
