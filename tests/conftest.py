@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import builders
-from serve_env_kit import serve_env  # noqa: F401  (a fixture: spade serve-env processes, killed after each test)
 import httpx
 import pytest
+from serve_env_kit import serve_env  # noqa: F401  (a fixture: spade serve-env processes, killed after each test)
 from trainer_kit import REQUIRE_ENV, trainers_required
 
 import spade_llm.llm.retry as retry_mod
