@@ -643,8 +643,9 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
 
 def _cmd_serve_env(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..serve.env import import_server
     from ..serve.env.access import check_exposure, load_env_token
-    from ..serve.env.running import UNTIL_STOPPED, EnvSession, import_server
+    from ..serve.env.running import UNTIL_STOPPED, EnvSession
     from ..store import RunDir
 
     token = load_env_token(args.token_file)

@@ -35,6 +35,16 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
+def _imports_by_name(node: ast.AST) -> bool:
+    """``import_module("spade_llm...")`` with a literal name (a name built at run time is a registry's)."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    func = node.func
+    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    first = node.args[0]
+    return called == "import_module" and isinstance(first, ast.Constant) and str(first.value).startswith("spade_llm")
+
+
 @cache
 def imports() -> dict[str, set[str]]:
     """Module -> the package modules it imports, anywhere in its source."""
@@ -53,6 +63,8 @@ def imports() -> dict[str, set[str]]:
                     base = node.module or ""
                 # `from . import x` imports the module x; `from .m import f` imports m
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules() else base for a in node.names]
+            elif _imports_by_name(node):  # importlib.import_module("spade_llm.x"): an import all the same
+                names = [node.args[0].value]  # type: ignore[attr-defined]
             else:
                 continue
             found.update(m for m in map(_resolve, names) if m is not None and m != module)
@@ -107,6 +119,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_an_import_by_literal_name_is_an_import():
+    tree = ast.parse('import importlib\nimportlib.import_module("spade_llm.x")\nimport_module(f"{p}.y")')
+    found = [n for n in ast.walk(tree) if _imports_by_name(n)]
+    assert len(found) == 1
 
 
 def test_no_import_cycle_in_the_package():

@@ -15,11 +15,12 @@ Importing this package imports nothing of openenv-core; ``server``, ``sessions``
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 
 from ...errors import UserError, pip_install
 
-__all__ = ["TOKEN_ENV", "require_openenv"]
+__all__ = ["TOKEN_ENV", "import_server", "require_openenv"]
 
 TOKEN_ENV = "SPADE_ENV_TOKEN"
 """The environment variable holding serve-env's bearer token: the server reads it (``--token-file`` keeps
@@ -30,3 +31,9 @@ def require_openenv() -> None:
     """Raises UserError, naming the extra to install, when openenv-core is missing."""
     if importlib.util.find_spec("openenv") is None:
         raise UserError(f"spade serve-env needs openenv-core: {pip_install('env')}")
+
+
+def import_server() -> None:
+    """Import the server's side (openenv-core, FastAPI, uvicorn: seconds), so what follows is quick.
+    Here, not in ``running.py``: the server imports the run's side, never the other way round."""
+    importlib.import_module(f"{__name__}.server")

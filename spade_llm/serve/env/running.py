@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import math
 import signal
 import threading
@@ -33,7 +32,7 @@ from ...store import RunDir
 from ...types import EpochMetrics
 from .broker import ENV_MODEL, Bridge, EnvBroker, EnvSolver
 
-__all__ = ["UNTIL_STOPPED", "EnvSession", "RunThread", "env_run_config", "import_server", "sigterm_interrupts"]
+__all__ = ["UNTIL_STOPPED", "EnvSession", "RunThread", "env_run_config", "sigterm_interrupts"]
 
 UNTIL_STOPPED = 1_000_000
 """``controller.epochs`` of a serve-env run started without ``--epochs``: it runs until stopped."""
@@ -187,8 +186,3 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def import_server() -> None:
-    """Import the server's side (openenv-core, FastAPI, uvicorn: seconds), so what follows is quick."""
-    importlib.import_module("spade_llm.serve.env.server")
