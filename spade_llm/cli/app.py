@@ -88,11 +88,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         run, config = _open_resumed("run", args, overrides)
         args.run_path = run.path
-        _require_keys(config, generator=True)
+        _require_keys(config, generator=True, api_base=args.api_base)
         session = Session(config)
     else:
         config = load_config(args.config, overrides)
-        _require_keys(config, generator=True)
+        _require_keys(config, generator=True, api_base=args.api_base)
         session = Session(config)  # checks models, templates and sandbox before making the directory
         try:
             run = RunDir.create(args.out, config.runs_dir)
@@ -140,17 +140,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_keys(config: Any, *, generator: bool, solver: bool = True) -> None:
+def _require_keys(config: Any, *, generator: bool, solver: bool = True, api_base: str | None = None) -> None:
     """One clear error, before anything is made, when a role's hosted model has no key to call it with
-    (``llm.registry.missing_key``); without it the first request fails as an outage, exit 3.
+    (``llm.registry.missing_key``); without it the first request fails as an outage, exit 3. And when
+    ``--api-base`` (``api_base``) names a server for a role whose model is the fake, which calls none: a
+    user who forgot ``--model`` would get an offline run that looks like theirs.
 
     Raises:
-        UserError: naming the role's model and the variable to set.
+        UserError: naming the role's model and the variable to set, or the flag to add.
     """
+    from .._util.redact import scrub_secrets
     from ..llm.registry import missing_key
 
     roles = [("generator", config.generator)] if generator else []
     roles += [("solver", config.solver)] if solver else []
+    served = [(role, section) for role, section in roles if section.api_base]
+    if api_base and served and all(section.model.startswith("fake/") for _, section in served):
+        models = " and ".join(f"the {role}'s {section.model}" for role, section in served)
+        raise UserError(
+            f"--api-base {scrub_secrets(api_base)} names a server, but no model calls it ({models}: the offline "
+            "fake): name the served model too (--model openai/<name> --api-base URL)"
+        )
     for role, section in roles:
         variable = missing_key(section)
         if variable is None:
@@ -330,7 +340,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         tasks = read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="solve")
         config = load_config(args.config, _overrides(args, SOLVE_FLAGS))
         run = None
-    _require_keys(config, generator=False)
+    _require_keys(config, generator=False, api_base=args.api_base)
     with Session(config, need_generator=False) as session:
         tasks = session.fill_expected(tasks)  # a task that cannot be filled fails before the directory exists
         tasks, leaking = mark_leaks(tasks, config.solver.public_tests)  # judged as written, named
@@ -656,14 +666,14 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
     if args.resume:  # a run or solve directory is refused there, naming the command that continues it
         run, config = _open_resumed("serve-env", args, overrides)
         try:
-            _require_keys(config, generator=True, solver=False)
+            _require_keys(config, generator=True, solver=False, api_base=args.api_base)
             session = EnvSession(config, _env_broker(config))  # checks the generator, templates and sandbox
         except BaseException:
             run.unlock()
             raise
     else:
         config = load_config(args.config, overrides)
-        _require_keys(config, generator=True, solver=False)
+        _require_keys(config, generator=True, solver=False, api_base=args.api_base)
         session = EnvSession(config, _env_broker(config))  # before the run directory exists
         try:
             import_server()  # openenv-core, FastAPI, uvicorn (seconds): before the run directory exists too

@@ -16,7 +16,7 @@ from spade_llm import __version__
 from spade_llm.cli.app import build_parser, main
 from spade_llm.cli.flags import command_parsers
 from spade_llm.config import load_config
-from spade_llm.errors import UserError
+from spade_llm.errors import Exit, UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,3 +151,40 @@ def test_run_proposes_only_the_kinds_asked(tmp_path: Path, capsys: pytest.Captur
     capsys.readouterr()
     assert main(["run", "--resume", str(out), "--kinds", "induction", "--epochs", "2"]) == 2
     assert "--kinds cannot change a run being resumed" in capsys.readouterr().err
+
+
+# -- --api-base without a model that calls it (issue 37) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--api-base", "http://localhost:8000/v1", "--epochs", "1"],
+        ["solve", "TASKS", "--model", "fake/default", "--api-base", "http://user:pw-9x@localhost:8000/v1"],
+    ],
+    ids=["run-forgot-model", "solve-fake-model"],
+)
+def test_an_api_base_no_model_calls_is_an_error_not_an_offline_run(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a vLLM user who gives --api-base and forgets --model used to get a fake run that looked like theirs
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task_id": "t", "description": "d", "entry_point": "f", "reference_code": '
+                     '"def f(x):\\n    return x\\n", "tests": [{"input": "(1,)", "expected": 1}]}\n')  # fmt: skip
+    out = tmp_path / "out"
+    argv = [str(tasks) if a == "TASKS" else a for a in argv] + ["--out", str(out), "--sandbox", "subprocess"]
+    assert main(argv) == Exit.USER
+    err = capsys.readouterr().err
+    assert f"spade {argv[0]}: error: --api-base" in err and "--model openai/<name>" in err, err
+    assert "pw-9x" not in err  # the URL's credentials are never echoed
+    assert not out.exists()  # nothing was made
+
+
+def test_an_api_base_one_model_calls_is_fine(tmp_path: Path) -> None:
+    from spade_llm.cli.app import _require_keys
+    from spade_llm.config import load_config
+
+    config = load_config(
+        None, {"solver": {"model": "openai/x", "api_base": "http://h/v1"}, "generator": {"api_base": "http://h/v1"}}
+    )
+    _require_keys(config, generator=True, api_base="http://h/v1")  # the solver calls it: no error
