@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .sandbox.base import Limits, Sandbox
 from .sandbox.registry import AUTO
@@ -28,6 +28,9 @@ from .sandbox.runner import (
 )
 from .types import ExecutionResult, FinalStatus, Task
 
+if TYPE_CHECKING:  # the config models cost ~0.2 s to import: only a config file brings them in
+    from .config import RunConfig
+
 __all__ = [
     "DEFAULT_TEST_TIMEOUT_S",
     "MAX_TEST_TIMEOUTS",
@@ -35,6 +38,7 @@ __all__ = [
     "JudgeSettings",
     "compare_outputs",
     "final_status",
+    "judge_settings",
     "load_settings",
     "parse_input",
     "run_task_tests",
@@ -156,11 +160,17 @@ def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSett
     Raises:
         UserError: the file is missing, not YAML, or holds an invalid value.
     """
-    settings = JudgeSettings(Limits())
-    if config_path is not None:
-        from .config import load_config
+    if config_path is None:
+        return judge_settings(None, **overrides)
+    from .config import load_config
 
-        config = load_config(config_path)
+    return judge_settings(load_config(config_path), **overrides)
+
+
+def judge_settings(config: RunConfig | None, **overrides: Any) -> JudgeSettings:
+    """``load_settings`` of a config already loaded (None: the default limits)."""
+    settings = JudgeSettings(Limits())
+    if config is not None:
         sandbox = config.sandbox
         settings = JudgeSettings(
             sandbox.limits(),

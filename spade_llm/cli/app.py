@@ -415,10 +415,11 @@ def _malformed_row(entry: Any) -> dict[str, Any]:
 def cmd_verify(args: argparse.Namespace) -> int:
     # the config models are imported only with --config: these commands start fast (~0.2 s saved)
     from ..kinds import leaks
-    from ..tasksets.judging import public_tests, verify_tasks
+    from ..tasksets.judging import load_run_config, public_tests, verify_tasks
     from ..tasksets.taskfile import scan_tasks
 
-    public = public_tests(args.config)
+    config = load_run_config(args.config)  # once, and first: a bad config is the error, whatever the tasks
+    public = public_tests(config)
     entries = scan_tasks(args.tasks)
     if not entries:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to verify")
@@ -436,7 +437,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     reasons: dict[str, int] = {}
     _sandbox_logging()
     reports = verify_tasks(
-        tasks, config=args.config, sandbox=args.sandbox, timeout=args.timeout, concurrency=args.concurrency
+        tasks, config=config, sandbox=args.sandbox, timeout=args.timeout, concurrency=args.concurrency
     )
     try:
         for entry in entries:
@@ -474,13 +475,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, starting: Any) -> int:
-    from ..judge import load_settings
+    from ..judge import judge_settings
     from ..kinds import leak_note
     from ..progress import bar, progress_block
-    from ..tasksets.judging import evaluate_samples
+    from ..tasksets.judging import evaluate_samples, load_run_config
     from ..tasksets.taskfile import read_samples, read_tasks
 
-    settings = load_settings(args.config, timeout_s=args.timeout, backend=args.sandbox)
+    config = load_run_config(args.config)  # once, and first: a bad config is the error, whatever the tasks
+    settings = judge_settings(config, timeout_s=args.timeout, backend=args.sandbox)
     tasks = read_tasks(args.tasks, skip_invalid=args.skip_invalid, command="evaluate")
     if not tasks:
         raise UserError(f"{args.tasks}: no tasks in the file, nothing to judge")
@@ -509,7 +511,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
             result = evaluate_samples(
                 tasks,
                 given,
-                config=args.config,
+                config=config,
                 sandbox=sandbox,
                 timeout=args.timeout,
                 concurrency=args.concurrency,

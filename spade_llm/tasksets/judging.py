@@ -11,23 +11,26 @@ against tasks. The CLI commands read files (``taskfile.py``), call these and pri
 
 Both judge in a sandbox of their own (``sandbox``: a backend name, default ``auto``; or pass a
 started ``Sandbox`` to share one, which is then left open) with the limits of ``config`` (a run
-config file; the defaults without one).
+config file, or a ``RunConfig`` already loaded; the defaults without one).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from ..config import RunConfig
     from ..judge import JudgeSettings
     from ..sandbox.base import Sandbox
     from ..types import Task
     from ..validation import ValidationReport
 
-__all__ = ["Evaluation", "evaluate_samples", "public_tests", "verify_tasks"]
+__all__ = ["Evaluation", "evaluate_samples", "load_run_config", "public_tests", "verify_tasks"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -40,22 +43,32 @@ def in_order(fn: Callable[[_T], _R], items: Sequence[_T], concurrency: int) -> I
         yield from pool.map(fn, items)
 
 
-def public_tests(config: str | None) -> int:
-    """``solver.public_tests`` of the run config at ``config`` (its default without one): which tests
-    the leak gate treats as hidden. The config models are imported only with a file."""
+def load_run_config(config: str | Path | RunConfig | None) -> RunConfig | None:
+    """``config`` loaded once (a path), as given (a ``RunConfig``), or None. The config models are
+    imported only with a file or a config.
+
+    Raises:
+        UserError: the file is missing, not YAML, or holds an invalid value.
+    """
+    if isinstance(config, (str, os.PathLike)):
+        from ..config import load_config
+
+        return load_config(str(config))
+    return config
+
+
+def public_tests(config: RunConfig | None) -> int:
+    """``solver.public_tests`` of a loaded run config (its default without one): which tests the leak
+    gate treats as hidden."""
     from ..kinds import DEFAULT_PUBLIC_TESTS
 
-    if config is None:
-        return DEFAULT_PUBLIC_TESTS
-    from ..config import load_config
-
-    return load_config(config).solver.public_tests
+    return DEFAULT_PUBLIC_TESTS if config is None else config.solver.public_tests
 
 
-def _settings(config: str | None, timeout: float | None, sandbox: str | Sandbox | None) -> JudgeSettings:
-    from ..judge import load_settings
+def _settings(config: RunConfig | None, timeout: float | None, sandbox: str | Sandbox | None) -> JudgeSettings:
+    from ..judge import judge_settings
 
-    return load_settings(config, timeout_s=timeout, backend=sandbox if isinstance(sandbox, str) else None)
+    return judge_settings(config, timeout_s=timeout, backend=sandbox if isinstance(sandbox, str) else None)
 
 
 def _open(settings: JudgeSettings, sandbox: str | Sandbox | None) -> tuple[Sandbox, bool]:
@@ -70,7 +83,7 @@ def _open(settings: JudgeSettings, sandbox: str | Sandbox | None) -> tuple[Sandb
 def verify_tasks(
     tasks: Iterable[Task],
     *,
-    config: str | None = None,
+    config: str | Path | RunConfig | None = None,
     sandbox: str | Sandbox | None = None,
     timeout: float | None = None,
     concurrency: int = 4,
@@ -88,8 +101,9 @@ def verify_tasks(
     tasks = list(tasks)
     if not tasks:
         return
-    settings = _settings(config, timeout, sandbox)
-    public = public_tests(config)
+    loaded = load_run_config(config)
+    settings = _settings(loaded, timeout, sandbox)
+    public = public_tests(loaded)
     box, ours = _open(settings, sandbox)
     try:
         validator = Validator(
@@ -121,7 +135,7 @@ def evaluate_samples(
     tasks: Sequence[Task],
     samples: Sequence[tuple[Task, str]] | None = None,
     *,
-    config: str | None = None,
+    config: str | Path | RunConfig | None = None,
     sandbox: str | Sandbox | None = None,
     timeout: float | None = None,
     concurrency: int = 4,
@@ -142,13 +156,14 @@ def evaluate_samples(
     from ..kinds import get_kind, mark_leaks
     from .expected import fill_expected
 
-    settings = _settings(config, timeout, sandbox)
+    loaded = load_run_config(config)
+    settings = _settings(loaded, timeout, sandbox)
     box, ours = _open(settings, sandbox)
     out = Evaluation()
     try:
         judge = Judge(box, settings.limits, settings.test_timeout_s)
         filled = fill_expected(judge, list(tasks), concurrency)  # tests given without an expected value
-        filled, out.leaking = mark_leaks(filled, public_tests(config))
+        filled, out.leaking = mark_leaks(filled, public_tests(loaded))
         by_id = {t.task_id: t for t in filled}
         chosen = (
             [(by_id[task.task_id], code) for task, code in samples]
