@@ -115,7 +115,11 @@ class Controller:
         """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
         earlier = [t for t in self.state.tasks if task_epoch(t) < epoch]
         earlier.sort(key=lambda t: (task_epoch(t), *decision_key(t.meta.get("request_index"), t.meta.get("position"))))
-        rates = {task_id: row.pass_rate for task_id, row in self.state.task_stats.items() if row.epoch < epoch}
+        rates = {
+            task_id: row.pass_rate
+            for task_id, row in self.state.task_stats.items()
+            if row.epoch < epoch and row.pass_rate is not None  # every sample abandoned: nothing measured
+        }
         return History(tasks=earlier, metrics=[m for m in self.state.metrics if m.epoch < epoch], pass_rates=rates)
 
     def plan_for(self, epoch: int) -> EpochPlan:

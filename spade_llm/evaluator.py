@@ -12,7 +12,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .languages import DEFAULT_LANGUAGE, get_language
-from .types import EpochMetrics, FinalStatus, Rejection, Task, TaskStats, TokenUsage, Trajectory, decision_key
+from .types import (
+    ABANDONED,
+    EpochMetrics,
+    FinalStatus,
+    Rejection,
+    Task,
+    TaskStats,
+    TokenUsage,
+    Trajectory,
+    decision_key,
+)
 
 if TYPE_CHECKING:  # the config models cost ~0.2 s to import; evaluate and verify do without them
     from .config import ControllerConfig, RewardConfig
@@ -143,19 +153,28 @@ def learnability(passed: int, samples: int) -> float:
     return round(1.0 - passed / samples, 6)
 
 
+def measured(trajectories: Iterable[Trajectory]) -> list[Trajectory]:
+    """The episodes that measure the solver: all but those a ``serve-env`` client abandoned (``ABANDONED``),
+    whose failure says where the client went, not what the policy can do."""
+    return [t for t in trajectories if ABANDONED not in t.flags]
+
+
 def task_stats(task_id: str, epoch: int, kind: str, trajectories: Sequence[Trajectory]) -> TaskStats:
-    """A task's ``task_stats.jsonl`` row from its judged samples (at least one)."""
-    passed = sum(t.final_status == "passed" for t in trajectories)
-    n = len(trajectories)
+    """A task's ``task_stats.jsonl`` row from its judged samples (at least one): every one counted as
+    recorded (``samples``), the measured ones (not ``abandoned``) giving its pass rate and learnability."""
+    played = measured(trajectories)
+    passed = sum(t.final_status == "passed" for t in played)
+    n = len(played)
     return TaskStats(
         task_id=task_id,
         epoch=epoch,
         kind=kind,
-        samples=n,
+        samples=len(trajectories),
         passed=passed,
-        pass_rate=round(passed / n, 6),
+        pass_rate=round(passed / n, 6) if n else None,
         learnability=learnability(passed, n),
-        mean_turns=round(sum(len(t.attempts) for t in trajectories) / n, 4),
+        mean_turns=round(sum(len(t.attempts) for t in played) / n, 4) if n else 0.0,
+        abandoned=len(trajectories) - n,
     )
 
 
@@ -385,15 +404,19 @@ def epoch_metrics(
     ``warnings``: what only timing could cause (budgets), said first.
     """
     ids = {t.task_id for t in tasks}
-    trajs = [t for task_id in sorted(ids) for t in trajectories.get(task_id, [])]
+    recorded = [t for task_id in sorted(ids) for t in trajectories.get(task_id, [])]
+    trajs = measured(recorded)  # abandoned episodes measure nothing: the rates and the target ignore them
     earlier = [fingerprints[t.task_id] for t in earlier_tasks]
-    stats = [task_stats[i] for i in sorted(ids) if i in task_stats]
+    stats = [task_stats[i] for i in sorted(ids) if i in task_stats and task_stats[i].pass_rate is not None]
     generator = sum(
         (TokenUsage(prompt_tokens=p["prompt_tokens"], completion_tokens=p["completion_tokens"]) for p in proposals),
         TokenUsage(),
     )
-    usage = sum((t.usage for t in trajs), TokenUsage())
+    usage = sum((t.usage for t in recorded), TokenUsage())
     said = list(warnings)
+    left = len(recorded) - len(trajs)
+    if left:
+        said.append(f"{left} episodes abandoned by their clients: recorded, not measured")
     if not trajs:
         said.append("no episode ran: pass rate unmeasured, difficulty kept")
     elif len(trajs) < controller.min_episodes:
@@ -407,7 +430,9 @@ def epoch_metrics(
     earlier_tags = {tag for t in earlier_tasks for tag in t.tags}
     tags_now = earlier_tags | {tag for t in tasks for tag in t.tags}
     by_id = {t.task_id: t for t in tasks}
-    measured = [(by_id[s.task_id].difficulty, s.pass_rate) for s in stats if s.task_id in by_id]
+    claimed = [
+        (by_id[s.task_id].difficulty, rate) for s in stats if s.task_id in by_id and (rate := s.pass_rate) is not None
+    ]
     row = EpochMetrics(
         epoch=epoch,
         difficulty=target_difficulty,
@@ -420,6 +445,7 @@ def epoch_metrics(
         novelty=novelty([fingerprints[t.task_id] for t in ordered], earlier),
         mean_reward=mean_reward(trajs),
         episodes=len(trajs),
+        abandoned=left,
         mean_learnability=round(math.fsum(s.learnability for s in stats) / len(stats), 4) if stats else None,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
@@ -432,7 +458,7 @@ def epoch_metrics(
         p90_solve_s=percentile([t.wall_s for t in trajs], 0.9),
         difficulty_histogram=difficulty_histogram(t.difficulty for t in tasks),
         zero_spread_share=zero_spread_share(stats),
-        calibration=calibration([d for d, _ in measured], [p for _, p in measured]),
+        calibration=calibration([d for d, _ in claimed], [p for _, p in claimed]),
         tags_seen=len(tags_now),
         new_tags=len(tags_now - earlier_tags),
         kinds=count_reasons(t.kind for t in tasks),

@@ -232,6 +232,11 @@ class Rejection(BaseModel):
     """Where parsing the answer as JSON failed: ``line``, ``column``, ``offset`` and ``message``."""
 
 
+ABANDONED = "abandoned"
+"""The flag of an episode its ``serve-env`` client left before the end: recorded, never measured (no pass
+rate, no learnability, no move of the target counts it)."""
+
+
 class EpochMetrics(BaseModel):
     """One row of ``metrics.jsonl``."""
 
@@ -239,7 +244,7 @@ class EpochMetrics(BaseModel):
     difficulty: float
     """The epoch's target difficulty (from its plan)."""
     pass_rate: float | None
-    """Share of the epoch's episodes that passed; None when there was no episode."""
+    """Share of the epoch's measured episodes that passed; None when there was none."""
     first_try_pass_rate: float | None
     mean_turns: float | None
     tasks_proposed: int
@@ -248,6 +253,9 @@ class EpochMetrics(BaseModel):
     novelty: float
     mean_reward: float | None
     episodes: int = 0
+    """Episodes measured: those recorded, less the ``abandoned`` ones."""
+    abandoned: int = 0
+    """Episodes a ``serve-env`` client left before the end (flagged ``abandoned``): recorded, not measured."""
     mean_learnability: float | None = None
     """Mean over the epoch's tasks of ``1 - p`` when ``0 < p < 1`` (else 0), p the task's pass rate."""
     prompt_tokens: int = 0
@@ -294,11 +302,15 @@ class TaskStats(BaseModel):
     epoch: int
     kind: TaskKind = DEFAULT_KIND
     samples: int
+    """Episodes recorded, ``abandoned`` ones included."""
     passed: int
-    pass_rate: float
+    pass_rate: float | None
+    """Share of the measured samples (``samples - abandoned``) that passed; None when every one was abandoned."""
     learnability: float
     """Absolute Zero's ``1 - p`` when ``0 < p < 1``, else 0: how much the solver can still learn here."""
     mean_turns: float
+    abandoned: int = 0
+    """Samples a ``serve-env`` client left before the end: recorded, not measured."""
 
 
 REQUEST_FAILED = -1

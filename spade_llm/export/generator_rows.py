@@ -478,8 +478,8 @@ def _judge(
         if task is not None:
             answer.tasks.append(task)
             row_stats = stats.get(task.task_id)
-            measured = None if row_stats is None or row_stats.samples <= 0 else row_stats
-            answer.measured.append(None if measured is None else Measured(measured.samples, measured.passed))
+            played = 0 if row_stats is None else row_stats.samples - row_stats.abandoned  # abandoned: not measured
+            answer.measured.append(None if row_stats is None or played <= 0 else Measured(played, row_stats.passed))
         elif key in refused:
             answer.faults.append(refused[key])
         elif c.get("reason"):  # an invalid task object, whose rejection row is missing (an older run)

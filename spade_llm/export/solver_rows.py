@@ -91,6 +91,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError, pip_install
+from ..evaluator import measured
 from ..kinds import KIND_NAMES
 from ..rewards.groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from ..store import JOURNALS, read_run
@@ -326,13 +327,14 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
         record.trajectories.append(traj)
     for record in by_id.values():
         record.trajectories.sort(key=lambda t: (t.sample_index, t.trajectory_id))
-        if record.trajectories:  # until its task_stats row is written (a run going on)
-            passed = sum(t.final_status == "passed" for t in record.trajectories)
-            record.measured = Measured(samples=len(record.trajectories), passed=passed)
+        played = measured(record.trajectories)  # abandoned episodes measure nothing
+        if played:  # until its task_stats row is written (a run going on)
+            passed = sum(t.final_status == "passed" for t in played)
+            record.measured = Measured(samples=len(played), passed=passed)
     for row in records.task_stats:
         stats = by_id.get(row.task_id)
-        if stats is not None and row.samples > 0:
-            stats.measured = Measured(samples=row.samples, passed=row.passed)
+        if stats is not None and row.samples - row.abandoned > 0:
+            stats.measured = Measured(samples=row.samples - row.abandoned, passed=row.passed)
     return ExportRun(
         path=run_dir,
         public_tests=public_tests if isinstance(public_tests, int) and public_tests > 0 else 3,

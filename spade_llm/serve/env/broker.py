@@ -42,15 +42,13 @@ from typing import Any, TypeVar
 from ...errors import LLMCallError
 from ...llm.base import LLMRequest, LLMResponse
 from ...solver import LLMSolver
-from ...types import Message, Task, Trajectory
+from ...types import ABANDONED, Message, Task, Trajectory
 
 __all__ = ["ENV_MODEL", "Bridge", "EnvBroker", "EnvSolver", "Episode", "EpisodeGone", "View"]
 
 ENV_MODEL = "env"
 """The solver's model string in a serve-env run (``config.yaml``, the manifest) and the trajectories'
 ``solver_model`` when the client names none."""
-ABANDONED = "abandoned"
-"""The flag of an episode its client left before the end."""
 
 _T = TypeVar("_T")
 EpisodeKey = tuple[int, str, int]
