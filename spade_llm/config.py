@@ -372,7 +372,11 @@ class EnvConfig(_Section):
     timeout (openenv-core's ``EnvClient``: 60 s)."""
     max_sessions: int = Field(default=64, ge=1)
     """Sessions served at once, every way in counted (openenv-core's ``max_concurrent_envs``); one more
-    is refused with ``CAPACITY_REACHED``. How many episodes run at once is ``controller.concurrency``."""
+    is refused with ``CAPACITY_REACHED``."""
+    pool: int | None = Field(default=None, ge=1)
+    """Episodes that may wait for a client or be held by one at once (``--pool``): at least a trainer's
+    batch (every rollout of a batch resets before any steps), so no reset of a batch waits while the
+    epoch has episodes. None: ``max_sessions`` (each session holds at most one episode)."""
     max_sessions_per_client: int | None = Field(default=None, ge=1)
     """Sessions one client address may hold at once (over ``/ws``, and ``/mcp`` when on); one more is
     refused with ``CAPACITY_REACHED``. None: ``max_sessions`` (clients on this machine share one address)."""

@@ -104,8 +104,12 @@ class Session:
         solver_model: LLM | None = None,
         episode_solver: Callable[[LLMSolver], Solver] | None = None,
         on_start: Callable[[], None] | None = None,
+        episode_slots: int | None = None,
     ) -> None:
+        """``episode_slots``: episodes in flight at once (default ``controller.concurrency``; serve-env's
+        pool: a client's thinking holds an episode, not a model request)."""
         self.gen_llm: LLM | None = None
+        self.episode_slots = episode_slots or config.controller.concurrency
 
         def generator_first(solving: SolverSession) -> None:  # its mistakes are told before the solver's
             if need_generator:
@@ -114,6 +118,8 @@ class Session:
         self.solving = SolverSession(config, solver_model=solver_model, before_solver=generator_first)
         self.episode_solver = episode_solver
         self.on_start = on_start
+        self.state: RunState | None = None
+        """What the run directory holds, kept up to date by the running loop (once ``run`` read it)."""
         entries = list(config.hooks.on_epoch_end)
         if config.report:
             from .report import require_matplotlib
@@ -188,7 +194,7 @@ class Session:
     def executor_info(self) -> dict[str, Any]:
         if self.remote is not None:
             return self.remote.describe()
-        return {"name": "local", "slots": self.config.controller.concurrency}
+        return {"name": "local", "slots": self.episode_slots}
 
     def executors(self, slots: asyncio.Semaphore) -> tuple[Executor, Checker, LLMSolver | None]:
         """Where episodes and validations run: this process (with its solver, returned too) or the
@@ -197,7 +203,7 @@ class Session:
             return self.remote, self.remote, None
         checker, solver = self.solving.build_solver(slots)
         runs = self.episode_solver(solver) if self.episode_solver is not None else solver
-        return LocalExecutor(runs, self.config.controller.concurrency), checker, solver
+        return LocalExecutor(runs, self.episode_slots), checker, solver
 
     def close(self) -> None:
         try:
@@ -248,7 +254,7 @@ class Session:
         command = run_command(self.config.solver.model)  # serve-env's solver is its clients
         if resumed:  # never self-play into a benchmark's solve, nor the other way round
             check_written_by(run.path, command)
-        state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
+        state = self.state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed, command)
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None

@@ -373,6 +373,12 @@ ALLOW_UNSAFE = _flag(
 MAX_SESSIONS = _flag(
     "--max-sessions", type=_positive(int), help="WebSocket sessions at once", sets=("env.max_sessions",)
 )
+POOL = _flag(
+    "--pool",
+    type=_positive(int),
+    help="episodes waiting for or held by clients at once: at least one trainer batch",
+    sets=("env.pool",),
+)
 MCP = _flag(
     "--mcp",
     action="store_true",
@@ -574,7 +580,8 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             ),
             EPOCHS.but(help="stop after this many epochs in all", default_text="until stopped"),
             TASKS_PER_EPOCH,
-            CONCURRENCY.but(help="episodes (and model requests, executions) in flight at once"),
+            CONCURRENCY.but(help="generator requests and validations in flight at once"),
+            POOL.but(default_text="env.max_sessions, 64"),
             MAX_TURNS.but(help="turns per episode before it ends"),
             SAMPLES_PER_TASK.but(help="episodes per task (K)"),
             GOAL,
@@ -596,6 +603,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         resumable=(
             "epochs",
             "concurrency",
+            "pool",
             "api_base",
             "max_sessions",
             "max_connections",

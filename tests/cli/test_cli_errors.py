@@ -134,7 +134,7 @@ def test_serve_env_takes_no_loop_flag_run_lacks() -> None:
     def flags(words: str) -> set[str]:
         return {s for a in commands()[words]._actions for s in a.option_strings}
 
-    serving = {"--host", "--port", "--token-file", "--max-connections", "--max-sessions", "--mcp"}
+    serving = {"--host", "--port", "--token-file", "--max-connections", "--max-sessions", "--pool", "--mcp"}
     shaping = flags("serve-env") - serving
     assert "--kinds" in shaping and "--goal" in shaping
     assert shaping - flags("run") == set(), shaping - flags("run")

@@ -24,6 +24,15 @@ that leaves before it was shown the episode's first turn abandons nothing: the s
 episode back (``give_back``, ``withdraw``) and it goes to the next client, first in line, its reply
 timer not started, so no phantom failure enters the records or the epoch's pass rate.
 
+**Groups** (GRPO's ``G`` rollouts of one prompt): a ``take`` may name a group (``group``, ``group_size``).
+The first take of a key binds the group to a task with ``group_size`` episodes not promised to anyone
+(oldest first); the next ``group_size - 1`` takes of that key get episodes of the same task (fresh
+episodes, their own sessions), and a key taken again after its group was handed out in full starts a
+new group. A task's episodes promised to a group are not handed to anyone else, so the curriculum
+measures the task on the group's episodes (its pass rate and learnability over them). ``group_size``
+must divide ``solver.samples_per_task``, so every task splits into whole groups. A take without a
+key gets any episode nobody was promised, as before.
+
 Everything here runs on the controller's event loop; ``server.py`` calls the client verbs (``take``,
 ``reply``, ``abandon``) from the server's loop through ``Bridge``.
 """
@@ -120,6 +129,8 @@ class Episode:
         """Set when the client holding the episode left before it was shown the first turn (``give_back``)."""
         self.client_model: str | None = None
         self.trajectory: Trajectory | None = None
+        self.group: _Group | None = None
+        """The group it was handed to, if any."""
 
     @property
     def key(self) -> EpisodeKey:
@@ -168,6 +179,41 @@ def _settle(future: asyncio.Future[_T] | None, value: _T | BaseException) -> Non
         future.set_result(value)
 
 
+@dataclass(eq=False)
+class _Group:
+    """Takes that share one task: ``size`` of them, ``handed`` so far."""
+
+    key: Hashable
+    task_id: str
+    size: int
+    handed: int = 0
+
+
+@dataclass(eq=False)
+class _Taker:
+    """A client waiting in ``take``, with the group it asks for."""
+
+    future: asyncio.Future[Episode]
+    group: Hashable | None = None
+    size: int = 1
+
+
+@dataclass
+class _TaskCount:
+    """A task's episodes as the broker hands them: ``expected`` to run in this process (its samples not
+    recorded when it was first seen), ``handed`` to clients, ``promised`` to groups not handed yet."""
+
+    expected: int
+    handed: int = 0
+    promised: int = 0
+    ended: int = 0
+
+    @property
+    def free(self) -> int:
+        """Episodes of the task nobody has nor was promised (those not offered yet included)."""
+        return self.expected - self.handed - self.promised
+
+
 class EnvBroker:
     """The solver's ``LLM`` in serve-env: each ``complete`` is one turn answered by a client.
 
@@ -177,14 +223,29 @@ class EnvBroker:
 
     model = ENV_MODEL
 
-    def __init__(self, *, episode_timeout_s: float, reset_timeout_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        episode_timeout_s: float,
+        reset_timeout_s: float,
+        samples_per_task: int = 1,
+        samples_left: Callable[[str], int] | None = None,
+    ) -> None:
+        """``samples_per_task``: the run's (a group's size must divide it); ``samples_left``: task id ->
+        its samples with no trajectory yet, asked when its first episode opens (default: all of them)."""
         self.episode_timeout_s = episode_timeout_s
         self.reset_timeout_s = reset_timeout_s
+        self.samples_per_task = samples_per_task
+        self.samples_left = samples_left or (lambda task_id: self.samples_per_task)
         self._episodes: dict[EpisodeKey, Episode] = {}
         self._pool: deque[Episode] = deque()
         """Episodes waiting for a client, in the order their first turn came."""
-        self._takers: deque[asyncio.Future[Episode]] = deque()
-        """Clients waiting in ``take`` for an episode, first come first served."""
+        self._takers: deque[_Taker] = deque()
+        """Clients waiting in ``take`` for an episode, first come first served (among those it can serve)."""
+        self._groups: dict[Hashable, _Group] = {}
+        """Groups still to be handed out in full, by key."""
+        self._counts: dict[str, _TaskCount] = {}
+        """Per task with an episode open: what was handed and promised (see ``_TaskCount``)."""
         self._tickets: dict[Hashable, asyncio.Future[Episode]] = {}
         """The waiting clients by the ticket they took with, so the server can withdraw one that left."""
         self.given_back = 0
@@ -201,6 +262,8 @@ class EnvBroker:
         """A new episode, before its solver starts (``EnvSolver``)."""
         episode = Episode(task, epoch, sample_index)
         self._episodes[episode.key] = episode
+        if task.task_id not in self._counts:
+            self._counts[task.task_id] = _TaskCount(expected=max(1, self.samples_left(task.task_id)))
         return episode
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -253,8 +316,7 @@ class EnvBroker:
     def finish(self, episode: Episode, trajectory: Trajectory) -> Trajectory:
         """The episode's record as serve-env writes it (``source: env``, the client's model, the
         ``abandoned`` flag), and its end told to the client once that record is in the run directory."""
-        self._episodes.pop(episode.key, None)
-        self._unpool(episode)
+        self._forget(episode)
         flags = [*trajectory.flags, ABANDONED] if episode.abandoned is not None else trajectory.flags
         trajectory = trajectory.model_copy(
             update={"source": "env", "solver_model": episode.client_model or ENV_MODEL, "flags": flags}
@@ -269,9 +331,17 @@ class EnvBroker:
 
     def discard(self, episode: Episode, why: str) -> None:
         """The episode ended without a record (the run is stopping): its client is told why."""
+        self._forget(episode)
+        _settle(episode.next, EpisodeGone(why))
+
+    def _forget(self, episode: Episode) -> None:
         self._episodes.pop(episode.key, None)
         self._unpool(episode)
-        _settle(episode.next, EpisodeGone(why))
+        count = self._counts.get(episode.task.task_id)
+        if count is not None:
+            count.ended += 1
+            if count.ended >= count.expected:  # every episode of the task has ended
+                del self._counts[episode.task.task_id]
 
     async def aclose(self) -> None:
         """The run's loop is ending (``aclose_llm`` at the end of ``Session.run``): no more episodes."""
@@ -281,78 +351,137 @@ class EnvBroker:
         """No episode will come any more: every waiting client is told why."""
         self._over = why
         while self._takers:
-            _settle(self._takers.popleft(), EpisodeGone(why))
+            _settle(self._takers.popleft().future, EpisodeGone(why))
         for episode in list(self._episodes.values()):
             _settle(episode.next, EpisodeGone(why))
 
     # -- the clients' side ---------------------------------------------------------------------------
 
     def _offer(self, episode: Episode, *, first: bool = False) -> None:
-        """Hand ``episode`` to the client waiting longest, else pool it (``first``: at the head)."""
-        while self._takers:
-            taker = self._takers.popleft()
-            if not taker.done():
-                taker.set_result(episode)
-                return
+        """Pool ``episode`` (``first``: at the head) and hand out what the waiting clients can take."""
         if first:
             self._pool.appendleft(episode)
         else:
             self._pool.append(episode)
+        self._match()
+
+    def _match(self) -> None:
+        """Each waiting client, longest waiting first, gets the pooled episode it may take, if any."""
+        for taker in list(self._takers):
+            if taker.future.done():
+                self._takers.remove(taker)
+                continue
+            episode = self._pick(taker.group, taker.size)
+            if episode is not None:
+                self._takers.remove(taker)
+                taker.future.set_result(episode)
+            if not self._pool:
+                return
+
+    def _pick(self, key: Hashable | None, size: int) -> Episode | None:
+        """The oldest pooled episode a take may have (see the module doc: groups), handed to it; None
+        when none is pooled yet."""
+        group = self._groups.get(key) if key is not None else None
+        if group is not None:  # a member of a bound group: its task's episodes are promised to it
+            chosen = next((e for e in self._pool if e.task.task_id == group.task_id), None)
+            if chosen is not None:
+                self._counts[group.task_id].promised -= 1
+        elif key is None or size <= 1:
+            # a task already started first (the oldest such), so takes without a group leave whole
+            # tasks for the groups to come
+            chosen = min((e for e in self._pool if self._free(e) > 0), key=self._started_first, default=None)
+        else:  # the group's first member: a task whose free episodes make a whole group
+            chosen = next((e for e in self._pool if self._free(e) >= size), None)
+            if chosen is not None:
+                group = _Group(key, chosen.task.task_id, size)
+                self._groups[key] = group
+                self._counts[group.task_id].promised += size - 1
+        if chosen is None:
+            return None
+        self._pool.remove(chosen)
+        self._counts[chosen.task.task_id].handed += 1
+        if group is not None:
+            chosen.group = group
+            group.handed += 1
+            if group.handed >= group.size:  # handed out in full: the key starts a new group next time
+                self._groups.pop(group.key, None)
+        return chosen
+
+    def _started_first(self, episode: Episode) -> int:
+        count = self._counts.get(episode.task.task_id)
+        return 0 if count is not None and count.handed + count.promised > 0 else 1
+
+    def _free(self, episode: Episode) -> int:
+        count = self._counts.get(episode.task.task_id)
+        return count.free if count is not None else 1
 
     def _unpool(self, episode: Episode) -> None:
         if episode in self._pool:
             self._pool.remove(episode)
 
-    async def take(self, ticket: Hashable | None = None) -> tuple[Episode, View]:
+    async def take(
+        self, ticket: Hashable | None = None, *, group: Hashable | None = None, group_size: int | None = None
+    ) -> tuple[Episode, View]:
         """The next episode waiting for a client, bound to the caller, and its opening messages; waits
         up to ``reset_timeout_s`` while the epoch's tasks are proposed and validated. ``ticket``: what
-        ``withdraw`` names this wait by.
+        ``withdraw`` names this wait by; ``group``, ``group_size``: the group the caller belongs to
+        (see the module doc), whose members share a task.
 
         Raises:
-            EpisodeGone: none was ready in time, the caller was withdrawn, or the run is over.
+            EpisodeGone: none was ready in time, the caller was withdrawn, the run is over, or the group
+                size does not divide ``samples_per_task``.
         """
-        if self._pool:
-            episode = self._pool.popleft()
+        size = 1 if group_size is None else int(group_size)
+        if group is not None and (size < 1 or self.samples_per_task % size):
+            raise EpisodeGone(
+                f"group_size {size} must divide the server's solver.samples_per_task ({self.samples_per_task}), "
+                f"so each task's episodes make whole groups: start spade serve-env with --samples-per-task {size} "
+                "(or a multiple of it)"
+            )
+        key = None if group is None or size <= 1 else group
+        episode_now = self._pick(key, size) if not self._takers else None  # nobody waits longer for it
+        if episode_now is not None:
+            episode = episode_now
         elif self._over is not None:
             raise EpisodeGone(self._over)
         else:
-            taker: asyncio.Future[Episode] = asyncio.get_running_loop().create_future()
+            future: asyncio.Future[Episode] = asyncio.get_running_loop().create_future()
+            taker = _Taker(future, key, size)
             self._takers.append(taker)
+            self._match()  # others waiting longer may not take what is pooled: this one may
             if ticket is not None:
-                self._tickets[ticket] = taker
+                self._tickets[ticket] = future
             try:
-                await asyncio.wait({taker}, timeout=self.reset_timeout_s)  # not wait_for: see complete()
+                await asyncio.wait({future}, timeout=self.reset_timeout_s)  # not wait_for: see complete()
             except asyncio.CancelledError:  # the client left: an episode handed to it goes back first in line
                 if taker in self._takers:
                     self._takers.remove(taker)
-                if taker.done() and not taker.cancelled() and taker.exception() is None:
-                    self._offer(taker.result(), first=True)
-                taker.cancel()
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    self._return(future.result())
+                future.cancel()
                 raise
             finally:
                 if ticket is not None:
                     self._tickets.pop(ticket, None)
             if taker in self._takers:
                 self._takers.remove(taker)
-            if not taker.done():
-                taker.cancel()
+            if not future.done():
+                future.cancel()
                 raise EpisodeGone(
-                    f"no episode ready within env.reset_timeout_s ({self.reset_timeout_s:g} s): the next tasks "
-                    "are still being proposed and validated, or every episode of the epoch is held by a client; "
-                    "reset() again"
+                    f"no episode ready within env.reset_timeout_s ({self.reset_timeout_s:g} s): "
+                    f"{self._waiting_why(key)}; reset() again"
                 )
-            episode = taker.result()  # EpisodeGone when the run is over
+            episode = future.result()  # EpisodeGone when the run is over
         episode.taken.set()
         return episode, episode.prompt()
 
     def withdraw(self, ticket: Hashable) -> None:
         """The client waiting in ``take`` with ``ticket`` left: it takes nothing (its ``take`` raises
         ``EpisodeGone``). One already handed an episode gets it; the server then gives it back."""
-        taker = self._tickets.pop(ticket, None)
-        if taker is not None and not taker.done():
-            if taker in self._takers:
-                self._takers.remove(taker)
-            taker.set_exception(EpisodeGone("the client left while it waited for an episode"))
+        future = self._tickets.pop(ticket, None)
+        if future is not None and not future.done():
+            self._takers = deque(t for t in self._takers if t.future is not future)
+            future.set_exception(EpisodeGone("the client left while it waited for an episode"))
 
     def give_back(self, episode: Episode) -> None:
         """The client that took ``episode`` left before it was shown its first turn: the episode goes to
@@ -371,8 +500,36 @@ class EnvBroker:
             return
         episode.taken.clear()
         self.given_back += 1
-        self._offer(episode, first=True)
+        self._return(episode)
         _settle(episode.back, None)
+
+    def _return(self, episode: Episode) -> None:
+        """``episode`` was handed to a client that never saw it: back first in line, promised to its group
+        again (the key's next take gets it) unless the key has started a new group meanwhile."""
+        count = self._counts.get(episode.task.task_id)
+        if count is not None:
+            count.handed -= 1
+        group, episode.group = episode.group, None
+        if group is not None and self._groups.setdefault(group.key, group) is group:  # whole again: reopened
+            group.handed -= 1
+            if count is not None:
+                count.promised += 1
+        self._offer(episode, first=True)
+
+    def _waiting_why(self, key: Hashable | None) -> str:
+        """Why a take found nothing to take, for its client and the server's log."""
+        group = self._groups.get(key) if key is not None else None
+        if group is not None:
+            return f"this group's task {group.task_id} has no episode waiting (the others of the group are held)"
+        if self._pool:
+            return (
+                f"{len(self._pool)} episodes wait, each promised to a group or, for a new group, too few of one "
+                "task left to make it whole"
+            )
+        return (
+            "the next tasks are still being proposed and validated, or every episode of the epoch is held by a "
+            "client (size the pool to the trainer's batch: --pool)"
+        )
 
     async def reply(self, episode: Episode, text: str, model: str | None = None) -> View:
         """The client's reply to the turn it was shown; returns the next turn or the end.

@@ -68,8 +68,20 @@ class EnvSession:
         self.started = threading.Event()
         """Set once the run's loop is running (``loop``, ``main`` and ``bridge`` are set)."""
         self.session = Session(
-            env_run_config(config), solver_model=broker, episode_solver=self._episode_solver, on_start=self._started
+            env_run_config(config),
+            solver_model=broker,
+            episode_solver=self._episode_solver,
+            on_start=self._started,
+            episode_slots=config.env.pool or config.env.max_sessions,
         )
+        # a group's size must divide a task's samples; a resumed task runs only its samples not recorded
+        broker.samples_per_task = self.session.config.solver.samples_per_task
+        broker.samples_left = self._samples_left
+
+    def _samples_left(self, task_id: str) -> int:
+        state = self.session.state
+        recorded = len(state.by_task.get(task_id, [])) if state is not None else 0
+        return self.session.config.solver.samples_per_task - recorded
 
     @property
     def config(self) -> RunConfig:

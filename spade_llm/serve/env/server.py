@@ -121,13 +121,24 @@ class SpadeEnvironment(Environment):  # type: ignore[misc]  # openenv-core ships
 
         call.add_done_callback(back)
 
-    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
+    async def reset_async(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        group_id: str | int | None = None,
+        group_size: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """The next episode waiting for a client and its opening messages. ``seed`` and ``episode_id``
-        are openenv's and ignored: the curriculum decides the task. An unfinished episode of this
-        session is abandoned (recorded so). A client that leaves while this waits takes nothing."""
+        are openenv's and ignored: the curriculum decides the task. ``group_id`` and ``group_size``: the
+        GRPO group this rollout belongs to; the ``group_size`` resets naming one ``group_id`` get episodes
+        of one task (``EnvBroker``'s groups). An unfinished episode of this session is abandoned
+        (recorded so). A client that leaves while this waits takes nothing."""
+        group, size = _group(group_id, group_size)
         self._let_go("the client reset() before the episode ended")
         ticket = object()
-        call = asyncio.ensure_future(self._hub.bridge.call(self._hub.broker.take(ticket)))
+        take = self._hub.broker.take(ticket, group=group, group_size=size)
+        call = asyncio.ensure_future(self._hub.bridge.call(take))
         waits: set[asyncio.Future[Any]] = {call}
         gone = asyncio.ensure_future(self.peer.gone.wait()) if self.peer is not None else None
         if gone is not None:
@@ -201,6 +212,21 @@ class SpadeEnvironment(Environment):  # type: ignore[misc]  # openenv-core ships
         self._closed = True
         why = self.peer.closing if self.peer is not None else None
         self._let_go(why or "the client closed its session before the episode ended")
+
+
+def _group(group_id: Any, group_size: Any) -> tuple[str | None, int | None]:
+    """A reset's group key and size, checked (a client's values, as JSON gave them).
+
+    Raises:
+        EpisodeGone: a malformed key or size (the client's error, told to it).
+    """
+    if group_id is None:
+        return None, None
+    if isinstance(group_id, bool) or not isinstance(group_id, (str, int)) or len(str(group_id)) > 200:
+        raise EpisodeGone("group_id must be a string or an integer (at most 200 characters)")
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or not 1 <= group_size <= 4096:
+        raise EpisodeGone("a reset with a group_id needs group_size: an integer from 1 to 4096")
+    return f"{type(group_id).__name__}:{group_id}", group_size
 
 
 def _version(dist: str) -> str | None:
