@@ -318,12 +318,12 @@ def check_run(lines: Lines) -> Repairs:
         n_metrics, row = metrics[epoch]
         epoch_tasks = [t for _, t in by_epoch.get(epoch, [])]
         episodes = sum(len(by_task.get(t.task_id, [])) for t in epoch_tasks)
-        if episodes != row.episodes:
+        if episodes != row.episodes + row.abandoned:  # abandoned episodes are recorded, not measured
             unstated = [t.task_id for t in epoch_tasks if t.task_id not in stats and t.task_id in by_task]
             hint = f" (tasks without a task_stats row: {_ids(unstated)})" if unstated else ""
             raise UserError(
                 f"{lines.path(TRAJECTORIES)}: epoch {epoch} has {_plural(episodes, 'episode')}, its metrics "
-                f"({lines.ref(METRICS, n_metrics)}) say {row.episodes}{hint}; {CHANGED}"
+                f"({lines.ref(METRICS, n_metrics)}) say {row.episodes + row.abandoned}{hint}; {CHANGED}"
             )
         for task in epoch_tasks:  # the episodes are complete: a lost stats row is recomputed exactly
             if task.task_id not in stats and by_task.get(task.task_id):

@@ -14,6 +14,8 @@ need("openenv", "env")
 
 from serve_env_kit import env_client, records  # noqa: E402
 
+from spade_llm.store import check_integrity  # noqa: E402
+
 pytestmark = [pytest.mark.env, pytest.mark.slow]
 
 
@@ -74,3 +76,4 @@ def test_64_resets_abandoned_at_once_leave_the_target_and_are_recorded_abandoned
     assert all("abandoned" in t.flags for t in epoch0)
     assert (first.episodes, first.abandoned, first.pass_rate) == (0, len(epoch0), None)
     assert first.next_difficulty == first.difficulty  # the target stays where it was
+    check_integrity(data)  # a resume reads it back: abandoned episodes count as recorded
