@@ -53,7 +53,7 @@ from ..serve.env import TOKEN_ENV
 from ..solver import examples_task, first_messages, stderr_tail
 from ..types import ExecutionResult, Message, Task
 
-__all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv", "SpadeLiveEnv", "live_rows"]
+__all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv", "SpadeLiveEnv", "live_dataset", "live_rows"]
 
 _T = TypeVar("_T")
 
@@ -376,19 +376,23 @@ class SpadeLiveEnv:
     # -- TRL's reserved methods --
 
     def reset(self, **row: Any) -> str:
-        """Take the server's next episode; returns its task and the tool's instructions (the row is ignored).
+        """Take the server's next episode; returns its task and the tool's instructions. A row of
+        ``live_dataset`` names its group (``group_id``, ``group_size``): TRL repeats each row for the
+        ``num_generations`` rollouts of its prompt, and those rollouts get episodes of one task.
 
         Raises:
             UserError: openenv-core is not installed.
         """
         if self._started and not self.done:
             self._release()  # the last rollout never reached get_reward: let the server record it
+        group = row.get("group_id")
+        grouped = {"group_id": group, "group_size": int(row.get("group_size") or 1)} if group is not None else {}
         with token_masked(self._token):
             try:
-                result = self._connected().reset()
+                result = self._connected().reset(**grouped)
             except Exception:  # a session the server or the network closed: one fresh one
                 self._drop()
-                result = self._connected().reset()
+                result = self._connected().reset(**grouped)
         self._take(result)
         self.task_id, self.kind = self.observation.get("task_id"), self.observation.get("kind")
         self.calls, self.done, self.final_status, self.trajectory_id = 0, False, None, None
@@ -492,12 +496,39 @@ class SpadeLiveEnv:
         self.done, self.final_status = True, self.final_status or "abandoned"
 
 
-def live_rows(n: int, system_prompt: str | None = None) -> list[dict[str, Any]]:
+def live_rows(
+    n: int, system_prompt: str | None = None, *, group_size: int | None = None, key: str = "slot"
+) -> list[dict[str, Any]]:
     """``n`` placeholder rows for ``GRPOTrainer(environment_factory=SpadeLiveEnv)``: the solver's system prompt
     (``solver/system.j2``, the served episodes' own, unless ``system_prompt``) and an empty user message, to
-    which TRL appends what ``SpadeLiveEnv.reset`` returns (the live task). ``datasets.Dataset.from_list`` reads them."""
+    which TRL appends what ``SpadeLiveEnv.reset`` returns (the live task). ``datasets.Dataset.from_list`` reads them.
+
+    ``group_size``: the trainer's ``num_generations``; each row then names a group (``group_id``
+    ``{key}-{i}``, ``group_size``), so the rollouts TRL makes of one row play one task (GRPO's group).
+    ``key``: tells the groups of two trainers sharing one server apart (every process of one trainer
+    must use the same)."""
     system = system_prompt if system_prompt is not None else _render("solver/system.j2").strip()
-    return [{"prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}]} for _ in range(n)]
+    rows: list[dict[str, Any]] = []
+    for i in range(n):
+        row: dict[str, Any] = {"prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}]}
+        if group_size is not None:
+            row |= {"group_id": f"{key}-{i}", "group_size": group_size}
+        rows.append(row)
+    return rows
+
+
+def live_dataset(n: int, num_generations: int, *, system_prompt: str | None = None, key: str = "slot") -> Any:
+    """A ``datasets.Dataset`` of ``live_rows(n, group_size=num_generations)``: the ``train_dataset`` of a
+    GRPO run on live episodes whose groups share a task.
+
+    Raises:
+        UserError: ``datasets`` is not installed.
+    """
+    try:
+        from datasets import Dataset
+    except ImportError:
+        raise UserError(f"live_dataset needs datasets: {pip_install('trl')}") from None
+    return Dataset.from_list(live_rows(n, system_prompt, group_size=num_generations, key=key))
 
 
 def _last_user(messages: Sequence[Any]) -> str:

@@ -51,6 +51,7 @@ import functools
 import json
 import os
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -111,6 +112,9 @@ class SpadeData(vf.TaskData):  # type: ignore[misc]  # verifiers ships no type i
     """The run's own templates (``prompts_dir`` of its config), for the repair prompts; None: the packaged."""
     url: str | None = None
     """``url`` mode: the ``spade serve-env`` server this rollout takes an episode from."""
+    group_id: str | None = None
+    """``url`` mode with ``group_size``: the rollouts of this task are one serve-env group (one task)."""
+    group_size: int | None = None
 
 
 class SpadeTaskConfig(vf.TaskConfig):  # type: ignore[misc]  # see SpadeData
@@ -173,7 +177,12 @@ class SpadeTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]  # see SpadeDa
     prompts_dir: str | None = None
     """Templates overriding the packaged ones for the repair prompts (default: the run's own)."""
     episodes: int | None = None
-    """``url``: how many episodes the taskset yields (None: as many as asked, ``vf-eval -n``)."""
+    """``url``: how many tasks the taskset yields (None: endless, ``vf-eval -n`` or the trainer takes as many
+    as it asks for); each task is played by as many rollouts as verifiers runs per task."""
+    group_size: int | None = None
+    """``url``: verifiers' rollouts per task (``rollouts_per_example``, ``vf-eval -r``): the rollouts of one
+    task then play one serve-env task, a GRPO group (it must divide the server's ``samples_per_task``).
+    None: each rollout takes whatever episode comes next."""
     task: SpadeTaskConfig = SpadeTaskConfig()
 
     @field_validator("url")
@@ -214,8 +223,16 @@ class SpadeTaskset(vf.Taskset[SpadeTask, SpadeTasksetConfig]):  # type: ignore[m
         config: SpadeTasksetConfig = self.config
         if config.url:
             n = 0
+            loaded = uuid.uuid4().hex[:12]  # two evaluations against one server never share a group
             while config.episodes is None or n < config.episodes:
-                data = SpadeData(name=f"serve-env#{n}", prompt=None, url=config.url.rstrip("/"))
+                group = f"vf-{loaded}-{n}" if config.group_size else None
+                data = SpadeData(
+                    name=f"serve-env#{n}",
+                    prompt=None,
+                    url=config.url.rstrip("/"),
+                    group_id=group,
+                    group_size=config.group_size,
+                )
                 yield SpadeTask(data, config.task)
                 n += 1
             return
@@ -395,7 +412,9 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):  # type: ignore[misc]  # see SpadeData
 
     async def _play_served(self, client: Any, task: Any, agent: Any, max_turns: int) -> None:
         async with client:
-            result = await client.reset()
+            data: SpadeData = task.data
+            grouped = {"group_id": data.group_id, "group_size": data.group_size} if data.group_id else {}
+            result = await client.reset(**grouped)
             observation = dict(result.observation or {})
             shown = list(observation.get("messages") or [])
             end: dict[str, Any] = {}

@@ -20,7 +20,7 @@ import traceback
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from unittest.mock import patch
 
 import pytest
@@ -291,3 +291,108 @@ def test_the_token_goes_as_a_header_and_no_error_of_a_live_session_holds_it(tmp_
         env._drop()
     finally:
         server.kill()
+
+
+# -- GRPO's groups share a task (issue 37) -----------------------------------------------------------------
+
+
+class TimedLiveEnv(SpadeLiveEnv):
+    """``SpadeLiveEnv`` that notes how long each reset waited and the group its row named."""
+
+    waits: ClassVar[list[tuple[str, float]]] = []
+
+    def reset(self, **row: Any) -> str:
+        started = time.monotonic()
+        text = super().reset(**row)
+        TimedLiveEnv.waits.append((str(row.get("group_id")), time.monotonic() - started))
+        return text
+
+
+def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen3_chat_template
+
+    from spade_llm.trl import live_dataset
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    run = tmp_path / "run"
+    # 2 tasks x 4 samples an epoch: the third step's group plays the second epoch
+    server = ServeEnv(["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",
+                       "--out", str(run)])  # fmt: skip
+    try:
+        dataset = live_dataset(8, num_generations=4)
+        system = dataset[0]["prompt"][0]["content"]
+        tokenizer = train_tokenizer([system, "def f(x):\n    return x + 1\n", "public tests passed"] * 20,
+                                    qwen3_chat_template)  # fmt: skip
+        config = GRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=512,
+            max_steps=3,
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            logging_steps=1,
+            save_strategy="no",
+            disable_tqdm=True,
+            seed=0,
+            data_seed=0,
+            learning_rate=1e-3,
+        )
+        TimedLiveEnv.waits = []
+        trainer: Any = GRPOTrainer(
+            model=tiny_model(tokenizer),
+            args=config,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            environment_factory=functools.partial(TimedLiveEnv, server.url),
+        )
+        groups: list[list[str]] = []
+
+        def tool_call(code: str) -> str:
+            return "<tool_call>\n" + json.dumps({"name": "run_tests", "arguments": {"code": code}}) + "\n</tool_call>"
+
+        def generate(input_ids: Any, **kwargs: Any) -> Any:
+            prompts = [tokenizer.decode(ids, skip_special_tokens=False) for ids in input_ids]
+            answers = []
+            if not any("<tool_response>" in p for p in prompts):  # a batch's first turn: one group per 4
+                groups.extend(
+                    [env.task_id for env in trainer.environments[g : g + 4]] for g in range(0, len(prompts), 4)
+                )
+            for i, prompt in enumerate(prompts):
+                if "<tool_response>" in prompt:
+                    answers.append("Done.")
+                    continue
+                task = served_task(run, trainer.environments[i].task_id)
+                answers.append(tool_call(task.reference_code if i % 2 == 0 else wrong_code(task)))
+            outs = [[*tokenizer.encode(a, add_special_tokens=False), tokenizer.eos_token_id] for a in answers]
+            width = max(len(o) for o in outs)
+            padded = [o + [tokenizer.pad_token_id] * (width - len(o)) for o in outs]
+            return torch.cat([input_ids, torch.tensor(padded, dtype=input_ids.dtype)], dim=-1)
+
+        with patch.object(trainer.model, "generate", side_effect=generate):
+            trainer.train()
+        for env in trainer.environments:
+            env._drop()
+        assert server.stop() == 0, server.stderr
+    finally:
+        server.kill()
+    assert len(groups) == 3, groups
+    assert all(len(set(g)) == 1 for g in groups), groups  # every group of 4 rollouts plays one task
+    data = read_run(run)
+    epoch_of = {t.task_id: int(t.meta["epoch"]) for t in data.tasks}
+    assert {epoch_of[g[0]] for g in groups} == {0, 1}, groups  # across an epoch boundary
+    by_task: dict[str, list[str]] = {}
+    for t in data.trajectories:
+        by_task.setdefault(t.task_id, []).append(t.final_status)
+    for g in groups:  # the task's stats come from its group: two passed, two not
+        assert sorted(by_task[g[0]]).count("passed") == 2, by_task[g[0]]
+    waits = [w for _, w in TimedLiveEnv.waits]
+    print("reset waits (s):", [round(w, 2) for w in waits])
+    assert len(waits) == 12
+    # once the pool is full no reset of an epoch waits; the first waits for the first task's validation,
+    # the third group's for the next epoch's when training did not cover it (the boundary: see the docs)
+    assert max(waits[1:8]) < 1.0, waits

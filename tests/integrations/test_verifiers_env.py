@@ -531,3 +531,25 @@ def test_url_mode_sends_the_token_as_a_header(tmp_path: Path, fake_server: Calla
             assert TOKEN not in played.model_dump_json()
     finally:
         server.kill()
+
+
+def test_url_mode_rollouts_of_one_task_play_one_served_task(tmp_path: Path, fake_server: Callable[..., Any]) -> None:
+    # verifiers runs each task rollouts_per_example times; with group_size they are one serve-env group
+    if importlib.util.find_spec("openenv") is None:
+        skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
+    from serve_env_kit import ServeEnv
+
+    server = ServeEnv(
+        ["--model", "fake/default", "--tasks-per-epoch", "4", "--samples-per-task", "4", "--seed", "0",
+         "--sandbox", "subprocess", "--out", str(tmp_path / "env-run")]
+    )  # fmt: skip
+    model = fake_server()
+    try:
+        env = load_environment(url=server.url, episodes=2, group_size=4)
+        tasks = list(env.taskset)
+        traces = play(env, model.url, "weak-solver", tasks=[t for t in tasks for _ in range(4)])
+    finally:
+        server.kill()
+    served = [trace.info["spade"]["task_id"] for trace in traces]
+    assert len(set(served[:4])) == 1 and len(set(served[4:])) == 1, served
+    assert served[0] != served[4]
