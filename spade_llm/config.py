@@ -373,6 +373,11 @@ class EnvConfig(_Section):
     max_sessions: int = Field(default=64, ge=1)
     """Sessions served at once, every way in counted (openenv-core's ``max_concurrent_envs``); one more
     is refused with ``CAPACITY_REACHED``."""
+    reward: Literal["pass", "partial_credit", "shaped"] = "pass"
+    """The ``reward`` of an episode's last observation: ``pass``, 1.0 when it passed every test, else 0.0 (as
+    ``SpadeLiveEnv``, ``SpadeCodingEnv``, the verifiers rubric and ``compute_score`` pay by default);
+    ``partial_credit``, a failure earns the share of the hidden tests passed (their ``partial_credit``);
+    ``shaped``, the trajectory's own reward (``reward.*``: difficulty, turns, timeouts), as recorded."""
     pool: int | None = Field(default=None, ge=1)
     """Episodes that may wait for a client or be held by one at once (``--pool``): at least a trainer's
     batch (every rollout of a batch resets before any steps), so no reset of a batch waits while the

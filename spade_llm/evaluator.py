@@ -66,6 +66,22 @@ def episode_reward(
     return round(c.fail + c.partial_credit * min(max(pass_fraction, 0.0), 1.0), 6)
 
 
+def outcome_reward(final_status: str, credited: float, partial_credit: bool = False) -> float:
+    """The reward a trainer gets for one answer or episode, the same on every path (serve-env's
+    observations, ``SpadeLiveEnv``, ``SpadeCodingEnv``, the verifiers rubric, ``code_reward`` and
+    ``compute_score``): 1.0 when it passed every test, else 0.0, or with ``partial_credit`` the
+    ``credited`` share (``credited_fraction``: the hidden tests passed). The loop's own shaped reward
+    (``episode_reward``: difficulty, turns, timeouts) is what trajectories record and serve-env's
+    ``env.reward: shaped`` sends.
+
+    >>> outcome_reward("passed", 1.0), outcome_reward("failed", 0.5), outcome_reward("failed", 0.5, True)
+    (1.0, 0.0, 0.5)
+    """
+    if final_status == "passed":
+        return 1.0
+    return min(max(credited, 0.0), 1.0) if partial_credit else 0.0
+
+
 def credited_fraction(passed: int, total: int, public_passed: int, public_total: int) -> float:
     """The share of tests partial credit pays for: the *hidden* ones an answer passed.
 

@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import UserError, pip_install
-from ..evaluator import credited_fraction, shown_tests
+from ..evaluator import credited_fraction, outcome_reward, shown_tests
 from ..kinds import DEFAULT_KIND, get_kind
 from ..rewards.code import Rewarder, Verdict, default_rewarder, no_code, row_task
 from ..serve.env import TOKEN_ENV
@@ -371,6 +371,8 @@ class SpadeLiveEnv:
         self.done = False
         self.final_status: str | None = None
         self.trajectory_id: str | None = None
+        self.server_reward: float | None = None
+        """The reward the server sent at the end (``env.reward``; None before it)."""
         self._started = False
 
     # -- TRL's reserved methods --
@@ -410,19 +412,7 @@ class SpadeLiveEnv:
         if not self.done:
             self._release()
             return 0.0
-        obs = self.observation
-        if self.final_status == "passed":
-            return 1.0
-        if self.partial_credit:  # the loop's rule: the tests never shown passed, never the shown ones copied
-            passed, total, public_passed, public_total = (
-                int(obs.get(key) or 0) for key in ("tests_passed", "tests_total", "public_passed", "public_total")
-            )
-            # at the end ``turn`` is the turns taken: a last answer past the first was written after feedback
-            shown = shown_tests(
-                self.kind or DEFAULT_KIND, public_passed, public_total, after_feedback=int(obs.get("turn") or 1) > 1
-            )
-            return credited_fraction(passed, total, *shown)
-        return 0.0
+        return served_reward(self.observation, self.final_status, partial_credit=self.partial_credit)
 
     # -- the tool --
 
@@ -466,6 +456,7 @@ class SpadeLiveEnv:
 
     def _take(self, result: Any) -> None:
         self.observation = dict(result.observation or {})
+        self.server_reward = result.reward
         self.done = bool(result.done)
         if self.done:
             self.final_status = self.observation.get("final_status")
@@ -494,6 +485,18 @@ class SpadeLiveEnv:
         """Close the session mid-episode: the server records the episode as abandoned (an error), not lost."""
         self._drop()
         self.done, self.final_status = True, self.final_status or "abandoned"
+
+
+def served_reward(observation: Mapping[str, Any], final_status: str | None, *, partial_credit: bool) -> float:
+    """``evaluator.outcome_reward`` of a serve-env episode's last observation: 1.0 when it passed, else 0.0 or
+    (``partial_credit``) the share of the hidden tests its last answer passed, from the observation's counts."""
+    passed, total, public_passed, public_total = (
+        int(observation.get(key) or 0) for key in ("tests_passed", "tests_total", "public_passed", "public_total")
+    )
+    kind = str(observation.get("kind") or DEFAULT_KIND)
+    # at the end ``turn`` is the turns taken: a last answer past the first was written after feedback
+    shown = shown_tests(kind, public_passed, public_total, after_feedback=int(observation.get("turn") or 1) > 1)
+    return outcome_reward(final_status or "", credited_fraction(passed, total, *shown), partial_credit)
 
 
 def live_rows(

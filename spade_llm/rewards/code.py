@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from ..errors import SandboxUnavailable, UserError
-from ..evaluator import credited_fraction, shown_tests
+from ..evaluator import credited_fraction, outcome_reward, shown_tests
 from ..judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
 from ..kinds import DEFAULT_KIND, get_kind
 from ..kinds.base import strict_python_block
@@ -328,8 +328,7 @@ def verdict_of(task: Task, result: ExecutionResult, partial_credit: bool, *, aft
     shown = shown_count(task)
     shown_passed = sum(1 for r in result.test_results or [] if r.index < shown and r.passed)
     counted = shown_tests(task.kind, shown_passed, shown, after_feedback=after_feedback)
-    partial = credited_fraction(passed, total, *counted) if partial_credit else 0.0
-    score = 1.0 if status == "passed" else partial
+    score = outcome_reward(status, credited_fraction(passed, total, *counted), partial_credit)
     return Verdict(score, status, passed, total, result)
 
 

@@ -170,6 +170,8 @@ def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: py
     assert len(env_rewards) == 4 and sorted(tested.values()) == ["bad", "bad", "good", "good"]
     for i, env in enumerate(trainer.environments):
         assert env_rewards[i] == (1.0 if tested[i] == "good" else 0.0)
+        if tested[i] == "good":  # one reward: TRL's is the server's (an abandoned episode sends none)
+            assert env.server_reward == env_rewards[i]
         assert env.final_status == ("passed" if tested[i] == "good" else "abandoned")
     unchanged = [n for n, p in trainer.model.named_parameters() if torch.equal(before[n], p.detach())]
     assert not unchanged

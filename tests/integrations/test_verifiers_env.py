@@ -464,14 +464,19 @@ def test_url_mode_plays_serve_env_episodes(tmp_path: Path, fake_server: Callable
         if proc.poll() is None:
             proc.terminate()
             proc.wait(30)
-    recorded = {t.task_id: t for t in read_run(tmp_path / "env-run").trajectories}
+    data = read_run(tmp_path / "env-run")
+    recorded = {t.task_id: t for t in data.trajectories}
+    tasks = {t.task_id: t for t in data.tasks}
     assert len(recorded) == 3
     for trace in traces:
         served = trace.info["spade"]
         assert served["done"] is True and trace.task.data.ground_truth is None
         traj = recorded[served["task_id"]]
         assert conversation(trace) == [(m.role, m.content) for m in traj.messages]  # one episode, turn for turn
-        assert trace.reward == served["reward"] == traj.reward
+        # one reward: the server's, verifiers', and verl's compute_score on the last answer, 1.0 or 0.0
+        truth = ground_truth(tasks[traj.task_id], traj.attempts[-1].public_total if traj.attempts else 0)
+        judged = rewards.compute_score("spade_llm", final_text(trace), truth)["score"]
+        assert trace.reward == served["reward"] == judged == (1.0 if traj.final_status == "passed" else 0.0)
         assert served["final_status"] == traj.final_status and trace.num_turns == len(traj.attempts)
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...errors import LLMCallError
+from ...evaluator import credited_fraction, outcome_reward, shown_tests
 from ...llm.base import LLMRequest, LLMResponse
 from ...solver import LLMSolver
 from ...types import ABANDONED, Message, Task, Trajectory
@@ -152,14 +153,25 @@ class Episode:
         feedback = self.messages[-1].content if self.turn > 1 and self.messages else None
         return self._view(turn=self.turn, messages=_dicts(self.messages), feedback=feedback)
 
-    def end(self, trajectory: Trajectory) -> View:
-        """The episode's end: its verdict and reward, as recorded."""
+    def end(self, trajectory: Trajectory, reward: str = "pass") -> View:
+        """The episode's end: its verdict, and its reward as ``env.reward`` says (``reward``)."""
         last = trajectory.attempts[-1] if trajectory.attempts else None
+        if reward == "shaped":
+            paid = trajectory.reward
+        else:
+            counts = (
+                (last.result.tests_passed or 0, last.result.tests_total or 0, last.public_passed, last.public_total)
+                if last
+                else (0, 0, 0, 0)
+            )
+            shown = shown_tests(self.task.kind, counts[2], counts[3], after_feedback=len(trajectory.attempts) > 1)
+            credited = credited_fraction(counts[0], counts[1], *shown)
+            paid = outcome_reward(trajectory.final_status, credited, reward == "partial_credit")
         return self._view(
             turn=len(trajectory.attempts),
             messages=_dicts(trajectory.messages),
             done=True,
-            reward=trajectory.reward,
+            reward=paid,
             final_status=trajectory.final_status,
             public_passed=last.public_passed if last else None,
             public_total=last.public_total if last else None,
@@ -236,6 +248,8 @@ class EnvBroker:
         self.episode_timeout_s = episode_timeout_s
         self.reset_timeout_s = reset_timeout_s
         self.samples_per_task = samples_per_task
+        self.reward = "pass"
+        """``env.reward``: what the last observation's ``reward`` pays (``Episode.end``)."""
         self.samples_left = samples_left or (lambda task_id: self.samples_per_task)
         self._episodes: dict[EpisodeKey, Episode] = {}
         self._pool: deque[Episode] = deque()
@@ -326,7 +340,7 @@ class EnvBroker:
         self.abandoned += episode.abandoned is not None
         # Episodes appends the trajectory as soon as solve returns, before its task yields again; a
         # callback runs after that, so a client told "done" can count on the record being written
-        asyncio.get_running_loop().call_soon(_settle, episode.next, episode.end(trajectory))
+        asyncio.get_running_loop().call_soon(_settle, episode.next, episode.end(trajectory, self.reward))
         return trajectory
 
     def discard(self, episode: Episode, why: str) -> None:

@@ -77,6 +77,7 @@ class EnvSession:
         # a group's size must divide a task's samples; a resumed task runs only its samples not recorded
         broker.samples_per_task = self.session.config.solver.samples_per_task
         broker.samples_left = self._samples_left
+        broker.reward = config.env.reward
 
     def _samples_left(self, task_id: str) -> int:
         state = self.session.state
