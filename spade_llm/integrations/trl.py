@@ -456,7 +456,7 @@ class SpadeLiveEnv:
 
     def _take(self, result: Any) -> None:
         self.observation = dict(result.observation or {})
-        self.server_reward = result.reward
+        self.server_reward = getattr(result, "reward", None)
         self.done = bool(result.done)
         if self.done:
             self.final_status = self.observation.get("final_status")
