@@ -86,9 +86,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     overrides = _overrides(args, RUN_FLAGS)
 
     if args.resume:
+        stored_epochs = _stored_config(args.resume).get("controller", {}).get("epochs")
         run, config = _open_resumed("run", args, overrides)
         args.run_path = run.path
         _require_keys(config, generator=True, api_base=args.api_base)
+        if not args.quiet:
+            _tell_resume(run.path, stored_epochs, config.controller.epochs)
         session = Session(config)
     else:
         config = load_config(args.config, overrides)
@@ -219,6 +222,25 @@ def _open_resumed(command: str, args: argparse.Namespace, overrides: dict[str, A
     _check_resume_prompts(command, getattr(args, "prompts", None), stored.get("prompts_dir"), Path(args.resume))
     run = RunDir.open_existing(args.resume)
     return run, load_resumed_config(run, overrides)
+
+
+def _tell_resume(path: Path, stored_epochs: Any, epochs: int) -> None:
+    """What a resume of ``spade run`` will do, said before it does it: a change of ``--epochs`` (kept in the
+    run's ``config.yaml``), and a run whose epochs are all done already (nothing to run)."""
+    metrics = path / "metrics.jsonl"
+    finished = (
+        sum(1 for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()) if metrics.is_file() else 0
+    )
+    if isinstance(stored_epochs, int) and stored_epochs != epochs:
+        _say(
+            f"spade run: --epochs {epochs} changes the run's epochs from {stored_epochs} to {epochs} "
+            "(kept in config.yaml)"
+        )
+    if finished >= epochs:
+        _say(
+            f"spade run: {path} has finished {finished} epochs of {epochs}: nothing to run "
+            f"(--resume {path} --epochs {finished + 1} or more goes on)"
+        )
 
 
 def _stored_config(path: str) -> dict[str, Any]:

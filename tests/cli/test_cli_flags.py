@@ -254,3 +254,22 @@ def test_a_bad_flag_and_no_command_exit_with_the_users_code(capsys: pytest.Captu
         main(["run", "--no-such-flag"])
     assert stopped.value.code == Exit.USER
     capsys.readouterr()
+
+
+def test_a_resume_says_it_has_nothing_to_run_and_what_a_changed_epochs_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: --resume on a finished run printed the run's table as if it had run; --epochs 2 on a
+    # 1-epoch run rewrote config.yaml without a word
+    out = tmp_path / "r"
+    argv = ["run", "--epochs", "1", "--tasks-per-epoch", "2", "--samples-per-task", "1", "--sandbox", "auto"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{out} has finished 1 epochs of 1: nothing to run" in err and "--epochs 2 or more goes on" in err
+    assert main(["run", "--resume", str(out), "--epochs", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "changes the run's epochs from 1 to 2 (kept in config.yaml)" in err and "nothing to run" not in err
+    assert "epochs: 2" in (out / "config.yaml").read_text()
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
