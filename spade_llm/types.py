@@ -254,8 +254,9 @@ class EpochMetrics(BaseModel):
     mean_reward: float | None
     episodes: int = 0
     """Episodes measured: those recorded, less the ``abandoned`` ones."""
-    abandoned: int = 0
-    """Episodes a ``serve-env`` client left before the end (flagged ``abandoned``): recorded, not measured."""
+    abandoned: int = Field(default=0, exclude_if=lambda n: n == 0)
+    """Episodes a ``serve-env`` client left before the end (flagged ``abandoned``): recorded, not measured.
+    Written only when not 0, so a run without any writes the rows it wrote before."""
     mean_learnability: float | None = None
     """Mean over the epoch's tasks of ``1 - p`` when ``0 < p < 1`` (else 0), p the task's pass rate."""
     prompt_tokens: int = 0
@@ -309,8 +310,8 @@ class TaskStats(BaseModel):
     learnability: float
     """Absolute Zero's ``1 - p`` when ``0 < p < 1``, else 0: how much the solver can still learn here."""
     mean_turns: float
-    abandoned: int = 0
-    """Samples a ``serve-env`` client left before the end: recorded, not measured."""
+    abandoned: int = Field(default=0, exclude_if=lambda n: n == 0)
+    """Samples a ``serve-env`` client left before the end: recorded, not measured (written only when not 0)."""
 
 
 REQUEST_FAILED = -1

@@ -263,14 +263,12 @@ def test_abandoned_episodes_are_recorded_and_the_epoch_still_closes(tmp_path, se
 
 def test_sessions_and_episodes_in_flight_are_bounded(tmp_path, serve_env):
     config = _config_file(tmp_path, "env:\n  reset_timeout_s: 3\n")
-    server = serve_env(
-        "--config", config, *SMALL, "--concurrency", "2", "--max-sessions", "3", "--out", str(tmp_path / "run")
-    )
+    server = serve_env("--config", config, *SMALL, "--pool", "2", "--max-sessions", "3", "--out", str(tmp_path / "run"))
     clients = [env_client(server.url) for _ in range(4)]
     try:
         for client in clients[:3]:
             client.connect()
-        first, second = clients[0].reset(), clients[1].reset()  # two episodes in flight: controller.concurrency
+        first, second = clients[0].reset(), clients[1].reset()  # two episodes in flight: env.pool
         assert first.observation["episode_id"] != second.observation["episode_id"]
         # the third waits for a free episode, bounded by the configured reset_timeout_s (the message
         # names it: a verdict, not a wall time, which a loaded machine stretches)
