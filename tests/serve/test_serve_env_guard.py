@@ -253,11 +253,11 @@ def test_clients_leaving_while_they_wait_leave_no_phantom_failures(tmp_path, ser
     config = _config(tmp_path, "env:\n  reset_timeout_s: 40\n")
     run = tmp_path / "run"
     small = ["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "2", "--seed", "0"]
-    server = serve_env("--config", config, *small, "--concurrency", "1", "--epochs", "1", "--out", str(run))
+    server = serve_env("--config", config, *small, "--pool", "1", "--epochs", "1", "--out", str(run))
     policy = ask(fake_server().url, "strong-solver")
     holder = env_client(server.url)
     holder.connect()
-    result = holder.reset()  # the only episode in flight (--concurrency 1)
+    result = holder.reset()  # the only episode in flight (--pool 1)
     for _ in range(3):  # three clients ask for the next one, then leave before it comes
         with _ws(server.url) as ws:
             ws.send(json.dumps({"type": "reset", "data": {}}))
