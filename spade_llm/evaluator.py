@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .languages import DEFAULT_LANGUAGE, get_language
 from .types import (
     ABANDONED,
+    Attempt,
     EpochMetrics,
     FinalStatus,
     Rejection,
@@ -118,6 +119,20 @@ def shown_tests(kind: str, public_passed: int, public_total: int, *, after_feedb
     from .kinds import get_kind
 
     return get_kind(kind).shown_tests(public_passed, public_total, after_feedback=after_feedback)
+
+
+def attempt_credit(task: Task, attempt: Attempt) -> float:
+    """``credited_fraction`` of an episode's last attempt at ``task``: the share of its tests partial
+    credit pays for (an imported benchmark's examples are not in its result, so nothing counts as shown;
+    otherwise the kind's rule, ``shown_tests``). The loop's trajectory reward and serve-env's
+    ``partial_credit`` reward both read it."""
+    total = attempt.result.tests_total or len(task.tests) or 1
+    shown = (
+        (0, 0)
+        if task.shows_examples
+        else shown_tests(task.kind, attempt.public_passed, attempt.public_total, after_feedback=attempt.turn > 1)
+    )
+    return credited_fraction(attempt.result.tests_passed or 0, total, *shown)
 
 
 def next_difficulty(

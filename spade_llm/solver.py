@@ -19,7 +19,7 @@ from typing import Protocol
 from ._util.seeding import derive_seed
 from .config import RewardConfig
 from .errors import LLMCallError
-from .evaluator import credited_fraction, episode_reward, shown_tests
+from .evaluator import attempt_credit, episode_reward
 from .judge import final_status
 from .kinds import get_kind
 from .kinds.base import MIN_HIDDEN_TESTS, public_indices
@@ -358,20 +358,7 @@ class LLMSolver:
         if attempts:
             last_attempt = attempts[-1]
             status = final_status(last_attempt.result)
-            total = last_attempt.result.tests_total or len(task.tests) or 1
-            # partial credit pays the tests never shown alone (an imported benchmark's examples are not in its
-            # result); which public tests count as shown is the kind's rule (evaluator.shown_tests)
-            shown = (
-                (0, 0)
-                if task.shows_examples
-                else shown_tests(
-                    task.kind,
-                    last_attempt.public_passed,
-                    last_attempt.public_total,
-                    after_feedback=last_attempt.turn > 1,
-                )
-            )
-            fraction = credited_fraction(last_attempt.result.tests_passed or 0, total, *shown)
+            fraction = attempt_credit(task, last_attempt)  # partial credit pays the tests never shown alone
             if (  # the kind says whether passing the public tests and failing a hidden one suggests hardcoding
                 get_kind(task.kind).flags_hardcoding
                 and status != "passed"

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...errors import LLMCallError
-from ...evaluator import credited_fraction, outcome_reward, shown_tests
+from ...evaluator import attempt_credit, outcome_reward
 from ...llm.base import LLMRequest, LLMResponse
 from ...solver import LLMSolver
 from ...types import ABANDONED, Message, Task, Trajectory
@@ -158,14 +158,8 @@ class Episode:
         last = trajectory.attempts[-1] if trajectory.attempts else None
         if reward == "shaped":
             paid = trajectory.reward
-        else:
-            counts = (
-                (last.result.tests_passed or 0, last.result.tests_total or 0, last.public_passed, last.public_total)
-                if last
-                else (0, 0, 0, 0)
-            )
-            shown = shown_tests(self.task.kind, counts[2], counts[3], after_feedback=len(trajectory.attempts) > 1)
-            credited = credited_fraction(counts[0], counts[1], *shown)
+        else:  # the share partial credit pays is the one the trajectory's own reward was computed from
+            credited = attempt_credit(self.task, last) if last else 0.0
             paid = outcome_reward(trajectory.final_status, credited, reward == "partial_credit")
         return self._view(
             turn=len(trajectory.attempts),
