@@ -1,6 +1,7 @@
 """Abandoned episodes (a serve-env client that left mid-episode) are recorded but measure nothing:
 not the pass rates, not the episode count the target moves on, not a task's learnability."""
 
+from builders import make_task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,14 +14,7 @@ STATUSES = st.sampled_from(["passed", "failed", "error", "timeout"])
 
 
 def _task(task_id: str) -> Task:
-    return Task(
-        task_id=task_id,
-        description="d",
-        entry_point="f",
-        reference_code="def f(x):\n    return x\n",
-        tests=[],
-        meta={"epoch": 0},
-    )
+    return make_task(task_id, meta={"epoch": 0})
 
 
 def _trajectory(task_id: str, k: int, status: FinalStatus, abandoned: bool) -> Trajectory:

@@ -76,6 +76,41 @@ def assert_no_hidden_test(task: Task, text: str) -> None:
             assert f"{task.entry_point}{hidden.input}" not in text
 
 
+def grpo_args(out: Path, *, num_generations: int, max_steps: int) -> Any:
+    """GRPO's settings for a few CPU steps on a tiny model, a batch of 4 rollouts a step."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=4,
+        num_generations=num_generations,
+        max_completion_length=512,
+        max_steps=max_steps,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        data_seed=0,
+        learning_rate=1e-3,
+    )
+
+
+def tool_call(code: str) -> str:
+    """A scripted completion calling the ``run_tests`` tool with ``code``, as qwen3's template writes one."""
+    return "<tool_call>\n" + json.dumps({"name": "run_tests", "arguments": {"code": code}}) + "\n</tool_call>"
+
+
+def generated(tokenizer: Any, input_ids: Any, answers: list[str]) -> Any:
+    """What ``model.generate`` returns for ``answers``: the prompts, then each answer, EOS and padding."""
+    outs = [[*tokenizer.encode(a, add_special_tokens=False), tokenizer.eos_token_id] for a in answers]
+    width = max(len(o) for o in outs)
+    padded = [o + [tokenizer.pad_token_id] * (width - len(o)) for o in outs]
+    return torch.cat([input_ids, torch.tensor(padded, dtype=input_ids.dtype)], dim=-1)
+
+
 def test_live_env_episodes_reward_the_servers_verdicts(server: Any) -> None:
     env = SpadeLiveEnv(server.url, model="live-policy")
     text = env.reset(prompt=[{"role": "user", "content": ""}])  # the row is ignored
@@ -109,29 +144,14 @@ def test_live_env_episodes_reward_the_servers_verdicts(server: Any) -> None:
 
 def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
     from trl.chat_template_utils import qwen3_chat_template
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     rows = live_rows(2)
     texts = [rows[0]["prompt"][0]["content"], "def f(x):\n    return x + 1\n", "public tests passed run_tests"]
     tokenizer = train_tokenizer(texts * 20, qwen3_chat_template)
-    config = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=512,
-        max_steps=1,
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
-        seed=0,
-        data_seed=0,
-        learning_rate=1e-3,
-    )
+    config = grpo_args(tmp_path / "out", num_generations=2, max_steps=1)
     trainer: Any = GRPOTrainer(
         model=tiny_model(tokenizer),
         args=config,
@@ -142,9 +162,6 @@ def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: py
     assert [tool.__name__ for tool in trainer.tools] == ["run_tests"]
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
     tested: dict[int, str] = {}  # rollout -> "good" / "bad" (two rollouts may share a task)
-
-    def tool_call(code: str) -> str:
-        return "<tool_call>\n" + json.dumps({"name": "run_tests", "arguments": {"code": code}}) + "\n</tool_call>"
 
     def generate(input_ids: Any, **kwargs: Any) -> Any:
         prompts = [tokenizer.decode(ids, skip_special_tokens=False) for ids in input_ids]
@@ -158,10 +175,7 @@ def test_grpo_step_on_live_episodes(server: Any, tmp_path: Path, monkeypatch: py
             good = i % 2 == 0
             tested[i] = "good" if good else "bad"
             answers.append(tool_call(task.reference_code if good else wrong_code(task)))
-        outs = [[*tokenizer.encode(a, add_special_tokens=False), tokenizer.eos_token_id] for a in answers]
-        width = max(len(o) for o in outs)
-        padded = [o + [tokenizer.pad_token_id] * (width - len(o)) for o in outs]
-        return torch.cat([input_ids, torch.tensor(padded, dtype=input_ids.dtype)], dim=-1)
+        return generated(tokenizer, input_ids, answers)
 
     with patch.object(trainer.model, "generate", side_effect=generate):
         trainer.train()
@@ -313,7 +327,7 @@ class TimedLiveEnv(SpadeLiveEnv):
 def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
     from trl.chat_template_utils import qwen3_chat_template
 
     from spade_llm.trl import live_dataset
@@ -328,22 +342,7 @@ def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
         system = dataset[0]["prompt"][0]["content"]
         tokenizer = train_tokenizer([system, "def f(x):\n    return x + 1\n", "public tests passed"] * 20,
                                     qwen3_chat_template)  # fmt: skip
-        config = GRPOConfig(
-            output_dir=str(tmp_path / "out"),
-            per_device_train_batch_size=4,
-            num_generations=4,
-            max_completion_length=512,
-            max_steps=3,
-            use_cpu=True,
-            bf16=False,
-            report_to="none",
-            logging_steps=1,
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-            data_seed=0,
-            learning_rate=1e-3,
-        )
+        config = grpo_args(tmp_path / "out", num_generations=4, max_steps=3)
         TimedLiveEnv.waits = []
         trainer: Any = GRPOTrainer(
             model=tiny_model(tokenizer),
@@ -353,9 +352,6 @@ def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
             environment_factory=functools.partial(TimedLiveEnv, server.url),
         )
         groups: list[list[str]] = []
-
-        def tool_call(code: str) -> str:
-            return "<tool_call>\n" + json.dumps({"name": "run_tests", "arguments": {"code": code}}) + "\n</tool_call>"
 
         def generate(input_ids: Any, **kwargs: Any) -> Any:
             prompts = [tokenizer.decode(ids, skip_special_tokens=False) for ids in input_ids]
@@ -370,10 +366,7 @@ def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
                     continue
                 task = served_task(run, trainer.environments[i].task_id)
                 answers.append(tool_call(task.reference_code if i % 2 == 0 else wrong_code(task)))
-            outs = [[*tokenizer.encode(a, add_special_tokens=False), tokenizer.eos_token_id] for a in answers]
-            width = max(len(o) for o in outs)
-            padded = [o + [tokenizer.pad_token_id] * (width - len(o)) for o in outs]
-            return torch.cat([input_ids, torch.tensor(padded, dtype=input_ids.dtype)], dim=-1)
+            return generated(tokenizer, input_ids, answers)
 
         with patch.object(trainer.model, "generate", side_effect=generate):
             trainer.train()

@@ -7,6 +7,7 @@ import asyncio
 import random
 
 import pytest
+from builders import make_task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,14 +17,7 @@ from spade_llm.types import Message, Task
 
 
 def _task(i: int) -> Task:
-    return Task(
-        task_id=f"t{i}",
-        description="d",
-        entry_point="f",
-        reference_code="def f(x):\n    return x\n",
-        tests=[],
-        meta={"epoch": 0},
-    )
+    return make_task(f"t{i}", meta={"epoch": 0})
 
 
 def _offer(broker: EnvBroker, task: Task, k: int) -> asyncio.Future[object]:
