@@ -93,6 +93,41 @@ def test_calls_that_block_share_what_is_left_of_the_deadline_instead_of_being_cu
     ]
 
 
+STARVED_HOGS = 40
+"""Busy loops a core beside a call: it gets a 41st of a core, so a call of tens of ms of CPU
+takes more than ten times that on the wall clock (the judge's wall backstop)."""
+
+
+@pytest.mark.slow  # ~2 s of 40 busy loops on one core
+def test_a_call_that_computes_on_a_starved_core_is_not_cut_by_the_wall_backstop(sandbox: Any) -> None:
+    # the CI failure of fb9e225: a seeded run beside busy loops wrote "timed out after 0.005 s" where the
+    # idle run wrote the call's IndexError; a call the machine kept waiting for a CPU past ten times its
+    # budget was ended by the wall backstop, as if it had slept. It runs on to its CPU budget instead
+    code = "def f(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
+    inputs = ["(3_000_000,)", "(3_000_001,)"]  # ~40 ms of CPU each: within a 0.1 s budget on any machine
+    limits = replace(Limits(), timeout_s=30.0)
+    idle = execute_calls(sandbox, code, "f", inputs, limits, 0.1, max_timeouts=2)
+    assert [o.status for o in idle.outputs] == ["ok", "ok"], idle.outputs
+    cores = os.sched_getaffinity(0)
+    # on every core (the sandbox's processes may come from a server started before this test), each in a
+    # session of its own, as other runs' sandboxes are: the kernel's autogroups share a core between
+    # sessions, and loops in this test's session would cost the sandbox's next to nothing
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(STARVED_HOGS * len(cores))
+    ]
+    try:
+        loaded = execute_calls(sandbox, code, "f", inputs, limits, 0.1, max_timeouts=2)
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait()
+    assert [(o.status, o.value) for o in loaded.outputs] == [(o.status, o.value) for o in idle.outputs]
+    # it was starved: the wall clock it took is past the backstop (10 x 0.1 s) for some call
+    assert max(o.duration_ms or 0.0 for o in loaded.outputs) > 1000, loaded.outputs
+
+
 # -- the mutation gate ---------------------------------------------------------------------------
 
 NAPS_ON_ODD = "import time\n\ndef f(n):\n    if n % 2 == 1 and n > 1000:\n        time.sleep(0.15)\n    return n * 2\n"
@@ -339,7 +374,8 @@ def first_difference(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> str | 
 @pytest.mark.slow
 def test_a_seeded_run_writes_the_same_records_beside_a_cpu_hog(tmp_path: Path) -> None:
     idle = run(tmp_path, "idle", 1)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(HOGS)]
+    # each in a session of its own, as other runs' sandboxes are (autogroups: see above)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(HOGS)]
     try:
         loaded = run(tmp_path, "loaded", 1)
     finally:

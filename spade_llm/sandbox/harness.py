@@ -739,8 +739,10 @@ class _Child:
         # out measures the program, not the machine's load. Wall time is a backstop for a call that
         # blocks instead of computing (it sleeps, waits on a pipe): wall_factor times the budget, but
         # never more than the calls may still take before the execution's own wall deadline, shared
-        # among the timeouts left before the calls stop. So code that loops costs what it costs on an
-        # idle machine and ends with the same records on a loaded one, instead of being cut off by the
+        # among the timeouts left before the calls stop. When it fires on a call whose thread ran or
+        # waited for a CPU for at least half of that time, the machine kept the call waiting: it goes on
+        # to its CPU budget (or the deadline). So code that loops costs what it costs on an idle machine
+        # and ends with the same records on a loaded one, instead of being cut off by the
         # deadline half way. (The mutation gate's dispatcher re-arms the CPU timer with its own budget.)
         # A request with "block_s" (validation's gates) makes the wall timer a detector of calls that
         # block instead: it fires every block_s, and a call whose thread spent less than half of that
@@ -779,7 +781,22 @@ class _Child:
         fired = [0]
         tick: list[Any] = [0.0, 0.0, None]  # CPU, wall clock and busy time when the detector last looked
 
+        def wall_left(now: float) -> float:
+            """The wall timer's next interval: the block detector's, or the backstop, never past the
+            deadline's share for each timeout left before the calls stop."""
+            left = (end - now) / (stop_after - timeouts if stop_after > 0 and not block else 1)
+            return min(block or backstop, max(left, floor))
+
         def on_alarm(signum: int, frame: "Any") -> None:
+            if not block and signum != sigprof:
+                now, busy = perf(), busy_now()
+                # the backstop: a call whose thread ran or waited for a CPU most of the time computes on
+                # a machine that keeps it waiting (its CPU budget decides it, as on an idle machine); one
+                # that did neither blocked, and ends here. So does any call at the deadline
+                waited = busy is not None and tick[2] is not None and busy - tick[2] >= 0.5 * (now - tick[1])
+                if waited and now < end - 0.005:
+                    setitimer(real, wall_left(now))
+                    return
             if block and signum != sigprof:
                 now, used, busy = perf(), cpu_now(), busy_now()
                 if now >= end - 0.005:
@@ -790,7 +807,7 @@ class _Child:
                     fired[0] = -1  # blocked
                     raise timeout_cls
                 tick[0], tick[1], tick[2] = used, now, busy
-                setitimer(real, min(block, max(end - now, floor)))
+                setitimer(real, wall_left(now))
                 return
             fired[0] = signum
             raise timeout_cls
@@ -801,11 +818,10 @@ class _Child:
             fired[0] = 0
             body = None
             t0, c0 = perf(), cpu_now()
-            left = (end - perf()) / (stop_after - timeouts if stop_after > 0 and not block else 1)
-            tick[0], tick[1], tick[2] = c0, t0, busy_now() if block else None
+            tick[0], tick[1], tick[2] = c0, t0, busy_now()
             try:
                 setitimer(cpu, budget)
-                setitimer(real, min(block or backstop, max(left, floor)))
+                setitimer(real, wall_left(t0))
                 try:
                     if _type(args) is _str:
                         body = '"ok":false,"kind":"exception","error":' + esc("bad input: " + args)
