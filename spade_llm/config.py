@@ -225,6 +225,13 @@ class ControllerConfig(_Section):
     empty_epoch_pause_s: float = Field(default=1.0, ge=0.0)
     """The pause before the epoch after one that accepted no task, doubled for each more in a row (at
     most 60 s), so a generator that fails fast is not asked again at once. Not in the records."""
+    overlap: bool = False
+    """Make the next epoch's tasks while this one's episodes are played (``spade serve-env`` turns it on:
+    ``env.overlap``), so no episode waits at an epoch boundary for proposals and validation. An epoch
+    starts once the one before it has decided all its tasks and the one before that has finished; its
+    plan reads the epochs before the one before it, and its target is the one before's moved by the last
+    measured pass rate (the target moves every epoch, on a measurement one epoch older). Metrics rows are
+    still written in epoch order. Not with ``trainer.command``."""
 
     @model_validator(mode="after")
     def _band_ordered(self) -> ControllerConfig:
@@ -396,6 +403,10 @@ class EnvConfig(_Section):
     """Connections open at once (``--max-connections``). Past it, a new connection takes the slot of the
     oldest one that has not sent a whole request (a slow or silent client), else it gets a 503. None, or
     more than the descriptors allow: the open-files limit less a reserve for the run's own files."""
+    overlap: bool = True
+    """Make the next epoch's tasks while this epoch's episodes are played (``controller.overlap``), so a
+    client's reset at an epoch boundary finds an episode waiting; the target difficulty then moves on
+    pass rates one epoch older. False: epochs one after another, as ``spade run`` runs them."""
     mcp: bool = False
     """Serve openenv-core's MCP endpoints (``/mcp`` over HTTP and WebSocket, ``mcp`` messages on ``/ws``;
     ``--mcp``). A session made over them belongs to the connection that made them: no other may use or
@@ -441,6 +452,15 @@ class RunConfig(_Section):
     """Folder of Jinja templates overriding the packaged ones by file name."""
     runs_dir: str = "runs"
     """Parent folder of new run directories when ``--out`` is not given."""
+
+    @model_validator(mode="after")
+    def _overlap_without_training(self) -> RunConfig:
+        if self.controller.overlap and self.trainer.command is not None:
+            raise ValueError(
+                "controller.overlap runs the next epoch during this one, and trainer.command trains between "
+                "epochs: set one of them"
+            )
+        return self
 
 
 def _upgrade(layer: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ._util.aio import wait_unless_failed
 from .config import RunConfig
 from .curriculum import Curriculum, EpochPlan, History
 from .dedup import Deduper, decide
@@ -101,15 +102,42 @@ class Controller:
         if finished:  # resume: a training step killed (or failed) after its epoch runs before the next
             self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=True)
             await self.train_after(finished - 1)
-        for epoch in range(finished, self.config.controller.epochs):
-            await self.empty.pause(self.state.metrics)
-            row = await self.run_epoch(epoch)
-            self.log(describe_epoch(row, said=self._printed))
-            self._printed.update(row.warnings)
-            self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=False)
-            await self.train_after(epoch)  # after the epoch's line: a training step may take hours
+        if self.config.controller.overlap:
+            await self._run_overlapped(finished)
+        else:
+            for epoch in range(finished, self.config.controller.epochs):
+                await self.empty.pause(self.state.metrics)
+                self.ended(await self.run_epoch(epoch))
+                await self.train_after(epoch)  # after the epoch's line: a training step may take hours
         self.write_summary(done=True)
         return self.state.metrics
+
+    def ended(self, row: EpochMetrics) -> None:
+        """An epoch's row is written: say it, and stop the run when too many epochs in a row were empty."""
+        self.log(describe_epoch(row, said=self._printed))
+        self._printed.update(row.warnings)
+        self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=False)
+
+    async def _run_overlapped(self, first: int) -> None:
+        """``controller.overlap``: epoch N+1 is proposed, validated and played while epoch N's episodes are
+        still played. It starts once N has decided all its tasks (so its duplicate gate sees all of them)
+        and N-1 has finished (so at most two epochs run); its rows wait for N's (metrics in epoch order)."""
+        running: list[tuple[asyncio.Task[EpochMetrics], asyncio.Event]] = []
+        try:
+            for epoch in range(first, self.config.controller.epochs):
+                if running:
+                    await wait_unless_failed(running[-1][1].wait(), running[-1][0])
+                if len(running) == 2:
+                    self.ended(await running.pop(0)[0])
+                await self.empty.pause(self.state.metrics)
+                after, decided = running[-1][0] if running else None, asyncio.Event()
+                running.append((asyncio.create_task(self.run_epoch(epoch, after=after, decided=decided)), decided))
+            while running:
+                self.ended(await running.pop(0)[0])
+        finally:  # a failure (or Ctrl-C) in one epoch ends the other
+            for epoch_task, _ in running:
+                epoch_task.cancel()
+            await asyncio.gather(*(t for t, _ in running), return_exceptions=True)
 
     def history(self, epoch: int) -> History:
         """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
@@ -125,18 +153,30 @@ class Controller:
     def plan_for(self, epoch: int) -> EpochPlan:
         plan = self.state.plans.get(epoch)
         if plan is None:
-            plan = self.curriculum.plan(epoch, self.history(epoch))
+            if self.config.controller.overlap and epoch > 0:
+                # the epoch before this one still runs: the plan reads those before it, and moves its target
+                before = self.state.plans[epoch - 1].target_difficulty
+                plan = self.curriculum.plan(epoch, self.history(epoch - 1), previous_target=before)
+            else:
+                plan = self.curriculum.plan(epoch, self.history(epoch))
             self.run.append(PLANS, [plan.model_dump(mode="json")])  # before the first request
             self.state.plans[epoch] = plan
         return plan
 
-    async def run_epoch(self, epoch: int) -> EpochMetrics:
+    async def run_epoch(
+        self,
+        epoch: int,
+        *,
+        after: asyncio.Task[EpochMetrics] | None = None,
+        decided: asyncio.Event | None = None,
+    ) -> EpochMetrics:
         """Propose, validate, de-duplicate and solve one epoch as a stream.
 
         Each proposal is validated as soon as it arrives and each accepted task's samples start as
         soon as it is accepted; acceptance itself is decided in (request, position) order, whatever
         the order answers arrive in, so the duplicate gate, and with it the run, does not depend on
-        timing.
+        timing. ``decided`` is set once every task of the epoch is decided; the epoch's rows are
+        written only after ``after`` (the epoch before, overlapped) has written its own.
         """
         started = time.monotonic()
         budget = self.config.controller.epoch_budget_s
@@ -148,7 +188,11 @@ class Controller:
                 episodes.extend(self.episodes.start(task, epoch, deadline))
         try:
             await self.propose_and_decide(epoch, plan, deadline, episodes)
+            if decided is not None:
+                decided.set()
             await asyncio.gather(*episodes)
+            if after is not None:
+                await asyncio.shield(after)  # its failure is the loop's to raise, not ours to cancel
         except BaseException:
             # one failure (a full disk, a kill, Ctrl-C) stops the epoch: end the other episodes
             # here, so none writes after it and no error is left unretrieved

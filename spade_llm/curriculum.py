@@ -135,8 +135,18 @@ class Curriculum:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
 
-    def target_for(self, epoch: int, history: History) -> float:
+    def target_for(self, epoch: int, history: History, previous_target: float | None = None) -> float:
+        """The epoch's target: the last measured epoch's next target, or with ``previous_target`` (the
+        epoch before's, still running: ``controller.overlap``) that target moved by the last measured
+        epoch's pass rate, so the target moves every epoch on the latest measurement."""
         c = self.config.controller
+        if previous_target is not None:
+            if not history.metrics:
+                return previous_target
+            row = history.metrics[-1]
+            return next_difficulty(
+                previous_target, row.pass_rate, row.episodes, c.band, c.difficulty_step, c.min_episodes
+            )
         if epoch == 0 or not history.metrics:
             return c.initial_difficulty
         return history.metrics[-1].next_difficulty
@@ -147,7 +157,7 @@ class Curriculum:
         c = self.config.controller
         return next_difficulty(row.difficulty, row.pass_rate, row.episodes, c.band, c.difficulty_step, c.min_episodes)
 
-    def plan(self, epoch: int, history: History) -> EpochPlan:
+    def plan(self, epoch: int, history: History, previous_target: float | None = None) -> EpochPlan:
         c = self.config.controller
         cur = self.config.curriculum
         n_requests = math.ceil(c.tasks_per_epoch / c.proposals_per_request)
@@ -173,7 +183,7 @@ class Curriculum:
         ]
         return EpochPlan(
             epoch=epoch,
-            target_difficulty=self.target_for(epoch, history),
+            target_difficulty=self.target_for(epoch, history, previous_target),
             capability=measured[-1].pass_rate if measured else None,
             goal=cur.goal,
             avoid_tags=avoid,

@@ -11,7 +11,9 @@ and the records must agree with what the run wrote down about them as it went:
 - decisions are made in (request, position) order, so the decided candidates of any epoch are a
   prefix of its answered requests' candidates (``proposals.jsonl`` in plan order): a gap is a lost line;
 - a ``task_stats.jsonl`` row says how many episodes its task has; every episode and stats row
-  names a task of ``tasks.jsonl``; no record appears twice.
+  names a task of ``tasks.jsonl``; no record appears twice;
+- at most two epochs run at once (``controller.overlap``): an epoch has records only once the one two
+  before it has its metrics row.
 
 What is missing is written back only where it can be recomputed exactly, from records that are
 there, by the same code that wrote it: a finished epoch's ``task_stats`` row (a function of the
@@ -299,12 +301,13 @@ def check_run(lines: Lines) -> Repairs:
             (PROPOSALS, [(n, p.epoch) for n, p in proposals.values()]),
         )
         for n, epoch in epochs
-        if epoch > finished
+        if epoch > finished + 1  # overlapped epochs (``controller.overlap``): the next one starts early
     ]
     if later:
         where, epoch = later[0]
         raise UserError(
-            f"{lines.path(METRICS)}: no row for epoch {finished}, though epoch {epoch} has records ({where}); {CHANGED}"
+            f"{lines.path(METRICS)}: no row for epoch {epoch - 2}, though epoch {epoch} has records ({where}); "
+            f"{CHANGED}"
         )
 
     by_task: dict[str, list[Trajectory]] = defaultdict(list)

@@ -30,12 +30,12 @@ EXAMPLES = int(os.environ.get("RESUME_EXAMPLES", "14"))
 """Kill points tried per CI run (``RESUME_EXAMPLES=60`` to search harder)."""
 
 
-def _config(seed: int, samples: int, concurrency: int, epochs: int = 3) -> RunConfig:
+def _config(seed: int, samples: int, concurrency: int, epochs: int = 3, overlap: bool = False) -> RunConfig:
     return load_config(
         None,
         {
             "seed": seed,
-            "controller": {"epochs": epochs, "tasks_per_epoch": 5, "concurrency": concurrency},
+            "controller": {"epochs": epochs, "tasks_per_epoch": 5, "concurrency": concurrency, "overlap": overlap},
             "solver": {"samples_per_task": samples},
             "sandbox": {"backend": BACKEND, "test_timeout_s": 0.3},  # the fake's looping mistakes stay cheap
         },
@@ -48,12 +48,12 @@ def _run(config: RunConfig, run: RunDir, resumed: bool = False) -> None:
 
 
 @cache
-def _reference(seed: int, samples: int, root: str) -> tuple[dict[str, list[Any]], int]:
+def _reference(seed: int, samples: int, root: str, overlap: bool = False) -> tuple[dict[str, list[Any]], int]:
     """The uninterrupted run's records, and how many appends it made."""
-    path = Path(root) / f"ref-{seed}-{samples}"
+    path = Path(root) / f"ref-{seed}-{samples}-{overlap}"
     run = DyingRunDir(path, kill_at=10**9, partial=False)
     path.mkdir(parents=True)
-    _run(_config(seed, samples, concurrency=4), run)
+    _run(_config(seed, samples, concurrency=4, overlap=overlap), run)
     return records(path), run.appends
 
 
@@ -70,18 +70,21 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
     cut=st.floats(0.0, 0.999),
     partial=st.booleans(),
     concurrency=st.sampled_from([1, 3, 8]),
+    overlap=st.booleans(),  # serve-env's: two epochs at once
 )
-def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(root, seed, samples, cut, partial, concurrency):
-    expected, appends = _reference(seed, samples, root)
+def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(
+    root, seed, samples, cut, partial, concurrency, overlap
+):
+    expected, appends = _reference(seed, samples, root, overlap)
     kill_at = int(cut * appends)
-    path = Path(root) / f"cut-{seed}-{samples}-{kill_at}-{partial}-{concurrency}"
+    path = Path(root) / f"cut-{seed}-{samples}-{kill_at}-{partial}-{concurrency}-{overlap}"
     if path.exists():
         return
     path.mkdir()
     with pytest.raises(Killed):
-        _run(_config(seed, samples, concurrency=4), DyingRunDir(path, kill_at, partial))
+        _run(_config(seed, samples, concurrency=4, overlap=overlap), DyingRunDir(path, kill_at, partial))
     # resumed with another concurrency: records must not depend on it
-    _run(_config(seed, samples, concurrency=concurrency), RunDir.open_existing(path), resumed=True)
+    _run(_config(seed, samples, concurrency=concurrency, overlap=overlap), RunDir.open_existing(path), resumed=True)
     got = records(path)
     for name in RECORDS:
         assert got[name] == expected[name], f"{name} differs after a kill at append {kill_at}/{appends}"

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spade_llm.llm.base import LLMRequest
+from spade_llm.serve.env import broker as broker_module
 from spade_llm.serve.env.broker import EnvBroker, EpisodeGone
 from spade_llm.types import Message, Task
 
@@ -142,3 +143,24 @@ def test_a_take_without_a_group_never_takes_an_episode_promised_to_one():
         await asyncio.gather(*solving, return_exceptions=True)
 
     asyncio.run(main())
+
+
+def test_a_reset_that_waits_says_why_in_the_servers_log_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(broker_module, "SAY_WAIT_AFTER_S", 0.05)
+
+    async def main() -> list[str]:
+        broker = EnvBroker(episode_timeout_s=30, reset_timeout_s=5, samples_per_task=2)
+        said: list[str] = []
+        broker.log = said.append
+        takes = [asyncio.ensure_future(broker.take()) for _ in range(3)]  # no episode yet: all three wait
+        await asyncio.sleep(0.2)
+        assert len(said) == 1, said  # a batch of resets waits for one reason: told once
+        solving = [_offer(broker, _task(0), k) for k in range(2)] + [_offer(broker, _task(1), 0)]
+        await asyncio.gather(*takes)
+        for s in solving:
+            s.cancel()
+        await asyncio.gather(*solving, return_exceptions=True)
+        return said
+
+    (line,) = asyncio.run(main())
+    assert line.startswith("a reset waits for an episode: the next tasks are still being proposed and validated")

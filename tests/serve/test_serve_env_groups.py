@@ -77,3 +77,28 @@ def test_64_resets_abandoned_at_once_leave_the_target_and_are_recorded_abandoned
     assert (first.episodes, first.abandoned, first.pass_rate) == (0, len(epoch0), None)
     assert first.next_difficulty == first.difficulty  # the target stays where it was
     check_integrity(data)  # a resume reads it back: abandoned episodes count as recorded
+
+
+def test_a_reset_at_the_epoch_boundary_finds_the_next_epochs_episode_waiting(tmp_path, serve_env):
+    # before: epoch 1 was proposed and validated only once epoch 0's last episode ended, so every reset at
+    # the boundary waited that long (until reset_timeout_s on a slow generator). Here epoch 0's episodes
+    # are all held by clients, and epoch 1's tasks are made meanwhile (env.overlap)
+    run = tmp_path / "run"
+    server = serve_env(
+        "--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "2", "--epochs", "3",
+        "--seed", "0", "--out", str(run),
+    )  # fmt: skip
+    held = [_reset(server.url) for _ in range(4)]  # epoch 0: 2 tasks x 2 samples, all in clients' hands
+    assert {r.observation["task_id"].split("-")[0] for _, r in held} == {"e0"}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and '"task_id":"e1-' not in (run / "tasks.jsonl").read_text():
+        time.sleep(0.1)
+    assert '"task_id":"e1-' in (run / "tasks.jsonl").read_text(), "epoch 1 was not made while epoch 0 was played"
+    started = time.monotonic()
+    client, result = _reset(server.url)
+    waited = time.monotonic() - started
+    assert result.observation["task_id"].startswith("e1-") and waited < 1.0, waited
+    for c, _ in [*held, (client, result)]:
+        c.close()
+    assert server.stop() == 0, server.stderr
+    check_integrity(records(run))  # a run stopped with two epochs open reads back

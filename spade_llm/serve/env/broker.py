@@ -42,7 +42,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
@@ -59,6 +61,11 @@ __all__ = ["ENV_MODEL", "Bridge", "EnvBroker", "EnvSolver", "Episode", "EpisodeG
 ENV_MODEL = "env"
 """The solver's model string in a serve-env run (``config.yaml``, the manifest) and the trajectories'
 ``solver_model`` when the client names none."""
+
+SAY_WAIT_AFTER_S = 1.0
+"""A reset that has waited this long for an episode says why in the server's log."""
+SAY_WAIT_EVERY_S = 10.0
+"""At most one such line in this many seconds."""
 
 _T = TypeVar("_T")
 EpisodeKey = tuple[int, str, int]
@@ -263,6 +270,9 @@ class EnvBroker:
         """Why the server is stopping, when it is (set before the run is cancelled)."""
         self.ended = 0
         self.abandoned = 0
+        self.log: Callable[[str], None] = lambda _message: None
+        """Where a reset that waits says why (the server's log)."""
+        self._said_waiting = -math.inf
 
     # -- the solver's side ---------------------------------------------------------------------------
 
@@ -460,7 +470,11 @@ class EnvBroker:
             if ticket is not None:
                 self._tickets[ticket] = future
             try:
-                await asyncio.wait({future}, timeout=self.reset_timeout_s)  # not wait_for: see complete()
+                said = min(SAY_WAIT_AFTER_S, self.reset_timeout_s)
+                await asyncio.wait({future}, timeout=said)  # not wait_for: see complete()
+                if not future.done():
+                    self._say_waiting(key)
+                    await asyncio.wait({future}, timeout=self.reset_timeout_s - said)
             except asyncio.CancelledError:  # the client left: an episode handed to it goes back first in line
                 if taker in self._takers:
                     self._takers.remove(taker)
@@ -523,6 +537,14 @@ class EnvBroker:
             if count is not None:
                 count.promised += 1
         self._offer(episode, first=True)
+
+    def _say_waiting(self, key: Hashable | None) -> None:
+        """Tell the server's log why a reset waits (at most once every ``SAY_WAIT_EVERY_S``: a batch of
+        resets waits for one reason)."""
+        now = time.monotonic()
+        if now - self._said_waiting >= SAY_WAIT_EVERY_S:
+            self._said_waiting = now
+            self.log(f"a reset waits for an episode: {self._waiting_why(key)}")
 
     def _waiting_why(self, key: Hashable | None) -> str:
         """Why a take found nothing to take, for its client and the server's log."""

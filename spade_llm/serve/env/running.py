@@ -39,8 +39,9 @@ UNTIL_STOPPED = 1_000_000
 
 
 def env_run_config(config: RunConfig) -> RunConfig:
-    """``config`` as serve-env runs it: the solver is the clients (``solver.model: env``), and
-    ``env.episodes_per_epoch``, when set, sizes each epoch (``tasks_per_epoch``).
+    """``config`` as serve-env runs it: the solver is the clients (``solver.model: env``),
+    ``env.episodes_per_epoch``, when set, sizes each epoch (``tasks_per_epoch``), and ``env.overlap``
+    makes the next epoch's tasks while this one is played (``controller.overlap``).
 
     Raises:
         UserError: the config asks for the Ray executor (serve-env's episodes run in this process).
@@ -51,6 +52,9 @@ def env_run_config(config: RunConfig) -> RunConfig:
     n = config.env.episodes_per_epoch
     if n is not None:
         controller = controller.model_copy(update={"tasks_per_epoch": math.ceil(n / config.solver.samples_per_task)})
+    # a training step between epochs keeps them one after another
+    overlap = config.env.overlap and config.trainer.command is None
+    controller = controller.model_copy(update={"overlap": overlap})
     solver = config.solver.model_copy(update={"model": ENV_MODEL, "api_base": None})
     return config.model_copy(update={"controller": controller, "solver": solver})
 

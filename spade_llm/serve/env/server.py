@@ -346,6 +346,7 @@ class EnvServer:
         self.token = token
         self.log = log
         self.broker = session.broker
+        self.broker.log = log
         self.runner = RunThread(session, run, resumed=resumed, log=log, on_end=self._run_ended)
         self._port = port
         self._sock: socket.socket | None = None
