@@ -1,2 +1,3 @@
 """Code that runs inside someone else's trainer, one module per client: ``trl.py`` (TRL's environments),
-``verifiers.py`` (the verifiers environment). verl needs no module: it calls ``spade_llm.rewards``."""
+``verifiers.py`` (the verifiers environment), ``verl.py`` and ``verl_loop.py`` (verl's live rows and its
+``spade_env`` agent loop; on static exports verl calls ``spade_llm.rewards``)."""

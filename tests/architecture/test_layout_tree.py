@@ -18,7 +18,8 @@ STAGES = {
     "solver.py", "judge.py", "evaluator.py", "episodes.py", "controller.py", "empty_epochs.py", "hooks.py",
     "train_step.py", "progress.py", "solver_session.py", "session.py",
 }  # fmt: skip
-REEXPORTS = {"trl.py", "verifiers.py", "proposal_reward.py"}
+REEXPORTS = {"trl.py", "verifiers.py", "verl.py", "proposal_reward.py"}
+MAIN_GUARD = "if __name__ == '__main__':\n    raise SystemExit(main())"
 MAX_REEXPORT_LINES = 25
 
 
@@ -60,7 +61,9 @@ def test_the_top_holds_the_vocabulary_the_stages_and_thin_reexports() -> None:
         lines = (PACKAGE / name).read_text(encoding="utf-8").splitlines()
         assert len(lines) <= MAX_REEXPORT_LINES, f"{name} is a re-export: {len(lines)} lines"
         tree = ast.parse("\n".join(lines))
-        kinds = {type(node).__name__ for node in tree.body}
+        # a runnable path (``python -m spade_llm.verl``) may hand over to the implementation's main, no more
+        body = [node for node in tree.body if ast.unparse(node) != MAIN_GUARD]
+        kinds = {type(node).__name__ for node in body}
         assert kinds <= {"Expr", "ImportFrom", "Import", "Assign"}, f"{name} defines code: {kinds}"
 
 

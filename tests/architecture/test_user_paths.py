@@ -21,6 +21,8 @@ PATHS = [
     ("spade_llm.trl", "SpadeCodingEnv", "spade_llm.integrations.trl"),
     ("spade_llm.trl", "SpadeLiveEnv", "spade_llm.integrations.trl"),
     ("spade_llm.trl", "AsyncSpadeCodingEnv", "spade_llm.integrations.trl"),
+    ("spade_llm.verl", "write_live_files", "spade_llm.integrations.verl"),
+    ("spade_llm.verl", "main", "spade_llm.integrations.verl"),
     ("spade_llm", "read_run", "spade_llm.store.records"),
     ("spade_llm", "Task", "spade_llm.types"),
     ("spade_llm.cli", "main", "spade_llm.cli.app"),

@@ -120,9 +120,10 @@ def main_ppo_commands(section: str) -> list[list[str]]:
 
 
 def docs_command(section: str, which: int) -> list[str]:
-    """The docs' ``which``-th main_ppo command: 0 with spade's reward function, 1 with verl's SandboxFusion judge."""
+    """The docs' ``which``-th main_ppo command: 0 with spade's reward function, 1 live from serve-env (the
+    ``spade_env`` agent loop), 2 with verl's SandboxFusion judge."""
     commands = main_ppo_commands(section)
-    assert len(commands) == 2, commands
+    assert len(commands) == 3, commands
     return commands[which]
 
 
@@ -587,7 +588,7 @@ def test_verls_sandbox_fusion_judge_over_serve_sandbox_with_the_docs_keys(
     import pyarrow.parquet as pq
     from verl.utils.reward_score import default_compute_score
 
-    command = docs_command(section, 1)
+    command = docs_command(section, 2)
     overrides = ours(command, exports.verl_sandbox_fusion, model_dir, {"reward.sandbox_fusion.url": url})
     config = compose_main_ppo(overrides)
     assert_composed(config, overrides)
