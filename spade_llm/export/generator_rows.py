@@ -145,12 +145,19 @@ class GeneratorExportResult(ExportResult):
 
     without_prompt: int = 0
     held_out: int = 0
+    most_answers: int = 0
+    """The most answers any prompt of the run got (``generator.samples_per_request``)."""
 
     def describe(self) -> str:
         line = f"{self.rows} generator {self.fmt} rows ({self.train} train, {self.test} test) from {self.tasks} prompts"
         if self.rows == 0:
             line += ", nothing matched"
         lines = [f"{line} -> {self.path}"]
+        if self.fmt == "dpo" and self.most_answers == 1:
+            lines.append(
+                "a pair is two answers to one prompt, and this run asked one per prompt: run it with "
+                "generator.samples_per_request: 2 or more (docs/training.md, 'Groups and pairs')"
+            )
         if self.without_prompt:
             n = self.without_prompt
             lines.append(
@@ -695,4 +702,5 @@ def export_generator(
         tasks=prompts,
         without_prompt=run.without_prompt,
         held_out=run.withheld if fmt != "grpo" else 0,  # grpo rows carry no answer
+        most_answers=max((len(p.answers) for p in run.prompts), default=0),
     )

@@ -674,8 +674,11 @@ def unique(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str])
 # -- writing ------------------------------------------------------------------------------------
 
 
-def default_output(run_dir: Path, fmt: str) -> Path:
-    return run_dir / "exports" / f"{fmt}.{'parquet' if fmt == 'verl' else 'jsonl'}"
+def default_output(run_dir: Path, fmt: str, filters: ExportFilters | None = None) -> Path:
+    """``RUN_DIR/exports/FORMAT[-TIER][-SPLIT].jsonl`` (``.parquet`` for verl): a tier or split selected is
+    a file of its own, so ``--tier medium`` never overwrites the whole export."""
+    parts = [fmt, *(p for p in (filters.tier, filters.split) if p)] if filters is not None else [fmt]
+    return run_dir / "exports" / f"{'-'.join(parts)}.{'parquet' if fmt == 'verl' else 'jsonl'}"
 
 
 def check_output(output: Path, run_dir: Path) -> None:
@@ -844,7 +847,7 @@ def export_run(
     if fmt == "verl":
         _pyarrow()  # before any work: say what to install
     run = read_for_export(run_dir, test_fraction)
-    path = output if output is not None else default_output(run_dir, fmt)
+    path = output if output is not None else default_output(run_dir, fmt, filters)
     check_output(path, run_dir)
     left_out = LeftOut()
     rows = build_rows(run, fmt, filters, verl_reward, left_out)

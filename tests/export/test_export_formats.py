@@ -678,6 +678,20 @@ def test_default_output_is_in_the_run_directory(run: Path, tmp_path: Path, capsy
     assert len(err.splitlines()) == 1 and f"{len(rows)} sft rows" in err and str(out) in err
 
 
+def test_a_tier_or_a_split_gets_a_file_of_its_own_beside_the_whole_export(run: Path, tmp_path: Path) -> None:
+    # before: --tier medium wrote exports/grpo.jsonl over the whole export, as docs/training.md wrote both
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    assert main(["export", str(copy), "--format", "grpo"]) == 0
+    whole = (copy / "exports" / "grpo.jsonl").read_bytes()
+    assert main(["export", str(copy), "--format", "grpo", "--tier", "medium"]) == 0
+    assert main(["export", str(copy), "--format", "grpo", "--split", "test"]) == 0
+    assert (copy / "exports" / "grpo.jsonl").read_bytes() == whole  # untouched
+    medium, test = read_rows(copy / "exports" / "grpo-medium.jsonl"), read_rows(copy / "exports" / "grpo-test.jsonl")
+    assert len(medium) < len(read_rows(copy / "exports" / "grpo.jsonl"))
+    assert {r["split"] for r in test} <= {"test"}
+
+
 def test_a_failed_write_keeps_the_earlier_file(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "sft.jsonl"
     export(run, out, "sft")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import run_fake, small_config
 
 from spade_llm.cli.app import main
 from spade_llm.dedup import sealed_entry
@@ -636,3 +637,18 @@ def test_the_parser_does_not_import_the_generator_exports() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_run_of_one_answer_per_prompt_says_what_dpo_pairs_need(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: 0 dpo rows and no word why; a pair is two answers to one prompt (grpo rows need one: the
+    # trainer samples its own completions)
+    run = run_fake(tmp_path / "run", small_config())
+    assert main(["export", str(run), "--role", "generator", "--format", "dpo", "-o", str(tmp_path / "dpo.jsonl")]) == 0
+    said = capsys.readouterr().err
+    assert said.startswith("0 generator dpo rows") and "generator.samples_per_request: 2 or more" in said
+    for fmt in ("sft", "grpo"):
+        out = str(tmp_path / f"{fmt}.jsonl")
+        assert main(["export", str(run), "--role", "generator", "--format", fmt, "-o", out]) == 0
+        assert "samples_per_request" not in capsys.readouterr().err

@@ -407,6 +407,37 @@ def test_dpo_step_on_the_dpo_export(exports: Exports, sft_tokenizer: Any, tmp_pa
     assert all(torch.equal(before[name], ref[name].detach()) for name in before)  # the reference stays put
 
 
+def docs_python_block(heading: str) -> str:
+    """The first python block after ``heading`` in docs/training.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    opening = text.index("```python\n", text.index(heading)) + len("```python\n")
+    return text[opening : text.index("```\n", opening)]
+
+
+def test_the_docs_sft_then_dpo_block_runs_as_written(exports: Exports, sft_tokenizer: Any, tmp_path: Path) -> None:
+    # before: the block trained SFT and never saved it, so DPOTrainer(model="out/sft") found no model there.
+    # Run as written on the tiny model and the kit's exports, with the CPU arguments the docs name (one step)
+    block = docs_python_block("### SFT and DPO")
+    model = save_tiny(tmp_path / "tiny", sft_tokenizer)
+    cpu = "max_steps=1, use_cpu=True, bf16=False, report_to='none', save_strategy='no', max_length=1024, "
+    code = (
+        block.replace("Qwen/Qwen2.5-Coder-1.5B-Instruct", str(model))
+        .replace("runs/r1/exports/sft.jsonl", str(exports.sft))
+        .replace("runs/r1/exports/dpo.jsonl", str(exports.dpo))
+        .replace('"out/', f'"{tmp_path}/out/')
+        .replace("SFTConfig(", f"SFTConfig({cpu}")
+        .replace("DPOConfig(", f"DPOConfig({cpu}")
+    )
+    assert code.count(str(tmp_path)) >= 3 and code.count(cpu) == 2  # every path and config was the test's
+    before = snapshot(tiny_model(sft_tokenizer))
+    exec(compile(code, "docs/training.md", "exec"), {})
+    tuned = tmp_path / "out" / "sft"
+    assert (tuned / "model.safetensors").is_file() and (tuned / "tokenizer_config.json").is_file()
+    from transformers import AutoModelForCausalLM
+
+    assert_all_changed(before, AutoModelForCausalLM.from_pretrained(tuned))  # SFT's step is what DPO started from
+
+
 # -- 4. GRPO with code_reward -------------------------------------------------------------------------
 
 
