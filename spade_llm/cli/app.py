@@ -737,7 +737,8 @@ def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | No
         log(
             f"listening on {server.url} (openenv-core WebSocket {server.url.replace('http', 'ws', 1)}/ws; {access}); "
             f"{c.generator.model} proposes, {c.controller.tasks_per_epoch} tasks x {c.solver.samples_per_task} "
-            f"samples an epoch, {epochs}, at most {c.controller.concurrency} episodes at once -> {run.path}; "
+            f"samples an epoch, {epochs}, at most {c.env.pool or c.env.max_sessions} episodes waiting or held at "
+            f"once -> {run.path}; "
             "Ctrl-C to stop"
         )
 
@@ -748,6 +749,28 @@ def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | No
         f"{why}: {broker.ended} episodes recorded ({broker.abandoned} abandoned); "
         f"continue with: spade serve-env --resume {shlex.quote(str(run.path))}"
     )
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..integrations.trl_train import TrainPlan, server_args, train_live
+
+    if not args.model:
+        raise UserError("spade train needs --model: the model to train (a local folder or a Hugging Face id)")
+    runs_dir = load_config(args.config, {}).runs_dir
+    out = Path(args.out) if args.out else Path(runs_dir) / time.strftime("train-%Y%m%d-%H%M%S")
+    flags = [("--config", args.config), ("--model", args.generator_model), ("--api-base", args.api_base)]
+    flags += [("--tasks-per-epoch", args.tasks_per_epoch), ("--max-turns", args.max_turns), ("--sandbox", args.sandbox)]
+    plan = TrainPlan(
+        model=args.model,
+        out=out,
+        steps=args.steps,
+        num_generations=args.num_generations,
+        server_args=server_args(flags),
+        seed=args.seed,
+    )
+    train_live(plan, log=_say)
     return 0
 
 
@@ -795,6 +818,7 @@ COMMANDS = {
     "report": cmd_report,
     "serve-sandbox": cmd_serve_sandbox,
     "serve-env": cmd_serve_env,
+    "train": cmd_train,
     "prompts": cmd_prompts,
 }
 

@@ -365,6 +365,13 @@ TOKENS_PER_S = _flag(
     default=0.0,
     help="stream answers at this many tokens per second, like a model on a CPU (0: at once)",
 )
+STEPS = _flag("--steps", type=_positive(int), default=100, help="GRPO steps to train (one prompt's group each)")
+NUM_GENERATIONS = _flag(
+    "--num-generations",
+    type=_positive(int),
+    default=4,
+    help="rollouts of each prompt (GRPO's group); a group plays one task",
+)
 ALLOW_UNSAFE = _flag(
     "--allow-unsafe",
     action="store_true",
@@ -611,6 +618,33 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             "host",
             "port",
             "token_file",
+        ),
+    ),
+    "train": CommandSpec(
+        help="train a model by GRPO on the live curriculum: serve-env behind, TRL in front",
+        description="Start spade serve-env (the curriculum, its own process) and train --model on its episodes "
+        "with TRL's GRPOTrainer and SpadeLiveEnv: each prompt's --num-generations rollouts play one task, the "
+        "server judges and records every episode, and the target difficulty follows the policy. OUT/run holds "
+        "the episodes (a run directory), OUT/model the checkpoints and the trained model. vLLM on a GPU when "
+        "installed, plain transformers otherwise (CPU: fp32). Needs: pip install 'spade-selfplay[trl,env]' torch.",
+        flags=(
+            MODEL.but(
+                help="the model to train: a local model folder or a Hugging Face id",
+                sets=(),
+                default_text="none: required",
+            ),
+            GENERATOR_MODEL.but(
+                help="the model that proposes tasks (serve-env's --model)", sets=(), default_text="the --config's"
+            ),
+            API_BASE.but(help="the generator's OpenAI-compatible server", sets=(), default_text="the --config's"),
+            STEPS,
+            NUM_GENERATIONS,
+            TASKS_PER_EPOCH.but(sets=(), default_text="the --config's"),
+            MAX_TURNS.but(help="turns per episode", sets=(), default_text="the --config's"),
+            SANDBOX.but(help="sandbox backend the rollouts' code runs in", sets=(), default_text="the --config's"),
+            CONFIG.but(help="serve-env's YAML config (the generator, the curriculum, env:)"),
+            SEED.but(sets=(), default=0),
+            OUT.but(help="folder for run/ and model/ (created; must be empty)"),
         ),
     ),
     "prompts": CommandSpec(

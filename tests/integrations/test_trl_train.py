@@ -1,0 +1,73 @@
+"""``spade train``: the closed loop in one command, TRL's ``GRPOTrainer`` with ``SpadeLiveEnv`` against the
+``spade serve-env`` it starts itself, on a tiny model made here (CPU). The completions are scripted through
+``model.generate`` (a random tiny model would never call the tool): per group, the served task's reference
+or a wrong function, so the group's rewards differ and GRPO has something to learn from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+import pytest
+from trainer_kit import need, save_tiny, tiny_model, train_tokenizer
+
+need("trl", "trl")
+need("openenv", "env")
+torch = need("torch", "trl")
+
+from test_trl_live import generated, served_task, tool_call, wrong_code  # noqa: E402
+
+from spade_llm import read_run  # noqa: E402
+from spade_llm.cli import app as cli  # noqa: E402
+
+pytestmark = [pytest.mark.trl, pytest.mark.env, pytest.mark.slow]
+
+
+def test_spade_train_runs_two_grpo_steps_against_its_own_serve_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOTrainer
+    from trl.chat_template_utils import qwen3_chat_template
+
+    texts = ["You are an expert Python programmer.", "def f(x):\n    return x + 1\n", "public tests passed"]
+    tokenizer = train_tokenizer(texts * 20, qwen3_chat_template)
+    model_dir = save_tiny(tmp_path / "tiny", tokenizer)
+    before = {name: p.detach().clone() for name, p in tiny_model(tokenizer).named_parameters()}  # what was saved
+    out = tmp_path / "train"
+    real_train = GRPOTrainer.train
+
+    def scripted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def generate(input_ids: Any, **_: Any) -> Any:
+            answers = []
+            for i, ids in enumerate(input_ids):
+                if "<tool_response>" in tokenizer.decode(ids, skip_special_tokens=False):
+                    answers.append("Done.")
+                    continue
+                task = served_task(out / "run", self.environments[i].task_id)
+                answers.append(tool_call(task.reference_code if i % 2 == 0 else wrong_code(task)))
+            return generated(tokenizer, input_ids, answers)
+
+        with patch.object(self.model, "generate", side_effect=generate):
+            return real_train(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "train", scripted)
+    argv = ["train", "--model", str(model_dir), "--steps", "2", "--num-generations", "4", "--tasks-per-epoch", "2"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+
+    trained = AutoModelForCausalLM.from_pretrained(out / "model")
+    changed = [name for name, p in trained.named_parameters() if not torch.equal(before[name], p.detach())]
+    assert changed, "the trained model's weights are the tiny model's"
+    records = read_run(out / "run")  # a run directory like any other, read strictly
+    by_task: dict[str, list[str]] = {}
+    for t in records.trajectories:
+        by_task.setdefault(t.task_id, []).append(t.final_status)
+    assert sum(len(v) for v in by_task.values()) == 8  # 2 steps x 4 rollouts, each an episode
+    assert all(len(v) == 4 and v.count("passed") == 2 for v in by_task.values()), by_task  # a group, one task
+
+
+def test_spade_train_refuses_a_folder_that_is_not_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "old.txt").write_text("x")
+    assert cli.main(["train", "--model", "any", "--out", str(tmp_path)]) == 2
+    assert "is not empty" in capsys.readouterr().err
