@@ -35,5 +35,19 @@ def require_openenv() -> None:
 
 def import_server() -> None:
     """Import the server's side (openenv-core, FastAPI, uvicorn: seconds), so what follows is quick.
-    Here, not in ``running.py``: the server imports the run's side, never the other way round."""
-    importlib.import_module(f"{__name__}.server")
+    Here, not in ``running.py``: the server imports the run's side, never the other way round.
+
+    Raises:
+        UserError: openenv-core is installed but does not import (its packages disagree: a later install
+            moved one, as ``verifiers`` 0.4 moves ``mcp`` to 2.0.0 under a ``fastmcp`` that needs 2.3),
+            naming the line that puts them back in step.
+    """
+    try:
+        importlib.import_module(f"{__name__}.server")
+    except ImportError as e:
+        if (e.name or "").startswith("spade_llm"):
+            raise
+        raise UserError(
+            f"spade serve-env cannot import openenv-core ({e}): a package it needs was changed by a later "
+            f"install; {pip_install('env')} installs the versions that work together"
+        ) from None
