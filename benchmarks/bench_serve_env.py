@@ -32,8 +32,9 @@ peak; the sandbox workers ~650-670 MB summed (shared pages counted per worker). 
 
 Prints a table and one JSON line (also written to ``--json``, default ``runs/bench_serve_env.json``).
 
-    /work/venv-env/bin/python benchmarks/bench_serve_env.py [--sessions 1,8,32] [--episodes 320]
-        [--tasks-per-epoch 16] [--samples-per-task 4] [--concurrency 32] [--profile default] [--sandbox auto]
+    /work/venv-env/bin/python benchmarks/bench_serve_env.py [--sessions 1,8,32,128] [--executors local,ray]
+        [--episodes 320] [--tasks-per-epoch 16] [--samples-per-task 4] [--concurrency 32] [--profile default]
+        [--sandbox auto]
 
 ``--attacks`` measures instead what clients that misbehave do to a server (issue 35), each on a fresh
 ``spade serve-env``, for this checkout and each ``--code DIR`` (another checkout's root, e.g. a
@@ -168,14 +169,15 @@ def play(url: str, ask: Any, budget: list[int], lock: threading.Lock, out: dict[
             out["passed"].append(float(result.observation.get("final_status") == "passed"))
 
 
-def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path) -> dict[str, Any]:
-    run = work / f"run-{sessions}"
-    log = work / f"serve-env-{sessions}.log"
+def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path, executor: str) -> dict[str, Any]:
+    run = work / f"run-{executor}-{sessions}"
+    log = work / f"serve-env-{executor}-{sessions}.log"
     cmd = [
         *spade_cmd(), "serve-env", "--model", "fake/default", "--port", "0", "--out", str(run),
         "--tasks-per-epoch", str(args.tasks_per_epoch), "--samples-per-task", str(args.samples_per_task),
         "--concurrency", str(args.concurrency), "--max-sessions", str(max(sessions, 1) + 4),
-        "--sandbox", args.sandbox, "--seed", str(args.seed),
+        "--sandbox", args.sandbox, "--seed", str(args.seed), "--executor", executor,
+        *(["--config", str(args.config)] if args.config else []),
     ]  # fmt: skip
     with background(cmd, log) as proc:
         url, startup_s = wait_listening(log, proc)
@@ -209,6 +211,7 @@ def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path
     steps = sorted(out["step_s"])
     episodes = len(out["reward"])
     return {
+        "executor": executor,
         "sessions": sessions,
         "episodes": episodes,
         "steps": len(steps),
@@ -520,7 +523,9 @@ def attacks(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sessions", default="1,8,32", help="comma-separated session counts")
+    ap.add_argument("--sessions", default="1,8,32,128", help="comma-separated session counts")
+    ap.add_argument("--executors", default="local", help="comma-separated: local, ray (a local Ray cluster)")
+    ap.add_argument("--config", type=Path, help="serve-env's --config (env.overlap: false, say)")
     ap.add_argument("--episodes", type=int, default=320, help="episodes played at each count (5 epochs)")
     ap.add_argument("--tasks-per-epoch", type=int, default=16)
     ap.add_argument("--samples-per-task", type=int, default=4)
@@ -558,9 +563,10 @@ def main() -> None:
         with fake_server(0.0, work, use_cli=True) as origin:
             warm = [{"role": "user", "content": "Write `def f(x)` returning x."}]
             policy(f"{origin}/v1", args.profile)(warm)  # the fake's first answer builds its bank's index
-            for n in counts:
-                report["levels"].append(one_level(args, f"{origin}/v1", n, work))
-                print(f"  {n} session(s): done", file=sys.stderr, flush=True)
+            for executor in [x.strip() for x in args.executors.split(",") if x.strip()]:
+                for n in counts:
+                    report["levels"].append(one_level(args, f"{origin}/v1", n, work, executor))
+                    print(f"  {executor}, {n} session(s): done", file=sys.stderr, flush=True)
     levels = report["levels"]
     print(
         f"\nspade serve-env (fake/default generator, policy serve-fake {args.profile}; {args.tasks_per_epoch} tasks x "
@@ -568,13 +574,14 @@ def main() -> None:
         f"sandbox {levels[0]['sandbox'] if levels else '?'})"
     )
     print(
-        f"{'sessions':>8}{'episodes':>9}{'wall s':>8}{'ep/s':>7}{'steps/s':>8}{'step p50':>9}{'p90 ms':>8}"
+        f"{'executor':>9}{'sessions':>8}{'episodes':>9}{'wall s':>8}{'ep/s':>7}{'steps/s':>8}{'step p50':>9}"
+        f"{'p90 ms':>8}"
         f"{'policy p50':>11}{'reset max s':>12}{'epochs':>7}{'pass':>6}{'RSS idle':>9}{'peak':>7}{'HWM':>6}"
         f"{'sandbox':>8}"
     )
     for r in levels:
         print(
-            f"{r['sessions']:>8}{r['episodes']:>9}{r['wall_s']:>8.1f}{r['episodes_per_s']:>7.2f}{r['steps_per_s']:>8.2f}"
+            f"{r['executor']:>9}{r['sessions']:>8}{r['episodes']:>9}{r['wall_s']:>8.1f}{r['episodes_per_s']:>7.2f}{r['steps_per_s']:>8.2f}"
             f"{r['step_p50_ms']:>9.0f}{r['step_p90_ms']:>8.0f}{r['policy_p50_ms']:>11.0f}"
             f"{r['reset_wait_max_s']:>12.2f}{r['epochs_closed']:>7}"
             f"{r['pass_rate']:>6.2f}{r['server_rss_idle_mb']:>7.0f}MB{r['server_rss_peak_mb']:>5.0f}MB"

@@ -105,9 +105,11 @@ class Session:
         episode_solver: Callable[[LLMSolver], Solver] | None = None,
         on_start: Callable[[], None] | None = None,
         episode_slots: int | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """``episode_slots``: episodes in flight at once (default ``controller.concurrency``; serve-env's
-        pool: a client's thinking holds an episode, not a model request)."""
+        pool: a client's thinking holds an episode, not a model request). ``sandbox``: where the programs
+        run instead of ``config.sandbox``'s backend here (serve-env's Ray sandbox); closed with the session."""
         self.gen_llm: LLM | None = None
         self.episode_slots = episode_slots or config.controller.concurrency
 
@@ -115,7 +117,9 @@ class Session:
             if need_generator:
                 self.gen_llm = solving.role_llm(config.generator, "generator")
 
-        self.solving = SolverSession(config, solver_model=solver_model, before_solver=generator_first)
+        self.given_sandbox = sandbox
+        source = (lambda: sandbox) if sandbox is not None else None
+        self.solving = SolverSession(config, solver_model=solver_model, sandbox=source, before_solver=generator_first)
         self.episode_solver = episode_solver
         self.on_start = on_start
         self.state: RunState | None = None
@@ -209,6 +213,8 @@ class Session:
         try:
             if self.remote is not None:
                 self.remote.close()
+            if self.given_sandbox is not None:
+                self.given_sandbox.close()
         finally:
             self.solving.close()
 

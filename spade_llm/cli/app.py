@@ -682,6 +682,7 @@ def _cmd_serve_env(args: argparse.Namespace) -> int:
     from ..serve.env.running import UNTIL_STOPPED, EnvSession
     from ..store import RunDir
 
+    _ray_address_means_ray(args)
     token = load_env_token(args.token_file)
     check_exposure(args.host, token)
     overrides = _overrides(args, ENV_FLAGS)  # --max-sessions, --max-connections, --mcp: env's, a resume may change

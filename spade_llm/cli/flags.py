@@ -605,6 +605,11 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
                 sets=("env.max_connections",), default_text="the open-files limit less a reserve (also the most)"
             ),
             MCP,
+            EXECUTOR.but(
+                help="where the programs the run judges go (replies, validation): local (a sandbox here) or ray "
+                f"(sandbox hosts on a Ray cluster's nodes; {pip_install('ray')}); the records are the same"
+            ),
+            RAY_ADDRESS,
             TOKEN_FILE.but(default_text="$SPADE_ENV_TOKEN if set, else none (loopback only)"),
         ),
         resumable=(
@@ -618,6 +623,8 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             "host",
             "port",
             "token_file",
+            "executor",
+            "ray_address",
         ),
     ),
     "train": CommandSpec(

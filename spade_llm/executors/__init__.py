@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..config import RunConfig
     from ..llm.stats import LLMStats
     from .ray import RayExecutor
+    from .ray_sandbox import RaySandbox
 
 EXECUTORS = ("local", "ray")
 """Executor names, as ``executor:`` in a config and ``--executor`` take them."""
@@ -40,4 +41,20 @@ def start_ray_executor(config: RunConfig, stats: LLMStats, log: Callable[[str], 
     return RayExecutor(config, stats, log)
 
 
-__all__ = ["EXECUTORS", "Checker", "Executor", "LocalExecutor", "WorkItem", "start_ray_executor"]
+def start_ray_sandbox(config: RunConfig) -> RaySandbox:
+    """Join (or start) the Ray cluster and start a sandbox host on each node: ``executor: ray`` where only
+    the programs go to the cluster (``spade serve-env``: its episodes are conversations held here).
+
+    Raises:
+        UserError: Ray is not installed, the cluster cannot be reached or a host cannot start its sandbox.
+    """
+    try:
+        from .ray_sandbox import RaySandbox
+    except ImportError as e:
+        if (e.name or "").split(".")[0] != "ray":
+            raise
+        raise UserError(f"executor 'ray' needs Ray: {pip_install('ray')}") from None
+    return RaySandbox(config)
+
+
+__all__ = ["EXECUTORS", "Checker", "Executor", "LocalExecutor", "WorkItem", "start_ray_executor", "start_ray_sandbox"]

@@ -24,7 +24,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..config import HooksConfig, RunConfig, TrainerConfig
+from ..config import HooksConfig, RayConfig, RunConfig, TrainerConfig
 from ..errors import ExecutorError, SpadeError, UserError
 from ..llm.limited import LimitedLLM
 from ..llm.registry import aclose_llm
@@ -98,6 +98,25 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
             f"nothing answers at Ray address {address} ({e.strerror or e}); start the head with "
             f"`ray start --head` and give its address (default port {default})"
         ) from None
+
+
+def ray_connect(r: RayConfig) -> None:
+    """Join the cluster ``r`` names (``address``, else ``$RAY_ADDRESS``), or start a local one.
+
+    Raises:
+        UserError: nothing answers at the address, or Ray cannot join or start the cluster.
+    """
+    address = r.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        check_reachable(address)  # Ray itself keeps retrying an address nobody listens on for minutes
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if r.address is None and not os.environ.get("RAY_ADDRESS"):
+        kwargs["include_dashboard"] = False  # a throwaway local cluster: no web server to start
+    try:
+        ray.init(address=r.address, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = r.address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
+        raise UserError(f"cannot reach the Ray cluster at {where}: {e}") from None
 
 
 class SpadeWorker:
@@ -236,18 +255,7 @@ class RayExecutor:
         self._ready: asyncio.Condition | None = None
 
     def _connect(self) -> None:
-        r = self.config.ray
-        address = r.address or os.environ.get("RAY_ADDRESS")
-        if address:
-            check_reachable(address)  # Ray itself keeps retrying an address nobody listens on for minutes
-        kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
-        if r.address is None and not os.environ.get("RAY_ADDRESS"):
-            kwargs["include_dashboard"] = False  # a throwaway local cluster: no web server to start
-        try:
-            ray.init(address=r.address, **kwargs)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            where = r.address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
-            raise UserError(f"cannot reach the Ray cluster at {where}: {e}") from None
+        ray_connect(self.config.ray)
 
     def describe(self) -> dict[str, Any]:
         """What the manifest says about where the run's work ran."""

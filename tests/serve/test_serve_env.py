@@ -426,7 +426,6 @@ def test_the_cli_imports_no_openenv_until_serve_env_runs(monkeypatch, capsys):
 
 def test_the_env_section_sizes_epochs_and_the_solver_is_the_clients():
     from spade_llm.config import load_config
-    from spade_llm.errors import UserError
     from spade_llm.serve.env.running import env_run_config
 
     config = env_run_config(load_config(None, {"env": {"episodes_per_epoch": 10}, "solver": {"samples_per_task": 4}}))
@@ -434,8 +433,11 @@ def test_the_env_section_sizes_epochs_and_the_solver_is_the_clients():
     assert config.solver.model == "env"
     default = env_run_config(load_config(None, {"controller": {"tasks_per_epoch": 5}}))
     assert default.controller.tasks_per_epoch == 5 and default.env.episodes_per_epoch is None
-    with pytest.raises(UserError, match="executor must be local"):
-        env_run_config(load_config(None, {"executor": "ray"}))
+    # the episodes are conversations held here: the run's executor is local, its programs go to Ray
+    # (EnvSession's sandbox: tests/serve/test_serve_env_ray.py)
+    assert env_run_config(load_config(None, {"executor": "ray"})).executor == "local"
+    sequential = env_run_config(load_config(None, {"env": {"overlap": False}}))
+    assert default.controller.overlap and not sequential.controller.overlap
 
 
 async def test_the_broker_hands_episodes_first_come_and_never_loses_one():

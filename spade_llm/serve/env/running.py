@@ -26,6 +26,7 @@ from typing import Any
 from ..._util.redact import redact_text
 from ...config import RunConfig
 from ...errors import UserError
+from ...executors import start_ray_sandbox
 from ...session import Session
 from ...solver import LLMSolver
 from ...store import RunDir
@@ -43,11 +44,9 @@ def env_run_config(config: RunConfig) -> RunConfig:
     ``env.episodes_per_epoch``, when set, sizes each epoch (``tasks_per_epoch``), and ``env.overlap``
     makes the next epoch's tasks while this one is played (``controller.overlap``).
 
-    Raises:
-        UserError: the config asks for the Ray executor (serve-env's episodes run in this process).
+    ``executor: ray`` becomes ``local`` here: the episodes are conversations held in this process, and
+    ``EnvSession`` sends what they run to the cluster instead (``executors.ray_sandbox``).
     """
-    if config.executor != "local":
-        raise UserError("spade serve-env runs its episodes in this process: executor must be local, not ray")
     controller = config.controller
     n = config.env.episodes_per_epoch
     if n is not None:
@@ -56,7 +55,7 @@ def env_run_config(config: RunConfig) -> RunConfig:
     overlap = config.env.overlap and config.trainer.command is None
     controller = controller.model_copy(update={"overlap": overlap})
     solver = config.solver.model_copy(update={"model": ENV_MODEL, "api_base": None})
-    return config.model_copy(update={"controller": controller, "solver": solver})
+    return config.model_copy(update={"controller": controller, "solver": solver, "executor": "local"})
 
 
 class EnvSession:
@@ -64,20 +63,34 @@ class EnvSession:
     the solver's model, ``EnvSolver`` around each episode's solver, and a call once its loop runs."""
 
     def __init__(self, config: RunConfig, broker: EnvBroker) -> None:
+        """With ``executor: ray`` every program the run judges (replies, validation) runs on the cluster's
+        sandbox hosts; the records are the local sandbox's.
+
+        Raises:
+            UserError: a bad template or model string, a sandbox that cannot start, a Ray cluster that
+                cannot be reached.
+        """
         self.broker = broker
+        remote = start_ray_sandbox(config) if config.executor == "ray" else None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.main: asyncio.Task[Any] | None = None
         self.bridge: Bridge | None = None
         """The way to the broker from other threads, once the run's loop runs."""
         self.started = threading.Event()
         """Set once the run's loop is running (``loop``, ``main`` and ``bridge`` are set)."""
-        self.session = Session(
-            env_run_config(config),
-            solver_model=broker,
-            episode_solver=self._episode_solver,
-            on_start=self._started,
-            episode_slots=config.env.pool or config.env.max_sessions,
-        )
+        try:
+            self.session = Session(
+                env_run_config(config),
+                solver_model=broker,
+                episode_solver=self._episode_solver,
+                on_start=self._started,
+                episode_slots=config.env.pool or config.env.max_sessions,
+                sandbox=remote,
+            )
+        except BaseException:
+            if remote is not None:  # the cluster's hosts end with the session that failed to build
+                remote.close()
+            raise
         # a group's size must divide a task's samples; a resumed task runs only its samples not recorded
         broker.samples_per_task = self.session.config.solver.samples_per_task
         broker.samples_left = self._samples_left
