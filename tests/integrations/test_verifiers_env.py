@@ -558,3 +558,58 @@ def test_url_mode_rollouts_of_one_task_play_one_served_task(tmp_path: Path, fake
     served = [trace.info["spade"]["task_id"] for trace in traces]
     assert len(set(served[:4])) == 1 and len(set(served[4:])) == 1, served
     assert served[0] != served[4]
+
+
+def test_url_mode_groups_of_four_over_three_steps_and_an_epoch_never_wait_once_the_pool_is_full(
+    tmp_path: Path, fake_server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rollouts_per_example=4 as verifiers runs it: each of 3 steps plays one task 4 times; 2 tasks x 4 samples
+    # an epoch, so the third step's group plays epoch 1, made while epoch 0 was played (env.overlap)
+    if importlib.util.find_spec("openenv") is None:
+        skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
+    import time
+
+    from serve_env_kit import ServeEnv
+
+    from spade_llm.integrations import verifiers as served_env
+
+    resets: list[float] = []
+    real_client = served_env.serve_env_client
+
+    def timed_client(*args: Any, **kwargs: Any) -> Any:
+        client = real_client(*args, **kwargs)
+        reset = client.reset
+
+        async def timed(**kw: Any) -> Any:
+            started = time.monotonic()
+            result = await reset(**kw)
+            resets.append(time.monotonic() - started)
+            return result
+
+        client.reset = timed
+        return client
+
+    monkeypatch.setattr(served_env, "serve_env_client", timed_client)
+    run = tmp_path / "env-run"
+    server = ServeEnv(
+        ["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",
+         "--sandbox", "subprocess", "--out", str(run)]
+    )  # fmt: skip
+    model = fake_server()
+    served: list[str] = []
+    try:
+        env = load_environment(url=server.url, episodes=3, group_size=4)
+        for step, task in enumerate(list(env.taskset)):
+            if step:  # the trainer's update between two steps
+                deadline = time.monotonic() + 60
+                while f'"task_id":"e{step // 2}-' not in (run / "tasks.jsonl").read_text():
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)
+            traces = play(env, model.url, "weak-solver", tasks=[task] * 4)
+            served += [trace.info["spade"]["task_id"] for trace in traces]
+    finally:
+        server.kill()
+    groups = [served[i : i + 4] for i in range(0, 12, 4)]
+    assert all(len(set(g)) == 1 for g in groups) and len({g[0] for g in groups}) == 3, groups
+    assert {g[0].split("-")[0] for g in groups} == {"e0", "e1"}  # across the epoch boundary
+    assert len(resets) == 12 and max(resets[4:]) < 1.0, resets  # once the pool is full, no reset waits
