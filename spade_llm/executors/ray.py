@@ -119,6 +119,35 @@ def ray_connect(r: RayConfig) -> None:
         raise UserError(f"cannot reach the Ray cluster at {where}: {e}") from None
 
 
+def start_actors(cls: type, r: RayConfig, max_concurrency: int, *args: Any) -> list[Any]:
+    """``ray.workers_per_node`` actors of ``cls`` (built with ``args``) on every alive node with
+    ``ray.worker_cpus`` free, each placed on its node (softly: Ray moves one whose node dies) and restarted
+    ``ray.max_retries`` times, in node order (so a run's placement reads the same every time).
+
+    Raises:
+        UserError: the cluster has no such node.
+    """
+    cluster_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # ray's API has no annotations
+    nodes = sorted(
+        (n for n in cluster_nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= r.worker_cpus),
+        key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
+    )
+    if not nodes:
+        raise UserError(f"the Ray cluster has no alive node with {r.worker_cpus:g} free CPU for a worker")
+    actor: Any = ray.remote(cls)
+    return [
+        actor.options(
+            num_cpus=r.worker_cpus,
+            max_restarts=r.max_retries,
+            max_task_retries=r.max_retries,
+            max_concurrency=max_concurrency,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True),
+        ).remote(*args)
+        for node in nodes
+        for _ in range(r.workers_per_node)
+    ]
+
+
 class SpadeWorker:
     """One worker actor: validates tasks and runs episodes with a session of its own.
 
@@ -206,27 +235,12 @@ class RayExecutor:
         self.owns_cluster = not ray.is_initialized()
         if self.owns_cluster:
             self._connect()
-        cluster_nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # ray's API has no annotations
-        nodes = sorted(
-            (n for n in cluster_nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= r.worker_cpus),
-            key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
-        )
-        if not nodes:
+        try:
+            payload = (worker_config(config), templates_of(config.prompts_dir), forwarded_env())
+            self.workers: list[Any] = start_actors(SpadeWorker, r, 2 * self.per_worker + 4, *payload)
+        except UserError:
             self.close()
-            raise UserError(f"the Ray cluster has no alive node with {r.worker_cpus:g} free CPU for a worker")
-        actor: Any = ray.remote(SpadeWorker)
-        payload = (worker_config(config), templates_of(config.prompts_dir), forwarded_env())
-        self.workers: list[Any] = [
-            actor.options(
-                num_cpus=r.worker_cpus,
-                max_restarts=r.max_retries,
-                max_task_retries=r.max_retries,
-                max_concurrency=2 * self.per_worker + 4,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True),
-            ).remote(*payload)
-            for node in nodes
-            for _ in range(r.workers_per_node)
-        ]
+            raise
         self.slots = len(self.workers) * self.per_worker
         try:
             ready = ray.get([w.ready.remote() for w in self.workers], timeout=r.start_timeout_s)

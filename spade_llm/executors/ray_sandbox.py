@@ -18,14 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..config import RunConfig
 from ..errors import ExecutorError, SandboxUnavailable, SpadeError, UserError
 from ..sandbox.base import Limits, Program, Sandbox
 from ..sandbox.registry import get_sandbox
 from ..types import ExecutionResult
-from .ray import forwarded_env, ray_connect
+from .ray import forwarded_env, ray_connect, start_actors
 
 __all__ = ["RaySandbox", "SandboxHost"]
 
@@ -75,27 +74,12 @@ class RaySandbox(Sandbox):
         if self.owns_cluster:
             ray_connect(r)
         self.per_host = r.concurrency_per_worker or config.controller.concurrency
-        nodes: Callable[[], list[dict[str, Any]]] = ray.nodes  # ray's API has no annotations
-        alive = sorted(
-            (n for n in nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= r.worker_cpus),
-            key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
-        )
-        if not alive:
+        try:
+            sandbox = (config.sandbox.backend, config.sandbox.docker_image, forwarded_env())
+            self.hosts: list[Any] = start_actors(SandboxHost, r, self.per_host, *sandbox)
+        except UserError:
             self.close()
-            raise UserError(f"the Ray cluster has no alive node with {r.worker_cpus:g} free CPU for a sandbox host")
-        actor: Any = ray.remote(SandboxHost)
-        env = forwarded_env()
-        self.hosts: list[Any] = [
-            actor.options(
-                num_cpus=r.worker_cpus,
-                max_restarts=r.max_retries,
-                max_task_retries=r.max_retries,
-                max_concurrency=self.per_host,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True),
-            ).remote(config.sandbox.backend, config.sandbox.docker_image, env)
-            for node in alive
-            for _ in range(r.workers_per_node)
-        ]
+            raise
         try:
             ready = ray.get([h.ready.remote() for h in self.hosts], timeout=r.start_timeout_s)
         except ray.exceptions.GetTimeoutError:
