@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -146,3 +147,38 @@ def records(path: Path) -> Any:
 
 SMALL = ["--model", "fake/default", "--tasks-per-epoch", "4", "--samples-per-task", "2", "--seed", "0"]
 """Epochs of 4 tasks x 2 samples: 8 episodes an epoch."""
+
+
+class NotedClients:
+    """What the serve-env clients a module builds (its ``serve_env_client``) saw, once ``watch`` patched it:
+    how long each ``reset`` waited (seconds, in the order they returned) and the reward the server sent at
+    each episode's end (trajectory id -> reward)."""
+
+    def __init__(self) -> None:
+        self.resets: list[float] = []
+        self.finals: dict[str, float | None] = {}
+
+    def watch(self, monkeypatch: Any, module: Any) -> NotedClients:
+        real = module.serve_env_client
+
+        def noted_client(*args: Any, **kwargs: Any) -> Any:
+            client = real(*args, **kwargs)
+            reset, step = client.reset, client.step
+
+            async def timed_reset(**kw: Any) -> Any:
+                started = time.monotonic()
+                result = await reset(**kw)
+                self.resets.append(time.monotonic() - started)
+                return result
+
+            async def noted_step(action: Any) -> Any:
+                result = await step(action)
+                if result.done:  # the reward the server itself sends at the end (env.reward)
+                    self.finals[str(result.observation["trajectory_id"])] = result.reward
+                return result
+
+            client.reset, client.step = timed_reset, noted_step
+            return client
+
+        monkeypatch.setattr(module, "serve_env_client", noted_client)
+        return self

@@ -13,8 +13,17 @@ from typing import Any
 import pytest
 from builders import run_records
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_controller import StubChecker, StubExecutor, StubGenerator, cfg, make, rows
+from test_controller import (
+    SKILLS,
+    StubChecker,
+    StubExecutor,
+    StubGenerator,
+    assert_moved_only_out_of_band,
+    band_run,
+    cfg,
+    make,
+    rows,
+)
 
 from spade_llm.config import load_config
 from spade_llm.controller import Controller
@@ -162,33 +171,12 @@ def test_overlap_and_a_training_step_are_refused_together() -> None:
 
 @pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    slope=st.floats(0.8, 2.0),
-    center=st.floats(0.2, 0.8),
-    initial=st.floats(0.0, 1.0),
-    tasks=st.integers(4, 16),
-    seed=st.integers(0, 10_000),
-)
+@given(**SKILLS)
 def test_overlapped_the_target_moves_only_after_an_epoch_out_of_band(
     tmp_path_factory: pytest.TempPathFactory, slope: float, center: float, initial: float, tasks: int, seed: int
 ) -> None:
-    config = load_config(
-        None,
-        {
-            "seed": seed,
-            "controller": {"epochs": 8, "tasks_per_epoch": tasks, "initial_difficulty": initial, "overlap": True},
-        },
-    )
-    controller, _, _, _ = make(
-        tmp_path_factory.mktemp("band"), config, pass_prob=lambda d: min(1.0, max(0.0, 0.5 - slope * (d - center)))
-    )
-    metrics = asyncio.run(controller.run_all())
-    lo, hi = config.controller.band
+    base = tmp_path_factory.mktemp("band")
+    metrics, band = band_run(base, slope, center, initial, tasks, seed, epochs=8, overlap=True)
     # epoch e's target is epoch e - 1's, moved by what epoch e - 2 measured
     for measured, before, after in zip(metrics, metrics[1:], metrics[2:], strict=False):
-        if measured.pass_rate is None or lo <= measured.pass_rate <= hi or measured.episodes < 4:
-            assert after.difficulty == before.difficulty
-        elif measured.pass_rate > hi:
-            assert after.difficulty >= before.difficulty
-        else:
-            assert after.difficulty <= before.difficulty
+        assert_moved_only_out_of_band(measured, before.difficulty, after.difficulty, band)

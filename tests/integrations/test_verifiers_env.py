@@ -569,27 +569,11 @@ def test_url_mode_groups_of_four_over_three_steps_and_an_epoch_never_wait_once_t
         skip_unless_required("openenv-core is not installed: pip install 'spade-selfplay[env]'")
     import time
 
-    from serve_env_kit import ServeEnv
+    from serve_env_kit import NotedClients, ServeEnv
 
     from spade_llm.integrations import verifiers as served_env
 
-    resets: list[float] = []
-    real_client = served_env.serve_env_client
-
-    def timed_client(*args: Any, **kwargs: Any) -> Any:
-        client = real_client(*args, **kwargs)
-        reset = client.reset
-
-        async def timed(**kw: Any) -> Any:
-            started = time.monotonic()
-            result = await reset(**kw)
-            resets.append(time.monotonic() - started)
-            return result
-
-        client.reset = timed
-        return client
-
-    monkeypatch.setattr(served_env, "serve_env_client", timed_client)
+    resets = NotedClients().watch(monkeypatch, served_env).resets
     run = tmp_path / "env-run"
     server = ServeEnv(
         ["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",

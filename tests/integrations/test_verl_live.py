@@ -30,7 +30,7 @@ need("openenv", "env")
 
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
-from serve_env_kit import ServeEnv  # noqa: E402
+from serve_env_kit import NotedClients, ServeEnv  # noqa: E402
 from test_trl_live import served_task, wrong_code  # noqa: E402
 from test_verifiers_env import Scripted  # noqa: E402
 from test_verl_trainer import (  # noqa: E402
@@ -129,30 +129,7 @@ def test_verl_rollouts_of_one_prompt_play_one_task_over_three_steps_and_an_epoch
     run = tmp_path / "run"
     server = ServeEnv(["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",
                        "--out", str(run)])  # fmt: skip
-    resets: list[float] = []
-    finals: dict[str, float | None] = {}
-    real_client = verl_live.serve_env_client
-
-    def timed_client(*args: Any, **kwargs: Any) -> Any:
-        client = real_client(*args, **kwargs)
-        reset, step = client.reset, client.step
-
-        async def timed_reset(**kw: Any) -> Any:
-            started = time.monotonic()
-            result = await reset(**kw)
-            resets.append(time.monotonic() - started)
-            return result
-
-        async def noted_step(action: Any) -> Any:
-            result = await step(action)
-            if result.done:  # the reward the server itself sends at the end (env.reward)
-                finals[str(result.observation["trajectory_id"])] = result.reward
-            return result
-
-        client.reset, client.step = timed_reset, noted_step
-        return client
-
-    monkeypatch.setattr(verl_live, "serve_env_client", timed_client)
+    noted = NotedClients().watch(monkeypatch, verl_live)
     try:
         # the docs' commands: python -m spade_llm.verl, then main_ppo's keys (lengths the test's, for the tiny
         # tokenizer's long token lists), checked as main_ppo.main checks them first
@@ -204,7 +181,7 @@ def test_verl_rollouts_of_one_prompt_play_one_task_over_three_steps_and_an_epoch
             trajectory = str(extra["spade_trajectory_id"][i])
             passed = status[trajectory] == "passed"
             # one reward: verl's is the server's, 1.0 or 0.0
-            assert scores[i] == (1.0 if passed else 0.0) == finals[trajectory], (i, status[trajectory])
+            assert scores[i] == (1.0 if passed else 0.0) == noted.finals[trajectory], (i, status[trajectory])
             assert extra["acc"][i] == float(passed)
         for uid, ids in tasks_of.items():  # two of each group passed: the group compares answers to one task
             assert sum(scores[i] for i in range(8) if uids[i] == uid) == 2.0, ids
@@ -220,6 +197,6 @@ def test_verl_rollouts_of_one_prompt_play_one_task_over_three_steps_and_an_epoch
             ones = [k for k, v in enumerate(row) if v]
             assert 0 in row[ones[0] : ones[-1]], "the feedback between two answers must be masked"
     assert epochs == {0, 1, 2}, epochs  # 24 episodes of 8 an epoch: across two epoch boundaries
-    print("reset waits (s):", [round(w, 2) for w in resets])
-    assert len(resets) == 24
-    assert max(resets[8:]) < 1.0, resets  # once the pool is full, no reset waits, at a boundary either
+    print("reset waits (s):", [round(w, 2) for w in noted.resets])
+    assert len(noted.resets) == 24
+    assert max(noted.resets[8:]) < 1.0, noted.resets  # once the pool is full, no reset waits, at a boundary either

@@ -14,15 +14,20 @@ from spade_llm.errors import UserError
 from spade_llm.serve import env
 
 
-def test_an_openenv_core_that_does_not_import_names_the_install_that_fixes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def server_import_raises(monkeypatch: pytest.MonkeyPatch, error: ImportError) -> None:
+    """From now on, importing serve-env's server module raises ``error`` (what a broken install does)."""
     real = importlib.import_module
 
     def broken(name: str, *args: Any) -> Any:
         if name == "spade_llm.serve.env.server":
-            raise ImportError("FastMCP client support is not installed.", name="fastmcp.client")
+            raise error
         return real(name, *args)
 
     monkeypatch.setattr(importlib, "import_module", broken)
+
+
+def test_an_openenv_core_that_does_not_import_names_the_install_that_fixes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    server_import_raises(monkeypatch, ImportError("FastMCP client support is not installed.", name="fastmcp.client"))
     with pytest.raises(UserError) as told:
         env.import_server()
     said = str(told.value)
@@ -31,14 +36,7 @@ def test_an_openenv_core_that_does_not_import_names_the_install_that_fixes_it(mo
 
 
 def test_a_bug_of_ours_is_not_dressed_as_an_install_problem(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.import_module
-
-    def ours(name: str, *args: Any) -> Any:
-        if name == "spade_llm.serve.env.server":
-            raise ImportError("cannot import name 'X'", name="spade_llm.serve.env.sessions")
-        return real(name, *args)
-
-    monkeypatch.setattr(importlib, "import_module", ours)
+    server_import_raises(monkeypatch, ImportError("cannot import name 'X'", name="spade_llm.serve.env.sessions"))
     with pytest.raises(ImportError, match="cannot import name 'X'"):
         env.import_server()
 
