@@ -756,9 +756,15 @@ def _serve_env(args: argparse.Namespace, session: Any, run: Any, token: str | No
 def cmd_train(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..integrations.trl_train import TrainPlan, server_args, train_live
+    from ..integrations.trl_warm_start import WarmStart
 
     if not args.model:
         raise UserError("spade train needs --model: the model to train (a local folder or a Hugging Face id)")
+    warm = None
+    if args.warm_start is not None:
+        warm = WarmStart(Path(args.warm_start), args.warm_start_stages, args.warm_start_steps)
+    elif args.warm_start_steps is not None or args.warm_start_stages != ("sft",):
+        raise UserError("--warm-start-stages and --warm-start-steps need --warm-start RUN_DIR: the run to learn from")
     runs_dir = load_config(args.config, {}).runs_dir
     out = Path(args.out) if args.out else Path(runs_dir) / time.strftime("train-%Y%m%d-%H%M%S")
     flags = [("--config", args.config), ("--model", args.generator_model), ("--api-base", args.api_base)]
@@ -770,6 +776,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         num_generations=args.num_generations,
         server_args=server_args(flags),
         seed=args.seed,
+        max_completion_length=args.max_completion_length,
+        warm=warm,
     )
     train_live(plan, log=_say)
     return 0

@@ -372,6 +372,42 @@ NUM_GENERATIONS = _flag(
     default=4,
     help="rollouts of each prompt (GRPO's group); a group plays one task",
 )
+MAX_COMPLETION_LENGTH = _flag(
+    "--max-completion-length",
+    type=_positive(int),
+    default=1024,
+    help="longest answer a rollout generates, in tokens",
+)
+
+
+def _warm_stages(text: str) -> tuple[str, ...]:
+    from ..integrations.trl_warm_start import parse_stages
+
+    try:
+        return parse_stages(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+WARM_START = _flag(
+    "--warm-start",
+    metavar="RUN_DIR",
+    help="before GRPO, train on this finished run's exports (its train split; --warm-start-stages)",
+    default_text="none: GRPO from --model",
+)
+WARM_START_STAGES = _flag(
+    "--warm-start-stages",
+    type=_warm_stages,
+    default=("sft",),
+    help="sft (the passing answers), dpo (passing over failing answers) or sft,dpo, in that order",
+    default_text="sft",
+)
+WARM_START_STEPS = _flag(
+    "--warm-start-steps",
+    type=_positive(int),
+    help="optimizer steps per warm-start stage",
+    default_text="one pass over the stage's rows",
+)
 ALLOW_UNSAFE = _flag(
     "--allow-unsafe",
     action="store_true",
@@ -633,7 +669,8 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         "with TRL's GRPOTrainer and SpadeLiveEnv: each prompt's --num-generations rollouts play one task, the "
         "server judges and records every episode, and the target difficulty follows the policy. OUT/run holds "
         "the episodes (a run directory), OUT/model the checkpoints and the trained model. vLLM on a GPU when "
-        "installed, plain transformers otherwise (CPU: fp32). Needs: pip install 'spade-selfplay[trl,env]' torch.",
+        "installed, plain transformers otherwise (CPU: fp32). --warm-start RUN_DIR first trains on a finished run's "
+        "exports (SFT, DPO or both; OUT/warm). Needs: pip install 'spade-selfplay[trl,env]' torch.",
         flags=(
             MODEL.but(
                 help="the model to train: a local model folder or a Hugging Face id",
@@ -646,6 +683,10 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             API_BASE.but(help="the generator's OpenAI-compatible server", sets=(), default_text="the --config's"),
             STEPS,
             NUM_GENERATIONS,
+            MAX_COMPLETION_LENGTH,
+            WARM_START,
+            WARM_START_STAGES,
+            WARM_START_STEPS,
             TASKS_PER_EPOCH.but(sets=(), default_text="the --config's"),
             MAX_TURNS.but(help="turns per episode", sets=(), default_text="the --config's"),
             SANDBOX.but(help="sandbox backend the rollouts' code runs in", sets=(), default_text="the --config's"),

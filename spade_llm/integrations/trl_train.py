@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError, pip_install
+from .trl_warm_start import WarmStart
 
 __all__ = ["TrainPlan", "train_live"]
 
@@ -47,6 +48,9 @@ class TrainPlan:
     """``spade serve-env`` flags for the curriculum's side (the generator's model, the sandbox...)."""
     seed: int = 0
     max_completion_length: int = 1024
+    """Longest answer a rollout generates, in tokens (GRPO's ``max_completion_length``)."""
+    warm: WarmStart | None = None
+    """SFT and/or DPO on a run's exports before GRPO (``trl_warm_start``); None: GRPO from ``model``."""
 
 
 def require_trainer() -> None:
@@ -97,13 +101,20 @@ def serve_env(plan: TrainPlan, log: Callable[[str], None]) -> Iterator[str]:
         reader.join(timeout=10)
 
 
+def device_args(seed: int) -> dict[str, Any]:
+    """What every TRL config of ``spade train`` is given: on a GPU bf16 where it has it, else the CPU in fp32."""
+    import torch
+
+    gpu = torch.cuda.is_available()
+    return {"use_cpu": not gpu, "bf16": gpu and torch.cuda.is_bf16_supported(), "seed": seed}
+
+
 def grpo_config(plan: TrainPlan) -> Any:
     """TRL's ``GRPOConfig`` for ``plan``: one prompt's group a device batch, vLLM on a GPU when installed."""
     import torch
     from trl import GRPOConfig
 
-    gpu = torch.cuda.is_available()
-    vllm = gpu and importlib.util.find_spec("vllm") is not None
+    vllm = torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
     return GRPOConfig(
         output_dir=str(plan.out / "model"),
         max_steps=plan.steps,
@@ -111,14 +122,12 @@ def grpo_config(plan: TrainPlan) -> Any:
         per_device_train_batch_size=plan.num_generations,
         gradient_accumulation_steps=1,
         max_completion_length=plan.max_completion_length,
-        use_cpu=not gpu,
-        bf16=gpu and torch.cuda.is_bf16_supported(),
         use_vllm=vllm,
         vllm_mode="colocate",
         logging_steps=1,
         save_steps=max(1, min(plan.steps, 100)),
         report_to="none",
-        seed=plan.seed,
+        **device_args(plan.seed),
     )
 
 
@@ -127,8 +136,8 @@ def train_live(plan: TrainPlan, log: Callable[[str], None] = print) -> Path:
     the trained model was saved to.
 
     Raises:
-        UserError: TRL, torch or openenv-core is missing, the output folder is not empty, or serve-env did not
-            start.
+        UserError: TRL, torch or openenv-core is missing, the output folder is not empty, the warm start's run
+            has no rows for a stage, or serve-env did not start.
     """
     require_trainer()
     if plan.out.exists() and any(plan.out.iterdir()):
@@ -138,10 +147,17 @@ def train_live(plan: TrainPlan, log: Callable[[str], None] = print) -> Path:
 
     from .trl import SpadeLiveEnv, live_dataset
 
+    model = plan.model
+    if plan.warm is not None:
+        from .trl_warm_start import export_warm_rows, warm_start
+
+        folder = plan.out / "warm"
+        rows = export_warm_rows(plan.warm, folder)  # every stage's data checked before any training
+        model = warm_start(model, plan.warm, folder, rows, device_args(plan.seed), log)
     with serve_env(plan, log) as url:
-        log(f"spade train: serve-env at {url}; training {plan.model} for {plan.steps} steps -> {plan.out / 'model'}")
+        log(f"spade train: serve-env at {url}; training {model} for {plan.steps} steps -> {plan.out / 'model'}")
         trainer = GRPOTrainer(
-            model=plan.model,
+            model=model,
             args=grpo_config(plan),
             train_dataset=live_dataset(plan.steps, num_generations=plan.num_generations),
             environment_factory=functools.partial(SpadeLiveEnv, url),
