@@ -14,7 +14,9 @@ What it measures, all on 127.0.0.1:
    recognising the task: it is in the wall time, as a model's would be), and the resets' waits
    (at an epoch boundary: the next plan, proposals and validation);
 3. samples the server process's RSS every 100 ms (and ``VmHWM`` at the end), and its sandbox
-   workers' (its descendants', summed: pages they share are counted in each) at the peak.
+   workers' (its descendants', summed: pages they share are counted in each) at the peak;
+4. reads the whole machine's busy CPU time over the episodes (``/proc/stat``): ``cpu_busy`` near 1.0
+   means the cores, not the server, set the pace.
 
 What bounds it: each epoch's tasks are proposed and validated (the reference, determinism, weak
 tests with up to 40 mutants) before their episodes are handed out, and the controller waits for an
@@ -82,6 +84,12 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     except OSError:
         pass
     return 0.0
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """The machine's (busy, total) CPU time so far, in clock ticks (``/proc/stat``: idle and iowait are not busy)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
 
 
 def descendants(pid: int) -> list[int]:
@@ -187,11 +195,11 @@ def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path
         out: dict[str, list[float]] = {"reset_s": [], "step_s": [], "policy_s": [], "reward": [], "passed": []}
         budget, lock = [args.episodes], threading.Lock()
         ask = policy(api_base, args.profile)
-        started = time.monotonic()
+        started, (busy0, total0) = time.monotonic(), cpu_ticks()
         with ThreadPoolExecutor(sessions) as pool:
             for f in [pool.submit(play, url, ask, budget, lock, out) for _ in range(sessions)]:
                 f.result()
-        wall = time.monotonic() - started
+        wall, (busy1, total1) = time.monotonic() - started, cpu_ticks()
         sampler.stop.set()
         sampler.join()
         hwm = rss_mb(proc.pid, "VmHWM")
@@ -229,6 +237,9 @@ def one_level(args: argparse.Namespace, api_base: str, sessions: int, work: Path
         "policy_p50_ms": round(1000 * statistics.median(out["policy_s"]), 1),
         "policy_total_s": round(sum(out["policy_s"]), 2),
         "pass_rate": round(sum(out["passed"]) / max(1, episodes), 3),
+        # the whole machine's (server, sandboxes, clients, serve-fake, anything else): what the cores allow
+        "cpu_busy": round((busy1 - busy0) / max(1, total1 - total0), 3),
+        "cpu_s": round((busy1 - busy0) / os.sysconf("SC_CLK_TCK"), 1),
         "epochs_closed": len(metrics),
         "startup_s": round(startup_s, 2),
         "server_rss_idle_mb": round(idle_mb, 1),
@@ -577,7 +588,7 @@ def main() -> None:
         f"{'executor':>9}{'sessions':>8}{'episodes':>9}{'wall s':>8}{'ep/s':>7}{'steps/s':>8}{'step p50':>9}"
         f"{'p90 ms':>8}"
         f"{'policy p50':>11}{'reset max s':>12}{'epochs':>7}{'pass':>6}{'RSS idle':>9}{'peak':>7}{'HWM':>6}"
-        f"{'sandbox':>8}"
+        f"{'sandbox':>8}{'CPU busy':>9}{'CPU s':>7}"
     )
     for r in levels:
         print(
@@ -586,6 +597,7 @@ def main() -> None:
             f"{r['reset_wait_max_s']:>12.2f}{r['epochs_closed']:>7}"
             f"{r['pass_rate']:>6.2f}{r['server_rss_idle_mb']:>7.0f}MB{r['server_rss_peak_mb']:>5.0f}MB"
             f"{r['server_vm_hwm_mb']:>4.0f}MB{r['sandbox_rss_peak_mb']:>6.0f}MB"
+            f"{100 * r['cpu_busy']:>8.0f}%{r['cpu_s']:>7.0f}"
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
