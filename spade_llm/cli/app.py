@@ -405,9 +405,16 @@ def cmd_exec(args: argparse.Namespace) -> int:
         raise UserError(
             f"{where}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x}); spade exec runs UTF-8 source"
         ) from None
+    stdin = None
+    if args.stdin is not None:
+        try:
+            stdin = read_input(args.stdin, "--stdin file").decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{args.stdin}: not UTF-8 text (byte at offset {e.start}): --stdin takes text") from None
     sandbox = _sandbox(args.sandbox)
     try:
-        result = run_program(sandbox, source, Limits(timeout_s=args.timeout, memory_mb=args.memory_mb))
+        limits = Limits(timeout_s=args.timeout, memory_mb=args.memory_mb)
+        result = run_program(sandbox, source, limits, stdin=stdin, cpu_s=args.cpu_s)
     finally:
         sandbox.close()
     print(result.model_dump_json(exclude_none=False))

@@ -286,6 +286,18 @@ SKIP_INVALID = _flag(
 # running programs
 TIMEOUT = _flag("--timeout", type=_positive(float, 0.01), default=10.0, help="wall-clock limit, seconds")
 MEMORY_MB = _flag("--memory-mb", type=_positive(int, 16), default=512, help="memory limit, MiB")
+PROGRAM_STDIN = _flag(
+    "--stdin",
+    metavar="FILE",
+    help="file the program reads as its standard input",
+    default_text="none: the program reads end of file",
+)
+CPU_S = _flag(
+    "--cpu-s",
+    type=_positive(float, 0.01),
+    help="CPU-time budget, seconds: past it the run ends as a timeout (load does not move it)",
+    default_text="none: only --timeout",
+)
 SAMPLES = _flag(
     "--samples",
     help='JSONL of {"task_id", "completion"} or {"task_id", "code"}',
@@ -499,7 +511,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     ),
     "exec": CommandSpec(
         help="run one program in the sandbox, print its ExecutionResult as JSON",
-        flags=(FILE, SANDBOX.but(default=AUTO, sets=()), TIMEOUT, MEMORY_MB, CHECK),
+        flags=(FILE, SANDBOX.but(default=AUTO, sets=()), TIMEOUT, MEMORY_MB, PROGRAM_STDIN, CPU_S, CHECK),
     ),
     "verify": CommandSpec(
         help="validate tasks: one JSON line per task, a summary on stderr",

@@ -110,6 +110,8 @@ PR_SET_CHILD_SUBREAPER = 36
 MAX_FDS = 1 << 16
 SIGKILL = 9
 SIGXCPU = 24
+SIGPROF = 27
+"""Linux's: a ``program`` run with ``cpu_s`` is ended by it at its CPU budget."""
 
 # Captured before any untrusted code runs: patching builtins cannot change how values are encoded.
 _type = type
@@ -953,6 +955,15 @@ class _Child:
         path = self.req["file"]
         module = _new_module("__main__", path)
         sys.argv = [path]
+        cpu_s = self.req.get("cpu_s")
+        if cpu_s:
+            import _signal
+
+            # the program's CPU time (every thread), so load does not move a verdict; SIGPROF's default
+            # action ends the process, which the parent reports as a timeout (a program that catches
+            # or ignores it meets the wall deadline instead)
+            _signal.signal(_signal.SIGPROF, _signal.SIG_DFL)
+            _signal.setitimer(_signal.ITIMER_PROF, float(cpu_s))
         try:
             _load(path, module, _CODE.pop(path, None))
         except SystemExit as e:
@@ -1027,6 +1038,12 @@ def _child_main(req: "dict[str, Any]", token: str, fds: dict[str, int]) -> None:
         pass
     null = posix.open("/dev/null", posix.O_RDWR)
     posix.dup2(null, 0)
+    stdin_file = req.get("stdin_file")
+    if stdin_file:  # a program's input: a regular file of the scratch directory, never a FIFO or a link
+        try:
+            posix.dup2(open_regular(stdin_file), 0)
+        except OSError:
+            _exit(1)  # not reached for a file the runner wrote; an empty stdin would be a wrong verdict
     posix.dup2(fds["out_w"], 1)
     posix.dup2(fds["err_w"], 2)
     unbuffered_std()
@@ -1205,7 +1222,7 @@ def _supervise(
         posix.close(pidfd)
     cpu_exceeded = False
     signal = posix.WTERMSIG(status) if posix.WIFSIGNALED(status) else None
-    if signal == SIGXCPU:
+    if signal == SIGXCPU or (signal == SIGPROF and req.get("cpu_s")):
         cpu_exceeded = True
     elif signal == SIGKILL and not timed_out and not over:
         import resource

@@ -24,6 +24,8 @@ from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, inter
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
 MAIN_FILE = "main.py"
+STDIN_FILE = "stdin.txt"
+"""A program's standard input, written beside it (the harness opens it as the program's fd 0)."""
 RESULTS_FACTOR = 8
 """The results channel may carry this many times ``output_limit_bytes`` (all tests' outputs)."""
 
@@ -166,9 +168,23 @@ def _report_cap(limits: Limits) -> int:
     return 12 * limits.output_limit_bytes + 2 * RESULTS_FACTOR * limits.output_limit_bytes + (1 << 16)
 
 
-def run_program(sandbox: Sandbox, source: str, limits: Limits) -> ExecutionResult:
-    """Run ``source`` as ``__main__`` (``spade exec``); its exit code and streams are the result's."""
-    return _execute(sandbox, "program", {MAIN_FILE: source}, {"file": MAIN_FILE}, limits).result
+def run_program(
+    sandbox: Sandbox, source: str, limits: Limits, *, stdin: str | None = None, cpu_s: float | None = None
+) -> ExecutionResult:
+    """Run ``source`` as ``__main__`` (``spade exec``); its exit code and streams are the result's.
+
+    ``stdin``: what the program reads on its standard input (default: nothing, ``/dev/null``).
+    ``cpu_s``: a CPU-time budget (every thread of the program's process), after which the run ends as
+    ``timeout``; the wall limit stays ``limits.timeout_s`` (a program that sleeps or ignores the
+    budget's signal meets it)."""
+    files = {MAIN_FILE: source}
+    request: dict[str, Any] = {"file": MAIN_FILE}
+    if stdin is not None:
+        files[STDIN_FILE] = stdin
+        request["stdin_file"] = STDIN_FILE
+    if cpu_s is not None:
+        request["cpu_s"] = float(cpu_s)
+    return _execute(sandbox, "program", files, request, limits).result
 
 
 def execute_calls(

@@ -163,3 +163,30 @@ def test_check_exits_6_when_what_is_checked_fails_and_0_otherwise(tmp_path, caps
     assert main(["evaluate", str(one), "--samples", str(samples), *common]) == Exit.OK
     assert main(["evaluate", str(one), "--samples", str(samples), *common, "--check"]) == Exit.CHECK_FAILED
     capsys.readouterr()
+
+
+# -- exec: a whole program's stdin and CPU budget (issue 38) ---------------------------------------------
+
+
+def test_exec_feeds_the_program_its_stdin_file_and_ends_it_at_its_cpu_budget(tmp_path, capsys):
+    program, given = tmp_path / "sum.py", tmp_path / "in.txt"
+    program.write_text("n = int(input())\nprint(sum(map(int, input().split()[:n])))\n")
+    given.write_text("2\n20 22 99\n")
+    assert main(["exec", str(program), "--sandbox", "subprocess", "--stdin", str(given)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["status"], result["stdout"]) == ("ok", "42\n")
+    loop = tmp_path / "loop.py"
+    loop.write_text("while True:\n    pass\n")
+    assert main(["exec", str(loop), "--sandbox", "subprocess", "--cpu-s", "0.2", "--timeout", "30"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "timeout" and "CPU time limit" in result["stderr"]
+
+
+def test_exec_stdin_that_is_missing_or_not_text_is_one_error(tmp_path, capsys):
+    program, binary = tmp_path / "p.py", tmp_path / "in.bin"
+    program.write_text("print(input())\n")
+    binary.write_bytes(b"\xff\xfe\n")
+    assert main(["exec", str(program), "--stdin", str(tmp_path / "none.txt")]) == 2
+    assert "--stdin file not found" in capsys.readouterr().err
+    assert main(["exec", str(program), "--stdin", str(binary)]) == 2
+    assert "not UTF-8 text" in capsys.readouterr().err

@@ -19,6 +19,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_backends import unavailable
@@ -27,6 +28,7 @@ from spade_llm.judge import final_status, run_task_tests
 from spade_llm.sandbox.base import Limits, Program, Sandbox
 from spade_llm.sandbox.registry import BACKENDS, get_sandbox
 from spade_llm.sandbox.runner import execute_calls, run_check, run_program, run_tests
+from spade_llm.sandbox.stdio import NOT_RUN_AFTER_TIMEOUTS, run_stdio_tests
 from spade_llm.sandbox.subprocess import SubprocessSandbox
 from spade_llm.types import Task, TestCase
 
@@ -678,6 +680,79 @@ def test_raw_run_feeds_stdin_and_files(sandbox):
     src = "import sys\nd = sys.stdin.buffer.read()\nprint(len(d), open('extra/f.txt').read())\n"
     r = sandbox.run(Program(source=src, stdin=data, files={"extra/f.txt": b"hi"}), LIMITS)
     assert r.status == "ok" and r.stdout == "300000 hi\n"
+
+
+# -- whole programs on stdin/stdout (sandbox/stdio.py) ----------------------------------------
+
+
+SUM_PROGRAM = "import sys\nn = int(input())\nprint(sum(map(int, sys.stdin.read().split()[:n])))\n"
+
+
+def test_a_program_reads_its_stdin_and_only_that(sandbox):
+    r = run_program(sandbox, SUM_PROGRAM, LIMITS, stdin="3\n1 2 3 4\n")
+    assert (r.status, r.return_code, r.stdout) == ("ok", 0, "6\n")
+    r = run_program(sandbox, "print(input())\n", LIMITS)  # no stdin given: end of file at once
+    assert r.status == "error" and "EOFError" in r.stderr
+    r = run_program(sandbox, "import os, sys\nprint(os.isatty(0), repr(sys.stdin.read()))\n", LIMITS, stdin="")
+    assert r.stdout == "False ''\n"
+
+
+def test_a_programs_cpu_budget_ends_it_as_a_timeout(sandbox):
+    started = time.monotonic()
+    r = run_program(sandbox, "while True:\n    pass\n", Limits(timeout_s=10.0, memory_mb=256), cpu_s=0.3)
+    assert r.status == "timeout" and "CPU time limit exceeded" in r.stderr
+    assert time.monotonic() - started < 10.0 - GRACE_S  # the budget ended it, not the wall limit
+    # a program that ignores the budget's signal meets the wall limit
+    ignores = "import signal\nsignal.signal(signal.SIGPROF, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    r = run_program(sandbox, ignores, Limits(timeout_s=1.0, memory_mb=256), cpu_s=0.2)
+    assert r.status == "timeout"
+    r = run_program(sandbox, "import time\ntime.sleep(0.3)\nprint('slept')\n", LIMITS, cpu_s=0.1)
+    assert (r.status, r.stdout) == ("ok", "slept\n")  # sleeping spends no CPU
+
+
+def stdio_tests(*pairs: tuple[str, str]) -> list[TestCase]:
+    return [TestCase(input=i, expected=o) for i, o in pairs]
+
+
+def stdio_judged(
+    sandbox: Sandbox, code: str, tests: list[TestCase], cpu_s: float = TEST_TIMEOUT_S
+) -> tuple[Any, list[Any]]:
+    """``run_stdio_tests``' result and its per-test verdicts."""
+    result = run_stdio_tests(sandbox, code, tests, LIMITS, cpu_s)
+    assert result.test_results is not None
+    return result, result.test_results
+
+
+def test_stdio_tests_judge_each_input_by_the_output_rule(sandbox):
+    tests = stdio_tests(("2\n5 7\n", "12\n"), ("1\n4\n", "4"), ("3\n1 1 1\n", "3   \n\n\n"))
+    r, v = stdio_judged(sandbox, SUM_PROGRAM, tests)
+    assert [t.status for t in v] == ["passed"] * 3 and r.all_passed
+    assert final_status(r) == "passed"
+    wrong = "input()\nprint(sum(map(int, input().split())) + 1)\n"
+    r, v = stdio_judged(sandbox, wrong, tests)
+    assert [t.status for t in v] == ["failed"] * 3 and v[0].output == "13\n"
+    assert final_status(r) == "failed"
+
+
+def test_stdio_tests_fail_a_crash_an_exit_code_and_silence(sandbox):
+    tests = stdio_tests(("1\n4\n", "4\n"))
+    crash = "input()\nprint(4)\nraise ValueError('boom')\n"
+    r, v = stdio_judged(sandbox, crash, tests)
+    assert v[0].status == "error" and "ValueError: boom" in str(v[0].error)
+    r, v = stdio_judged(sandbox, "print(4)\nimport sys\nsys.exit(2)\n", tests)
+    assert v[0].status == "error" and str(v[0].error).startswith("exit code 2")
+    r, v = stdio_judged(sandbox, "pass\n", tests)
+    assert v[0].status == "failed" and v[0].output == ""
+    r, v = stdio_judged(sandbox, "print(4\n", tests)  # does not compile: nothing runs
+    assert final_status(r) == "error" and str(r.load_error).startswith("SyntaxError")
+
+
+def test_stdio_tests_stop_after_two_timeouts(sandbox):
+    slow = "n = int(input())\nwhile n > 1:\n    pass\nprint(n)\n"  # loops on every input but 1
+    tests = stdio_tests(("1\n", "1\n"), ("2\n", "2\n"), ("3\n", "3\n"), ("4\n", "4\n"))
+    r, v = stdio_judged(sandbox, slow, tests, 0.2)
+    assert [t.status for t in v] == ["passed", "timeout", "timeout", "timeout"]
+    assert v[3].error == NOT_RUN_AFTER_TIMEOUTS and final_status(r) == "timeout"
 
 
 def test_raw_run_rejects_file_names_outside_scratch(sandbox):

@@ -1,0 +1,171 @@
+"""Whole programs judged on (stdin, expected stdout) tests: the output rule and the runs.
+
+The field's program tasks (CodeContests, APPS, TACO, LiveCodeBench, Codeforces) test a program by what it
+prints for what it reads. Each test is one sandbox execution of the program as ``__main__`` with the
+test's input as its standard input (``runner.run_program``), under a CPU-time budget per test, so load
+does not move a verdict; its stdout is compared *outside* the sandbox by the one output rule,
+``same_output``. A test passes only when the run ended normally with exit code 0 and printed what was
+expected; a run that used up its budget (or the wall limit) is a ``timeout``; any other ending (a
+non-zero exit, an exception, a signal, the memory or output limit) fails it, with what it printed kept.
+
+After ``max_timeouts`` tests timed out the rest are not run (``timeout``, "not run: ..."): a program that
+loops on every input would otherwise spend a budget per test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..languages import pyast
+from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatus
+from .base import Limits, Sandbox
+from .runner import MAIN_FILE, run_program
+
+__all__ = ["NOT_RUN_AFTER_TIMEOUTS", "output_lines", "run_stdio_tests", "same_output", "wall_limit"]
+
+NOT_RUN_AFTER_TIMEOUTS = "not run: earlier tests timed out"
+SHOWN_OUTPUT_CHARS = 2000
+"""Most of a test's stdout kept in its ``TestResult.output`` (feedback clips further)."""
+WALL_FACTOR = 10.0
+"""A test's wall limit is this many times its CPU budget (plus ``WALL_SLACK_S``): only a program that
+sleeps, blocks or ignores the budget's signal meets it, so a loaded machine does not."""
+WALL_SLACK_S = 1.0
+
+
+def output_lines(text: str) -> list[str]:
+    """The lines the output rule compares: each line without its trailing whitespace (``\\r`` included),
+    and no trailing empty lines (so a missing or an extra final newline does not matter)."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def same_output(expected: str, actual: str) -> bool:
+    """The output rule: ``actual`` stdout matches ``expected`` when their lines are equal after stripping
+    each line's trailing whitespace and ignoring trailing blank lines. Leading whitespace, blank lines
+    between lines, letter case and number formats all count (``1.0`` is not ``1``): a task whose answers
+    may differ gives a checker program instead.
+
+    >>> same_output("1 2\\n3\\n", "1 2   \\n3")
+    True
+    >>> same_output("1 2\\n", "1  2\\n"), same_output("YES\\n", "yes\\n"), same_output("", "\\n\\n")
+    (False, False, True)
+    """
+    return output_lines(expected) == output_lines(actual)
+
+
+def wall_limit(cpu_s: float, limits: Limits) -> float:
+    """A test run's wall limit for a CPU budget of ``cpu_s``: ``WALL_FACTOR`` times it plus the slack,
+    never more than ``limits.timeout_s``."""
+    return min(limits.timeout_s, WALL_FACTOR * cpu_s + WALL_SLACK_S)
+
+
+def _verdict(index: int, test: TestCase, run: ExecutionResult) -> TestResult:
+    expected = test.expected if isinstance(test.expected, str) else None
+    status: TestStatus
+    error: str | None = None
+    if run.status == "timeout":
+        status, error = "timeout", "time limit exceeded"
+    elif run.status != "ok" or run.return_code != 0:
+        status = "error"
+        error = _ending(run)
+    elif expected is None:
+        status, error = "error", "the test has no expected output to compare with"
+    elif run.stdout_truncated:
+        status, error = "failed", "output limit exceeded"
+    else:
+        status = "passed" if same_output(expected, run.stdout) else "failed"
+    return TestResult(
+        index=index,
+        input=test.input,
+        status=status,
+        output=run.stdout[:SHOWN_OUTPUT_CHARS],
+        error=error,
+        duration_ms=run.duration_ms,
+    )
+
+
+def _ending(run: ExecutionResult) -> str:
+    """Why a run that did not end normally failed its test, in one line."""
+    if run.status in ("ok", "error") and run.return_code is not None:  # it ended by itself
+        last = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+        return f"exit code {run.return_code}" + (f": {last[0][:300]}" if last else "")
+    note = [line for line in run.stderr.splitlines() if line.startswith("[spade]")]
+    return note[-1].removeprefix("[spade] ") if note else run.status
+
+
+def run_stdio_tests(
+    sandbox: Sandbox,
+    code: str,
+    tests: Sequence[TestCase],
+    limits: Limits,
+    cpu_s: float,
+    *,
+    indices: Sequence[int] | None = None,
+    max_timeouts: int | None = 2,
+) -> ExecutionResult:
+    """``code`` run once per test on its input, its stdout judged by ``same_output``: one
+    ``ExecutionResult`` over all (``indices``: each test's index to report, default 0..n-1).
+
+    The result's streams are the first failing test's (else the last test's): what feedback may show of
+    the public tests. ``status`` is ``ok`` unless every test ran into the same limit.
+    """
+    chosen = list(range(len(tests))) if indices is None else list(indices)
+    per_test = Limits(
+        timeout_s=wall_limit(cpu_s, limits),
+        memory_mb=limits.memory_mb,
+        max_processes=limits.max_processes,
+        scratch_mb=limits.scratch_mb,
+        output_limit_bytes=limits.output_limit_bytes,
+    )
+    load_error = _syntax_error(code)
+    if load_error is not None:  # it would fail every test the same way: no run needed
+        not_run = [
+            TestResult(index=i, input=t.input, status="error", error=load_error)
+            for i, t in zip(chosen, tests, strict=True)
+        ]
+        return ExecutionResult(
+            status="error", stderr=load_error, tests_passed=0, tests_total=len(not_run), test_results=not_run,
+            load_error=load_error,
+        )  # fmt: skip
+    results: list[TestResult] = []
+    runs: list[ExecutionResult] = []
+    timeouts = 0
+    for index, test in zip(chosen, tests, strict=True):
+        if max_timeouts is not None and timeouts >= max_timeouts:
+            results.append(TestResult(index=index, input=test.input, status="timeout", error=NOT_RUN_AFTER_TIMEOUTS))
+            continue
+        run = run_program(sandbox, code, per_test, stdin=test.input, cpu_s=cpu_s)
+        verdict = _verdict(index, test, run)
+        timeouts += verdict.status == "timeout"
+        results.append(verdict)
+        runs.append(run)
+    failing = [run for run, r in zip(runs, results, strict=False) if not r.passed]  # runs: the results' prefix
+    shown = failing[0] if failing else runs[-1] if runs else ExecutionResult(status="ok")
+    status: ExecStatus = "timeout" if results and all(r.status == "timeout" for r in results) else "ok"
+    return ExecutionResult(
+        status=status,
+        return_code=shown.return_code,
+        signal=shown.signal,
+        stdout=shown.stdout,
+        stderr=shown.stderr,
+        stdout_truncated=shown.stdout_truncated,
+        stderr_truncated=shown.stderr_truncated,
+        duration_ms=sum(run.duration_ms for run in runs),
+        tests_passed=sum(r.passed for r in results),
+        tests_total=len(results),
+        test_results=results,
+    )
+
+
+def _syntax_error(code: str) -> str | None:
+    """Why ``code`` does not compile (``SyntaxError: ... (line N)``), or None; parsed here, outside the
+    sandbox, without running anything (a source too deep for the parser is left for the run to judge)."""
+    try:
+        pyast.parse(code, MAIN_FILE)
+    except SyntaxError as e:
+        return f"{type(e).__name__}: {e.msg} (line {e.lineno})"
+    except (RecursionError, MemoryError, ValueError):
+        return None
+    return None
