@@ -67,7 +67,7 @@ Modes
     which the program never saw. Exiting 0 early, printing, killing the parent or closing streams
     therefore fail, but the asserts run in the same process as the code under test, so code aware
     of this harness could write the done line itself. This mode is documented as weaker.
-``program`` (``spade exec``)
+``main`` (``spade exec``, whole programs)
     The child runs the code as ``__main__`` from its real file (tracebacks show real lines); its
     exit code and signal are the program's. At the end it does what an interpreter exit visibly
     does (joins non-daemon threads, runs ``atexit``, flushes) and then calls ``_exit``.
@@ -1058,7 +1058,7 @@ def _child_main(req: "dict[str, Any]", token: str, fds: dict[str, int]) -> None:
         code = _exit_code(e)
     except BaseException:
         code = 1
-    if req["mode"] == "program":
+    if req["mode"] == "main":
         _shutdown_like_python(code)
     _flush_std()
     _exit(code)

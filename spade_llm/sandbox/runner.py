@@ -184,7 +184,7 @@ def run_program(
         request["stdin_file"] = STDIN_FILE
     if cpu_s is not None:
         request["cpu_s"] = float(cpu_s)
-    return _execute(sandbox, "program", files, request, limits).result
+    return _execute(sandbox, "main", files, request, limits).result
 
 
 def execute_calls(

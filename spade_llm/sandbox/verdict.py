@@ -55,7 +55,7 @@ NOTE = "[spade] "
 
 _HEX_INT = re.compile(r"-?0x[0-9a-f]+")
 
-Mode = Literal["tests", "check", "program"]
+Mode = Literal["tests", "check", "main"]
 
 
 class UnsupportedOutput(ValueError):
@@ -454,8 +454,8 @@ def interpret(
     stderr = report.stderr
     try:
         records = parse_records(report.results, n, cut=cut or report.results_truncated, max_timeouts=max_timeouts)
-        if mode == "program" and (records.outputs or records.load_error is not None):
-            raise ProtocolError("test records in program mode")
+        if mode == "main" and (records.outputs or records.load_error is not None):
+            raise ProtocolError("test records in main mode")
         if mode == "tests" and records.done:
             raise ProtocolError("done line in tests mode")
         if mode == "check" and records.done and len(records.outputs) < n:

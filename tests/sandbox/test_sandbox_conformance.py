@@ -653,7 +653,7 @@ def test_check_mode_builtins_the_program_adds_stay_for_its_code_only(sandbox):
     assert r.tests_passed == 1, r.stderr[-300:]
 
 
-@pytest.mark.parametrize("mode", ["check", "tests", "program"])
+@pytest.mark.parametrize("mode", ["check", "tests", "main"])
 def test_compile_time_warnings_and_errors_show_as_under_python(sandbox, mode):
     # a fork server may compile the code for its run: what a compile prints or raises must not change
     code = "def add(a, b):\n    if a is 1:\n        return 3\n    return a + b\n"

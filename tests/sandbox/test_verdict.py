@@ -371,11 +371,11 @@ def test_interpret_protocol_violation_is_an_error_with_a_note():
 
 
 def test_interpret_missing_report():
-    seen = interpret(raw("hello\n"), NONCE, "program")
+    seen = interpret(raw("hello\n"), NONCE, "main")
     assert seen.result.status == "error" and "protocol violated" in seen.result.stderr
-    seen = interpret(raw("", status="killed", signal=9), NONCE, "program")
+    seen = interpret(raw("", status="killed", signal=9), NONCE, "main")
     assert seen.result.status == "killed" and "killed by signal 9" in seen.result.stderr
-    seen = interpret(raw("", status="timeout"), NONCE, "program")
+    seen = interpret(raw("", status="timeout"), NONCE, "main")
     assert seen.result.status == "timeout"
 
 
@@ -394,7 +394,7 @@ def test_interpret_missing_report():
     ],
 )
 def test_program_status(fields, status):
-    seen = interpret(raw(report_line(**fields)), NONCE, "program")
+    seen = interpret(raw(report_line(**fields)), NONCE, "main")
     assert seen.result.status == status
 
 
@@ -409,11 +409,11 @@ def test_program_status(fields, status):
     ],
 )
 def test_backend_memory_event_explains_a_kill_only(fields, status):
-    seen = interpret(raw(report_line(**fields), status="memory"), NONCE, "program")
+    seen = interpret(raw(report_line(**fields), status="memory"), NONCE, "main")
     assert seen.result.status == status
     if status == "memory":
         assert "memory limit exceeded" in seen.result.stderr
-    assert interpret(raw(report_line(**fields)), NONCE, "program").result.status != "memory"
+    assert interpret(raw(report_line(**fields)), NONCE, "main").result.status != "memory"
 
 
 def test_check_mode_needs_the_marker_and_the_done_line():
@@ -537,7 +537,7 @@ def test_load_error_record_is_allowed_in_check_mode_only():
     stdout = report_line(res=results({"load_error": "SyntaxError: bad"}), rc=1)
     seen = interpret(raw(stdout), NONCE, "check", marker="m1")
     assert seen.load_error == "SyntaxError: bad" and not seen.check_passed and seen.result.status == "error"
-    seen = interpret(raw(stdout), NONCE, "program")
+    seen = interpret(raw(stdout), NONCE, "main")
     assert seen.result.status == "error" and "protocol violated" in seen.result.stderr
 
 
