@@ -1,13 +1,20 @@
+import math
+from fractions import Fraction
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from spade_llm.config import RewardConfig
 from spade_llm.evaluator import (
+    default_ks,
     episode_reward,
     learnability,
     next_difficulty,
     novelty,
     pass_at_k,
+    pass_at_k_table,
+    short_of_samples,
     similarity,
     task_fingerprint,
 )
@@ -76,6 +83,53 @@ def test_learnability_and_pass_at_k():
     assert learnability(0, 4) == learnability(4, 4) == learnability(0, 0) == 0.0
     assert learnability(1, 4) == 0.75 and learnability(3, 4) == 0.25
     assert abs(pass_at_k(10, 3, 1) - 0.3) < 1e-12 and pass_at_k(5, 5, 2) == 1.0 and pass_at_k(5, 0, 1) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [(4, 1, 1, 0.25), (4, 0, 1, 0.0), (4, 0, 4, 0.0), (4, 3, 2, 1.0), (4, 4, 4, 1.0), (10, 5, 3, 11 / 12)],
+)
+def test_pass_at_k_on_known_counts(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-15)
+
+
+@given(st.integers(1, 300), st.data())
+def test_pass_at_k_is_one_minus_the_binomial_ratio_even_at_large_n(n, data):
+    c = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(1, n))
+    exact = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    assert abs(pass_at_k(n, c, k) - float(exact)) < 1e-12
+
+
+def test_pass_at_k_at_n_200_matches_the_exact_fraction():
+    for c, k in [(1, 1), (1, 100), (7, 10), (100, 50), (199, 200), (0, 200)]:
+        exact = 1 - Fraction(math.comb(200 - c, k), math.comb(200, k))
+        assert pass_at_k(200, c, k) == pytest.approx(float(exact), abs=1e-14)
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(2, 0, 5), (2, 2, 3), (4, 1, 0), (4, 5, 1), (4, -1, 1), (0, 0, 1)])
+def test_pass_at_k_refuses_what_has_no_unbiased_estimate(n, c, k):
+    # k > n used to say 1.0 for any c (n - c < k): a task with 2 wrong samples had "pass@5 = 1"
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_pass_at_k_table_per_task_and_overall():
+    outcomes = {"a": [True, False, False, False], "b": [False] * 4, "c": [True, True, True, False]}
+    table = pass_at_k_table(outcomes, (1, 2))
+    assert [(t.task_id, t.n, t.c) for t in table.tasks] == [("a", 4, 1), ("b", 4, 0), ("c", 4, 3)]
+    assert [t.scores for t in table.tasks] == [{1: 0.25, 2: pytest.approx(0.5)}, {1: 0.0, 2: 0.0}, {1: 0.75, 2: 1.0}]
+    assert table.overall == {1: pytest.approx((0.25 + 0 + 0.75) / 3), 2: pytest.approx((0.5 + 0 + 1) / 3)}
+    summary = table.summary()
+    assert summary["k"] == [1, 2] and summary["tasks"] == 3 and summary["samples"] == 12 and summary["passed"] == 4
+    assert summary["per_task"][0] == {"task_id": "a", "n": 4, "c": 1, "pass@1": 0.25, "pass@2": pytest.approx(0.5)}
+    assert summary["overall"] == {"pass@1": pytest.approx(1 / 3), "pass@2": pytest.approx(0.5)}
+    assert pass_at_k_table({}, (1,)).overall == {}
+
+
+def test_default_ks_and_the_tasks_short_of_samples():
+    assert default_ks([12, 40]) == (1, 10) and default_ks([100, 100]) == (1, 10, 100) and default_ks([]) == ()
+    assert short_of_samples({"a": 4, "b": 10, "c": 2}, 5) == {"a": 4, "c": 2}
 
 
 def test_renamed_copy_is_similar_and_different_code_is_not():
