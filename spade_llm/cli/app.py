@@ -17,11 +17,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SpadeError, UserError
 from ..sandbox.registry import AUTO
 from .flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
+
+if TYPE_CHECKING:
+    from ..evaluator import PassAtK
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -507,7 +510,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from ..judge import judge_settings
     from ..kinds import leak_note
     from ..progress import bar, progress_block
-    from ..tasksets.judging import evaluate_samples, load_run_config
+    from ..tasksets.judging import chosen_ks, evaluate_samples, load_run_config, samples_per_task
     from ..tasksets.taskfile import read_samples, read_tasks
 
     config = load_run_config(args.config)  # once, and first: a bad config is the error, whatever the tasks
@@ -519,6 +522,16 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     given = read_samples(args.samples, by_id, skip_invalid=args.skip_invalid) if args.samples else None
     if args.samples and not given:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
+    counts = samples_per_task(tasks, given)
+    chosen_ks(counts, args.k)  # a k some task has too few samples for: refused before anything runs
+    if len(counts) < len(tasks):
+        left = [t.task_id for t in tasks if t.task_id not in counts]
+        print(
+            f"spade evaluate: {len(left)} of {len(tasks)} tasks have no sample in {args.samples}, left out of "
+            f"pass@k (first: {left[0]})",
+            file=sys.stderr,
+            flush=True,
+        )
     sandbox = starting.result() if starting else _sandbox(settings.backend)
     total = len(given) if given is not None else len(tasks)
     judged = {"done": 0, "passed": 0}
@@ -546,21 +559,61 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
                 concurrency=args.concurrency,
                 on_leaks=lambda leaking: print(f"spade: {leak_note(leaking)}", file=sys.stderr, flush=True),
                 on_row=said,
+                ks=args.k,
             )
     finally:
         sandbox.close()
-    tasks_judged = len({row["task_id"] for row in result.rows})
-    print(
-        f"{len(result.rows)} samples, {tasks_judged} tasks: "
-        + ", ".join(f"{name} {value:.4f}" for name, value in result.scores.items()),
-        file=sys.stderr,
-    )
+    for line in pass_at_k_lines(result.pass_at_k):
+        print(line, file=sys.stderr)
+    if args.json:
+        _write_text(Path(args.json), json.dumps({**result.pass_at_k.summary(), "leaking": result.leaking}) + "\n")
     return _checked(args, all(row["passed"] for row in result.rows))
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+TABLE_TASKS = 20
+"""At most this many tasks get a row of their own in evaluate's table (all of them are in ``--json``)."""
+
+
+def pass_at_k_lines(table: PassAtK) -> list[str]:
+    """``spade evaluate``'s stderr: a row per task (n, c, pass@k) when there are a few with more than one
+    sample each, then the overall line, the mean over tasks (its words as before the table existed)."""
+    ks = table.ks
+    lines = []
+    if len(table.tasks) <= TABLE_TASKS and any(t.n > 1 for t in table.tasks):
+        width = max(len("task"), *(len(t.task_id) for t in table.tasks))
+        heads = [f"pass@{k}" for k in ks]
+        lines.append(f"{'task':<{width}}  {'n':>5}  {'c':>5}  " + "  ".join(f"{h:>8}" for h in heads))
+        for t in table.tasks:
+            values = "  ".join(f"{t.scores[k]:>{max(8, len(h))}.4f}" for k, h in zip(ks, heads, strict=True))
+            lines.append(f"{t.task_id:<{width}}  {t.n:>5}  {t.c:>5}  {values}")
+    overall = ", ".join(f"{name} {value:.4f}" for name, value in table.scores().items())
+    lines.append(f"{table.samples} samples, {len(table.tasks)} tasks: {overall}")
+    return lines
+
+
+def _write_text(out: Path, text: str) -> None:
+    """``text`` as the UTF-8 content of ``out``: a temporary file, then a rename, so a failed write leaves
+    any existing file as it was.
+
+    Raises:
+        UserError: ``out`` is a directory, or cannot be written.
+    """
     import contextlib
 
+    if out.is_dir():
+        raise UserError(f"{out} is a directory: name the file to write")
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
     from ..tasksets.importers import import_humaneval
 
     out = Path(args.output)
@@ -568,15 +621,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UserError(f"-o {out} is a directory: name the tasks file to write")
     tasks = import_humaneval(args.file)
     shown = [t for t in tasks if t.meta.get("docstring_tests")]
-    tmp = out.with_name(f".{out.name}.tmp")
-    try:  # a temporary file, then a rename: a failed write leaves any existing output as it was
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks), encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+    _write_text(out, "".join(json.dumps(t.dump()) + "\n" for t in tasks))
     note = ""
     if shown:
         asserts = sum(len(t.meta["docstring_tests"]) for t in shown)

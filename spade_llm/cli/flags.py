@@ -55,6 +55,17 @@ def _kinds(text: str) -> list[str]:
     return kinds
 
 
+def _ks(text: str) -> tuple[int, ...]:
+    """A comma-separated list of k for pass@k (``1,5,10``): sorted, each once, every one >= 1."""
+    try:
+        ks = {int(k) for k in text.split(",") if k.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"k are whole numbers, comma-separated (1,5,10), got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"every k must be >= 1 (1,5,10), got {text!r}")
+    return tuple(sorted(ks))
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -300,8 +311,22 @@ CPU_S = _flag(
 )
 SAMPLES = _flag(
     "--samples",
-    help='JSONL of {"task_id", "completion"} or {"task_id", "code"}',
+    help='JSONL of {"task_id", "completion"} or {"task_id", "code"}, any number per task',
     default_text="the tasks' reference solutions",
+)
+PASS_K = _flag(
+    "--k",
+    type=_ks,
+    metavar="K1,K2",
+    help="pass@k for each k (unbiased estimator, per task and the mean over tasks); refused, naming them, "
+    "when a task has fewer than k samples",
+    default_text="those of 1,10,100 every task has the samples for",
+)
+SUMMARY_JSON = _flag(
+    "--json",
+    metavar="FILE",
+    help="also write pass@k as one JSON object: k, counts, overall, per_task rows (task_id, n, c, pass@k)",
+    default_text="none: the table on stderr only",
 )
 
 # files written
@@ -519,7 +544,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     ),
     "evaluate": CommandSpec(
         help="judge solutions (the references by default) against the tasks' tests",
-        flags=(TASKS, SAMPLES, *JUDGING, SKIP_INVALID, CHECK),
+        flags=(TASKS, SAMPLES, PASS_K, SUMMARY_JSON, *JUDGING, SKIP_INVALID, CHECK),
     ),
     "solve": CommandSpec(
         help="the solver alone on existing tasks (e.g. an imported benchmark)",

@@ -8,6 +8,8 @@ against tasks. The CLI commands read files (``taskfile.py``), call these and pri
         print(report.task_id, report.valid, report.reason)
     result = evaluate_samples(tasks)             # each task's reference answer when no samples
     print(result.scores)                         # {"pass@1": 1.0}
+    result = evaluate_samples(tasks, read_samples("samples.jsonl", by_id), ks=(1, 5))
+    print(result.pass_at_k.summary())            # per task n, c, pass@1, pass@5; overall
 
 Both judge in a sandbox of their own (``sandbox``: a backend name, default ``auto``; or pass a
 started ``Sandbox`` to share one, which is then left open) with the limits of ``config`` (a run
@@ -23,8 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..errors import UserError
+
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from ..evaluator import PassAtK
     from ..judge import JudgeSettings
     from ..sandbox.base import Sandbox
     from ..types import Task
@@ -120,15 +125,59 @@ def verify_tasks(
             box.close()
 
 
+def _no_scores() -> PassAtK:
+    from ..evaluator import PassAtK  # when judging starts: ``import spade_llm`` stays light
+
+    return PassAtK((), ())
+
+
 @dataclass
 class Evaluation:
     """What ``evaluate_samples`` found: a row per sample (as ``spade evaluate`` prints them), pass@k
-    over the tasks (each k every task has at least k samples for, of 1, 10, 100), and the tasks whose
-    text shows a hidden test (judged as written, named)."""
+    per task and over the tasks (``pass_at_k``; ``scores`` its overall as ``{"pass@1": ...}``), and the
+    tasks whose text shows a hidden test (judged as written, named)."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     leaking: list[str] = field(default_factory=list)
+    pass_at_k: PassAtK = field(default_factory=_no_scores)
+
+
+def samples_per_task(tasks: Sequence[Task], samples: Sequence[tuple[Task, str]] | None) -> dict[str, int]:
+    """Task id -> how many samples it has (one, its reference, without ``samples``), in the tasks'
+    order; tasks without a sample are left out (nothing of theirs is judged or counted)."""
+    counts = {t.task_id: 0 for t in tasks} if samples is not None else {t.task_id: 1 for t in tasks}
+    for task, _code in samples or ():
+        counts[task.task_id] = counts.get(task.task_id, 0) + 1
+    return {task_id: n for task_id, n in counts.items() if n}
+
+
+def chosen_ks(counts: dict[str, int], ks: Sequence[int] | None) -> tuple[int, ...]:
+    """The k to report: ``ks`` sorted, once each, when every task has at least the largest's samples;
+    without ``ks``, the ``DEFAULT_KS`` every task has the samples for.
+
+    Raises:
+        UserError: a k < 1, or a task with fewer samples than a k asked for (the tasks are named:
+            pass@k of fewer than k samples is not defined, and averaging over the others would
+            quietly measure another set of tasks).
+    """
+    from ..evaluator import default_ks, short_of_samples
+
+    if ks is None:
+        return default_ks(counts.values())
+    wanted = tuple(sorted(set(ks)))
+    if not wanted or wanted[0] < 1:
+        raise UserError(f"pass@k needs k >= 1, got {', '.join(map(str, ks)) or 'none'}")
+    short = short_of_samples(counts, wanted[-1])
+    if short:
+        named = ", ".join(f"{task_id} ({n})" for task_id, n in list(short.items())[:5])
+        more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+        raise UserError(
+            f"pass@{wanted[-1]} needs {wanted[-1]} samples of every task; {len(short)} of {len(counts)} tasks "
+            f"{'has' if len(short) == 1 else 'have'} fewer: {named}{more} (the fewest is {min(counts.values())}: "
+            "ask for a k no larger, or give more samples)"
+        )
+    return wanted
 
 
 def evaluate_samples(
@@ -141,21 +190,26 @@ def evaluate_samples(
     concurrency: int = 4,
     on_leaks: Callable[[list[str]], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    ks: Sequence[int] | None = None,
 ) -> Evaluation:
     """Judge each (task, answer) of ``samples`` (default: each task's reference answer) on every test
-    of its task, by its kind, as the loop judges. A test given without an expected value gets the
-    reference's first. ``on_leaks`` hears the leaking tasks before judging starts; ``on_row`` each
-    row as it is judged.
+    of its task, by its kind, as the loop judges, and give pass@k for each of ``ks`` (default: those
+    of 1, 10, 100 every task has the samples for) over the tasks with samples. A test given without an
+    expected value gets the reference's first. ``on_leaks`` hears the leaking tasks before judging
+    starts; ``on_row`` each row as it is judged.
 
     Raises:
-        UserError: ``config`` is missing or invalid, or a task's expected value cannot be filled;
-        SandboxUnavailable: the sandbox cannot start.
+        UserError: ``config`` is missing or invalid, a task's expected value cannot be filled, or a
+        task has fewer samples than a k of ``ks`` (before anything is judged); SandboxUnavailable: the
+        sandbox cannot start.
     """
-    from .. import evaluator
+    from ..evaluator import pass_at_k_table
     from ..judge import Judge, final_status
     from ..kinds import get_kind, mark_leaks
     from .expected import fill_expected
 
+    counts = samples_per_task(tasks, samples)
+    reported = chosen_ks(counts, ks)  # refused before the sandbox starts, not after the judging
     loaded = load_run_config(config)
     settings = _settings(loaded, timeout, sandbox)
     box, ours = _open(settings, sandbox)
@@ -194,9 +248,6 @@ def evaluate_samples(
     finally:
         if ours:
             box.close()
-    ks = [k for k in (1, 10, 100) if all(len(v) >= k for v in per_task.values())]
-    out.scores = {
-        f"pass@{k}": sum(evaluator.pass_at_k(len(v), sum(v), k) for v in per_task.values()) / max(1, len(per_task))
-        for k in ks
-    }
+    out.pass_at_k = pass_at_k_table({task_id: per_task[task_id] for task_id in counts}, reported)
+    out.scores = out.pass_at_k.scores()
     return out

@@ -47,3 +47,17 @@ def test_evaluate_samples_judges_answers_and_reports_pass_at_k(tmp_path: Path) -
     assert result.scores == {"pass@1": 0.5}
     by_reference = evaluate_samples([GOOD], sandbox="subprocess")
     assert [r["status"] for r in by_reference.rows] == ["passed"] and by_reference.scores == {"pass@1": 1.0}
+
+
+def test_evaluate_samples_gives_pass_at_k_for_the_ks_asked_and_refuses_too_few_samples(tmp_path: Path) -> None:
+    codes = [GOOD.reference_code, BROKEN.reference_code, BROKEN.reference_code]
+    samples = read_samples(
+        write(tmp_path / "s.jsonl", [json.dumps({"task_id": "add", "code": c}) for c in codes]), {"add": GOOD}
+    )
+    result = evaluate_samples([GOOD], samples, sandbox="subprocess", ks=(2, 1))
+    [add] = result.pass_at_k.tasks
+    assert (add.task_id, add.n, add.c) == ("add", 3, 1)
+    assert add.scores == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3)}  # 1 - C(2,2)/C(3,2)
+    assert result.scores == {"pass@1": pytest.approx(1 / 3), "pass@2": pytest.approx(2 / 3)}
+    with pytest.raises(UserError, match=r"pass@4 needs 4 samples of every task; 1 of 1 tasks has fewer: add \(3\)"):
+        evaluate_samples([GOOD], samples, sandbox="subprocess", ks=(1, 4))
