@@ -311,7 +311,8 @@ CPU_S = _flag(
 )
 SAMPLES = _flag(
     "--samples",
-    help='JSONL of {"task_id", "completion"} or {"task_id", "code"}, any number per task',
+    help='JSONL of {"task_id", "completion"} or {"task_id", "code"}, any number per task; or a run directory '
+    "of spade solve or run, each episode's final answer one sample",
     default_text="the tasks' reference solutions",
 )
 PASS_K = _flag(

@@ -2,8 +2,9 @@
 
 ``spade solve``, ``evaluate`` and ``verify`` read their input here, and so can Python: ``read_tasks``
 gives the tasks of a file (one clear ``UserError`` naming ``FILE:LINE`` for a malformed line, or the
-line skipped with ``skip_invalid``), ``read_samples`` the (task, code) pairs of a samples file,
-``scan_tasks`` every line with its task or why it is none (``verify`` reports each).
+line skipped with ``skip_invalid``), ``read_samples`` the (task, code) pairs of a samples file or of
+a run directory's episodes, ``scan_tasks`` every line with its task or why it is none (``verify``
+reports each).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from ..errors import UserError
 from ..types import Task
 
-__all__ = ["TaskLine", "read_samples", "read_tasks", "scan_tasks"]
+__all__ = ["TaskLine", "read_samples", "read_tasks", "run_samples", "scan_tasks"]
 
 
 def read_input(path: str | Path, what: str) -> bytes:
@@ -119,8 +120,7 @@ def _not_a_task(error: Any) -> str:
 
 
 def skipped_note(command: str, path: str, bad: list[tuple[int, str]], what: str = "line") -> None:
-    """Say on stderr, in one line, what ``skip_invalid`` skipped (the only output of this module: a
-    skipped line must not pass unseen)."""
+    """Say on stderr, in one line, what ``skip_invalid`` skipped (a skipped line must not pass unseen)."""
     n, detail = bad[0]
     plural = "s" if len(bad) > 1 else ""
     who = f"spade {command}" if command else "spade"
@@ -162,13 +162,16 @@ def read_samples(
     path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
 ) -> list[tuple[Task, str]]:
     """(task, code) of each sample line: ``{"task_id", "code"}``, or ``{"task_id", "completion"}``
-    appended to the task's ``meta.prompt`` (HumanEval's way).
+    appended to the task's ``meta.prompt`` (HumanEval's way). ``path`` a directory: a run's episodes
+    (``run_samples``).
 
     Raises:
         UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
             unknown ``task_id``, neither ``code`` nor ``completion``), named ``FILE:LINE``, and
             ``skip_invalid`` is off.
     """
+    if Path(path).is_dir():
+        return run_samples(path, tasks, skip_invalid=skip_invalid, command=command)
     samples = []
     bad: list[tuple[int, str]] = []
     for n, raw in jsonl_lines(read_input(path, "samples file")):
@@ -186,6 +189,39 @@ def read_samples(
     if bad:
         skipped_note(command, str(path), bad, "sample line")
     return samples
+
+
+def run_samples(
+    path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
+) -> list[tuple[Task, str]]:
+    """(task, answer) of each episode a run directory (``spade solve --samples-per-task N``, or ``spade
+    run``) recorded, in file order: its last attempt's answer (``""`` for an episode that ended without
+    one: it fails), so judging them gives pass@k over the run's N episodes per task. Episodes a
+    ``serve-env`` client abandoned measure nothing and are left out, as the run's own pass rate does.
+
+    Raises:
+        UserError: ``path`` is not a run directory or a record is malformed (``read_run``); an episode's
+            task is not in ``tasks`` and ``skip_invalid`` is off (with it, its episodes are skipped and
+            counted on stderr).
+    """
+    from ..evaluator import measured
+    from ..store import read_run
+
+    episodes = measured(read_run(path).trajectories)
+    unknown = [t for t in episodes if t.task_id not in tasks]
+    if unknown and not skip_invalid:
+        raise UserError(
+            f"{path}: {len(unknown)} episodes are of tasks not in the tasks file (first: {unknown[0].task_id}); "
+            f"give {Path(path) / 'tasks.jsonl'} as the tasks, or --skip-invalid to leave them out"
+        )
+    if unknown:
+        print(
+            f"spade {command}: skipped {len(unknown)} episodes of {path} whose task is not in the tasks file "
+            f"(first: {unknown[0].task_id})",
+            file=sys.stderr,
+            flush=True,
+        )
+    return [(tasks[t.task_id], t.attempts[-1].code if t.attempts else "") for t in episodes if t.task_id in tasks]
 
 
 def _sample(text: str, tasks: Mapping[str, Task]) -> tuple[Task, str]:

@@ -1,12 +1,15 @@
 """pass@k (issue 38): ``spade evaluate --k 1,5,10`` reports the unbiased estimator per task and over the
 tasks, in its stderr table and in ``--json``; a k some task has too few samples for is refused naming
-the task.
+the task; and ``spade solve --samples-per-task N`` feeds it (``--samples RUN_DIR``).
 
-Commands run in-process through ``cli.main``; the samples are benign programs of ours.
+Commands run in-process through ``cli.main``; the samples are benign programs of ours, the solve run's
+answers the fake model's (deterministic, from its bank).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections import Counter
 from fractions import Fraction
@@ -141,3 +144,71 @@ def test_tasks_without_a_sample_are_named_and_left_out(tmp_path: Path, capsys: p
     assert code == 0
     assert any("1 of 3 tasks have no sample" in line and "lonely" in line for line in err)
     assert err[-1] == "4 samples, 2 tasks: pass@2 1.0000"
+
+
+# -- spade solve --samples-per-task N feeds it -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A fake run's tasks (the fake solver knows them), solved 4 times each by ``fake/default`` in one
+    turn: (tasks file, solve run directory, solve's last stdout line)."""
+    root = tmp_path_factory.mktemp("passk")
+    gen = root / "gen"
+    assert (
+        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "4", "--out", str(gen)]) == 0
+    )
+    run = root / "solved"
+    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--samples-per-task", "4"]
+    argv += ["--max-turns", "1", "--sandbox", "auto", "--out", str(run)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return gen / "tasks.jsonl", run, out.getvalue().strip().splitlines()[-1]
+
+
+def recorded_counts(run: Path) -> dict[str, tuple[int, int]]:
+    """Task id -> (episodes, passed) as the solve recorded them."""
+    n: Counter[str] = Counter()
+    c: Counter[str] = Counter()
+    for line in (run / "trajectories.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        n[t["task_id"]] += 1
+        c[t["task_id"]] += t["final_status"] == "passed"
+    return {task_id: (n[task_id], c[task_id]) for task_id in n}
+
+
+def test_a_solve_run_directory_is_the_samples_each_episodes_final_answer_judged_again(
+    solved: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks, run, _ = solved
+    counts = recorded_counts(run)
+    assert len(counts) == 4 and {n for n, _ in counts.values()} == {4}
+    assert any(0 < c < n for n, c in counts.values())  # some task partly solved: pass@1 and pass@4 differ
+    summary = tmp_path / "passk.json"
+    code = main(
+        ["evaluate", str(tasks), "--samples", str(run), "--k", "1,2,4", "--json", str(summary), "--sandbox", "auto"]
+    )
+    assert code == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 16
+    data = json.loads(summary.read_text())
+    assert {r["task_id"]: (r["n"], r["c"]) for r in data["per_task"]} == counts  # the sandbox agrees with the run
+    for row in data["per_task"]:
+        assert [row[f"pass@{k}"] for k in (1, 2, 4)] == [pytest.approx(exact(4, row["c"], k)) for k in (1, 2, 4)]
+    for k in (1, 2, 4):
+        assert data["overall"][f"pass@{k}"] == pytest.approx(sum(exact(n, c, k) for n, c in counts.values()) / 4)
+
+
+def test_a_run_directorys_episode_of_a_task_not_given_is_an_error(
+    solved: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks, run, _ = solved
+    first = tasks.read_text().splitlines()[0]
+    fewer = tmp_path / "one.jsonl"
+    fewer.write_text(first + "\n")
+    code, rows, err = evaluate(capsys, str(fewer), "--samples", str(run))
+    assert code == 2 and rows == [] and len(err) == 1
+    assert "12 episodes are of tasks not in the tasks file" in err[0] and "tasks.jsonl" in err[0]
+    code, rows, err = evaluate(capsys, str(fewer), "--samples", str(run), "--skip-invalid")
+    assert code == 0 and len(rows) == 4 and any("skipped 12 episodes" in line for line in err)
