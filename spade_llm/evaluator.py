@@ -250,6 +250,17 @@ def default_ks(samples_per_task: Iterable[int]) -> tuple[int, ...]:
     return tuple(k for k in DEFAULT_KS if k <= fewest)
 
 
+def ks_with_all(samples_per_task: Iterable[int]) -> tuple[int, ...]:
+    """``default_ks`` and the fewest samples any task has: pass@N of a solve's N episodes per task (was
+    the task solved by any of them) is reported even when N is not one of 1, 10, 100.
+
+    >>> ks_with_all([4, 4]), ks_with_all([10]), ks_with_all([])
+    ((1, 4), (1, 10), ())
+    """
+    counts = list(samples_per_task)
+    return tuple(sorted({*default_ks(counts), *([min(counts)] if counts else [])}))
+
+
 def short_of_samples(samples_per_task: Mapping[str, int], k: int) -> dict[str, int]:
     """Task id -> its sample count, of the tasks with fewer than ``k`` samples (pass@k is not defined
     for them), in the mapping's order."""

@@ -314,10 +314,14 @@ def run_summary(
 def solve_summary(
     state: RunState, tasks: int, samples_per_task: int, llm: dict[str, Any], stopped_because: str | None = None
 ) -> dict[str, Any]:
-    """A solve's ``summary.json``: every episode on disk, and none twice."""
-    from .evaluator import first_try_pass_rate, mean_turns, pass_rate
+    """A solve's ``summary.json``: every episode on disk, and none twice; ``pass_at_k`` over the tasks
+    with an episode (``ks_with_all``: pass@1, 10, 100 as far as every such task has the episodes, and
+    pass@N of the fewest, N), an episode passing when its final status is ``passed``."""
+    from .evaluator import first_try_pass_rate, ks_with_all, mean_turns, pass_at_k_table, pass_rate
 
     trajs = [t for ts in state.by_task.values() for t in ts]
+    outcomes = {task_id: [t.final_status == "passed" for t in ts] for task_id, ts in state.by_task.items() if ts}
+    scores = pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
     return {
         "complete": stopped_because is None,
         **({"stopped_because": stopped_because} if stopped_because else {}),
@@ -326,6 +330,7 @@ def solve_summary(
         "samples_per_task": samples_per_task,
         "pass_rate": pass_rate(trajs),
         "first_try_pass_rate": first_try_pass_rate(trajs),
+        "pass_at_k": scores,
         "mean_turns": mean_turns(trajs),
         "llm": llm,
     }

@@ -9,6 +9,7 @@ from spade_llm.config import RewardConfig
 from spade_llm.evaluator import (
     default_ks,
     episode_reward,
+    ks_with_all,
     learnability,
     next_difficulty,
     novelty,
@@ -130,6 +131,8 @@ def test_pass_at_k_table_per_task_and_overall():
 def test_default_ks_and_the_tasks_short_of_samples():
     assert default_ks([12, 40]) == (1, 10) and default_ks([100, 100]) == (1, 10, 100) and default_ks([]) == ()
     assert short_of_samples({"a": 4, "b": 10, "c": 2}, 5) == {"a": 4, "c": 2}
+    assert ks_with_all([4, 4]) == (1, 4) and ks_with_all([64, 70]) == (1, 10, 64) and ks_with_all([10]) == (1, 10)
+    assert ks_with_all([]) == ()
 
 
 def test_renamed_copy_is_similar_and_different_code_is_not():

@@ -385,9 +385,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
             return _stopped_early("solve", e, run.path)
         finally:
             run.unlock()
+    scores = "".join(f", {name} {value:.4f}" for name, value in summary["pass_at_k"].items())
     print(
         f"{summary['trajectories']} trajectories, pass rate {_fmt(summary['pass_rate'], '.0%')} "
-        f"(first try {_fmt(summary['first_try_pass_rate'], '.0%')}) -> {run.path}"
+        f"(first try {_fmt(summary['first_try_pass_rate'], '.0%')}){scores} -> {run.path}"
     )
     return 0
 

@@ -1,6 +1,6 @@
 """pass@k (issue 38): ``spade evaluate --k 1,5,10`` reports the unbiased estimator per task and over the
 tasks, in its stderr table and in ``--json``; a k some task has too few samples for is refused naming
-the task; and ``spade solve --samples-per-task N`` feeds it (``--samples RUN_DIR``).
+the task; and ``spade solve --samples-per-task N`` feeds it (``--samples RUN_DIR``, and its own summary).
 
 Commands run in-process through ``cli.main``; the samples are benign programs of ours, the solve run's
 answers the fake model's (deterministic, from its bank).
@@ -198,6 +198,15 @@ def test_a_solve_run_directory_is_the_samples_each_episodes_final_answer_judged_
         assert [row[f"pass@{k}"] for k in (1, 2, 4)] == [pytest.approx(exact(4, row["c"], k)) for k in (1, 2, 4)]
     for k in (1, 2, 4):
         assert data["overall"][f"pass@{k}"] == pytest.approx(sum(exact(n, c, k) for n, c in counts.values()) / 4)
+
+
+def test_solve_reports_pass_at_k_over_its_own_episodes(solved: tuple[Path, Path, str]) -> None:
+    _, run, last_line = solved
+    counts = recorded_counts(run)
+    summary = json.loads((run / "summary.json").read_text())
+    expected = {f"pass@{k}": sum(exact(n, c, k) for n, c in counts.values()) / 4 for k in (1, 4)}
+    assert summary["pass_at_k"] == pytest.approx(expected)  # pass@1 and pass@N, N = --samples-per-task
+    assert f"pass@1 {expected['pass@1']:.4f}, pass@4 {expected['pass@4']:.4f} -> {run}" in last_line
 
 
 def test_a_run_directorys_episode_of_a_task_not_given_is_an_error(
