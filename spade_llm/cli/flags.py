@@ -544,7 +544,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         flags=(TASKS, *JUDGING, CHECK),
     ),
     "evaluate": CommandSpec(
-        help="judge solutions (the references by default) against the tasks' tests",
+        help="judge solutions (the references by default) against the tasks' tests; pass@k per task and overall",
         flags=(TASKS, SAMPLES, PASS_K, SUMMARY_JSON, *JUDGING, SKIP_INVALID, CHECK),
     ),
     "solve": CommandSpec(
