@@ -1,14 +1,15 @@
 """``verify`` and ``evaluate`` as Python: the gates on tasks from outside a run, and samples judged
 against tasks. The CLI commands read files (``taskfile.py``), call these and print their rows.
 
-    from spade_llm import read_tasks, verify_tasks, evaluate_samples
+    from spade_llm import read_samples, read_tasks, verify_tasks, evaluate_samples
 
     tasks = read_tasks("tasks.jsonl")
     for report in verify_tasks(tasks):          # one ValidationReport per task, in order
         print(report.task_id, report.valid, report.reason)
     result = evaluate_samples(tasks)             # each task's reference answer when no samples
     print(result.scores)                         # {"pass@1": 1.0}
-    result = evaluate_samples(tasks, read_samples("samples.jsonl", by_id), ks=(1, 5))
+    samples = read_samples("samples.jsonl", {t.task_id: t for t in tasks})  # or a solve's run directory
+    result = evaluate_samples(tasks, samples, ks=(1, 5))
     print(result.pass_at_k.summary())            # per task n, c, pass@1, pass@5; overall
 
 Both judge in a sandbox of their own (``sandbox``: a backend name, default ``auto``; or pass a
