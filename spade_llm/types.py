@@ -75,6 +75,9 @@ class Task(BaseModel):
     public_tests: int | None = Field(default=None, ge=0)
     """How many of the tests, the first ones, the solver may see; None: the run's ``solver.public_tests``.
     Imported benchmarks set 0: their asserts are all hidden and their ``examples`` are shown instead."""
+    time_limit_s: float | None = Field(default=None, gt=0)
+    """CPU seconds each test's run may take (a whole program's: the ``program`` kind, a contest's limit);
+    None: the run's ``sandbox.test_timeout_s``."""
     difficulty: float = Field(default=0.5, ge=0.0, le=1.0)
     tags: list[str] = Field(default_factory=list)
     source: str = "generated"
@@ -89,8 +92,9 @@ class Task(BaseModel):
     def dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]
-        if data.get("public_tests") is None:
-            data.pop("public_tests", None)
+        for optional in ("public_tests", "time_limit_s"):  # unset: records keep their documented shape
+            if data.get(optional) is None:
+                data.pop(optional, None)
         if self.examples:
             data["examples"] = [t.dump() for t in self.examples]
         else:

@@ -1,12 +1,17 @@
 """Task kinds by name: what the solver is shown, how its answer is read, how it is judged.
 
-Three kinds, as in Absolute Zero, each in its own module:
+Four kinds, each in its own module: three as in Absolute Zero,
 
 * ``induction`` (the default): write the function from its description and example tests;
 * ``deduction``: read the program and predict its output on given inputs (judged outside the
   sandbox, nothing runs);
 * ``abduction``: read the program and find inputs that make it return given outputs (judged by
-  running the *reference* on the proposed inputs in the sandbox).
+  running the *reference* on the proposed inputs in the sandbox);
+
+and the field's contest dialect:
+
+* ``program``: write a whole program that reads stdin and prints the answer (judged by its stdout on
+  each test's input, ``sandbox/stdio.py``).
 
 Every kind keeps the same task record (``docs/records.md``, "tasks.jsonl"), so generation, validation, records, rewards
 and metrics are shared; only the prompts, the answer's reading, the gates and ``check_answer`` differ.
@@ -84,6 +89,8 @@ def leaks(task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS) -> list[Leak]:
     from ..sandbox.runner import parse_input
 
     kind = get_kind(task.kind)
+    if kind.find_leaks is not None:
+        return kind.find_leaks(task, public_tests)
     secrets = []
     for i in kind.secret_tests(task, public_tests):
         test = task.tests[i]

@@ -15,6 +15,7 @@ from ..languages import PYTHON, language_of
 
 if TYPE_CHECKING:
     from ..judge import Judge
+    from ..leaks import Leak
     from ..types import ExecutionResult, Task, TestCase, TestResult
     from ..validation import ValidationReport, Validator
 
@@ -215,6 +216,13 @@ class TaskKind:
     tool_parse: Callable[[str], str] | None = None
     """The reading of a tool argument (``trl``'s ``run_tests(code)``: the argument *is* the answer,
     so the reading is lenient); None: ``parse_answer``."""
+    fill_expected: Callable[[Judge, Task, Sequence[int]], list[TestCase]] | None = None
+    """The tests at these indices with their expected values taken from the reference's runs (``solve``
+    and ``evaluate`` on tasks given without them), raising ``UserError`` naming a test the reference
+    cannot answer; None: the reference's entry point called on each input (``tasksets/expected.py``)."""
+    find_leaks: Callable[[Task, int], list[Leak]] | None = None
+    """The hidden tests the solver's text shows with their answers, given the run's ``solver.public_tests``;
+    None: the shared detector (``leaks.find_leaks``) on tests whose input is a literal tuple."""
     feedback_line: Callable[[Task, TestCase, TestResult | None], str] = code_feedback_line
     """One public test's verdict in a tool's feedback (``trl``), saying only what the kind's repair
     prompt may say."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-KIND_NAMES: Final[tuple[str, ...]] = ("induction", "deduction", "abduction")
+KIND_NAMES: Final[tuple[str, ...]] = ("induction", "deduction", "abduction", "program")
 """Every kind's name, in the order prompts and reports list them."""
 DEFAULT_KIND: Final = "induction"
 """The kind of a task, a request or a row that does not say (records written before kinds existed)."""

@@ -61,8 +61,8 @@ class Language(ABC):
     @abstractmethod
     def static_error(self, code: str, entry_point: str, banned: frozenset[str]) -> tuple[str, str] | None:
         """The first static gate ``code`` fails, as (reason, detail): ``syntax_error``,
-        ``banned_import`` (only when ``banned`` names modules), ``missing_entry_point``; None when it
-        passes them all. Nothing runs."""
+        ``banned_import`` (only when ``banned`` names modules), ``missing_entry_point`` (never for an
+        ``entry_point`` of "": a whole program); None when it passes them all. Nothing runs."""
 
     @abstractmethod
     def literal(self, text: str) -> Any:

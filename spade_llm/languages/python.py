@@ -38,7 +38,7 @@ class PythonLanguage(Language):
         found = banned_import(tree, banned)
         if found is not None:
             return "banned_import", found
-        if not defines_name(tree, entry_point):
+        if entry_point and not defines_name(tree, entry_point):  # "": a whole program, no name to define
             return "missing_entry_point", f"reference does not define {entry_point!r}"
         return None
 

@@ -169,14 +169,20 @@ def _report_cap(limits: Limits) -> int:
 
 
 def run_program(
-    sandbox: Sandbox, source: str, limits: Limits, *, stdin: str | None = None, cpu_s: float | None = None
+    sandbox: Sandbox,
+    source: str,
+    limits: Limits,
+    *,
+    stdin: str | None = None,
+    cpu_s: float | None = None,
+    hash_seed: int = 0,
 ) -> ExecutionResult:
     """Run ``source`` as ``__main__`` (``spade exec``); its exit code and streams are the result's.
 
     ``stdin``: what the program reads on its standard input (default: nothing, ``/dev/null``).
     ``cpu_s``: a CPU-time budget (every thread of the program's process), after which the run ends as
     ``timeout``; the wall limit stays ``limits.timeout_s`` (a program that sleeps or ignores the
-    budget's signal meets it)."""
+    budget's signal meets it). ``hash_seed``: the program's PYTHONHASHSEED."""
     files = {MAIN_FILE: source}
     request: dict[str, Any] = {"file": MAIN_FILE}
     if stdin is not None:
@@ -184,7 +190,7 @@ def run_program(
         request["stdin_file"] = STDIN_FILE
     if cpu_s is not None:
         request["cpu_s"] = float(cpu_s)
-    return _execute(sandbox, "main", files, request, limits).result
+    return _execute(sandbox, "main", files, request, limits, hash_seed=hash_seed).result
 
 
 def execute_calls(

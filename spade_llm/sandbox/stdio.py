@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from ..languages import pyast
 from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Sandbox
-from .runner import MAIN_FILE, run_program
+from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
 __all__ = ["NOT_RUN_AFTER_TIMEOUTS", "output_lines", "run_stdio_tests", "same_output", "wall_limit"]
 
-NOT_RUN_AFTER_TIMEOUTS = "not run: earlier tests timed out"
 SHOWN_OUTPUT_CHARS = 2000
 """Most of a test's stdout kept in its ``TestResult.output`` (feedback clips further)."""
 WALL_FACTOR = 10.0

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import UserError
 from ..judge import Judge
+from ..kinds import get_kind
 from ..sandbox.verdict import UnsupportedOutput, to_json
 from ..types import Task, TestCase
 
@@ -39,6 +40,12 @@ def _fill_one(judge: Judge, task: Task) -> Task:
         raise UserError(
             f"{name}: test {missing[0]} has no expected value and the task has no reference_code to take it from"
         )
+    kind = get_kind(task.kind)
+    if kind.fill_expected is not None:
+        filled = list(task.tests)
+        for i, test in zip(missing, kind.fill_expected(judge, task, missing), strict=True):
+            filled[i] = test
+        return task.model_copy(update={"tests": filled})
     probe = task.model_copy(update={"tests": [task.tests[i] for i in missing]})
     outcome = judge.outputs(probe, task.reference_code)
     if outcome.load_error is not None:

@@ -76,13 +76,13 @@ def statuses(result):
 # -- registry ------------------------------------------------------------------------------------
 
 
-def test_registry_knows_the_three_kinds_and_induction_is_unchanged():
-    assert KIND_NAMES == ("induction", "deduction", "abduction")
+def test_registry_knows_the_four_kinds_and_induction_is_unchanged():
+    assert KIND_NAMES == ("induction", "deduction", "abduction", "program")
     induction = get_kind("induction")
     task = make_task("induction")
     assert induction.view(task) == {}
     assert induction.reference_answer(task) == task.reference_code
-    with pytest.raises(UserError, match="known: abduction, deduction, induction"):
+    with pytest.raises(UserError, match="known: abduction, deduction, induction, program"):
         get_kind("transduction")
 
 

@@ -1,0 +1,266 @@
+"""``program``: the solver writes a whole program that reads standard input and prints the answer.
+
+The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
+
+* A test's ``input`` is the text the program reads on stdin, its ``expected`` the text it must print
+  (filled from the reference's run when the author gave none). ``entry_point`` is ``""``: a whole
+  program defines no name the judge calls.
+* Judging (``Judge.stdio``, ``sandbox/stdio.py``): one sandbox run per test under the task's
+  ``time_limit_s`` of CPU, stdout compared outside the sandbox by the one output rule
+  (``same_output``: lines equal after stripping trailing whitespace, trailing blank lines ignored); a
+  non-zero exit, a crash or a timeout fails the test.
+* The solver sees the description and the public tests' stdin and stdout; a repair prompt shows a
+  failing public test's stdin, expected and actual output (clipped) and the end of stderr, never a
+  hidden test.
+* Gates (``gates``): the static ones (syntax, banned imports, each input text within
+  ``MAX_STDIN_CHARS``, at least ``MIN_TESTS`` tests); the reference runs on every input within its
+  time limit and exits 0 (``timeout``, ``runtime_error``), prints the same in a second run in the
+  other order with another hash seed (``nondeterministic``), prints what an author-given ``expected``
+  says (``expected_mismatch``); then ``weak_tests`` when the tests cannot tell the reference from a
+  stand-in: a program that prints nothing, one that echoes its input, one that prints the most common
+  expected output. The leak gate (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input
+  shown with its output right after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..languages import language_of
+from ..sandbox.runner import run_program
+from ..sandbox.stdio import output_lines, same_output, wall_limit
+from .base import TaskKind, free_text, public_indices, tests_after_public
+from .induction import extract_code, tool_code
+
+if TYPE_CHECKING:
+    from ..judge import Judge
+    from ..leaks import Leak
+    from ..types import ExecutionResult, Task, TestCase, TestResult, TestStatus
+    from ..validation import ValidationReport, Validator
+
+MAX_STDIN_CHARS = 1_000_000
+"""Longest test input, in characters (a contest's large case fits; the prompt shows public ones clipped)."""
+SHOWN_IO_CHARS = 2000
+"""Most of one test's stdin or stdout a first prompt shows (longer ones are clipped, saying so)."""
+LEAK_GAP_CHARS = 80
+"""How far after a hidden test's input its output may start for the pair to count as shown together."""
+MIN_LEAK_INPUT_CHARS = 2
+"""A shorter hidden input (one digit) is everywhere in a text: it is not looked for."""
+
+
+def clip(text: str, limit: int = SHOWN_IO_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and a note saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({len(text) - limit} more characters)"
+
+
+def shown_io(test: TestCase) -> dict[str, str]:
+    """A test as prompts show it: its stdin and expected stdout, clipped, without trailing newlines."""
+    expected = test.expected if isinstance(test.expected, str) else ""
+    return {"input": clip(test.input).rstrip("\n"), "output": clip(expected).rstrip("\n")}
+
+
+def shown_text(task: Task, public_tests: int) -> dict[str, str]:
+    """What the solver is shown: the description, the tags, and the public tests' stdin and stdout."""
+    parts = free_text(task)
+    cases = task.examples if task.shows_examples else [task.tests[i] for i in public_indices(task, public_tests)]
+    if cases:
+        parts["public tests"] = "\n\n".join(
+            f"input:\n{io['input']}\noutput:\n{io['output']}" for io in map(shown_io, cases)
+        )
+    return parts
+
+
+def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+    """The answer run as a whole program on each chosen test's stdin, its stdout judged by the output rule."""
+    return judge.stdio(task, code, tests)
+
+
+def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
+    """One public test's verdict in a tool's feedback: its input, and for a failure what was expected
+    and what the program printed (or why it failed)."""
+    io = shown_io(test)
+    where = f"input {clip(io['input'], 200)!r}"
+    if r is None:
+        return f"- FAIL {where}: not run"
+    if r.passed:
+        return f"- PASS {where}"
+    got = r.error if r.error else f"printed {clip(r.output or '', 200)!r}"
+    return f"- FAIL {where}: expected {clip(io['output'], 200)!r}, {got}"
+
+
+# -- leaks --------------------------------------------------------------------------------------------
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
+def find_leaks(task: Task, public_tests: int) -> list[Leak]:
+    """The hidden tests whose input *and* output the solver's text shows, the output within
+    ``LEAK_GAP_CHARS`` after the input (whitespace runs counted as one space, whole tokens: ``100.`` shows
+    ``100``, ``1000`` does not)."""
+    from ..leaks import Leak
+
+    found: list[Leak] = []
+    shown = {part: _spaced(text) for part, text in shown_text(task, public_tests).items()}
+    for i in tests_after_public(task, public_tests):
+        test = task.tests[i]
+        given, answer = _spaced(test.input), _spaced(test.expected) if isinstance(test.expected, str) else ""
+        if len(given) < MIN_LEAK_INPUT_CHARS or not answer:
+            continue
+        pattern = re.compile(  # whole tokens: no letter or digit glued to either end (punctuation may be)
+            rf"(?<!\w){re.escape(given)}(?!\w).{{0,{LEAK_GAP_CHARS}}}?(?<!\w){re.escape(answer)}(?!\w)", re.S
+        )
+        for part, text in shown.items():
+            match = pattern.search(text)
+            if match:
+                found.append(Leak(i, part, match.start(), "io", match.group(0)[:120]))
+                break
+    return found
+
+
+# -- the reference's outputs --------------------------------------------------------------------------
+
+
+def fill_expected(judge: Judge, task: Task, indices: Sequence[int]) -> list[TestCase]:
+    """The tests at ``indices`` with what the reference prints on their inputs as ``expected``.
+
+    Raises:
+        UserError: the reference does not run to its end on one of them (named, with why).
+    """
+    from ..errors import UserError
+
+    cpu_s = task.time_limit_s or judge.test_timeout_s
+    limits = replace(judge.limits, timeout_s=wall_limit(cpu_s, judge.limits))
+    out = []
+    for i in indices:
+        test = task.tests[i]
+        run = run_program(judge.sandbox, task.reference_code, limits, stdin=test.input, cpu_s=cpu_s)
+        why = _failure(i, run)
+        if why is not None:
+            raise UserError(f"task {task.task_id}: cannot fill its expected output: {why[1]}")
+        out.append(test.model_copy(update={"expected": run.stdout}))
+    return out
+
+
+# -- gates --------------------------------------------------------------------------------------------
+
+
+def _runs(validator: Validator, task: Task, order: Sequence[int], hash_seed: int) -> dict[int, ExecutionResult]:
+    """The reference run on each test's input, in ``order``, under the task's time limit."""
+    cpu_s = task.time_limit_s or validator.test_timeout_s
+    limits = replace(validator.limits, timeout_s=wall_limit(cpu_s, validator.limits))
+    return {
+        i: run_program(
+            validator.sandbox, task.reference_code, limits, stdin=task.tests[i].input, cpu_s=cpu_s, hash_seed=hash_seed
+        )
+        for i in order
+    }
+
+
+def _failure(i: int, run: ExecutionResult) -> tuple[str, str] | None:
+    """Why the reference's run on test ``i`` disqualifies it, or None."""
+    if run.status == "timeout":
+        return "timeout", f"test {i}: the reference ran out of its time limit"
+    if run.status != "ok" or run.return_code != 0 or run.stdout_truncated:
+        tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+        why = "its output was cut at the limit" if run.stdout_truncated else f"status {run.status}"
+        return "runtime_error", f"test {i}: the reference failed ({why}, exit {run.return_code}" + (
+            f"): {tail[0][:300]}" if tail else ")"
+        )
+    return None
+
+
+def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
+    """Which trivial program passes every test (prints nothing, echoes its input, prints the most common
+    expected output), or None. Decided from the texts, by the output rule: nothing runs."""
+    expected = [t.expected if isinstance(t.expected, str) else "" for t in tests]
+    if all(not output_lines(e) for e in expected):
+        return "a program that prints nothing passes every test (every expected output is empty)"
+    if all(same_output(e, t.input) for e, t in zip(expected, tests, strict=True)):
+        return "a program that prints its input back passes every test"
+    common, _ = Counter("\n".join(output_lines(e)) for e in expected).most_common(1)[0]
+    if all(same_output(e, common) for e in expected):
+        return f"a program that always prints {clip(common, 60)!r} passes every test"
+    return None
+
+
+def gates(validator: Validator, task: Task) -> ValidationReport:
+    """The program kind's gates in order (the module docstring)."""
+    from ..validation import MIN_TESTS, ValidationReport
+
+    total = len(task.tests)
+
+    def report(reason: str | None, detail: str, passed: int = 0, filled: Task | None = None) -> ValidationReport:
+        status: TestStatus = "passed" if reason is None else "error"
+        return ValidationReport(task.task_id, reason is None, reason, detail, status, passed, total, filled)
+
+    found = language_of(task).static_error(task.reference_code, "", validator.banned_imports)
+    if found is not None:
+        return report(*found)
+    for i, test in enumerate(task.tests):
+        if len(test.input) > MAX_STDIN_CHARS:
+            return report(
+                "bad_input", f"test {i}: the input is {len(test.input)} characters, at most {MAX_STDIN_CHARS}"
+            )
+    if total < MIN_TESTS:
+        return report("too_few_tests", f"{total} tests, at least {MIN_TESTS} needed")
+    first = _runs(validator, task, range(total), hash_seed=0)
+    for i in range(total):
+        why = _failure(i, first[i])
+        if why is not None:
+            return report(*why)
+    second = _runs(validator, task, range(total - 1, -1, -1), hash_seed=1)
+    for i in range(total):
+        why = _failure(i, second[i])
+        if why is not None or not same_output(first[i].stdout, second[i].stdout):
+            detail = why[1] if why else f"test {i}: two runs of the reference print different outputs"
+            return report("nondeterministic", detail)
+    for i, test in enumerate(task.tests):
+        if test.has_expected and not (isinstance(test.expected, str) and same_output(test.expected, first[i].stdout)):
+            given, printed = clip(str(test.expected), 60), clip(first[i].stdout, 60)
+            return report("expected_mismatch", f"test {i}: expected {given!r}, the reference prints {printed!r}")
+    tests = [t.model_copy(update={"expected": first[i].stdout}) for i, t in enumerate(task.tests)]
+    filled = task.model_copy(update={"tests": tests})
+    weak = stand_in_passes(tests)
+    if weak is not None:
+        return report("weak_tests", weak, passed=total, filled=filled)
+    return report(None, "", passed=total, filled=filled)
+
+
+KIND = TaskKind(
+    name="program",
+    first_template="solver/program_first.j2",
+    repair_template="solver/program_repair.j2",
+    parse_answer=extract_code,
+    gates=gates,
+    check_answer=check_answer,
+    summary="write a whole program that reads standard input and prints the answer",
+    tool_parse=tool_code,
+    shown_text=shown_text,
+    feedback_line=feedback_line,
+    find_leaks=find_leaks,
+    fill_expected=fill_expected,
+    sandbox_fusion=False,
+    colour="#059669",
+    sample_first={
+        "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},
+        "public_tests": [{"input": "1 2", "expected": "'3\\n'", "expected_text": "3\n"}],
+    },
+    sample_repair={
+        "entry_point": "",
+        "turn": 2,
+        "code": "print(input())\n",
+        "status": "ok",
+        "passed": 0,
+        "total": 3,
+        "failing": [{"input": "1 2", "expected": "'3\\n'", "expected_text": "3", "output": "1 2", "error": None}],
+        "stderr_tail": "",
+    },
+)

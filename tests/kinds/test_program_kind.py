@@ -1,0 +1,176 @@
+"""The ``program`` kind (issue 38): whole programs on stdin/stdout, from the gates to a solver's episode.
+
+Programs here are benign (sums, loops, random prints); each runs in the test-wide sandbox fixture.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade_llm.checking import CodeChecker
+from spade_llm.config import SandboxConfig
+from spade_llm.fake.scripted import FunctionLLM
+from spade_llm.judge import Judge, final_status
+from spade_llm.kinds import get_kind, leaks, run_gates
+from spade_llm.kinds.program import stand_in_passes
+from spade_llm.llm.base import LLMRequest
+from spade_llm.solver import LLMSolver
+from spade_llm.templates import Prompts
+from spade_llm.types import Task, TestCase
+from spade_llm.validation import Validator
+
+PROGRAM = get_kind("program")
+SUM = "n = int(input())\nprint(sum(map(int, input().split()[:n])))\n"
+INPUTS = ["3\n1 2 3\n", "1\n7\n", "2\n-5 5\n", "4\n10 20 30 40\n", "2\n100 1\n"]
+
+
+def program_task(code: str = SUM, inputs: list[str] = INPUTS, expected: list[str] | None = None, **kw: Any) -> Task:
+    tests = [TestCase(input=i) if expected is None else TestCase(input=i, expected=e) for i, e in zip(
+        inputs, expected or inputs, strict=True)]  # fmt: skip
+    fields: dict[str, Any] = {
+        "task_id": "p1",
+        "kind": "program",
+        "description": "Read n, then n integers on one line; print their sum.",
+        "entry_point": "",
+        "reference_code": code,
+        "tests": tests,
+        **kw,
+    }
+    return Task(**fields)
+
+
+@pytest.fixture(scope="module")
+def validator(sandbox):
+    config = SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=1)
+    return Validator(sandbox, config.limits(), config.test_timeout_s)
+
+
+@pytest.fixture(scope="module")
+def judge(sandbox):
+    config = SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=1)
+    return Judge(sandbox, config.limits(), config.test_timeout_s)
+
+
+# -- gates ---------------------------------------------------------------------------------------------
+
+
+def test_a_sound_program_task_passes_its_gates_with_expected_outputs_from_the_reference(validator):
+    report = run_gates(validator, program_task())
+    assert report.valid, report.detail
+    assert report.task is not None
+    assert [t.expected for t in report.task.tests] == ["6\n", "7\n", "0\n", "100\n", "101\n"]
+
+
+TRAPS: dict[str, dict[str, Any]] = {
+    "syntax_error": {"code": "print(int(input()) +\n"},
+    "too_few_tests": {"inputs": INPUTS[:2]},
+    "bad_input": {"inputs": [*INPUTS[:4], "1\n" + "9 " * 600_000]},
+    "runtime_error": {"code": "n = int(input())\nxs = input().split()\nprint(int(xs[n]))\n"},
+    "timeout": {"code": "n = int(input())\nwhile n != 7:\n    pass\nprint(n)\n"},
+    "nondeterministic": {"code": "import random\ninput(); input()\nprint(random.random())\n"},
+    "expected_mismatch": {"expected": ["6\n", "7\n", "0\n", "100\n", "999\n"]},
+    "weak_tests": {"code": "import sys\nsys.stdin.read()\n"},  # prints nothing on any input
+}
+
+
+@pytest.mark.parametrize("reason", list(TRAPS))
+def test_each_trap_is_rejected_for_its_own_reason(validator, reason):
+    report = run_gates(validator, program_task(**TRAPS[reason]))
+    assert (report.valid, report.reason) == (False, reason), report.detail
+
+
+def test_trivial_programs_that_pass_every_test_make_the_tests_weak():
+    def tests(pairs: list[tuple[str, str]]) -> list[TestCase]:
+        return [TestCase(input=i, expected=o) for i, o in pairs]
+
+    assert "prints nothing" in str(stand_in_passes(tests([("1\n", ""), ("2\n", "\n")])))
+    assert "its input back" in str(stand_in_passes(tests([("1 2\n", "1 2"), ("3\n", "3  \n")])))
+    assert "always prints 'YES'" in str(stand_in_passes(tests([("1\n", "YES\n"), ("2\n", "YES")])))
+    assert stand_in_passes(tests([("1\n", "YES\n"), ("2\n", "NO\n")])) is None
+
+
+def test_a_hidden_test_shown_with_its_output_in_the_description_is_a_leak(validator):
+    shown = "Read n, then n integers; print their sum. For example, for\n4\n10 20 30 40\nthe answer is 100."
+    leaky = program_task(description=shown, expected=["6\n", "7\n", "0\n", "100\n", "101\n"])
+    found = leaks(leaky, public_tests=1)
+    assert [leak.test for leak in found] == [3] and found[0].part == "description"
+    assert run_gates(validator, leaky).reason == "leaks_hidden_test"
+    # the public test's pair is shown on purpose; an input alone, or an output alone, is no leak
+    alone = "For example 3 / 1 2 3 gives 6; 4 10 20 30 40 is another input, and 101 an output."
+    assert leaks(program_task(description=alone, expected=["6\n", "7\n", "0\n", "100\n", "101\n"]), 1) == []
+
+
+# -- judging -------------------------------------------------------------------------------------------
+
+
+def test_answers_are_judged_by_their_stdout_on_each_input(validator, judge):
+    task = run_gates(validator, program_task()).task
+    assert task is not None
+    right = PROGRAM.check_answer(judge, task, "input()\nprint(sum(int(x) for x in input().split()))   \n", None)
+    assert final_status(right) == "passed"
+    first_only = PROGRAM.check_answer(judge, task, "input()\nprint(input().split()[0])\n", None)
+    assert [r.status for r in first_only.test_results or []] == ["failed", "passed", "failed", "failed", "failed"]
+    crash = PROGRAM.check_answer(judge, task, "raise SystemExit(3)\n", [0, 2])
+    assert [(r.index, r.status) for r in crash.test_results or []] == [(0, "error"), (2, "error")]
+
+
+def test_the_tasks_time_limit_is_each_tests_cpu_budget(validator, judge):
+    task = run_gates(validator, program_task()).task
+    assert task is not None
+    slow = "import time\nn = int(input())\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n"
+    slow += "print(sum(map(int, input().split()[:n])))\n"
+    assert final_status(PROGRAM.check_answer(judge, task, slow, [0])) == "passed"  # 0.3 s of CPU < 1 s
+    tight = task.model_copy(update={"time_limit_s": 0.1})
+    assert final_status(PROGRAM.check_answer(judge, tight, slow, [0])) == "timeout"
+
+
+# -- the solver ----------------------------------------------------------------------------------------
+
+
+async def test_an_episode_shows_public_io_feeds_back_a_failing_test_and_never_a_hidden_one(sandbox, validator):
+    task = run_gates(validator, program_task()).task
+    assert task is not None
+    prompts: list[str] = []
+
+    def answer(request: LLMRequest) -> str:
+        prompts.append(request.messages[-1].content)
+        if len(prompts) == 1:
+            return "```python\ninput()\nprint(max(map(int, input().split())))\n```"  # max, not sum
+        return "```python\nn = int(input())\nprint(sum(map(int, input().split()[:n])))\n```"
+
+    checker = CodeChecker(sandbox, SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=1), concurrency=1)
+    solver = LLMSolver(
+        FunctionLLM(answer), Prompts(), checker.check_answer, seed=0, max_turns=3, public_tests=1,
+        temperature=0.0, max_tokens=200,
+    )  # fmt: skip
+    trajectory = await solver.solve(task, epoch=0)
+    assert [a.result.tests_passed for a in trajectory.attempts] == [0, 5] and trajectory.final_status == "passed"
+    first, repair = prompts
+    assert "complete Python program" in first and "1 2 3" in first and "\n6\n" in first
+    assert "Your output:\n```\n3\n```" in repair and "Expected output:\n```\n6\n```" in repair
+    for hidden in task.tests[1:]:
+        for text in prompts:
+            assert hidden.input.strip() not in text  # the hidden tests' inputs never reach a prompt
+
+
+# -- the CLI -------------------------------------------------------------------------------------------
+
+
+def test_evaluate_judges_program_tasks_and_their_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spade_llm.cli.app import main
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(program_task().dump()) + "\n")
+    samples = tmp_path / "samples.jsonl"
+    right = "import sys\nn, *xs = map(int, sys.stdin.read().split())\nprint(sum(xs[:n]))\n"
+    rows = [{"task_id": "p1", "code": right}, {"task_id": "p1", "code": "print(0)\n"}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["evaluate", str(tasks), "--sandbox", "subprocess"]) == 0  # the reference fills and passes
+    assert [json.loads(line)["passed"] for line in capsys.readouterr().out.splitlines()] == [True]
+    assert main(["evaluate", str(tasks), "--samples", str(samples), "--sandbox", "subprocess"]) == 0
+    judged = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["passed"], r["tests_passed"]) for r in judged] == [(True, 5), (False, 1)]  # -5 + 5 is 0
