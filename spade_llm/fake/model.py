@@ -78,7 +78,7 @@ from typing import Any
 from ..errors import UserError
 from ..llm.base import LLMRequest, LLMResponse, Role
 from ..types import Message, TokenUsage
-from . import bank, noisy
+from . import bank, noisy, programs
 from .kinds import answer_kind
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
@@ -131,6 +131,9 @@ SHARPNESS = 5.5
 """How steeply the chance of solving falls once a task is harder than the solver's skill: gently
 enough that the difficulties where a 3-turn episode passes 30% to 70% of the time span about 0.27,
 well over the controller's 0.1 step."""
+
+PROGRAM_RETRIES = 4
+"""Exercises tried, per proposal of a program task, for one whose values survive JSON (its input format)."""
 
 STATIC_SHARE = 0.1
 """The fraction of proposals that are one of the bank's classic exercises rather than a composed
@@ -273,11 +276,20 @@ class FakeLLM:
             return rng.choice(_REFUSALS), "stop"
 
         variants = self._pick_variants(prompt, focus, rng, target, n)
+        as_programs = programs.GENERATOR_MARKER in prompt  # the request asks for whole programs
         tasks = []
         for i, variant in enumerate(variants):
             task_rng = random.Random(bank.stable_hash(rng.random(), i))
             task = bank.build_task(variant, task_rng, target)
             data = task.to_json()
+            for _ in range(PROGRAM_RETRIES if as_programs else 0):
+                program = programs.as_program_task(task)
+                if program is not None:
+                    data = program
+                    break
+                # its values do not survive JSON: another exercise near the target
+                task = bank.build_task(bank.random_pipeline(task_rng, target, focus) or variant, task_rng, target)
+                data = task.to_json()
             if self.profile.noisy and task_rng.random() < 0.25:
                 data = noisy.break_task(task, data, task_rng)
             tasks.append(data)
@@ -360,27 +372,41 @@ class FakeLLM:
             code = _generic_attempt(task_prompt or "\n".join(m.content for m in messages))
             return _answer(rng, code, repair=bool(answers), bare=bare), "stop"
 
+        as_program = programs.SOLVER_MARKER in task_prompt  # a whole program around the function
         p_solve = self.p_first_try(ident.difficulty, epoch)
         reference = ident.reference()
         previous = _extract_code(answers[-1]) if answers else None
+        if previous is not None and as_program:
+            previous = programs.unwrap(previous, ident.entry_point)
+        code = self._solve_code(ident, rng, reference, previous, p_solve, messages)
+        if as_program:
+            code = programs.wrap(code, ident.entry_point)
+        return _answer(rng, code, repair=previous is not None, bare=bare), "stop"
+
+    def _solve_code(
+        self,
+        ident: bank.Identification,
+        rng: random.Random,
+        reference: str,
+        previous: str | None,
+        p_solve: float,
+        messages: Sequence[Message],
+    ) -> str:
+        """The function the answer holds: the reference or one of the bank's mistakes (see ``_solve``)."""
 
         if previous is None:
             correct = rng.random() < p_solve
-            code = reference if correct else self._mistake(ident, rng, exclude=None) or reference
-            return _answer(rng, code, repair=False, bare=bare), "stop"
-
+            return reference if correct else self._mistake(ident, rng, exclude=None) or reference
         if _same_code(previous, reference):
-            return _answer(rng, reference, repair=True, bare=bare), "stop"
+            return reference
         previous_kind = _classify(ident, previous)
         feedback = next((m.content for m in reversed(messages) if m.role == "user"), "")
         clarity = _feedback_clarity(previous_kind, feedback, ident.entry_point)
         if rng.random() < self.p_fix(p_solve, clarity):
-            code = reference
-        elif previous_kind is not None and rng.random() < 0.5:
-            code = previous
-        else:
-            code = self._mistake(ident, rng, exclude=previous_kind) or previous
-        return _answer(rng, code, repair=True, bare=bare), "stop"
+            return reference
+        if previous_kind is not None and rng.random() < 0.5:
+            return previous
+        return self._mistake(ident, rng, exclude=previous_kind) or previous
 
     # -- the skill model (also what tools measuring the curve read) ---------------------------
 

@@ -50,6 +50,8 @@ LEAK_GAP_CHARS = 80
 """How far after a hidden test's input its output may start for the pair to count as shown together."""
 MIN_LEAK_INPUT_CHARS = 2
 """A shorter hidden input (one digit) is everywhere in a text: it is not looked for."""
+PUBLIC_PART = "public tests"
+"""The part of ``shown_text`` that lists the public tests."""
 
 
 def clip(text: str, limit: int = SHOWN_IO_CHARS) -> str:
@@ -65,12 +67,16 @@ def shown_io(test: TestCase) -> dict[str, str]:
     return {"input": clip(test.input).rstrip("\n"), "output": clip(expected).rstrip("\n")}
 
 
+def _shown_cases(task: Task, public_tests: int) -> list[TestCase]:
+    return task.examples if task.shows_examples else [task.tests[i] for i in public_indices(task, public_tests)]
+
+
 def shown_text(task: Task, public_tests: int) -> dict[str, str]:
     """What the solver is shown: the description, the tags, and the public tests' stdin and stdout."""
     parts = free_text(task)
-    cases = task.examples if task.shows_examples else [task.tests[i] for i in public_indices(task, public_tests)]
+    cases = _shown_cases(task, public_tests)
     if cases:
-        parts["public tests"] = "\n\n".join(
+        parts[PUBLIC_PART] = "\n\n".join(
             f"input:\n{io['input']}\noutput:\n{io['output']}" for io in map(shown_io, cases)
         )
     return parts
@@ -102,17 +108,28 @@ def _spaced(text: str) -> str:
 
 
 def find_leaks(task: Task, public_tests: int) -> list[Leak]:
-    """The hidden tests whose input *and* output the solver's text shows, the output within
-    ``LEAK_GAP_CHARS`` after the input (whitespace runs counted as one space, whole tokens: ``100.`` shows
-    ``100``, ``1000`` does not)."""
+    """The hidden tests whose input *and* output the solver's text shows: in the description or tags,
+    the output within ``LEAK_GAP_CHARS`` after the input (whitespace runs counted as one space, whole
+    tokens: ``100.`` shows ``100``, ``1000`` does not); in the public tests, a public test with the same
+    input and output (a copy: matching across the listed pairs would tie one test's output to the next
+    one's input)."""
     from ..leaks import Leak
 
     found: list[Leak] = []
-    shown = {part: _spaced(text) for part, text in shown_text(task, public_tests).items()}
+    texts = shown_text(task, public_tests)
+    # the public tests are shown as pairs: a hidden test is there only as one of them (a copy)
+    public = [(_spaced(io["input"]), _spaced(io["output"])) for io in map(shown_io, _shown_cases(task, public_tests))]
+    shown = {part: _spaced(text) for part, text in texts.items() if part != PUBLIC_PART}
     for i in tests_after_public(task, public_tests):
         test = task.tests[i]
         given, answer = _spaced(test.input), _spaced(test.expected) if isinstance(test.expected, str) else ""
-        if len(given) < MIN_LEAK_INPUT_CHARS or not answer:
+        if not answer:
+            continue
+        copied = next((n for n, pair in enumerate(public) if pair == (given, answer)), None)
+        if copied is not None:
+            found.append(Leak(i, PUBLIC_PART, 0, "verbatim", f"public test {copied}: {given[:50]} -> {answer[:50]}"))
+            continue
+        if len(given) < MIN_LEAK_INPUT_CHARS:
             continue
         pattern = re.compile(  # whole tokens: no letter or digit glued to either end (punctuation may be)
             rf"(?<!\w){re.escape(given)}(?!\w).{{0,{LEAK_GAP_CHARS}}}?(?<!\w){re.escape(answer)}(?!\w)", re.S

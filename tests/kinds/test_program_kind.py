@@ -174,3 +174,54 @@ def test_evaluate_judges_program_tasks_and_their_samples(tmp_path: Path, capsys:
     assert main(["evaluate", str(tasks), "--samples", str(samples), "--sandbox", "subprocess"]) == 0
     judged = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["passed"], r["tests_passed"]) for r in judged] == [(True, 5), (False, 1)]  # -5 + 5 is 0
+
+
+def test_the_public_tests_leak_a_hidden_one_only_when_one_of_them_is_a_copy():
+    outputs = ["[]\n", "[]\n", "[1]\n", "[2]\n", "[]\n"]
+    inputs = ["[5]\n", "[29, 4]\n", "[1]\n", "[2]\n", "[]\n"]  # hidden test 4: "[]" -> "[]"
+    listed = program_task(inputs=inputs, expected=outputs)
+    # shown: "... output: [] input: [29, 4] output: []": "[]" then "[]" across two pairs is no leak
+    assert leaks(listed, public_tests=2) == []
+    copied = program_task(inputs=[*inputs[:4], "[5]\n"], expected=outputs)  # hidden test 4 copies public test 0
+    assert [(leak.test, leak.part) for leak in leaks(copied, public_tests=2)] == [(4, "public tests")]
+
+
+# -- self-play on the fake model -------------------------------------------------------------------------
+
+
+def fake_program_run(tmp_path: Path, profile: str) -> Path:
+    from spade_llm.cli.app import main
+
+    out = tmp_path / profile
+    argv = ["run", "--model", f"fake/{profile}", "--kinds", "program", "--epochs", "1", "--tasks-per-epoch", "8"]
+    assert main([*argv, "--samples-per-task", "2", "--sandbox", "subprocess", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_fake_self_play_run_proposes_program_tasks_the_strong_solver_passes_and_the_weak_one_fails(
+    tmp_path: Path,
+) -> None:
+    from spade_llm.rewards.code import compute_score
+
+    strong, weak = fake_program_run(tmp_path, "strong-solver"), fake_program_run(tmp_path, "weak-solver")
+    tasks = read_jsonl(strong / "tasks.jsonl")
+    assert len(tasks) >= 6 and {t["kind"] for t in tasks} == {"program"}
+    assert all(t["entry_point"] == "" and all(x["expected"].endswith("\n") for x in t["tests"]) for t in tasks)
+    strong_runs = read_jsonl(strong / "trajectories.jsonl")
+    assert strong_runs and {t["final_status"] for t in strong_runs} == {"passed"}
+    weak_runs = read_jsonl(weak / "trajectories.jsonl")
+    assert sum(t["final_status"] == "passed" for t in weak_runs) < len(weak_runs) / 2
+    # the exports' ground truth judges a program as the loop did: the reference passes, a stand-in fails
+    from spade_llm.cli.app import main
+
+    grpo = tmp_path / "grpo.jsonl"
+    assert main(["export", str(strong), "--format", "grpo", "-o", str(grpo)]) == 0
+    row = read_jsonl(grpo)[0]
+    task = next(t for t in tasks if t["task_id"] == row["task_id"])
+    answer = f"```python\n{task['reference_code']}```"
+    assert compute_score("spade", answer, row["ground_truth"])["score"] == 1.0
+    assert compute_score("spade", "```python\nprint(0)\n```", row["ground_truth"])["score"] == 0.0
