@@ -16,10 +16,12 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
   ``MAX_STDIN_CHARS``, at least ``MIN_TESTS`` tests); the reference runs on every input within its
   time limit and exits 0 (``timeout``, ``runtime_error``), prints the same in a second run in the
   other order with another hash seed (``nondeterministic``), prints what an author-given ``expected``
-  says (``expected_mismatch``); then ``weak_tests`` when the tests cannot tell the reference from a
-  stand-in: a program that prints nothing, one that echoes its input, one that prints the most common
-  expected output. The leak gate (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input
-  shown with its output right after it.
+  says (``expected_mismatch``); a task without a ``time_limit_s`` gets one derived from the reference's
+  slowest run (``derived_time_limit``: 4x, raised to 1, 2, 4 or 8 s; a reference too slow for 8 s is a
+  ``timeout``), so a solution much slower than the reference fails as ``timeout``; then ``weak_tests``
+  when the tests cannot tell the reference from a stand-in: a program that prints nothing, one that
+  echoes its input, one that prints the most common expected output. The leak gate
+  (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input shown with its output right after it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..languages import language_of
-from ..sandbox.runner import run_program
+from ..sandbox.runner import run_program, timed_program
 from ..sandbox.stdio import output_lines, same_output, wall_limit
 from .base import TaskKind, free_text, public_indices, tests_after_public
 from .induction import extract_code, tool_code
@@ -50,6 +52,10 @@ LEAK_GAP_CHARS = 80
 """How far after a hidden test's input its output may start for the pair to count as shown together."""
 MIN_LEAK_INPUT_CHARS = 2
 """A shorter hidden input (one digit) is everywhere in a text: it is not looked for."""
+TIME_LIMIT_FACTOR = 4.0
+"""A generated task's CPU limit per test is this many times its reference's slowest run (rounded up to a rung)."""
+TIME_LIMIT_RUNGS = (1.0, 2.0, 4.0, 8.0)
+"""The CPU limits a generated task can get, in seconds."""
 PUBLIC_PART = "public tests"
 """The part of ``shown_text`` that lists the public tests."""
 
@@ -169,16 +175,36 @@ def fill_expected(judge: Judge, task: Task, indices: Sequence[int]) -> list[Test
 # -- gates --------------------------------------------------------------------------------------------
 
 
-def _runs(validator: Validator, task: Task, order: Sequence[int], hash_seed: int) -> dict[int, ExecutionResult]:
-    """The reference run on each test's input, in ``order``, under the task's time limit."""
+def _runs(
+    validator: Validator, task: Task, order: Sequence[int], hash_seed: int
+) -> tuple[dict[int, ExecutionResult], float]:
+    """The reference run on each test's input, in ``order``, under the task's time limit, up to the first
+    run that disqualifies it (``_failure``: no need to spend a time limit on every input); and the most
+    CPU seconds one run took."""
     cpu_s = task.time_limit_s or validator.test_timeout_s
     limits = replace(validator.limits, timeout_s=wall_limit(cpu_s, validator.limits))
-    return {
-        i: run_program(
-            validator.sandbox, task.reference_code, limits, stdin=task.tests[i].input, cpu_s=cpu_s, hash_seed=hash_seed
-        )
-        for i in order
-    }
+    runs: dict[int, ExecutionResult] = {}
+    slowest = 0.0
+    for i in order:
+        code, stdin = task.reference_code, task.tests[i].input
+        runs[i], used = timed_program(validator.sandbox, code, limits, stdin=stdin, cpu_s=cpu_s, hash_seed=hash_seed)
+        slowest = max(slowest, used or 0.0)
+        if _failure(i, runs[i]) is not None:
+            break
+    return runs, slowest
+
+
+def derived_time_limit(reference_cpu_s: float) -> float | None:
+    """A test's CPU limit from the reference's slowest run (EvalPlus's ``max(floor, k x T_reference)``):
+    ``TIME_LIMIT_FACTOR`` times it, raised to the next of ``TIME_LIMIT_RUNGS`` (so a few percent of
+    measurement noise rarely moves it, and a fast reference always gets the first rung); None when even
+    the last rung is too short (the reference itself is too slow).
+
+    >>> derived_time_limit(0.01), derived_time_limit(0.3), derived_time_limit(1.5), derived_time_limit(3.0)
+    (1.0, 2.0, 8.0, None)
+    """
+    wanted = TIME_LIMIT_FACTOR * reference_cpu_s
+    return next((rung for rung in TIME_LIMIT_RUNGS if wanted <= rung), None)
 
 
 def _failure(i: int, run: ExecutionResult) -> tuple[str, str] | None:
@@ -228,23 +254,30 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
             )
     if total < MIN_TESTS:
         return report("too_few_tests", f"{total} tests, at least {MIN_TESTS} needed")
-    first = _runs(validator, task, range(total), hash_seed=0)
-    for i in range(total):
-        why = _failure(i, first[i])
+    first, slowest = _runs(validator, task, range(total), hash_seed=0)
+    for i, run in first.items():
+        why = _failure(i, run)
         if why is not None:
             return report(*why)
-    second = _runs(validator, task, range(total - 1, -1, -1), hash_seed=1)
-    for i in range(total):
-        why = _failure(i, second[i])
-        if why is not None or not same_output(first[i].stdout, second[i].stdout):
+    second, slowest_again = _runs(validator, task, range(total - 1, -1, -1), hash_seed=1)
+    for i, run in second.items():
+        why = _failure(i, run)
+        # a second run that fails where the first passed is the reference disagreeing with itself too
+        if why is not None or not same_output(first[i].stdout, run.stdout):
             detail = why[1] if why else f"test {i}: two runs of the reference print different outputs"
             return report("nondeterministic", detail)
     for i, test in enumerate(task.tests):
         if test.has_expected and not (isinstance(test.expected, str) and same_output(test.expected, first[i].stdout)):
             given, printed = clip(str(test.expected), 60), clip(first[i].stdout, 60)
             return report("expected_mismatch", f"test {i}: expected {given!r}, the reference prints {printed!r}")
+    time_limit = task.time_limit_s
+    if time_limit is None:  # the author gave none: derived from the reference, so a slower solution fails
+        time_limit = derived_time_limit(max(slowest, slowest_again))
+        if time_limit is None:
+            detail = f"the reference takes {max(slowest, slowest_again):.2f} s of CPU on a test: too slow to judge by"
+            return report("timeout", detail)
     tests = [t.model_copy(update={"expected": first[i].stdout}) for i, t in enumerate(task.tests)]
-    filled = task.model_copy(update={"tests": tests})
+    filled = task.model_copy(update={"tests": tests, "time_limit_s": time_limit})
     weak = stand_in_passes(tests)
     if weak is not None:
         return report("weak_tests", weak, passed=total, filled=filled)

@@ -1244,6 +1244,7 @@ def _supervise(
         "cpu_exceeded": cpu_exceeded,
         "output_limit": bool(over),
         "ms": (time.monotonic() - t0) * 1000.0,
+        "cpu": cpu_s,
     }
 
 

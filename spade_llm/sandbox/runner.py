@@ -183,6 +183,20 @@ def run_program(
     ``cpu_s``: a CPU-time budget (every thread of the program's process), after which the run ends as
     ``timeout``; the wall limit stays ``limits.timeout_s`` (a program that sleeps or ignores the
     budget's signal meets it). ``hash_seed``: the program's PYTHONHASHSEED."""
+    return timed_program(sandbox, source, limits, stdin=stdin, cpu_s=cpu_s, hash_seed=hash_seed)[0]
+
+
+def timed_program(
+    sandbox: Sandbox,
+    source: str,
+    limits: Limits,
+    *,
+    stdin: str | None = None,
+    cpu_s: float | None = None,
+    hash_seed: int = 0,
+) -> tuple[ExecutionResult, float | None]:
+    """``run_program``, and the CPU seconds the program's process used (None when the harness did not
+    report it): what a time limit derived from a reference's runs is measured in."""
     files = {MAIN_FILE: source}
     request: dict[str, Any] = {"file": MAIN_FILE}
     if stdin is not None:
@@ -190,7 +204,8 @@ def run_program(
         request["stdin_file"] = STDIN_FILE
     if cpu_s is not None:
         request["cpu_s"] = float(cpu_s)
-    return _execute(sandbox, "main", files, request, limits, hash_seed=hash_seed).result
+    seen = _execute(sandbox, "main", files, request, limits, hash_seed=hash_seed)
+    return seen.result, seen.cpu_s
 
 
 def execute_calls(

@@ -211,6 +211,8 @@ class Report:
     cpu_exceeded: bool
     output_limit: bool
     marker: str | None
+    cpu_s: float | None = None
+    """CPU time the child and what it waited for used (user + system), when the report says."""
 
 
 _REPORT_FIELDS: dict[str, tuple[type, ...]] = {
@@ -248,6 +250,8 @@ def parse_report(stdout: str, nonce: str) -> Report:
     marker = data.get("marker")
     if marker is not None and type(marker) is not str:
         raise ProtocolError("report field 'marker' mistyped")
+    cpu = data.get("cpu")
+    cpu_s = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and cpu >= 0 else None
     return Report(
         return_code=data["rc"],
         signal=data["sig"],
@@ -261,6 +265,7 @@ def parse_report(stdout: str, nonce: str) -> Report:
         cpu_exceeded=data["cpu_exceeded"],
         output_limit=data["output_limit"],
         marker=marker,
+        cpu_s=cpu_s,
     )
 
 
@@ -409,6 +414,8 @@ class Interpretation:
     check_passed: bool = False
     stopped: bool = False
     """Tests mode: the harness stopped after ``max_timeouts`` timed-out calls (see ``Records``)."""
+    cpu_s: float | None = None
+    """CPU time the program's process used (``main`` mode's time limits), when the report says."""
 
 
 def _note(stderr: str, message: str) -> str:
@@ -492,7 +499,7 @@ def interpret(
     check_passed = mode == "check" and marker is not None and report.marker == marker and records.done
     # check mode stops before its script too, so a stop after the last test still left something unrun
     stopped = records.stopped and (len(records.outputs) < n or mode == "check")
-    return Interpretation(result, records.outputs, records.load_error, check_passed, stopped)
+    return Interpretation(result, records.outputs, records.load_error, check_passed, stopped, report.cpu_s)
 
 
 def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | None) -> tuple[ExecStatus, str]:

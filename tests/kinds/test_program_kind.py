@@ -225,3 +225,45 @@ def test_a_fake_self_play_run_proposes_program_tasks_the_strong_solver_passes_an
     answer = f"```python\n{task['reference_code']}```"
     assert compute_score("spade", answer, row["ground_truth"])["score"] == 1.0
     assert compute_score("spade", "```python\nprint(0)\n```", row["ground_truth"])["score"] == 0.0
+
+
+# -- time limits from the reference ---------------------------------------------------------------------
+
+PAIRS = (
+    "from collections import Counter\n"
+    "input()\n"
+    "seen, pairs = Counter(), 0\n"
+    "for x in map(int, input().split()):\n"
+    "    pairs += seen[-x]\n"
+    "    seen[x] += 1\n"
+    "print(pairs)\n"
+)
+PAIRS_QUADRATIC = (
+    "input()\n"
+    "xs = list(map(int, input().split()))\n"
+    "print(sum(1 for i in range(len(xs)) for j in range(i + 1, len(xs)) if xs[i] + xs[j] == 0))\n"
+)
+
+
+def test_a_correct_but_quadratic_solution_fails_the_large_test_as_timeout_where_the_reference_is_linear(
+    validator, judge
+):
+    large = 30_000
+    numbers = " ".join(str((i * 7919) % 2001 - 1000) for i in range(large))
+    inputs = ["4\n1 -1 2 -2\n", "3\n0 0 0\n", "1\n5\n", "5\n3 -3 3 -3 1\n", f"{large}\n{numbers}\n"]
+    report = run_gates(validator, program_task(code=PAIRS, inputs=inputs))
+    assert report.valid and report.task is not None, report.detail
+    assert report.task.time_limit_s == 1.0  # the linear reference takes a few hundredths of a second
+    quadratic = PROGRAM.check_answer(judge, report.task, PAIRS_QUADRATIC, None)
+    assert [r.status for r in quadratic.test_results or []] == ["passed"] * 4 + ["timeout"]
+    assert final_status(quadratic) == "timeout"
+    assert final_status(PROGRAM.check_answer(judge, report.task, PAIRS, None)) == "passed"
+
+
+def test_a_reference_too_slow_for_the_last_time_limit_rung_is_rejected(validator):
+    spin = "import time\nn = int(input())\nt = time.process_time()\nwhile n == 1 and time.process_time() - t < 2.2:\n"
+    spin += "    pass\n"  # one slow test is enough: the slowest run sets the limit
+    slow = program_task(code=spin + "input()\nprint(n)\n", time_limit_s=None)
+    big = Validator(validator.sandbox, validator.limits.__class__(timeout_s=60, memory_mb=256), test_timeout_s=5)
+    report = run_gates(big, slow.model_copy(update={"tests": slow.tests[:3]}))
+    assert (report.valid, report.reason) == (False, "timeout") and "too slow" in report.detail
