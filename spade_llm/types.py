@@ -75,6 +75,12 @@ class Task(BaseModel):
     public_tests: int | None = Field(default=None, ge=0)
     """How many of the tests, the first ones, the solver may see; None: the run's ``solver.public_tests``.
     Imported benchmarks set 0: their asserts are all hidden and their ``examples`` are shown instead."""
+    input_generator: str | None = None
+    """A ``program`` task's input generator: a program that reads ``SIZE SEED`` on stdin and prints one
+    valid input of about that size; the gates add tests drawn from it at several sizes."""
+    input_validator: str | None = None
+    """A ``program`` task's input validator: a program that reads an input on stdin and exits 0 exactly
+    when the constraints allow it."""
     time_limit_s: float | None = Field(default=None, gt=0)
     """CPU seconds each test's run may take (a whole program's: the ``program`` kind, a contest's limit);
     None: the run's ``sandbox.test_timeout_s``."""
@@ -92,7 +98,12 @@ class Task(BaseModel):
     def dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]
-        for optional in ("public_tests", "time_limit_s"):  # unset: records keep their documented shape
+        for optional in (
+            "public_tests",
+            "time_limit_s",
+            "input_generator",
+            "input_validator",
+        ):  # unset: left out (docs/records.md)
             if data.get(optional) is None:
                 data.pop(optional, None)
         if self.examples:

@@ -12,8 +12,12 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
 * The solver sees the description and the public tests' stdin and stdout; a repair prompt shows a
   failing public test's stdin, expected and actual output (clipped) and the end of stderr, never a
   hidden test.
-* Gates (``gates``): the static ones (syntax, banned imports, each input text within
-  ``MAX_STDIN_CHARS``, at least ``MIN_TESTS`` tests); the reference runs on every input within its
+* Gates (``gates``): the static ones (syntax of the reference and of the author's input generator and
+  validator, banned imports, each input text within ``MAX_STDIN_CHARS``, at least ``MIN_TESTS`` tests);
+  with an ``input_validator``, it accepts every test's input (``invalid_input``) but not every malformed
+  probe (``weak_validator``); with an ``input_generator`` (after rStar-Coder and CodeContests+), a hidden
+  test is drawn at each of ``GENERATED_SIZES`` (``bad_generator`` when a draw fails or the validator
+  rejects it); the reference runs on every input within its
   time limit and exits 0 (``timeout``, ``runtime_error``), prints the same in a second run in the
   other order with another hash seed (``nondeterministic``), prints what an author-given ``expected``
   says (``expected_mismatch``); a task without a ``time_limit_s`` gets one derived from the reference's
@@ -57,6 +61,11 @@ TIME_LIMIT_FACTOR = 4.0
 TIME_LIMIT_RUNGS = (1.0, 2.0, 4.0, 8.0)
 """The CPU limits a generated task can get, in seconds."""
 PUBLIC_PART = "public tests"
+GENERATED_SIZES = (1, 2, 10, 100, 1000, 10000)
+"""The sizes a task's input generator is asked for: small, edge and large cases (a quadratic solution
+of a linear task meets its limit at the large ones)."""
+HELPER_CPU_S = 2.0
+"""CPU seconds one run of a task's input generator or validator may take."""
 """The part of ``shown_text`` that lists the public tests."""
 
 
@@ -234,6 +243,68 @@ def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
     return None
 
 
+def _helper_run(validator: Validator, code: str, stdin: str) -> ExecutionResult:
+    """One run of the task's input generator or validator (the author's code, in the sandbox)."""
+    limits = replace(validator.limits, timeout_s=wall_limit(HELPER_CPU_S, validator.limits))
+    return run_program(validator.sandbox, code, limits, stdin=stdin, cpu_s=HELPER_CPU_S)
+
+
+def malformed_inputs(tests: Sequence[TestCase]) -> list[str]:
+    """Inputs a validator must not accept all of: nothing, the first test's input without its last line
+    (or last token), and the first test's input with a stray line of text after it."""
+    first = tests[0].input if tests else "1\n"
+    lines = first.rstrip("\n").split("\n")
+    cut = "\n".join(lines[:-1]) + "\n" if len(lines) > 1 else " ".join(lines[0].split()[:-1]) + "\n"
+    return ["", cut, first.rstrip("\n") + "\nnot an input\n"]
+
+
+def _check_validator(validator: Validator, task: Task) -> tuple[str, str] | None:
+    """``invalid_input`` when the task's validator rejects one of its tests, ``weak_validator`` when it
+    accepts every malformed probe (``malformed_inputs``), ``bad_validator`` when it hangs."""
+    code = task.input_validator or ""
+    for i, test in enumerate(task.tests):
+        run = _helper_run(validator, code, test.input)
+        if run.status == "timeout":
+            return "bad_validator", f"the input validator ran out of time on test {i}"
+        if run.status != "ok" or run.return_code != 0:
+            return "invalid_input", f"test {i}: the task's own input validator rejects its input ({_ending(run)})"
+    probes = malformed_inputs(task.tests)
+    if all(_helper_run(validator, code, probe).return_code == 0 for probe in probes):
+        shown = ", ".join(repr(clip(p, 40)) for p in probes)
+        return "weak_validator", f"the input validator accepts every malformed input tried: {shown}"
+    return None
+
+
+def generated_tests(validator: Validator, task: Task) -> tuple[list[TestCase], tuple[str, str] | None]:
+    """Tests drawn from the task's input generator, one per size of ``GENERATED_SIZES``, each seed derived
+    from the task id and the size (the same task, the same inputs); ``bad_generator`` when a run fails,
+    prints nothing, prints more than ``MAX_STDIN_CHARS`` or an input the task's validator rejects."""
+    from .._util.seeding import derive_seed
+    from ..types import TestCase
+
+    code = task.input_generator or ""
+    drawn: list[TestCase] = []
+    for size in GENERATED_SIZES:
+        seed = derive_seed("program-input", task.task_id, size)
+        run = _helper_run(validator, code, f"{size} {seed}\n")
+        where = f"the input generator (size {size}, seed {seed})"
+        if run.status != "ok" or run.return_code != 0:
+            return drawn, ("bad_generator", f"{where} failed: {_ending(run)}")
+        if not run.stdout.strip() or run.stdout_truncated or len(run.stdout) > MAX_STDIN_CHARS:
+            return drawn, ("bad_generator", f"{where} printed no input, or one over {MAX_STDIN_CHARS} characters")
+        if task.input_validator:
+            check = _helper_run(validator, task.input_validator, run.stdout)
+            if check.status != "ok" or check.return_code != 0:
+                return drawn, ("bad_generator", f"{where} printed an input the task's validator rejects")
+        drawn.append(TestCase(input=run.stdout))
+    return drawn, None
+
+
+def _ending(run: ExecutionResult) -> str:
+    tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+    return f"status {run.status}, exit {run.return_code}" + (f": {tail[0][:200]}" if tail else "")
+
+
 def gates(validator: Validator, task: Task) -> ValidationReport:
     """The program kind's gates in order (the module docstring)."""
     from ..validation import MIN_TESTS, ValidationReport
@@ -244,16 +315,29 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         status: TestStatus = "passed" if reason is None else "error"
         return ValidationReport(task.task_id, reason is None, reason, detail, status, passed, total, filled)
 
-    found = language_of(task).static_error(task.reference_code, "", validator.banned_imports)
-    if found is not None:
-        return report(*found)
+    language = language_of(task)
+    programs = (("", task.reference_code), ("input generator", task.input_generator),
+                ("input validator", task.input_validator))  # fmt: skip
+    for what, code in programs:
+        found = language.static_error(code, "", validator.banned_imports) if code is not None else None
+        if found is not None:
+            return report(found[0], f"the {what}: {found[1]}" if what else found[1])
     for i, test in enumerate(task.tests):
         if len(test.input) > MAX_STDIN_CHARS:
-            return report(
-                "bad_input", f"test {i}: the input is {len(test.input)} characters, at most {MAX_STDIN_CHARS}"
-            )
+            size = len(test.input)
+            return report("bad_input", f"test {i}: the input is {size} characters, at most {MAX_STDIN_CHARS}")
     if total < MIN_TESTS:
         return report("too_few_tests", f"{total} tests, at least {MIN_TESTS} needed")
+    if task.input_validator is not None:
+        found = _check_validator(validator, task)
+        if found is not None:
+            return report(*found)
+    if task.input_generator is not None:
+        drawn, found = generated_tests(validator, task)
+        if found is not None:
+            return report(*found)
+        task = task.model_copy(update={"tests": [*task.tests, *drawn]})  # hidden: after the author's
+        total = len(task.tests)
     first, slowest = _runs(validator, task, range(total), hash_seed=0)
     for i, run in first.items():
         why = _failure(i, run)

@@ -267,3 +267,54 @@ def test_a_reference_too_slow_for_the_last_time_limit_rung_is_rejected(validator
     big = Validator(validator.sandbox, validator.limits.__class__(timeout_s=60, memory_mb=256), test_timeout_s=5)
     report = run_gates(big, slow.model_copy(update={"tests": slow.tests[:3]}))
     assert (report.valid, report.reason) == (False, "timeout") and "too slow" in report.detail
+
+
+# -- the author's input generator and validator ------------------------------------------------------------
+
+GENERATOR = (
+    "import random\n"
+    "size, seed = map(int, input().split())\n"
+    "rng = random.Random(seed)\n"
+    "print(size)\n"
+    "print(' '.join(str(rng.randint(-1000, 1000)) for _ in range(size)))\n"
+)
+VALIDATOR = (
+    "import sys\n"
+    "lines = sys.stdin.read().split('\\n')\n"
+    "n = int(lines[0])\n"
+    "xs = [int(x) for x in lines[1].split()]\n"
+    "assert 1 <= n <= 100000 and len(xs) >= n and all(-1000 <= x <= 1000 for x in xs)\n"
+    "assert not any(line.strip() for line in lines[2:])\n"
+)
+
+
+def test_tests_are_drawn_from_the_authors_generator_at_several_sizes_the_same_each_time(validator):
+    task = program_task(input_generator=GENERATOR, input_validator=VALIDATOR)
+    first, again = run_gates(validator, task), run_gates(validator, task)
+    assert first.valid and first.task is not None and again.task is not None, first.detail
+    drawn = first.task.tests[len(INPUTS) :]
+    assert [int(t.input.split("\n")[0]) for t in drawn] == [1, 2, 10, 100, 1000, 10000]
+    assert [t.input for t in drawn] == [t.input for t in again.task.tests[len(INPUTS) :]]  # seeds from the task id
+    assert all(t.expected == str(sum(map(int, t.input.split()[1:]))) + "\n" for t in drawn)
+    other = run_gates(validator, task.model_copy(update={"task_id": "p2"})).task
+    assert other is not None and other.tests[-1].input != drawn[-1].input
+
+
+GENERATOR_TRAPS: dict[str, tuple[dict[str, Any], str]] = {
+    "syntax_error": ({"input_generator": "print(\n"}, "the input generator"),
+    "invalid_input": ({"input_validator": VALIDATOR.replace("1 <= n", "2 <= n")}, "test 1"),
+    "weak_validator": ({"input_validator": "import sys\nsys.stdin.read()\n"}, "accepts every malformed"),
+    "bad_generator": (
+        {"input_generator": GENERATOR.replace("-1000, 1000", "-5000, 5000"), "input_validator": VALIDATOR},
+        "validator rejects",
+    ),
+}
+
+
+@pytest.mark.parametrize("reason", list(GENERATOR_TRAPS))
+def test_a_generator_or_validator_that_cannot_be_trusted_is_rejected_for_its_own_reason(validator, reason):
+    fields, said = GENERATOR_TRAPS[reason]
+    report = run_gates(validator, program_task(**fields))
+    assert (report.valid, report.reason) == (False, reason) and said in report.detail, report.detail
+    silent = run_gates(validator, program_task(input_generator="pass\n"))
+    assert silent.reason == "bad_generator" and "no input" in silent.detail
