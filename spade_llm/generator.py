@@ -405,8 +405,8 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
 IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests"})
 """``Task`` fields an imported benchmark carries and a generator's answer may not: a check script,
 examples instead of public tests, or no public test at all would skip validation's gates."""
-IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool"})
-"""``TestCase`` fields only an importer sets (looser comparisons for a benchmark's asserts)."""
+IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple"})
+"""``TestCase`` fields only an importer sets (a benchmark's asserts compared as its harness compares them)."""
 
 
 def _proposed_test(t: dict[str, Any]) -> dict[str, Any]:

@@ -5,11 +5,13 @@ Every record written to a run directory is one of these models dumped as one JSO
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from .kinds.names import DEFAULT_KIND, KIND_NAMES, known_kind
+from .languages import pyast
 
 TaskKind = Annotated[str, AfterValidator(known_kind), WithJsonSchema({"type": "string", "enum": list(KIND_NAMES)})]
 """A kind's name (``kinds.names.KIND_NAMES``: the registry's one list); another is a validation error
@@ -37,10 +39,32 @@ class TestCase(BaseModel):
     as_bool: bool = False
     """Set for an imported benchmark's ``assert f(x)`` / ``assert not f(x)``: the output's truth value
     is compared with ``expected`` (a bool); the output must still be of an exact builtin type."""
+    python_eq: str | None = None
+    """Set for an imported benchmark's ``assert f(x) == VALUE``: ``VALUE`` as a Python literal (``"(4, 6)"``),
+    and the output passes when Python's ``==`` says it equals that value, as the benchmark's own harness
+    judges (``[4, 6]`` is not ``(4, 6)``, ``21.0`` is ``21``, no float tolerance). The output is still
+    an exact builtin value decoded outside the sandbox. ``expected`` is the same value's JSON form
+    (shown, exported, searched for leaks); this field decides."""
+    as_tuple: bool = False
+    """With ``python_eq``, for ``assert tuple(f(x)) == tuple(VALUE)`` (or ``list``): the output, a
+    list, tuple, str, bytes or dict, is turned into a tuple before it is compared."""
 
     @property
     def has_expected(self) -> bool:
         return "expected" in self.model_fields_set
+
+    @model_validator(mode="after")
+    def _python_eq_is_expected_as_a_literal(self) -> TestCase:
+        if self.python_eq is None:
+            if self.as_tuple:
+                raise ValueError("as_tuple needs python_eq")
+            return self
+        if self.abs_tol is not None or self.as_bool:
+            raise ValueError("python_eq is a rule of its own: not with abs_tol or as_bool")
+        as_json = _json_text(python_literal(self.python_eq))
+        if not self.has_expected or as_json is None or as_json != _json_text(self.expected):
+            raise ValueError(f"python_eq {self.python_eq[:60]!r} is not expected's value as a Python literal")
+        return self
 
     def dump(self) -> dict[str, Any]:
         data: dict[str, Any] = {"input": self.input}
@@ -50,7 +74,28 @@ class TestCase(BaseModel):
             data["abs_tol"] = self.abs_tol
         if self.as_bool:
             data["as_bool"] = True
+        if self.python_eq is not None:
+            data["python_eq"] = self.python_eq
+        if self.as_tuple:
+            data["as_tuple"] = True
         return data
+
+
+def python_literal(text: str) -> Any:
+    """The value of a Python literal (``TestCase.python_eq``); ``ValueError`` when ``text`` is not one."""
+    try:
+        return pyast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ValueError(f"not a Python literal: {text[:60]!r} ({type(e).__name__})") from None
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as canonical JSON text (tuples as lists, ``1`` and ``1.0`` and ``true`` apart); None
+    when it has none (a set, bytes, NaN...)."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 class Task(BaseModel):

@@ -225,7 +225,8 @@ async def test_a_json_schema_request_carries_the_schema_for_n_tasks():
 def test_a_generator_cannot_write_what_only_an_importer_sets():
     """A proposed ``check_code``, ``public_tests: 0`` or ``examples`` would have sent the task past every gate
     of validation (a check that asserts nothing, no test shown, tests that decide nothing); a test's
-    ``abs_tol``/``as_bool`` would loosen its comparison. They are dropped, and the schema never offers them."""
+    ``abs_tol``/``as_bool`` would loosen its comparison, ``python_eq``/``as_tuple`` change it. They are dropped,
+    and the schema never offers them."""
     from spade_llm.generator import parse_task
 
     proposed = {
@@ -233,7 +234,9 @@ def test_a_generator_cannot_write_what_only_an_importer_sets():
         "check_code": "def check(candidate):\n    pass\n",
         "public_tests": 0,
         "examples": [{"input": "(1, 2)", "expected": 3}],
-        "tests": [{"input": "(1, 2)", "expected": 3, "abs_tol": 100.0, "as_bool": True}],
+        "tests": [
+            {"input": "(1, 2)", "expected": 3, "abs_tol": 100.0, "as_bool": True, "python_eq": "3.0", "as_tuple": True}
+        ],
     }
     task = parse_task(proposed, task_id="e0-x", epoch=0, target=0.5)
     assert task.check_code is None and task.public_tests is None and task.examples == []

@@ -6,7 +6,8 @@ object whose ``__eq__`` always says yes, a trace hook that swaps ``check``'s cod
 ``gc`` for the harness's reporter. So at import each assert of a known shape becomes a ``TestCase``
 whose output is encoded inside the sandbox and compared outside it (``sandbox/verdict.py``):
 
-* ``assert candidate(ARGS) == VALUE`` (either side), ``tuple(candidate(ARGS)) == tuple(VALUE)``;
+* ``assert candidate(ARGS) == VALUE`` (either side), ``tuple(candidate(ARGS)) == tuple(VALUE)``
+  (or ``list``): ``python_eq``;
 * ``assert candidate(ARGS) is True`` / ``is False`` / ``is None``;
 * ``assert abs(candidate(ARGS) - VALUE) < EPS`` (also ``math.fabs``, either order of the difference):
   ``abs_tol``;
@@ -20,9 +21,22 @@ variables) stays a ``check`` script, made self-contained: the prompt's own helpe
 functions other than the entry point) come first, so the check never calls a helper the answer
 defined. That script runs in a process the answer cannot reach (see ``sandbox/harness.py``).
 
-Comparison follows ``verdict.matches``, which is stricter than Python's ``==`` on types (``True`` is
-not ``1``, ``1`` is not ``1.0``) and a little looser on floats (a relative ``1e-9``) and sequences (a
-tuple equals a list): the canonical solutions pass all 164 HumanEval tasks under it.
+Each test is compared as the benchmark's own harness compares (``verdict.passes``), on the output
+decoded outside the sandbox, never on an object of the answer's:
+
+* ``== VALUE`` by Python's ``==`` between the output and ``VALUE`` as written, kept as a literal
+  (``TestCase.python_eq``): a list is not the tuple ``(4, 6)``, ``21.0`` equals ``21``, ``True``
+  equals ``1``, floats are equal only when they are. ``tuple(candidate(ARGS)) == tuple(VALUE)``
+  (or ``list``) turns the output into a tuple first (``as_tuple``); written against the other
+  sequence type it never holds, and stays in the check, which runs it as written;
+* ``is True`` / ``is False`` / ``is None`` by ``verdict.matches``, which is exactly identity on these;
+* ``abs(...) < EPS`` within the assert's own tolerance, and nothing else has one;
+* ``assert candidate(ARGS)`` by the output's truth value.
+
+The one deliberate difference: where the harness would call an ``__eq__`` of the answer's own (an
+object of its class, a subclass of a builtin), the output has no faithful encoding and fails.
+Generated tasks carry none of these rules: they keep ``verdict.matches`` (strict types, a relative
+``1e-9`` on floats, a tuple equals a list).
 """
 
 from __future__ import annotations
@@ -38,6 +52,7 @@ from typing import Any
 from ..sandbox.runner import parse_input
 from ..sandbox.verdict import UnsupportedOutput, to_json
 from ..types import TestCase
+from . import pyast
 
 __all__ = ["SplitCheck", "docstring_examples", "split_check"]
 
@@ -197,17 +212,26 @@ def _convert(stmt: ast.stmt, param: str) -> TestCase | object | None:
 
 
 def _compare(left: ast.expr, op: ast.cmpop, right: ast.expr, param: str) -> TestCase | None:
-    if isinstance(op, (ast.Eq, ast.Is)):
+    if isinstance(op, ast.Is):
         for call, other in ((left, right), (right, left)):
-            inner = _unwrapped(call, param)
-            if inner is None:
+            if _is_call(call, param):
+                value = _fold(other)
+                if not (value is None or type(value) is bool):
+                    return None  # `is` on other values is identity, not equality
+                return _case(call, param, value)  # `matches` is strict on these: exactly `is`
+        return None
+    if isinstance(op, ast.Eq):
+        for call, other in ((left, right), (right, left)):
+            found = _unwrapped(call, param)
+            if found is None:
                 continue
+            inner, wrapper = found
             value = _fold(other)
-            if isinstance(op, ast.Is) and not (value is None or type(value) is bool):
-                return None  # `is` on other values is identity, not equality
-            if inner is not call and type(value) not in (tuple, list):
-                return None
-            return _case(inner, param, to_json(value))
+            if wrapper is not None and type(value) is not wrapper:
+                return None  # `tuple(f(x)) == [...]` never holds: the check judges it as written
+            if wrapper is not None:
+                value = tuple(value)  # `list(out) == list(V)` exactly when `tuple(out) == tuple(V)`
+            return _case(inner, param, to_json(value), python_eq=_literal(value), as_tuple=wrapper is not None)
         return None
     if isinstance(op, ast.Lt):
         diff = _abs_of(left)
@@ -236,12 +260,28 @@ def _is_call(node: ast.expr, param: str) -> bool:
     )
 
 
-def _unwrapped(node: ast.expr, param: str) -> ast.expr | None:
-    """The candidate call itself, or inside ``tuple(...)``/``list(...)`` (compared as a sequence)."""
+def _unwrapped(node: ast.expr, param: str) -> tuple[ast.expr, type[tuple[Any, ...]] | type[list[Any]] | None] | None:
+    """The candidate call itself, or inside ``tuple(...)``/``list(...)``, with that wrapper's type."""
     if _is_call(node, param):
-        return node
+        return node, None
     inner = _sequence_of(node)
-    return inner if inner is not None and _is_call(inner, param) else None
+    if inner is None or not _is_call(inner, param):
+        return None
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    return inner, tuple if node.func.id == "tuple" else list
+
+
+def _literal(value: Any) -> str:
+    """``value`` as the Python literal a test's ``python_eq`` keeps; ``_NotConstant`` unless it reads
+    back as exactly this value."""
+    text = repr(value)
+    try:
+        same = repr(pyast.literal_eval(text)) == text
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        same = False
+    if not same:
+        raise _NotConstant(text[:60])
+    return text
 
 
 def _sequence_of(node: ast.expr) -> ast.expr | None:
@@ -274,7 +314,14 @@ def _abs_of(node: ast.expr) -> ast.BinOp | None:
 
 
 def _case(
-    call: ast.expr, param: str, expected: Any, *, abs_tol: float | None = None, as_bool: bool = False
+    call: ast.expr,
+    param: str,
+    expected: Any,
+    *,
+    abs_tol: float | None = None,
+    as_bool: bool = False,
+    python_eq: str | None = None,
+    as_tuple: bool = False,
 ) -> TestCase:
     assert isinstance(call, ast.Call)
     args = tuple(_fold(a) for a in call.args)
@@ -282,7 +329,9 @@ def _case(
     parsed = parse_input(text)
     if isinstance(parsed, str) or repr(parsed) != text:  # the input must read back as exactly these arguments
         raise _NotConstant(text[:60])
-    return TestCase(input=text, expected=expected, abs_tol=abs_tol, as_bool=as_bool)
+    return TestCase(
+        input=text, expected=expected, abs_tol=abs_tol, as_bool=as_bool, python_eq=python_eq, as_tuple=as_tuple
+    )
 
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {

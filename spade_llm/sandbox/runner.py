@@ -19,7 +19,7 @@ from ..languages import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .common import HARNESS_MODULE, HARNESS_STUB, frame, harness_program
-from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, matches, show
+from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, passes, show
 
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
@@ -263,9 +263,10 @@ def _calls_request(
 def compare_outputs(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionResult:
     """``outcome.result`` with the verdict of each test filled in (pure; nothing runs).
 
-    A test passes only when its call returned a value that ``matches`` its ``expected``; a test
-    with no ``expected`` has nothing to compare with and is an ``error``. Tests the harness did
-    not get to after ``max_timeouts`` timeouts are ``timeout`` (not run).
+    A test passes only when its call returned a value that ``passes`` it (``matches`` its
+    ``expected``, or the imported benchmark's own rule the test carries); a test with no
+    ``expected`` has nothing to compare with and is an ``error``. Tests the harness did not get to
+    after ``max_timeouts`` timeouts are ``timeout`` (not run).
     """
     result = outcome.result
     verdicts: list[TestResult] = []
@@ -294,7 +295,7 @@ def compare_outputs(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionRe
                         f"unsupported output type {out.value.type_name}: only exact builtin types "
                         "(None, bool, int, float, str, list, tuple, dict, ...) are compared"
                     )
-                elif matches(_as_bool(out.value) if test.as_bool else out.value, test.expected, test.abs_tol):
+                elif passes(out.value, test):
                     status = "passed"
                 else:
                     status = "failed"
@@ -313,12 +314,6 @@ def compare_outputs(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionRe
 
 
 NOT_RUN_AFTER_TIMEOUTS = "not run: earlier tests timed out"
-
-
-def _as_bool(value: Any) -> bool | None:
-    """An output's truth value, as ``assert f(x)`` takes it (decoded outputs are plain builtins, so
-    nothing of the answer's runs here); None for a type the encoding did not carry (never passes)."""
-    return None if isinstance(value, Unsupported) else bool(value)
 
 
 def _not_run(result: ExecutionResult) -> str:

@@ -19,6 +19,12 @@ Comparison rules (``matches``), between a decoded output and an ``expected`` JSO
 * sets, frozensets, bytes, complex numbers and ``Unsupported`` values (any other type, including
   subclasses of builtins) never equal a JSON value.
 
+An imported benchmark's test may carry its own rule (``passes``): ``python_eq``, Python's ``==``
+between the decoded output and the assert's literal, as the benchmark's harness judges (no float
+tolerance, a tuple is not a list, ``3.0`` equals ``3``); ``as_bool``, the output's truth value;
+``abs_tol``, a number within a tolerance. The output is still decoded here from plain data, so an
+answer's own ``__eq__`` never runs.
+
 ``to_json`` turns a reference's output into the ``expected`` value written to a task file, and
 raises ``UnsupportedOutput`` for outputs with no faithful JSON form (sets, bytes, complex, NaN and
 infinities, dicts with non-``str`` keys, unsupported types), so such tasks can be rejected rather
@@ -35,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..types import ExecStatus, ExecutionResult
+from ..types import ExecStatus, ExecutionResult, TestCase, python_literal
 
 MAX_DEPTH = 100
 """The harness's ``MAX_DEPTH`` (how deep it encodes a value; a test keeps the two equal): the host does
@@ -156,6 +162,46 @@ def matches(value: Any, expected: Any, abs_tol: float | None = None) -> bool:
             and all(matches(value[k], e) for k, e in expected.items())
         )
     return False
+
+
+def passes(value: Any, test: TestCase) -> bool:
+    """Whether a decoded output passes ``test``, under the test's own rule: an imported benchmark's
+    assert as its harness judges it (``python_eq``, ``as_bool``, ``abs_tol``), spade's ``matches`` else.
+
+    ``value`` is what ``decode_value`` gave: plain builtins (or ``Unsupported``), never an object of
+    the answer's, so no comparison here runs code the answer wrote.
+    """
+    if isinstance(value, Unsupported):
+        return False
+    if test.as_bool:
+        value = bool(value)
+    if test.as_tuple:
+        value = _as_tuple(value)
+        if value is None:
+            return False
+    if test.python_eq is not None:
+        return python_equal(value, test.python_eq)
+    return matches(value, test.expected, test.abs_tol)
+
+
+def python_equal(value: Any, literal: str) -> bool:
+    """Python's ``value == <literal>``, as a benchmark's ``assert f(x) == VALUE`` computes it: a tuple is
+    not a list, ``3.0`` is ``3``, ``True`` is ``1``, floats are equal only when they are.
+
+    Safe on decoded outputs only (exact builtins): ``==`` on them is the interpreter's own. An
+    ``Unsupported`` inside a container equals nothing the literal holds.
+    """
+    try:
+        equal: bool = value == python_literal(literal)
+    except (ValueError, RecursionError):  # a task file's broken literal passes nothing
+        return False
+    return equal
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...] | None:
+    """``tuple(value)`` for the decoded outputs whose order is the one they had in the answer's
+    process (a set's is not: it is rebuilt here); None for anything else (``tuple(5)`` fails too)."""
+    return tuple(value) if type(value) in (list, tuple, str, bytes, dict) else None
 
 
 def to_json(value: Any) -> Any:

@@ -26,7 +26,7 @@ def only(check_body: str, **kw) -> list[tuple[str, object, float | None, bool]]:
         ("assert 3 == candidate('a')", ("('a',)", 3, None, False)),
         ("assert candidate(3 * 19) == [3, 19]", ("(57,)", [3, 19], None, False)),
         ("assert candidate('ab' + 'c') == 'abc' * 2", ("('abc',)", "abcabc", None, False)),
-        ("assert candidate([]) == (0, 1)", ("([],)", [0, 1], None, False)),  # JSON has no tuple: matches takes both
+        ("assert candidate([]) == (0, 1)", ("([],)", [0, 1], None, False)),  # JSON has no tuple: python_eq keeps it
         ("assert candidate([3, 5]) == (3 + 5, 3 * 5)", ("([3, 5],)", [8, 15], None, False)),
         ("assert tuple(candidate([1, 2])) == tuple([2, 1])", ("([1, 2],)", [2, 1], None, False)),
         ("assert candidate(2) is True", ("(2,)", True, None, False)),
@@ -52,8 +52,30 @@ def test_statements_that_check_nothing_are_dropped_and_order_is_kept():
 
 
 @pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ("assert candidate([]) == (0, 1)", ("(0, 1)", False)),  # a tuple is not a list to `==`
+        ("assert candidate(3) == 3.0", ("3.0", False)),  # an int output equals it all the same
+        ("assert 0.5 == candidate(3.5)", ("0.5", False)),
+        ("assert candidate(1) == {'a': (1, [None])}", ("{'a': (1, [None])}", False)),
+        ("assert tuple(candidate([1, 2])) == tuple([2, 1])", ("(2, 1)", True)),
+        ("assert list(candidate([1, 2])) == [2, 1]", ("(2, 1)", True)),  # list(out) == V iff tuple(out) == tuple(V)
+        ("assert candidate(2) is True", (None, False)),  # identity: matches is exactly `is` on these
+        ("assert abs(candidate(1.33) - 0.33) < 1e-6", (None, False)),  # the test's own tolerance
+        ("assert candidate('()')", (None, False)),
+    ],
+)
+def test_equality_keeps_the_asserts_value_as_a_python_literal(line, rule):
+    """``assert f(x) == VALUE`` is judged by Python's ``==`` on VALUE as written, as the benchmark's harness does."""
+    (test,) = split_check(f"def check(candidate):\n    {line}\n", "f").tests
+    assert (test.python_eq, test.as_tuple) == rule
+
+
+@pytest.mark.parametrize(
     "line",
     [
+        "assert tuple(candidate(1)) == [1]",  # never true as written: the check runs it
+        "assert list(candidate(1)) == (1,)",
         "assert candidate(x) == 1",  # a name
         "assert candidate(1) == candidate(2)",  # two calls
         "assert candidate(1) != 2",  # not equality
@@ -121,7 +143,7 @@ def test_a_check_that_is_not_plain_is_kept_whole(check):
 def test_inputs_read_back_as_exactly_the_arguments():
     split = split_check("def check(candidate):\n    assert candidate(True, 1.0, -0.0, 'a\\nb', (1,)) == 1\n", "f")
     (test,) = split.tests
-    assert test == TestCase(input="(True, 1.0, -0.0, 'a\\nb', (1,))", expected=1)
+    assert test == TestCase(input="(True, 1.0, -0.0, 'a\\nb', (1,))", expected=1, python_eq="1")
 
 
 def test_a_script_that_does_not_parse_is_kept_as_it_is():

@@ -6,6 +6,7 @@ reports are written by hand, so each protocol rule is checked in isolation.
 
 from __future__ import annotations
 
+import ast
 import collections
 import json
 import math
@@ -252,6 +253,78 @@ def test_to_json(value, expected):
 def test_to_json_refuses_outputs_without_a_faithful_json_form(value):
     with pytest.raises(UnsupportedOutput):
         to_json(value)
+
+
+# -- an imported benchmark's own rule: Python's == on the assert's literal ---------------------------
+
+
+def python_eq(literal: str, **rule: bool) -> TestCase:
+    return TestCase(input="(1,)", expected=to_json(ast.literal_eval(literal)), python_eq=literal, **rule)
+
+
+@pytest.mark.parametrize(
+    ("output", "literal", "result"),
+    [
+        ([4, 6], "(4, 6)", False),  # HumanEval/107, /136: the harness's `==` wants the tuple
+        ((4, 6), "(4, 6)", True),
+        ((None, 1), "[None, 1]", False),
+        (0.5000000001, "0.5", False),  # HumanEval/2: compared exactly, no tolerance
+        (0.5, "0.5", True),
+        (21.0, "21", True),  # HumanEval/60's n*(n+1)/2, /53's x+y+0.0
+        (3, "3.0", True),
+        (True, "1", True),  # bool is an int to `==`
+        (1, "True", True),
+        ("1", "1", False),
+        (-0.0, "0", True),
+        ({"a": (1, 2.0)}, "{'a': (1, 2)}", True),
+        ({"a": [1, 2]}, "{'a': (1, 2)}", False),
+        ({1, 2}, "[1, 2]", False),
+        ([Unsupported("X")], "[1]", False),  # an object of the answer's equals nothing, even inside
+        (Unsupported("_Yes"), "1", False),
+        (float("nan"), "0.0", False),
+    ],
+)
+def test_python_eq_is_pythons_equality_on_decoded_values(output, literal, result):
+    assert verdict.passes(output, python_eq(literal)) is result
+
+
+def test_python_eq_is_judged_on_the_decoded_output_never_the_answers_object():
+    """An answer's object reaches the host as plain data: ``__eq__`` and int subclasses do not come along."""
+
+    class Yes:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    class Int(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    for hostile in (Yes(), Int(1), [Yes()], (Int(4), 6)):
+        decoded = roundtrip(hostile)
+        assert not verdict.passes(decoded, python_eq("(4, 6)")) and not verdict.passes(decoded, python_eq("1"))
+    judged = compare_outputs(outcome([Output("ok", roundtrip(Yes()))]), [python_eq("(4, 6)")])
+    assert judged.tests_passed == 0
+
+
+@pytest.mark.parametrize(
+    ("output", "result"),
+    [([2, 1], True), ((2, 1), True), ([2.0, 1], True), ([1, 2], False), ("ab", False), ({2, 1}, False), (21, False)],
+)
+def test_as_tuple_compares_the_output_turned_into_a_tuple(output, result):
+    assert verdict.passes(output, python_eq("(2, 1)", as_tuple=True)) is result
+    assert verdict.passes("ab", python_eq("('a', 'b')", as_tuple=True))
+
+
+def test_without_a_rule_of_its_own_a_test_keeps_spades_comparison():
+    assert verdict.passes([4, 6], TestCase(input="(1,)", expected=[4, 6]))  # a generated task's: a tuple is a list
+    assert verdict.passes(0.5000000001, TestCase(input="(1,)", expected=0.5))  # within 1e-9
+    assert not verdict.passes(21.0, TestCase(input="(1,)", expected=21))  # 21.0 is not 21
+    assert verdict.passes(0.33, TestCase(input="(1,)", expected=0.330001, abs_tol=1e-5))
+    assert verdict.passes([0], TestCase(input="(1,)", expected=True, as_bool=True))
 
 
 # -- report framing ---------------------------------------------------------------------------
