@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..kinds import DEFAULT_KIND, get_kind
-from ..types import Task, TestCase
+from ..types import Task, TestCase, python_literal
 
 __all__ = [
     "GROUND_TRUTH_VERSION",
@@ -155,6 +155,21 @@ TEST_PRINTS_EMPTY = "output prints empty, as a crash does"
 TEST_PRINTS_AS_STAND_IN = "output prints as a wrong trivial answer's"
 TEST_UNPRINTABLE = "output cannot be printed"
 TEST_NOT_BY_TEXT = "compared within a tolerance or by truth value"
+TEST_TUPLE_PRINTS_AS_LIST = "compared with a tuple, which prints as a list does"
+
+
+def _holds_a_tuple(value: Any) -> bool:
+    """Whether a literal's value is, or holds, a tuple (iteratively: no recursion limit to hit)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is tuple:
+            return True
+        if type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            stack.extend(item.values())
+    return False
 
 
 def _stand_in_passes(name: str) -> str:
@@ -198,7 +213,8 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     * a test whose output the wrapper cannot print (an int over Python's 4300 digits, a lone
       surrogate in a string) is left out: not even the reference could pass it; so is an imported
       benchmark's test compared within ``abs_tol`` or by truth value (``as_bool``), which text
-      cannot be;
+      cannot be, and one whose harness compares with a tuple (``python_eq``), which a list would
+      pass as text;
     * the task is left out when no test is left, or when a stand-in passes every test verl scores
       (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all).
 
@@ -210,7 +226,7 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
         UserError: a test without its expected value.
     """
     from ..sandbox.runner import parse_input
-    from ..sandbox.verdict import matches
+    from ..sandbox.verdict import passes
     from ..validation import STAND_INS
 
     if not get_kind(task.kind).sandbox_fusion:
@@ -230,11 +246,13 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
         stand_ins = [*(value for _, value in STAND_INS), args[0] if args else None]
         if test.abs_tol is not None or test.as_bool:
             dropped[TEST_NOT_BY_TEXT] += 1
+        elif test.python_eq is not None and not test.as_tuple and _holds_a_tuple(python_literal(test.python_eq)):
+            dropped[TEST_TUPLE_PRINTS_AS_LIST] += 1
         elif seen is None:
             dropped[TEST_UNPRINTABLE] += 1
         elif not seen:
             dropped[TEST_PRINTS_EMPTY] += 1
-        elif any(_as_verl_sees(s) == seen and not matches(s, test.expected) for s in stand_ins):
+        elif any(_as_verl_sees(s) == seen and not passes(s, test) for s in stand_ins):
             dropped[TEST_PRINTS_AS_STAND_IN] += 1
         else:
             cases.append((args, printed(test.expected)))

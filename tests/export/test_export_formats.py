@@ -307,6 +307,25 @@ def test_sandbox_fusion_leaves_out_tests_a_crash_or_a_trivial_answer_would_pass(
     }
 
 
+def test_sandbox_fusion_leaves_out_what_a_benchmarks_harness_compares_with_a_tuple() -> None:
+    """An imported HumanEval assert is judged by Python's ``==`` (``python_eq``): a list is not the
+    tuple it wants, but both print the same, so verl's text comparison would pay the list."""
+    from spade_llm.rewards.groundtruth import sandbox_fusion_form
+    from spade_llm.types import TestCase
+
+    task = fusion_task(("('g',)", "gg"))
+    task.tests += [
+        TestCase(input="(12,)", expected=[4, 6], python_eq="(4, 6)"),  # left out: [4, 6] prints as (4, 6) does
+        TestCase(input="(13,)", expected={"a": [1]}, python_eq="{'a': (1,)}"),  # ... inside too
+        TestCase(input="(14,)", expected=[4, 6], python_eq="[4, 6]"),  # kept: a tuple prints as the list
+        TestCase(input="(15,)", expected=[4, 6], python_eq="(4, 6)", as_tuple=True),  # kept: tuple(list) passes
+        TestCase(input="(16,)", expected=[], python_eq="[]"),  # the stand-in `[]` passes it in spade too: kept
+    ]
+    form = sandbox_fusion_form(task)
+    assert form.truth is not None and form.truth["inputs"] == ['"g"', "14", "15", "16"]
+    assert form.tests_left_out == {"compared with a tuple, which prints as a list does": 2}
+
+
 def test_sandbox_fusion_leaves_out_a_task_left_without_tests_or_passed_by_a_stand_in() -> None:
     from spade_llm.rewards.groundtruth import sandbox_fusion_ground_truth
 
