@@ -54,7 +54,7 @@ from .languages.python_mutants import (
 )
 from .sandbox.base import Limits, Sandbox
 from .sandbox.runner import CallsOutcome, execute_calls
-from .sandbox.verdict import Output, Unsupported, UnsupportedOutput, matches, to_json
+from .sandbox.verdict import Output, Unsupported, UnsupportedOutput, passes, to_json
 from .types import ExecutionResult, Task, TestCase, TestStatus
 
 MIN_TESTS = 3
@@ -250,7 +250,7 @@ class Validator:
             if why is not None:
                 return report(*why, status=status, passed=passed, filled=filled)
         for i, test in enumerate(task.tests):
-            if test.has_expected and not matches(first.outputs[i].value, test.expected):
+            if test.has_expected and not passes(first.outputs[i].value, test):
                 return report(
                     "expected_mismatch",
                     f"test {i} ({test.input[:60]}): expected {test.expected!r}, the "
@@ -789,7 +789,7 @@ class Validator:
             for test, call_args in zip(task.tests, args, strict=True):
                 first = call_args[0] if isinstance(call_args, tuple) and call_args else None
                 value = first if name == "the first argument" else constant
-                if not matches(value, test.expected):
+                if not passes(value, test):
                     fooled = False
                     break
             if fooled:

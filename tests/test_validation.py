@@ -149,6 +149,17 @@ def test_status_is_the_judges_final_status(validator):
     assert wrong.reason == "expected_mismatch" and wrong.status == "failed" and wrong.tests_passed == 2
 
 
+def test_a_tests_own_rule_is_the_one_the_reference_must_pass(validator):
+    """A task file's test compared by Python's ``==`` (``python_eq``) is validated by it too: a reference
+    returning the list where the test wants the tuple does not pass, one returning floats for ints does."""
+    pairs = [(x, [x, x + 1]) for x in (1, 2, 3)]
+    tests = [TestCase(input=f"({x},)", expected=e, python_eq=repr(tuple(e))) for x, e in pairs]
+    wrong = validator.validate(task("def f(x):\n    return [x, x + 1]\n", tests))
+    assert wrong.reason == "expected_mismatch" and wrong.tests_passed == 0
+    right = validator.validate(task("def f(x):\n    return (x * 1.0, x + 1.0)\n", tests))
+    assert right.valid, right.detail
+
+
 def test_reference_runs_on_every_test_however_many_time_out(validator):
     code = "def f(x):\n    while x < 3:\n        pass\n    return x * 2 + 1\n"
     tests = given(("(0,)", 1), ("(1,)", 3), ("(2,)", 5), ("(3,)", 7), ("(4,)", 9))
