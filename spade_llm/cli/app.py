@@ -615,22 +615,35 @@ def _write_text(out: Path, text: str) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..tasksets.importers import import_humaneval
+    from ..tasksets.importers import import_humaneval, import_mbpp
 
     out = Path(args.output)
     if out.is_dir():
         raise UserError(f"-o {out} is a directory: name the tasks file to write")
-    tasks = import_humaneval(args.file)
+    left_out: dict[str, list[str]] = {}
+    if args.format == "mbpp":
+        imported = import_mbpp(args.file)
+        tasks, left_out = imported.tasks, imported.left_out
+    else:
+        tasks = import_humaneval(args.file)
     shown = [t for t in tasks if t.meta.get("docstring_tests")]
+    shown_in = "statement" if args.format == "mbpp" else "docstring"
     _write_text(out, "".join(json.dumps(t.dump()) + "\n" for t in tasks))
     note = ""
     if shown:
         asserts = sum(len(t.meta["docstring_tests"]) for t in shown)
         note = (
-            f" ({len(shown)} show {asserts} of their asserts in their docstring: those are examples too, "
+            f" ({len(shown)} show {asserts} of their asserts in their {shown_in}: those are examples too, "
             "shown and fed back; every assert still decides)"
         )
     print(f"imported {len(tasks)} tasks -> {out}{note}", file=sys.stderr)
+    if left_out:
+        ids = ", ".join(list(left_out)[:10]) + (", ..." if len(left_out) > 10 else "")
+        print(
+            f"left out {len(left_out)} problems whose asserts use what only the answer's code defines "
+            f"(a class, a helper), which a check run apart from the answer cannot see: {ids}",
+            file=sys.stderr,
+        )
     return 0
 
 

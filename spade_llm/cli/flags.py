@@ -198,7 +198,7 @@ VERSION = _flag("--version", action=_VersionAction, help="print the version (and
 TASKS = _flag("tasks", help="tasks JSONL file")
 FILE = _flag("file", help="Python file, or - for stdin")
 RUN_DIR = _flag("run_dir", help="run directory (of spade run or spade solve)")
-IMPORT_FORMAT = _flag("format", choices=["humaneval"], help="the benchmark's format")
+IMPORT_FORMAT = _flag("format", choices=["humaneval", "mbpp"], help="the benchmark's format")
 PROMPTS_ACTION = _flag(
     "action", choices=["list", "show", "check"], help="list the templates, show one, or check an override folder"
 )
@@ -575,7 +575,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         help="convert a benchmark into tasks",
         flags=(
             IMPORT_FORMAT,
-            FILE.but(help="HumanEval-format JSONL (.gz ok)"),
+            FILE.but(help="the benchmark's JSONL (.gz ok; MBPP also as a .json array)"),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
         ),
     ),

@@ -20,6 +20,8 @@ a bare name or a docstring is dropped. What is left (loops, random inputs, helpe
 variables) stays a ``check`` script, made self-contained: the prompt's own helpers (imports and
 functions other than the entry point) come first, so the check never calls a helper the answer
 defined. That script runs in a process the answer cannot reach (see ``sandbox/harness.py``).
+Benchmarks whose asserts call the function by its name (MBPP's ``test_list``) are first written as
+such a check (``asserts_as_check``).
 
 Each test is compared as the benchmark's own harness compares (``verdict.passes``), on the output
 decoded outside the sandbox, never on an object of the answer's:
@@ -54,7 +56,7 @@ from ..sandbox.verdict import UnsupportedOutput, to_json
 from ..types import TestCase
 from . import pyast
 
-__all__ = ["SplitCheck", "docstring_examples", "split_check"]
+__all__ = ["AssertScript", "AssertsError", "SplitCheck", "asserts_as_check", "docstring_examples", "split_check"]
 
 MAX_ITEMS = 100_000
 """Longest string, list or tuple a folded constant may be."""
@@ -470,3 +472,103 @@ def _continues(line: str) -> bool:
     """Whether a line after an example's result is more of that result (not blank, prose, or the next example)."""
     text = line.strip()
     return bool(text) and not text.startswith(">>>") and not text.startswith('"""') and line.startswith(" " * 8)
+
+
+# -- bare asserts (MBPP's test_list) ----------------------------------------------------------------
+
+
+class AssertsError(ValueError):
+    """A benchmark's code or asserts that cannot be read; ``field`` names which."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class AssertScript:
+    """A benchmark's bare asserts (MBPP's ``test_list``), which call the function by its name, as a
+    ``check(candidate)`` script ``split_check`` takes."""
+
+    entry_point: str
+    """The first function the asserts call that the reference code defines."""
+    check_source: str
+    """The reference's imports, the setup code, then ``def check(candidate):`` with the asserts, each
+    call of the entry point a call of ``candidate``."""
+    answer_names: list[str]
+    """Other names the asserts read that only the answer's own code would define (a class, a helper, a
+    constant): the benchmark's harness finds them in the answer's namespace; a check run apart from
+    the answer cannot."""
+
+
+def asserts_as_check(asserts: list[str], code: str, setup: str = "") -> AssertScript:
+    """``asserts`` (each a line of Python) as a ``check(candidate)`` script for the function of
+    ``code`` they call; ``AssertsError`` naming the field that does not parse, or ``test_list`` when no
+    assert calls a function ``code`` defines.
+
+    The check gets the reference's top-level imports of the names the asserts read (an assert's
+    ``math.isclose``): MBPP's harness runs the asserts in the answer's namespace, where the answer's
+    own imports would be.
+    """
+    code_tree = _parsed(code, "code")
+    setup_tree = _parsed(setup, "test_setup_code")
+    assert_trees = [_parsed(text, f"test_list[{i}]") for i, text in enumerate(asserts)]
+    functions = {n.name for n in code_tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    entry_point = next((name for tree in assert_trees for name in _called_names(tree) if name in functions), None)
+    if entry_point is None:
+        raise AssertsError("test_list", "calls no function that code defines")
+    read = {n.id for tree in assert_trees for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    imports = [n for n in code_tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) and _bound_names([n]) & read]
+    param = "candidate" if "candidate" not in read else "candidate_"
+    known = _bound_names([*imports, *setup_tree.body]) | {entry_point}
+    answer_names = read & (_bound_names(code_tree.body) - known)
+    body = [_Rename(entry_point, param).visit(s) for tree in assert_trees for s in tree.body]
+    check = ast.FunctionDef(
+        name="check",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(param)], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()],
+        decorator_list=[],
+    )
+    module = ast.Module(body=[*imports, *setup_tree.body, check], type_ignores=[])
+    source = ast.unparse(ast.fix_missing_locations(module)) + "\n"
+    return AssertScript(entry_point, source, sorted(answer_names))
+
+
+def _parsed(text: str, field: str) -> ast.Module:
+    try:
+        return pyast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        raise AssertsError(field, f"not Python: {type(e).__name__}: {str(e)[:80]}") from None
+
+
+def _called_names(tree: ast.AST) -> list[str]:
+    """The names of the functions called, outermost calls first (``f(g(x))``: ``f``, then ``g``)."""
+    return [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+
+
+def _bound_names(statements: list[ast.stmt]) -> set[str]:
+    """The names top-level statements bind: functions, classes, assignments, imports."""
+    names: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        else:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+            if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+                targets = [stmt.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+class _Rename(ast.NodeTransformer):
+    """Every use of one name, as another (the entry point's, as the check's parameter)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id == self.old:
+            return ast.copy_location(ast.Name(self.new, node.ctx), node)
+        return node

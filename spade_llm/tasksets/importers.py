@@ -5,13 +5,15 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..languages.python_asserts import docstring_examples, split_check
+from ..languages.python_asserts import AssertsError, asserts_as_check, docstring_examples, split_check
 from ..types import Task
 
 HUMANEVAL_FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
@@ -30,6 +32,34 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except (OSError, EOFError, zlib.error) as e:  # unreadable, not gzip, truncated or corrupt gzip
         raise UserError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _jsonl_objects(path: Path, data: bytes, problem: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file with its number, a JSON object; a ``UserError`` naming
+    ``FILE:LINE`` for a line that is not UTF-8, not JSON or not an object."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}:{n}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
+        row = _json(line, f"{path}:{n}")
+        if not isinstance(row, dict):
+            raise UserError(f"{path}:{n}: not {problem}: a JSON {type(row).__name__}, not an object")
+        yield n, row
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        at = f"line {e.lineno}, column {e.colno}" if "\n" in text else f"column {e.colno}"
+        raise UserError(f"{where}: not JSON: {e.msg} ({at})") from None
+    except RecursionError:
+        raise UserError(f"{where}: not JSON: nested too deeply") from None
 
 
 def publish_shown_tests(task: Task) -> Task:
@@ -77,26 +107,9 @@ def import_humaneval(file: str | Path) -> list[Task]:
             not UTF-8, not JSON, a field missing, a repeated ``task_id``), or it holds no problem.
     """
     path = Path(file)
-    data = _read_bytes(path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     tasks = []
     seen: dict[str, int] = {}
-    for n, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}:{n}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
-        try:
-            row: Any = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not JSON: {e.msg} (column {e.colno})") from None
-        except RecursionError:
-            raise UserError(f"{path}:{n}: not JSON: nested too deeply") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{path}:{n}: not a HumanEval problem: a JSON {type(row).__name__}, not an object")
+    for n, row in _jsonl_objects(path, _read_bytes(path), "a HumanEval problem"):
         missing = [k for k in HUMANEVAL_FIELDS if not isinstance(row.get(k), str)]
         if missing:
             raise UserError(f"{path}:{n}: not a HumanEval problem, missing {', '.join(missing)}")
@@ -120,10 +133,140 @@ def import_humaneval(file: str | Path) -> list[Task]:
                 meta={"prompt": row["prompt"]},
             )
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err["loc"])
-            raise UserError(f"{path}:{n}: not a usable problem: {where}: {' '.join(str(err['msg']).split())}") from None
+            raise UserError(f"{path}:{n}: not a usable problem: {_first_error(e)}") from None
         tasks.append(publish_shown_tests(task))
     if not tasks:
         raise UserError(f"{path}: no problems found")
     return tasks
+
+
+MBPP_STRING_FIELDS = ("text", "code", "test_setup_code")
+MBPP_LIST_FIELDS = ("test_list", "challenge_test_list")
+
+
+@dataclass(frozen=True)
+class MbppImport:
+    """An MBPP file's tasks, and the problems left out of them."""
+
+    tasks: list[Task]
+    left_out: dict[str, list[str]] = field(default_factory=dict)
+    """Task id -> the names its asserts read that only the answer's own code would define (a class, a
+    helper): MBPP's harness finds them in the answer's namespace, a check run apart cannot."""
+
+
+def import_mbpp(file: str | Path) -> MbppImport:
+    """MBPP problems (rows of ``task_id, text, code, test_list, test_setup_code, challenge_test_list``
+    as Google published them, in ``.jsonl``, ``.jsonl.gz`` or a ``.json`` array) as tasks.
+
+    Judged as MBPP's harness judges, which runs the row's ``test_setup_code`` and ``test_list``
+    asserts against the answer: each assert of a known shape becomes a hidden test compared by
+    Python's ``==`` (``python_asserts.split_check``), the rest a check script run apart
+    (``check_code``). ``challenge_test_list`` does not decide, as in MBPP's own evaluation: it is kept
+    in ``meta``. The statement is ``text`` with the first assert, which shows the function's name
+    and how it is called (as bigcode's evaluation harness prompts); that assert is shown, so it is
+    an example too (``publish_shown_tests``). Task ids are ``MBPP/<task_id>``.
+
+    Raises:
+        UserError: the file cannot be read, or a row is malformed (one error naming the row and the
+            field: missing, mistyped, not Python, asserts calling no function of ``code``, a repeated
+            ``task_id``), or it holds no problem. Nothing is returned then, so nothing is written.
+    """
+    path = Path(file)
+    tasks: list[Task] = []
+    left_out: dict[str, list[str]] = {}
+    seen: dict[str, str] = {}
+    for where, row in _mbpp_rows(path):
+        task_id = _checked_row_id(where, row)
+        if task_id in seen:
+            raise UserError(f"{where}: field task_id: {task_id!r} repeated (first at {seen[task_id]})")
+        seen[task_id] = where
+        task, answer_names = _mbpp_task(where, task_id, row)
+        if answer_names:
+            left_out[task_id] = answer_names
+        else:
+            tasks.append(publish_shown_tests(task))
+    if not seen:
+        raise UserError(f"{path}: no problems found")
+    return MbppImport(tasks, left_out)
+
+
+def _mbpp_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each row with where it is (``FILE:LINE``, or ``FILE: row N`` of a ``.json`` array)."""
+    data = _read_bytes(path)
+    if path.suffix != ".json":
+        for n, row in _jsonl_objects(path, data, "an MBPP problem"):
+            yield f"{path}:{n}", row
+        return
+    try:
+        rows = _json(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"), str(path))
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    if not isinstance(rows, list):
+        raise UserError(f"{path}: not an MBPP file: a JSON {type(rows).__name__}, not an array of problems")
+    for n, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise UserError(f"{path}: row {n}: not an MBPP problem: a JSON {type(row).__name__}, not an object")
+        yield f"{path}: row {n}", row
+
+
+def _checked_row_id(where: str, row: dict[str, Any]) -> str:
+    """The row's task id, ``MBPP/<task_id>``, once every field is checked for its published type."""
+    missing = [k for k in ("task_id", *MBPP_STRING_FIELDS, *MBPP_LIST_FIELDS) if k not in row]
+    if missing:
+        raise UserError(f"{where}: not an MBPP problem, missing {', '.join(missing)}")
+    raw = row["task_id"]
+    if not ((type(raw) is int and raw >= 0) or (type(raw) is str and raw.strip())):
+        raise UserError(f"{where}: field task_id: a number expected, got {json.dumps(raw)[:40]}")
+    for name in MBPP_STRING_FIELDS:
+        if type(row[name]) is not str:
+            raise UserError(f"{where}: field {name}: a string expected, got {_json_type(row[name])}")
+    for name in MBPP_LIST_FIELDS:
+        items = row[name]
+        if type(items) is not list:
+            raise UserError(f"{where}: field {name}: a list of strings expected, got {_json_type(items)}")
+        odd = next((i for i, item in enumerate(items) if type(item) is not str), None)
+        if odd is not None:
+            raise UserError(f"{where}: field {name}[{odd}]: a string expected, got {_json_type(items[odd])}")
+    if not row["test_list"]:
+        raise UserError(f"{where}: field test_list: empty, so nothing would judge an answer")
+    return f"MBPP/{raw}"
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, as an error says it."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _mbpp_task(where: str, task_id: str, row: dict[str, Any]) -> tuple[Task, list[str]]:
+    """The row's task, and the names its asserts read that only the answer would define."""
+    try:
+        script = asserts_as_check(row["test_list"], row["code"], row["test_setup_code"])
+    except AssertsError as e:
+        raise UserError(f"{where}: field {e}") from None
+    split = split_check(script.check_source, script.entry_point)
+    if not split.tests and split.residue is None:
+        raise UserError(f"{where}: field test_list: its asserts check nothing")
+    shown = row["test_list"][0].strip()
+    try:
+        task = Task(
+            task_id=task_id,
+            description=f"{row['text'].strip()}\n\nYour code should pass this test:\n\n{shown}\n",
+            entry_point=script.entry_point,
+            reference_code=row["code"],
+            tests=split.tests,
+            check_code=split.residue,
+            public_tests=0,
+            tags=["mbpp"],
+            source="mbpp",
+            meta={"challenge_test_list": row["challenge_test_list"]} if row["challenge_test_list"] else {},
+        )
+    except ValidationError as e:
+        raise UserError(f"{where}: not a usable problem: {_first_error(e)}") from None
+    return task, script.answer_names
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err["loc"])
+    return f"{where}: {' '.join(str(err['msg']).split())}"

@@ -9,7 +9,7 @@ import ast
 
 import pytest
 
-from spade_llm.languages.python_asserts import split_check
+from spade_llm.languages.python_asserts import AssertsError, asserts_as_check, split_check
 from spade_llm.types import TestCase
 
 
@@ -172,3 +172,33 @@ def test_a_plain_range_loop_of_asserts_becomes_a_test_per_turn():
 def test_other_loops_stay_in_the_check(loop):
     split = split_check(f"def check(candidate):\n    {loop}", "f")
     assert split.tests == [] and split.residue is not None
+
+
+# -- bare asserts that call the function by its name (MBPP) ------------------------------------------
+
+
+def test_bare_asserts_become_a_check_of_the_function_they_call():
+    code = "import math\nimport re\nK = 2\ndef g(x):\n    return x\ndef f(x):\n    return g(x) * K\n"
+    script = asserts_as_check(["assert abs(f(g(1))) == 2", "assert math.isclose(f(1), K)"], code, "Z = 0")
+    assert script.entry_point == "f"  # the outermost call of a function the code defines, not abs or g
+    assert script.answer_names == ["K", "g"]  # the answer's own: a check run apart cannot see them
+    assert script.check_source == (
+        "import math\nZ = 0\n\ndef check(candidate):\n"
+        "    assert abs(candidate(g(1))) == 2\n    assert math.isclose(candidate(1), K)\n"
+    )
+    renamed = asserts_as_check(["assert f(candidate) == 1"], "candidate = 1\ndef f(x):\n    return x\n")
+    assert "def check(candidate_):\n    assert candidate_(candidate) == 1" in renamed.check_source
+
+
+@pytest.mark.parametrize(
+    ("asserts", "code", "field"),
+    [
+        (["assert f(1) == 1"], "def f(x:\n", "code"),
+        (["assert f(1) = 1"], "def f(x):\n    return x\n", "test_list[0]"),
+        (["assert g(1) == 1"], "def f(x):\n    return x\n", "test_list"),
+    ],
+)
+def test_bare_asserts_that_cannot_be_read_name_their_field(asserts, code, field):
+    with pytest.raises(AssertsError) as e:
+        asserts_as_check(asserts, code)
+    assert e.value.field == field
