@@ -591,7 +591,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         ),
     ),
     "export": CommandSpec(
-        help="training data from a run: sft, dpo, grpo (TRL) or verl (parquet)",
+        help="training data from a run: sft, dpo, grpo (TRL), verl (parquet) or harbor (task folders)",
         description="Write a run's validated tasks and judged trajectories in the format a trainer reads. "
         "One file holds both splits (a split column, by a stable hash of the task id); --split keeps one. A "
         "benchmark's tasks (those of a spade solve directory, or imported) are test rows only. "
@@ -602,7 +602,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             EXPORT_FORMAT,
             ROLE,
             OUTPUT.but(
-                default_text="RUN_DIR/exports/FORMAT.jsonl, .parquet for verl; "
+                default_text="RUN_DIR/exports/FORMAT.jsonl, .parquet for verl, a folder for harbor; "
                 "RUN_DIR/exports/generator-FORMAT.jsonl for --role generator"
             ),
             STATUS,

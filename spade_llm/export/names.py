@@ -22,8 +22,8 @@ __all__ = [
 
 GeneratorFormat = Literal["sft", "dpo", "grpo"]
 """What ``spade export --role generator`` writes."""
-ExportFormat = Literal[GeneratorFormat, "verl"]
-"""What ``spade export`` writes for the solver."""
+ExportFormat = Literal[GeneratorFormat, "verl", "harbor"]
+"""What ``spade export`` writes for the solver (``harbor``: a folder of Harbor task folders)."""
 FORMATS: Final[tuple[ExportFormat, ...]] = get_args(ExportFormat)
 GENERATOR_FORMATS: Final[tuple[GeneratorFormat, ...]] = get_args(GeneratorFormat)
 TIERS: Final = ("easy", "medium", "hard")

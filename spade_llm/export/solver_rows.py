@@ -204,7 +204,7 @@ class ExportResult:
             )
         left = self.left_out.lines()
         if left:
-            lines.append("left out for verl's SandboxFusion judge:")
+            lines.append("left out for verl's SandboxFusion judge:" if self.fmt == "verl" else "left out:")
             lines.extend(f"  {x}" for x in left)
         return "\n".join(lines)
 
@@ -675,10 +675,32 @@ def unique(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str])
 
 
 def default_output(run_dir: Path, fmt: str, filters: ExportFilters | None = None) -> Path:
-    """``RUN_DIR/exports/FORMAT[-TIER][-SPLIT].jsonl`` (``.parquet`` for verl): a tier or split selected is
-    a file of its own, so ``--tier medium`` never overwrites the whole export."""
+    """``RUN_DIR/exports/FORMAT[-TIER][-SPLIT].jsonl`` (``.parquet`` for verl, a folder for harbor): a tier
+    or split selected is a file of its own, so ``--tier medium`` never overwrites the whole export."""
     parts = [fmt, *(p for p in (filters.tier, filters.split) if p)] if filters is not None else [fmt]
-    return run_dir / "exports" / f"{'-'.join(parts)}.{'parquet' if fmt == 'verl' else 'jsonl'}"
+    suffix = {"verl": ".parquet", "harbor": ""}.get(fmt, ".jsonl")
+    return run_dir / "exports" / f"{'-'.join(parts)}{suffix}"
+
+
+def _export_harbor(run: ExportRun, path: Path, filters: ExportFilters) -> ExportResult:
+    """The kept tasks as Harbor task folders (``export/harbor.py``), one per task of the chosen split."""
+    from ..config import load_config
+    from .harbor import write_harbor
+
+    records = [r for r in run.tasks if keep_task(r, filters, "harbor") and filters.split in (None, r.split)]
+    kept = [(r.task, r.measured.tier if r.measured is not None else "medium") for r in records]
+    config = run.path / "config.yaml"
+    test_timeout_s = load_config(config if config.is_file() else None, {}).sandbox.test_timeout_s
+    written = write_harbor(
+        kept, path, public_tests=run.public_tests, prompts_dir=run.prompts_dir, test_timeout_s=test_timeout_s
+    )
+    skipped = {task_id for ids in written.left_out.values() for task_id in ids}
+    test = sum(r.split == "test" and r.task.task_id not in skipped for r in records)
+    left = LeftOut(tasks=dict(written.left_out))
+    return ExportResult(
+        path=path, fmt="harbor", rows=written.tasks, train=written.tasks - test, test=test, tasks=written.tasks,
+        left_out=left, benchmark=run.benchmark,
+    )  # fmt: skip
 
 
 def check_output(output: Path, run_dir: Path) -> None:
@@ -848,6 +870,8 @@ def export_run(
         _pyarrow()  # before any work: say what to install
     run = read_for_export(run_dir, test_fraction)
     path = output if output is not None else default_output(run_dir, fmt, filters)
+    if fmt == "harbor":
+        return _export_harbor(run, path, filters)
     check_output(path, run_dir)
     left_out = LeftOut()
     rows = build_rows(run, fmt, filters, verl_reward, left_out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..languages import PYTHON, language_of
 
@@ -216,6 +216,10 @@ class TaskKind:
     tool_parse: Callable[[str], str] | None = None
     """The reading of a tool argument (``trl``'s ``run_tests(code)``: the argument *is* the answer,
     so the reading is lenient); None: ``parse_answer``."""
+    exported_judge: Literal["call", "stdio"] | None = "call"
+    """How a standalone judge outside spade checks an answer (``export/harbor.py``): ``call`` the
+    function on each test's arguments, run the program on each test's ``stdio``; None: the answer is no
+    program (the query kinds), so the task is not exported so."""
     fill_expected: Callable[[Judge, Task, Sequence[int]], list[TestCase]] | None = None
     """The tests at these indices with their expected values taken from the reference's runs (``solve``
     and ``evaluate`` on tasks given without them), raising ``UserError`` naming a test the reference

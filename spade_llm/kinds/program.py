@@ -381,6 +381,7 @@ KIND = TaskKind(
     feedback_line=feedback_line,
     find_leaks=find_leaks,
     fill_expected=fill_expected,
+    exported_judge="stdio",
     sandbox_fusion=False,
     colour="#059669",
     sample_first={

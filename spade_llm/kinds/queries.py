@@ -162,6 +162,7 @@ def query_kind(
         flags_hardcoding=False,
         needs_reference=True,
         sandbox_fusion=False,
+        exported_judge=None,
         strict_parse=None,
         sample_first={
             "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},

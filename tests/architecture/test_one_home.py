@@ -42,7 +42,7 @@ def test_the_export_formats_are_listed_once() -> None:
             if values >= set(GENERATOR_FORMATS):  # a whole list (a pair such as ("grpo", "verl") is a rule)
                 lists.add(path.relative_to(PACKAGE).as_posix())
     assert lists == {"export/names.py"}, lists
-    assert set(GENERATOR_FORMATS) < set(FORMATS) == {"sft", "dpo", "grpo", "verl"}
+    assert set(GENERATOR_FORMATS) < set(FORMATS) == {"sft", "dpo", "grpo", "verl", "harbor"}
 
 
 def test_one_reader_of_the_columns_a_trainer_passes() -> None:
