@@ -140,6 +140,13 @@ class Task(BaseModel):
         benchmark, whose asserts (``tests`` and ``check_code``) are all hidden and decide the verdict."""
         return self.check_code is not None or self.public_tests == 0
 
+    @property
+    def judge_only(self) -> bool:
+        """Whether the task has no reference (``reference_code`` blank): an imported problem published
+        without a usable solution. Answers are judged on its tests as any task's; what would run the
+        reference (the gates, ``evaluate`` without samples) says so instead (docs/records.md)."""
+        return not self.reference_code.strip()
+
     def dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]

@@ -511,7 +511,7 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     from ..judge import judge_settings
     from ..kinds import leak_note
     from ..progress import bar, progress_block
-    from ..tasksets.judging import chosen_ks, evaluate_samples, load_run_config, samples_per_task
+    from ..tasksets.judging import ALL_JUDGE_ONLY, chosen_ks, evaluate_samples, load_run_config, samples_per_task
     from ..tasksets.taskfile import read_samples, read_tasks
 
     config = load_run_config(args.config)  # once, and first: a bad config is the error, whatever the tasks
@@ -524,9 +524,11 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
     if args.samples and not given:
         raise UserError(f"{args.samples}: no samples in the file, nothing to judge")
     counts = samples_per_task(tasks, given)
+    if not counts and given is None:
+        raise UserError(f"{args.tasks}: {ALL_JUDGE_ONLY}; give --samples (answers to judge)")
     chosen_ks(counts, args.k)  # a k some task has too few samples for: refused before anything runs
-    if len(counts) < len(tasks):
-        left = [t.task_id for t in tasks if t.task_id not in counts]
+    left = [t.task_id for t in tasks if t.task_id not in counts]
+    if left and given is not None:
         print(
             f"spade evaluate: {len(left)} of {len(tasks)} tasks have no sample in {args.samples}, left out of "
             f"pass@k (first: {left[0]})",
@@ -564,6 +566,12 @@ def _evaluate(args: argparse.Namespace, starting: Any) -> int:
             )
     finally:
         sandbox.close()
+    if left and given is None:  # said once judged: a task that cannot be filled is the one error line
+        print(
+            f"spade evaluate: {len(left)} of {len(tasks)} tasks are judge-only (no reference to judge: give "
+            f"--samples), left out of pass@k (first: {left[0]})",
+            file=sys.stderr,
+        )
     for line in pass_at_k_lines(result.pass_at_k):
         print(line, file=sys.stderr)
     if args.json:

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_PUBLIC_TESTS",
     "KIND_NAMES",
     "LEAK_REASON",
+    "NO_REFERENCE",
     "TaskKind",
     "allocate_kinds",
     "get_kind",
@@ -64,6 +65,8 @@ __all__ = [
 
 LEAK_REASON = "leaks_hidden_test"
 """The rejection reason of a task whose shown text carries a hidden test (docs/records.md)."""
+NO_REFERENCE = "no_reference"
+"""The reason of a judge-only task (``Task.judge_only``): every gate runs the reference, and it has none."""
 BEFORE_LEAKS = ("syntax_error", "banned_import", "missing_entry_point", "bad_input", "too_few_tests")
 """The reasons ordered before ``leaks_hidden_test``: the static ones, decided without running
 anything (the leak gate needs readable inputs). Every reason that needs the reference run comes after."""
@@ -106,7 +109,8 @@ def run_gates(
     validator: Validator, task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS, *, full: bool = False
 ) -> ValidationReport:
     """A proposed task's gates in order (docs/records.md): its kind's, with ``leaks_hidden_test`` after the
-    static reasons (``BEFORE_LEAKS``) and before every reason that runs the reference.
+    static reasons (``BEFORE_LEAKS``) and before every reason that runs the reference; first of all,
+    ``no_reference`` for a judge-only task (an imported problem without a usable solution).
 
     A leak in the expected values the author gave is decided before anything runs (the sandbox is
     not spent on the task) unless ``full`` (``verify``: the reference runs on every test whatever
@@ -118,6 +122,9 @@ def run_gates(
     from ..validation import ValidationReport
 
     kind = get_kind(task.kind)
+    if task.judge_only:  # an imported problem without a usable solution: nothing for the gates to run
+        detail = "judge-only: the task has no reference_code to run (spade solve and evaluate --samples judge answers)"
+        return ValidationReport(task.task_id, False, NO_REFERENCE, detail, "error", 0, len(task.tests))
     if task.shows_examples:
         return kind.gates(validator, task)
     if not full:

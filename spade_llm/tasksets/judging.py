@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Evaluation", "evaluate_samples", "load_run_config", "public_tests", "verify_tasks"]
 
+ALL_JUDGE_ONLY = "every task is judge-only (no reference_code): there is no reference to judge"
+"""Why ``evaluate`` without samples has nothing to judge (``Task.judge_only``)."""
+
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -145,9 +148,12 @@ class Evaluation:
 
 
 def samples_per_task(tasks: Sequence[Task], samples: Sequence[tuple[Task, str]] | None) -> dict[str, int]:
-    """Task id -> how many samples it has (one, its reference, without ``samples``), in the tasks'
-    order; tasks without a sample are left out (nothing of theirs is judged or counted)."""
-    counts = {t.task_id: 0 for t in tasks} if samples is not None else {t.task_id: 1 for t in tasks}
+    """Task id -> how many samples it has (one, its reference, without ``samples``: none for a judge-only
+    task, which has no reference), in the tasks' order; tasks without a sample are left out (nothing of
+    theirs is judged or counted)."""
+    if samples is None:
+        return {t.task_id: 1 for t in tasks if not t.judge_only}
+    counts = {t.task_id: 0 for t in tasks}
     for task, _code in samples or ():
         counts[task.task_id] = counts.get(task.task_id, 0) + 1
     return {task_id: n for task_id, n in counts.items() if n}
@@ -193,16 +199,16 @@ def evaluate_samples(
     on_row: Callable[[dict[str, Any]], None] | None = None,
     ks: Sequence[int] | None = None,
 ) -> Evaluation:
-    """Judge each (task, answer) of ``samples`` (default: each task's reference answer) on every test
-    of its task, by its kind, as the loop judges, and give pass@k for each of ``ks`` (default: those
-    of 1, 10, 100 every task has the samples for) over the tasks with samples. A test given without an
-    expected value gets the reference's first. ``on_leaks`` hears the leaking tasks before judging
-    starts; ``on_row`` each row as it is judged.
+    """Judge each (task, answer) of ``samples`` (default: each task's reference answer; a judge-only task,
+    which has none, is left out) on every test of its task, by its kind, as the loop judges, and give
+    pass@k for each of ``ks`` (default: those of 1, 10, 100 every task has the samples for) over the
+    tasks with samples. A test given without an expected value gets the reference's first.
+    ``on_leaks`` hears the leaking tasks before judging starts; ``on_row`` each row as it is judged.
 
     Raises:
-        UserError: ``config`` is missing or invalid, a task's expected value cannot be filled, or a
-        task has fewer samples than a k of ``ks`` (before anything is judged); SandboxUnavailable: the
-        sandbox cannot start.
+        UserError: ``config`` is missing or invalid, a task's expected value cannot be filled, a task
+            has fewer samples than a k of ``ks``, or every task is judge-only and no samples are given
+            (before anything is judged); SandboxUnavailable: the sandbox cannot start.
     """
     from ..evaluator import pass_at_k_table
     from ..judge import Judge, final_status
@@ -210,6 +216,8 @@ def evaluate_samples(
     from .expected import fill_expected
 
     counts = samples_per_task(tasks, samples)
+    if tasks and not counts and samples is None:
+        raise UserError(f"{ALL_JUDGE_ONLY}; give samples")
     reported = chosen_ks(counts, ks)  # refused before the sandbox starts, not after the judging
     loaded = load_run_config(config)
     settings = _settings(loaded, timeout, sandbox)
@@ -223,7 +231,7 @@ def evaluate_samples(
         chosen = (
             [(by_id[task.task_id], code) for task, code in samples]
             if samples is not None
-            else [(t, get_kind(t.kind).reference_answer(t)) for t in filled]
+            else [(t, get_kind(t.kind).reference_answer(t)) for t in filled if t.task_id in counts]
         )
         if out.leaking and on_leaks is not None:
             on_leaks(out.leaking)
