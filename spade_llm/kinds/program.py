@@ -146,6 +146,8 @@ def find_leaks(task: Task, public_tests: int) -> list[Leak]:
             continue
         if len(given) < MIN_LEAK_INPUT_CHARS:
             continue
+        if not any(given in text and answer in text for text in shown.values()):
+            continue  # shown nowhere: no pattern to build (a contest's input can be a megabyte)
         pattern = re.compile(  # whole tokens: no letter or digit glued to either end (punctuation may be)
             rf"(?<!\w){re.escape(given)}(?!\w).{{0,{LEAK_GAP_CHARS}}}?(?<!\w){re.escape(answer)}(?!\w)", re.S
         )
