@@ -623,8 +623,12 @@ def _write_text(out: Path, text: str) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ..tasksets.contests import FORMATS, summary_line, write_file
     from ..tasksets.importers import import_humaneval, import_mbpp
 
+    if args.format in FORMATS:  # a dataset file's rows (tasksets/contests.py), written all or nothing
+        print(summary_line(write_file(args.format, args.file, args.output), args.output), file=sys.stderr)
+        return 0
     out = Path(args.output)
     if out.is_dir():
         raise UserError(f"-o {out} is a directory: name the tasks file to write")

@@ -198,7 +198,11 @@ VERSION = _flag("--version", action=_VersionAction, help="print the version (and
 TASKS = _flag("tasks", help="tasks JSONL file")
 FILE = _flag("file", help="Python file, or - for stdin")
 RUN_DIR = _flag("run_dir", help="run directory (of spade run or spade solve)")
-IMPORT_FORMAT = _flag("format", choices=["humaneval", "mbpp"], help="the benchmark's format")
+IMPORT_FORMAT = _flag(
+    "format",
+    choices=["humaneval", "mbpp", "apps", "taco", "codecontests", "lcb"],
+    help="the benchmark's format",
+)
 PROMPTS_ACTION = _flag(
     "action", choices=["list", "show", "check"], help="list the templates, show one, or check an override folder"
 )
@@ -575,7 +579,8 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         help="convert a benchmark into tasks",
         flags=(
             IMPORT_FORMAT,
-            FILE.but(help="the benchmark's JSONL (.gz ok; MBPP also as a .json array)"),
+            FILE.but(help="the benchmark's file: JSONL (.gz ok); mbpp also a .json array; apps, taco, codecontests, "
+                     "lcb also .json, .parquet"),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
         ),
     ),
