@@ -579,8 +579,10 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
         help="convert a benchmark into tasks",
         flags=(
             IMPORT_FORMAT,
-            FILE.but(help="the benchmark's file: JSONL (.gz ok); mbpp also a .json array; apps, taco, codecontests, "
-                     "lcb also .json, .parquet"),
+            FILE.but(
+                help="the benchmark's file: JSONL (.gz ok); mbpp also a .json array; apps, taco, codecontests, "
+                "lcb also .json, .parquet"
+            ),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
         ),
     ),
