@@ -13,7 +13,9 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
   rest are hidden and count only in the final reward;
 * ``reference_code``: for ``deduction`` and ``abduction`` only (the program is part of their
   question, and abduction's judge runs it); an induction task's reference is its answer and stays out;
-* ``check_code`` and ``examples``: an imported benchmark's assert script and docstring examples.
+* ``check_code`` and ``examples``: an imported benchmark's assert script and docstring examples;
+* ``time_limit_s``: the CPU seconds each test's run may take, when the task sets them (a ``program``
+  task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         gt["check_code"] = task.check_code
     if task.examples:
         gt["examples"] = [t.dump() for t in task.examples]
+    if task.time_limit_s is not None:  # the loop judged under it: so does the reward
+        gt["time_limit_s"] = task.time_limit_s
     return gt
 
 
@@ -100,6 +104,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
             check_code=value.get("check_code"),
             examples=examples,
             public_tests=0 if public <= 0 else None,  # no test shown: an imported benchmark's, seen by its examples
+            time_limit_s=value.get("time_limit_s"),
         )
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]
