@@ -111,7 +111,7 @@ def _heredoc(text: str) -> str:
 
 def _why_not(task: Task) -> str | None:
     kind = get_kind(task.kind)
-    if kind.exported_judge is None:
+    if kind.field_tests is None:
         return "its answer is no program"
     if task.check_code is not None:
         return "judged by an assert script"
@@ -131,7 +131,7 @@ def _files(task: Task, tier: str, instruction: str, test_timeout_s: float) -> di
     kind = get_kind(task.kind)
     cpu_s = task.time_limit_s or test_timeout_s
     spec: dict[str, Any] = {
-        "judge": kind.exported_judge,
+        "judge": kind.field_tests,
         "entry_point": task.entry_point,
         "time_limit_s": cpu_s,
         "tests": [{"input": t.input, "expected": t.expected} for t in task.tests],

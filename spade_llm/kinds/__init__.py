@@ -38,7 +38,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, TaskKind
+from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, FieldTests, TaskKind
 from .mix import allocate_kinds, normalize_mix
 from .names import DEFAULT_KIND, KIND_NAMES, known_kind
 
@@ -56,6 +56,7 @@ __all__ = [
     "TaskKind",
     "allocate_kinds",
     "get_kind",
+    "kind_for_field_tests",
     "leak_note",
     "leaks",
     "mark_leaks",
@@ -81,6 +82,16 @@ def get_kind(name: str) -> TaskKind:
         raise UserError(str(e)) from None
     kind: TaskKind = import_module(f"{__name__}.{name}").KIND
     return kind
+
+
+def kind_for_field_tests(shape: FieldTests) -> TaskKind:
+    """The kind whose tasks are tests of the field's ``shape`` (``TaskKind.field_tests``): what a ground
+    truth of that shape is read as (``rewards.field_formats``); the first in ``KIND_NAMES`` order."""
+    for name in KIND_NAMES:
+        kind = get_kind(name)
+        if kind.field_tests == shape:
+            return kind
+    raise AssertionError(f"no kind takes the field's {shape!r} tests")  # tests/architecture pins one per shape
 
 
 def leaks(task: Task, public_tests: int = DEFAULT_PUBLIC_TESTS) -> list[Leak]:

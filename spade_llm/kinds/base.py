@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from ..types import ExecutionResult, Task, TestCase, TestResult
     from ..validation import ValidationReport, Validator
 
+FieldTests = Literal["call", "stdin"]
+"""The field's two shapes of code tests (verl's ``prime_code``, LiveCodeBench, SandboxFusion): ``call``, a
+function called by name on JSON arguments (``fn_name``, LiveCodeBench's ``functional``); ``stdin``, a whole
+program fed a test's input on stdin and judged by what it prints."""
+CALL_TESTS: Final[FieldTests] = "call"
+STDIN_TESTS: Final[FieldTests] = "stdin"
+
 CODE_TAGS: Final = PYTHON.fence_tags
 """Fence tags of an answer's code: the tasks' language's (Python for every task so far)."""
 """Language tags of a fenced block that mark it as Python."""
@@ -207,19 +214,18 @@ class TaskKind:
     needs_reference: bool = False
     """Whether judging an answer needs the task's reference program: the query kinds' (deduction
     reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it."""
-    sandbox_fusion: bool = True
-    """Whether verl's built-in SandboxFusion judge can judge it (``groundtruth.sandbox_fusion_form``):
-    only code run on its tests; a query kind's answer is not a program."""
+    field_tests: FieldTests | None = CALL_TESTS
+    """Which of the field's test shapes (``FieldTests``) this kind's tasks are: a ground truth of that
+    shape (verl's ``prime_code``, LiveCodeBench's, SandboxFusion's) is read as a task of this kind
+    (``rewards.field_formats``), an export writes this kind's tasks in it for verl's own judges
+    (``groundtruth.sandbox_fusion_form``), and a Harbor folder's standalone judge checks it so
+    (``export/harbor.py``). None: none of these (a query kind's answer is not a program)."""
     strict_parse: Callable[[str], str] | None = strict_python_block
     """A trainer reward's reading of a whole completion (``rewards.extract_answer``): for induction
     the last python-tagged block only, so the format is paid for; None: ``parse_answer``."""
     tool_parse: Callable[[str], str] | None = None
     """The reading of a tool argument (``trl``'s ``run_tests(code)``: the argument *is* the answer,
     so the reading is lenient); None: ``parse_answer``."""
-    exported_judge: Literal["call", "stdio"] | None = "call"
-    """How a standalone judge outside spade checks an answer (``export/harbor.py``): ``call`` the
-    function on each test's arguments, run the program on each test's ``stdio``; None: the answer is no
-    program (the query kinds), so the task is not exported so."""
     fill_expected: Callable[[Judge, Task, Sequence[int]], list[TestCase]] | None = None
     """The tests at these indices with their expected values taken from the reference's runs (``solve``
     and ``evaluate`` on tasks given without them), raising ``UserError`` naming a test the reference
@@ -238,6 +244,11 @@ class TaskKind:
     """Sample variables of ``first_template`` (``spade prompts check`` renders a user's override with them)."""
     sample_repair: Mapping[str, Any] = field(default_factory=dict)
     """Sample variables of ``repair_template``, as ``sample_first``."""
+
+    @property
+    def sandbox_fusion(self) -> bool:
+        """Whether verl's built-in judges (SandboxFusion, ``prime_code``) can judge it: code run on tests."""
+        return self.field_tests is not None
 
     def read_strict(self, text: str) -> str:
         """A completion's answer as a trainer's reward reads it ('' when there is none)."""

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from ..languages import language_of
 from ..sandbox.runner import run_program, timed_program
 from ..sandbox.stdio import output_lines, same_output, wall_limit
-from .base import TaskKind, free_text, public_indices, tests_after_public
+from .base import STDIN_TESTS, TaskKind, free_text, public_indices, tests_after_public
 from .induction import extract_code, tool_code
 
 if TYPE_CHECKING:
@@ -383,8 +383,7 @@ KIND = TaskKind(
     feedback_line=feedback_line,
     find_leaks=find_leaks,
     fill_expected=fill_expected,
-    exported_judge="stdio",
-    sandbox_fusion=False,
+    field_tests=STDIN_TESTS,
     colour="#059669",
     sample_first={
         "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},

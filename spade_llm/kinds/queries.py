@@ -161,8 +161,7 @@ def query_kind(
         public_answers_in_prompt=False,
         flags_hardcoding=False,
         needs_reference=True,
-        sandbox_fusion=False,
-        exported_judge=None,
+        field_tests=None,
         strict_parse=None,
         sample_first={
             "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},

@@ -29,7 +29,9 @@ from typing import Any
 
 from ..errors import UserError
 from ..kinds import DEFAULT_KIND, get_kind
+from ..kinds.base import CALL_TESTS
 from ..types import Task, TestCase, python_literal
+from .field_formats import read_field_ground_truth
 
 __all__ = [
     "GROUND_TRUTH_VERSION",
@@ -75,18 +77,28 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
 
 
 def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
-    """The task a ground truth describes (enough to judge, not to show) and its public test count.
+    """The task a ground truth describes (enough to judge, not to show) and its public test count: spade's
+    own, or one in the field's shapes (verl's ``prime_code``, LiveCodeBench's, SandboxFusion's:
+    ``field_formats``).
 
     Raises:
-        UserError: ``value`` is not JSON, not a ground truth, or of a newer version.
+        UserError: ``value`` is not JSON, not a ground truth, of a newer version, or of the field's shapes
+            but not judged exactly (``field_formats`` says which).
     """
     if isinstance(value, (str, bytes)):
         try:
             value = json.loads(value)
         except ValueError as e:
             raise UserError(f"ground truth is not JSON: {e}") from None
+    if not (isinstance(value, Mapping) and "tests" in value):  # not ours: maybe one of the field's shapes
+        found = read_field_ground_truth(value)
+        if found is not None:
+            return found
     if not isinstance(value, Mapping):
-        raise UserError(f"ground truth must be a JSON object, got {type(value).__name__}")
+        raise UserError(
+            f"ground truth must be a JSON object (spade's, or verl's prime_code {{inputs, outputs}}) or a list of "
+            f"LiveCodeBench or SandboxFusion test cases, got {type(value).__name__}"
+        )
     version = value.get("version", GROUND_TRUTH_VERSION)
     if version != GROUND_TRUTH_VERSION:
         raise UserError(f"ground truth version {version!r} is not one this spade_llm reads ({GROUND_TRUTH_VERSION})")
@@ -234,7 +246,7 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     from ..sandbox.verdict import passes
     from ..validation import STAND_INS
 
-    if not get_kind(task.kind).sandbox_fusion:
+    if get_kind(task.kind).field_tests != CALL_TESTS:
         return SandboxFusionForm(None, LEFT_OUT_NOT_INDUCTION)
     if task.check_code:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
@@ -296,6 +308,6 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
     Raises:
         UserError: not an induction task, or a test without its expected value.
     """
-    if not get_kind(task.kind).sandbox_fusion or task.check_code:
+    if get_kind(task.kind).field_tests != CALL_TESTS or task.check_code:
         raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
     return sandbox_fusion_form(task).truth

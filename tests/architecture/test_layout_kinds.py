@@ -19,7 +19,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from spade_llm.kinds import DEFAULT_KIND, KIND_NAMES, get_kind
+from spade_llm.kinds import DEFAULT_KIND, KIND_NAMES, get_kind, kind_for_field_tests
 from spade_llm.kinds.base import TaskKind
 from spade_llm.templates import PACKAGED_DIR, TEMPLATE_VARIABLES
 from spade_llm.types import Task
@@ -83,6 +83,10 @@ def test_kind_decisions_are_attributes():
     default = get_kind(DEFAULT_KIND)
     assert default.public_answers_in_prompt and default.flags_hardcoding and default.sandbox_fusion
     assert not default.needs_reference
+    # each of the field's test shapes is one kind's (a prime_code or LiveCodeBench ground truth's kind)
+    shapes = [shape for name in KIND_NAMES if (shape := get_kind(name).field_tests) is not None]
+    assert sorted(shapes) == sorted(set(shapes)) == ["call", "stdin"]
+    assert kind_for_field_tests("call") is default
     colours = {get_kind(name).colour for name in KIND_NAMES}
     assert len(colours) == len(KIND_NAMES)  # the report tells them apart
     for name in KIND_NAMES:

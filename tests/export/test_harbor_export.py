@@ -71,7 +71,7 @@ def test_each_folder_has_harbors_files_and_its_oracle_earns_1_where_a_stand_in_e
         assert not any(t["input"].strip() in shown for t in spec["tests"][3:] if len(t["input"].strip()) > 8)
         oracle = reference(folder, tmp_path)
         assert verify(folder, oracle, tmp_path) == "1", folder.name
-        stand_in = "print(0)\n" if spec["judge"] == "stdio" else f"def {spec['entry_point']}(*args):\n    return None\n"
+        stand_in = "print(0)\n" if spec["judge"] == "stdin" else f"def {spec['entry_point']}(*args):\n    return None\n"
         assert verify(folder, stand_in, tmp_path) == "0", folder.name
     assert kinds == {"induction", "program"}  # deduction's answers are no programs: left out
 
