@@ -375,7 +375,8 @@ VERL_REWARD = _flag(
     choices=VERL_REWARDS,
     default="spade",
     help="verl: judged by spade_llm.rewards.compute_score (spade), or by verl's built-in SandboxFusion "
-    "judge through spade serve-sandbox (induction tasks with JSON arguments only)",
+    "judge through spade serve-sandbox (function tasks with JSON arguments, and program tasks, which "
+    "verl's prime_code reads too)",
 )
 
 # report

@@ -29,4 +29,5 @@ GENERATOR_FORMATS: Final[tuple[GeneratorFormat, ...]] = get_args(GeneratorFormat
 TIERS: Final = ("easy", "medium", "hard")
 STATUSES: Final = ("passed", "failed", "error", "timeout")
 VERL_REWARDS: Final = ("spade", "sandbox_fusion")
-"""Who judges a verl export: ``spade_llm.rewards.compute_score``, or verl's SandboxFusion judge."""
+"""Who judges a verl export: ``spade_llm.rewards.compute_score``, or verl's own judges (SandboxFusion;
+``prime_code`` too for program tasks, whose form is the same)."""

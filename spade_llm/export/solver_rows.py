@@ -33,12 +33,16 @@ Formats:
   ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
   task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
   (``pip install 'spade-selfplay[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
-  built-in SandboxFusion judge instead (data source ``codecontests``, ground truth as ``fn_name``,
-  JSON argument lines and printed outputs; induction tasks whose arguments JSON can carry). That
-  judge compares printed text and its wrapper prints nothing for an answer that raises or exits, so
-  tests a crash or a trivial stand-in would pass there but not in spade's verdict are left out, and
-  so are tasks left with no test or passed by a stand-in (``groundtruth.sandbox_fusion_form``); the
-  summary line says what was left out, per reason, with task ids (``LeftOut``).
+  built-in judges instead, data source ``codecontests``: a function task's ground truth as ``fn_name``,
+  JSON argument lines and printed outputs (tasks whose arguments JSON can carry), for the SandboxFusion
+  judge; a whole program's as ``{inputs, outputs}`` stdin and stdout texts, which SandboxFusion reads
+  and so does verl's ``prime_code`` (where no ``reward.sandbox_fusion.url`` is set), and so does spade's
+  ``compute_score`` (``rewards.field_formats``). SandboxFusion compares printed text and its ``fn_name``
+  wrapper prints nothing for an answer that raises or exits, so tests a crash or a trivial stand-in
+  would pass there but not in spade's verdict are left out, and so are tasks left with no test or passed
+  by a stand-in (a trivial program, for a program's task) on the tests verl scores
+  (``groundtruth.sandbox_fusion_form``); the summary line says what was left out, per reason, with task
+  ids (``LeftOut``).
 
 A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
 with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
@@ -607,10 +611,11 @@ def verl_rows(
     split: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """verl's RL dataset rows (``index`` is filled in once duplicates are gone). ``reward``: who judges
-    them, ``spade`` (``spade_llm.rewards.compute_score``) or ``sandbox_fusion`` (verl's built-in judge
-    through ``spade serve-sandbox``: induction tasks whose arguments JSON can carry, without the tests
-    and tasks that judge could pass a crash or a trivial answer on, see ``groundtruth.
-    sandbox_fusion_form``); what it leaves out of ``split`` (None: both) is added to ``left_out``."""
+    them, ``spade`` (``spade_llm.rewards.compute_score``) or ``sandbox_fusion`` (verl's built-in judges:
+    SandboxFusion through ``spade serve-sandbox``, and ``prime_code`` for program tasks; function tasks
+    whose arguments JSON can carry and program tasks, without the tests and tasks that judge could pass a
+    crash or a trivial answer on, see ``groundtruth.sandbox_fusion_form``); what it leaves out of
+    ``split`` (None: both) is added to ``left_out``."""
     openings = Openings(run)
     for record in records:
         if reward == "sandbox_fusion":
@@ -853,9 +858,9 @@ def export_run(
     """Write ``run_dir``'s training data in ``fmt`` to ``output`` (default: ``RUN_DIR/exports/``).
 
     ``verl_reward`` (verl only): ``spade`` writes our ground truth for ``spade_llm.rewards.
-    compute_score``; ``sandbox_fusion`` writes the form verl's built-in SandboxFusion judge runs
-    (``groundtruth.sandbox_fusion_form``), induction tasks only, and ``ExportResult.left_out`` says
-    which tasks and tests it left out and why.
+    compute_score``; ``sandbox_fusion`` writes the form verl's built-in judges run
+    (``groundtruth.sandbox_fusion_form``), function and program tasks only, and ``ExportResult.left_out``
+    says which tasks and tests it left out and why.
 
     Raises:
         UserError: a missing or damaged run directory, filters that clash or mean nothing for

@@ -31,14 +31,13 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..languages import language_of
 from ..sandbox.runner import run_program, timed_program
-from ..sandbox.stdio import output_lines, same_output, wall_limit
+from ..sandbox.stdio import same_output, stand_in_passes, wall_limit
 from .base import STDIN_TESTS, TaskKind, free_text, public_indices, tests_after_public
 from .induction import extract_code, tool_code
 
@@ -228,20 +227,6 @@ def _failure(i: int, run: ExecutionResult) -> tuple[str, str] | None:
         return "runtime_error", f"test {i}: the reference failed ({why}, exit {run.return_code}" + (
             f"): {tail[0][:300]}" if tail else ")"
         )
-    return None
-
-
-def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
-    """Which trivial program passes every test (prints nothing, echoes its input, prints the most common
-    expected output), or None. Decided from the texts, by the output rule: nothing runs."""
-    expected = [t.expected if isinstance(t.expected, str) else "" for t in tests]
-    if all(not output_lines(e) for e in expected):
-        return "a program that prints nothing passes every test (every expected output is empty)"
-    if all(same_output(e, t.input) for e, t in zip(expected, tests, strict=True)):
-        return "a program that prints its input back passes every test"
-    common, _ = Counter("\n".join(output_lines(e)) for e in expected).most_common(1)[0]
-    if all(same_output(e, common) for e in expected):
-        return f"a program that always prints {clip(common, 60)!r} passes every test"
     return None
 
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from ..errors import UserError
 from ..kinds import DEFAULT_KIND, get_kind
-from ..kinds.base import CALL_TESTS
+from ..kinds.base import STDIN_TESTS
 from ..types import Task, TestCase, python_literal
-from .field_formats import read_field_ground_truth
+from .field_formats import field_ground_truth, read_field_ground_truth
 
 __all__ = [
     "GROUND_TRUTH_VERSION",
@@ -164,7 +164,8 @@ SANDBOX_FUSION_SCORED_TESTS = 10
 """verl's ``compute_score(..., continuous=True)``, what ``default_compute_score`` calls, scores the
 fraction passed of the first this many tests only."""
 
-LEFT_OUT_NOT_INDUCTION = "not an induction task"
+LEFT_OUT_NOT_CODE = "its answer is not a program"
+LEFT_OUT_TRIVIAL_PROGRAM = "a trivial program passes every scored test"
 LEFT_OUT_CHECK_CODE = "judged by its own check code"
 LEFT_OUT_ARGUMENTS = "arguments JSON cannot carry"
 LEFT_OUT_NO_TESTS = "no test left"
@@ -216,7 +217,8 @@ def _as_verl_sees(value: Any) -> str | None:
 
 def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     """``task`` for verl's SandboxFusion judge (``sandbox_fusion_ground_truth``), with the tests and
-    tasks left out that would let that judge pass an answer spade's judge fails.
+    tasks left out that would let that judge pass an answer spade's judge fails. A whole program's task
+    (``field_tests`` ``stdin``) is written in the stdin shape (``_stdin_form``); a function's as follows.
 
     verl compares the wrapper's stdout with ``outputs[i]`` as text, both ``rstrip("\\n")``-ed, and
     its wrapper prints *nothing* when the answer raises, exits (``sys.exit(0)`` at import included)
@@ -246,10 +248,13 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     from ..sandbox.verdict import passes
     from ..validation import STAND_INS
 
-    if get_kind(task.kind).field_tests != CALL_TESTS:
-        return SandboxFusionForm(None, LEFT_OUT_NOT_INDUCTION)
+    shape = get_kind(task.kind).field_tests
+    if shape is None:
+        return SandboxFusionForm(None, LEFT_OUT_NOT_CODE)
     if task.check_code:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
+    if shape == STDIN_TESTS:
+        return _stdin_form(task)
     missing = [t.input for t in task.tests if not t.has_expected]
     if missing:
         raise UserError(f"task {task.task_id}: test {missing[0]} has no expected value; validate the task first")
@@ -290,8 +295,9 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
 
 
 def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
-    """``task``'s tests in the form verl's SandboxFusion judge runs by function name, for an
-    induction task; None when the task is left out (``sandbox_fusion_form`` says why: arguments JSON
+    """``task``'s tests in the form verl's SandboxFusion judge runs: by function name for a function's
+    task, as stdin and stdout texts for a whole program's (``_stdin_form``, which verl's ``prime_code``
+    reads too); None when the task is left out (``sandbox_fusion_form`` says why: arguments JSON
     cannot carry, such as a tuple, a set or bytes; no test left; a stand-in passes).
 
     verl's ``sandbox_fusion`` reward (``check_correctness`` with ``fn_name``) wraps the answer in a
@@ -306,8 +312,34 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
     passed (``continuous=True``). Prefer ``spade_llm.rewards.compute_score``.
 
     Raises:
-        UserError: not an induction task, or a test without its expected value.
+        UserError: a task whose answer is not a program, or a test without its expected value.
     """
-    if get_kind(task.kind).field_tests != CALL_TESTS or task.check_code:
-        raise UserError(f"task {task.task_id}: only induction tasks with tests can be judged by SandboxFusion")
+    if not get_kind(task.kind).sandbox_fusion or task.check_code:
+        raise UserError(f"task {task.task_id}: only tasks whose answer is a program run on tests can be judged by verl")
     return sandbox_fusion_form(task).truth
+
+
+def _stdin_form(task: Task) -> SandboxFusionForm:
+    """A whole program's task in ``prime_code``'s stdin shape (``field_formats.field_ground_truth``), which
+    verl's SandboxFusion judge reads too; left out when a trivial program (prints nothing, echoes its
+    input, prints one constant) passes every test verl scores (the first ``SANDBOX_FUSION_SCORED_TESTS``):
+    verl would pay it in full.
+
+    No test is left out: the program's own stdout is compared (no wrapper prints for it), and an answer
+    that raises fails the test in both verl judges (SandboxFusion checks the exit code, ``prime_code``
+    catches the exception). SandboxFusion compares the text, after ``rstrip("\\n")``, with the expected
+    lines written without trailing whitespace, so an answer it passes spade passes too (the reverse
+    fails on an answer's trailing spaces); ``prime_code`` is more lenient (docs/training.md).
+
+    Raises:
+        UserError: a test without its expected text.
+    """
+    from ..sandbox.stdio import stand_in_passes
+
+    try:
+        truth = field_ground_truth(task.tests)
+    except UserError as e:
+        raise UserError(f"task {task.task_id}: {e}") from None
+    if stand_in_passes(task.tests[:SANDBOX_FUSION_SCORED_TESTS]) is not None:
+        return SandboxFusionForm(None, LEFT_OUT_TRIVIAL_PROGRAM)
+    return SandboxFusionForm(truth)

@@ -14,6 +14,7 @@ loops on every input would otherwise spend a budget per test.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from ..languages import pyast
@@ -21,7 +22,7 @@ from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatu
 from .base import Limits, Sandbox
 from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
-__all__ = ["NOT_RUN_AFTER_TIMEOUTS", "output_lines", "run_stdio_tests", "same_output", "wall_limit"]
+__all__ = ["NOT_RUN_AFTER_TIMEOUTS", "output_lines", "run_stdio_tests", "same_output", "stand_in_passes", "wall_limit"]
 
 SHOWN_OUTPUT_CHARS = 2000
 """Most of a test's stdout kept in its ``TestResult.output`` (feedback clips further)."""
@@ -29,6 +30,8 @@ WALL_FACTOR = 10.0
 """A test's wall limit is this many times its CPU budget (plus ``WALL_SLACK_S``): only a program that
 sleeps, blocks or ignores the budget's signal meets it, so a loaded machine does not."""
 WALL_SLACK_S = 1.0
+STAND_IN_CHARS = 60
+"""Most of a constant output a weak-tests message quotes."""
 
 
 def output_lines(text: str) -> list[str]:
@@ -52,6 +55,22 @@ def same_output(expected: str, actual: str) -> bool:
     (False, False, True)
     """
     return output_lines(expected) == output_lines(actual)
+
+
+def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
+    """Which trivial program passes every test (prints nothing, echoes its input, prints the most common
+    expected output), or None. Decided from the texts, by the output rule: nothing runs. The program
+    kind's ``weak_tests`` gate, and the exports' check of the tests verl's judges score."""
+    expected = [t.expected if isinstance(t.expected, str) else "" for t in tests]
+    if all(not output_lines(e) for e in expected):
+        return "a program that prints nothing passes every test (every expected output is empty)"
+    if all(same_output(e, t.input) for e, t in zip(expected, tests, strict=True)):
+        return "a program that prints its input back passes every test"
+    common, _ = Counter("\n".join(output_lines(e)) for e in expected).most_common(1)[0]
+    if all(same_output(e, common) for e in expected):
+        shown = common if len(common) <= STAND_IN_CHARS else common[:STAND_IN_CHARS] + "..."
+        return f"a program that always prints {shown!r} passes every test"
+    return None
 
 
 def wall_limit(cpu_s: float, limits: Limits) -> float:

@@ -24,7 +24,7 @@ from spade_llm.rewards.groundtruth import task_from_ground_truth
 from spade_llm.sandbox.runner import parse_input
 from spade_llm.solver import first_messages, split_tests
 from spade_llm.templates import Prompts
-from spade_llm.types import Task, Trajectory
+from spade_llm.types import Task, TestCase, Trajectory
 
 FORMATS = ("sft", "dpo", "grpo", "verl")
 KINDS_CONFIG = "seed: 3\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
@@ -350,12 +350,37 @@ def test_sandbox_fusion_leaves_out_a_task_left_without_tests_or_passed_by_a_stan
         form = sandbox_fusion_form(fusion_task(("(1,)", value), ("(2,)", value), ("(3,)", value)))
         assert form.reason == f"a function returning {stand_in} passes every scored test"
     assert sandbox_fusion_form(fusion_task(("(1,)", 1), task_id="d", kind="deduction")).reason == (
-        "not an induction task"
+        "its answer is not a program"
     )
     assert sandbox_fusion_form(fusion_task(("(1,)", 1), check_code="def check(c):\n    pass\n")).reason == (
         "judged by its own check code"
     )
     assert sandbox_fusion_form(fusion_task(("((1, 2),)", 1))).reason == "arguments JSON cannot carry"
+
+
+def program_task(task_id: str, cases: list[tuple[str, str]], **fields: Any) -> Task:
+    tests = [TestCase(input=i, expected=o) for i, o in cases]
+    fields = {"kind": "program", "description": "", "entry_point": "", "reference_code": "print(input())\n", **fields}
+    return Task(task_id=task_id, tests=tests, **fields)
+
+
+def test_program_tasks_are_written_as_stdin_and_stdout_texts_for_verls_judges() -> None:
+    """The shape verl's SandboxFusion judge and its prime_code both read: no test a crash passes (both
+    fail an answer that raises), the expected lines written without trailing whitespace (SandboxFusion
+    compares text); a task whose scored tests a trivial program passes is left out."""
+    from spade_llm.rewards.groundtruth import SANDBOX_FUSION_SCORED_TESTS, sandbox_fusion_form
+
+    task = program_task("p", [("1 2\n", "3  \n\n"), ("5 5\n", "10"), ("0 0\n", "")])
+    assert sandbox_fusion_form(task).truth == {"inputs": ["1 2\n", "5 5\n", "0 0\n"], "outputs": ["3\n", "10\n", ""]}
+    constant = [(f"{i}\n", "YES\n") for i in range(SANDBOX_FUSION_SCORED_TESTS)]
+    assert sandbox_fusion_form(program_task("c", constant)).reason == "a trivial program passes every scored test"
+    # a test past the ones verl scores does not save it: verl would pay the constant in full
+    assert sandbox_fusion_form(program_task("c", [*constant, ("x\n", "NO\n")])).truth is None
+    assert sandbox_fusion_form(program_task("c", [*constant[:-1], ("x\n", "NO\n")])).truth is not None
+    echo = sandbox_fusion_form(program_task("e", [("1\n", "1\n"), ("2 3\n", "2 3")]))
+    assert echo.reason == "a trivial program passes every scored test"
+    with pytest.raises(UserError, match="task p: test 1 has no expected output text"):
+        sandbox_fusion_form(task.model_copy(update={"tests": [task.tests[0], TestCase(input="1\n")]}))
 
 
 def test_the_crash_that_scored_0875_on_main_keeps_only_its_real_test() -> None:
@@ -384,6 +409,7 @@ def test_the_export_says_what_it_left_out_and_why(tmp_path: Path, capsys: Any) -
         fusion_task(("(1,)", 2), ("(2,)", 3), task_id="good"),
         fusion_task(("((1,),)", 1), task_id="tuple"),
         fusion_task(("(1,)", 1), task_id="deduce", kind="deduction"),
+        program_task("yes", [("1\n", "YES\n"), ("2\n", "YES")]),
     ]
     (run / "tasks.jsonl").write_text("".join(json.dumps(t.dump()) + "\n" for t in tasks))
     rows = export(run, tmp_path / "sf.parquet", "verl", "--verl-reward", "sandbox_fusion")
@@ -395,7 +421,8 @@ def test_the_export_says_what_it_left_out_and_why(tmp_path: Path, capsys: Any) -
         "  1 task (no test left): empty",
         "  1 task (a function returning None passes every scored test): nones",
         "  1 task (arguments JSON cannot carry): tuple",
-        "  1 task (not an induction task): deduce",
+        "  1 task (its answer is not a program): deduce",
+        "  1 task (a trivial program passes every scored test): yes",
         "  2 tests of 1 kept task (output prints empty, as a crash does): crash (2)",
     ]
     # an export of one split reports what it left out of that split only

@@ -80,7 +80,7 @@ def test_a_solution_that_crashes_or_hangs_earns_0(exported: Path, tmp_path: Path
     folder = next(
         p
         for p in sorted(exported.iterdir())
-        if json.loads((p / "tests" / "tests.json").read_text())["judge"] == "stdio"
+        if json.loads((p / "tests" / "tests.json").read_text())["judge"] == "stdin"
     )
     assert verify(folder, "raise SystemExit(0)\n", tmp_path) == "0"  # exits 0 having printed nothing
     assert verify(folder, "import os\nos.kill(os.getppid(), 9)\n", tmp_path) == "0"  # kills the judge

@@ -16,8 +16,8 @@ from spade_llm.config import SandboxConfig
 from spade_llm.fake.scripted import FunctionLLM
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind, leaks, run_gates
-from spade_llm.kinds.program import stand_in_passes
 from spade_llm.llm.base import LLMRequest
+from spade_llm.sandbox.stdio import stand_in_passes
 from spade_llm.solver import LLMSolver
 from spade_llm.templates import Prompts
 from spade_llm.types import Task, TestCase

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from spade_llm.cli.app import main
 from spade_llm.rewards import code as rewards
 from spade_llm.rewards.code import Rewarder, code_reward, compute_score, parse_ground_truth
 from spade_llm.rewards.groundtruth import ground_truth
@@ -68,3 +71,36 @@ def test_the_tasks_time_limit_travels_in_its_ground_truth() -> None:
     slow = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n" + SUM
     assert compute_score("spade_llm", block(slow), json.dumps(ground_truth(program_task(), 1)))["score"] == 1.0
     assert compute_score("spade_llm", block(slow), json.dumps(truth))["status"] == "timeout"
+
+
+def exported_rows(tmp_path: Path, task: Task) -> dict[str, dict[str, Any]]:
+    """``task``'s verl rows (``--verl-reward spade`` and ``sandbox_fusion``) from a run directory holding it."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("seed: 0\n")
+    (run / "tasks.jsonl").write_text(json.dumps(task.dump()) + "\n")
+    rows = {}
+    for reward in ("spade", "sandbox_fusion"):
+        out = tmp_path / f"{reward}.parquet"
+        assert main(["export", str(run), "--format", "verl", "--verl-reward", reward, "-o", str(out)]) == 0
+        (rows[reward],) = pq.read_table(out).to_pylist()
+    return rows
+
+
+def test_a_program_tasks_verl_rows_are_scored_by_compute_score_in_both_forms(tmp_path: Path) -> None:
+    rows = exported_rows(tmp_path, program_task(tests=[TestCase(input=i, expected=o + "  ") for i, o in CASES]))
+    spade, fusion = rows["spade"], rows["sandbox_fusion"]
+    assert spade["data_source"] == "spade_llm" and fusion["data_source"] == "codecontests"
+    truth = json.loads(fusion["reward_model"]["ground_truth"])  # verl's prime_code and SandboxFusion read it
+    assert truth == {"inputs": [i for i, _ in CASES], "outputs": [o for _, o in CASES]}  # trailing spaces gone
+    answers = {
+        block(SUM): 1.0,
+        block("n = int(input())\nprint(sum(map(int, input().split()[:n])), end='')\n"): 1.0,
+        block("input()\nprint(input().split()[0])\n"): 0.0,
+        block("raise ValueError('no')\n"): 0.0,
+    }
+    for row in (spade, fusion):
+        for answer, want in answers.items():
+            verdict = compute_score(row["data_source"], answer, row["reward_model"]["ground_truth"], row["extra_info"])
+            assert verdict["score"] == want, (row["data_source"], answer, verdict)
