@@ -8,6 +8,9 @@ scores 1.0, an answer that raises and one that ``sys.exit(0)``-s at import score
 raises on one scored test loses exactly that test's share, and a function returning None never
 scores 1.0. On main (7f19552) seed 2's task e0-00a643fc44 paid both crashes 0.875: 7 of its 8 tests
 expected the empty string, which is what verl's ``fn_name`` wrapper prints when the answer raises.
+A ``program`` task's export (stdin and stdout texts, no ``fn_name``: verl feeds each input to the
+program's stdin through serve-sandbox) is scored by verl's judge as spade's ``compute_score`` scores the
+same row, but for an answer's trailing spaces, which SandboxFusion's text comparison fails.
 
 Loading verl: ``pip install --no-deps verl==0.9.1`` (it needs only ``requests`` here; importing the
 ``verl`` package itself needs torch, ray and more). So the package ``verl/utils/reward_score/
@@ -178,3 +181,59 @@ def test_verls_own_judge_pays_references_and_never_a_crash(url: str, exports: li
             if n := left_out.get("output prints empty, as a crash does"):
                 dropped[record["task_id"]] = n
     assert len(dropped) >= 3 and max(dropped.values()) >= 5, dropped
+
+
+PROGRAM = "n = int(input())\nprint(sum(map(int, input().split()[:n])))\n"
+PROGRAM_CASES = [("3\n1 2 3\n", "6\n"), ("1\n7\n", "7\n"), ("2\n-5 5\n", "0\n"), ("4\n10 20 30 40\n", "100\n")]
+PROGRAM_ANSWERS: dict[str, tuple[str, float, float]] = {  # what: answer, verl's score, spade's (as verl's number)
+    "the reference": (PROGRAM, 1.0, 1.0),
+    "reads all of stdin": ("import sys\nn, *xs = map(int, sys.stdin.read().split())\nprint(sum(xs[:n]))\n", 1.0, 1.0),
+    "no final newline": ("n = int(input())\nprint(sum(map(int, input().split()[:n])), end='')\n", 1.0, 1.0),
+    "trailing blank lines": (PROGRAM + "print()\nprint()\n", 1.0, 1.0),
+    "the first number": ("input()\nprint(input().split()[0])\n", 0.25, 0.25),
+    "raises on n == 2": ("n = int(input())\nassert n != 2\n" + PROGRAM.split("\n", 1)[1], 0.75, 0.75),
+    "raises": ("raise ValueError('no')\n", 0.0, 0.0),
+    "the right output, then exit 1": (PROGRAM + "raise SystemExit(1)\n", 0.0, 0.0),
+    "prints nothing": ("import sys\nsys.stdin.read()\n", 0.0, 0.0),
+    # SandboxFusion compares text: an answer's trailing spaces fail there, never in spade's output rule
+    "trailing spaces (differs)": (PROGRAM.replace("[:n])))", "[:n])), end=' \\n')"), 0.0, 1.0),
+}
+
+
+def test_verls_own_judge_scores_a_program_task_export_as_spade_does(url: str, tmp_path: Path) -> None:
+    """A ``program`` task exported with ``--verl-reward sandbox_fusion``, scored by verl's SandboxFusion
+    judge through serve-sandbox (each test's input on the program's stdin) and by spade's compute_score
+    on the same row: the same score, but where SandboxFusion's text comparison is stricter."""
+    import pyarrow.parquet as pq
+    from trainer_kit import default_rewarder_on
+
+    from spade_llm.rewards.code import compute_score
+    from spade_llm.types import Task, TestCase
+
+    run = tmp_path / "run"
+    run.mkdir()
+    tests = [TestCase(input=i, expected=o) for i, o in PROGRAM_CASES]
+    task = Task(task_id="p1", kind="program", description="d", entry_point="", reference_code=PROGRAM, tests=tests)
+    (run / "config.yaml").write_text("seed: 0\n")
+    (run / "tasks.jsonl").write_text(json.dumps(task.dump()) + "\n")
+    out = tmp_path / "sf.parquet"
+    assert main(["export", str(run), "--format", "verl", "--verl-reward", "sandbox_fusion", "-o", str(out)]) == 0
+    (row,) = pq.read_table(out).to_pylist()
+    truth = row["reward_model"]["ground_truth"]
+    assert "fn_name" not in json.loads(truth)  # stdin and stdout texts: verl feeds each input to the program
+
+    semaphore = threading.Semaphore(4)
+
+    def verl_score(answer: str) -> float:
+        value, meta = verl.compute_score(url, semaphore, 1024, block(answer), truth, continuous=True, timeout=10)
+        assert all(m.get("status") != "api_error" for m in meta), meta
+        return float(value)
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(verl_score, [answer for answer, _, _ in PROGRAM_ANSWERS.values()]))
+    scores = dict(zip(PROGRAM_ANSWERS, got, strict=True))
+    with default_rewarder_on(BACKEND):
+        for what, (answer, in_verl, in_spade) in PROGRAM_ANSWERS.items():
+            verdict = compute_score(row["data_source"], block(answer), truth, row["extra_info"])
+            spade = 1.0 if verdict["acc"] == 1.0 else verdict["pass_fraction"]
+            assert (scores[what], spade) == pytest.approx((in_verl, in_spade)), what
