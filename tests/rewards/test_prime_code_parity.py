@@ -112,21 +112,24 @@ def one_test(expected: str) -> str:
 
 
 GLOBAL = "x = 0\ndef f():\n    global x\n    x += 1\nf()\nprint(x)\n"
+SOLUTION = "class Solution:\n    def add(self, a, b):\n        return a + b\n"
 BUFFER = "import sys\nprint(sys.stdin.buffer.read().decode().strip())\n"
-DIFFERS: dict[str, tuple[str, str, float, float]] = {  # name: ground truth, answer, prime_code's score, spade's
-    "a blank line between lines": (one_test("a\nb\n"), "print('a')\nprint()\nprint('b')\n", 1.0, 0.0),
-    "leading whitespace": (one_test("YES\n"), "print('  YES')\n", 1.0, 0.0),
-    "a float within allclose": (one_test("0.5\n"), "print('0.5000001')\n", 1.0, 0.0),
-    "1.0 for 1": (one_test("1\n"), "print(1.0)\n", 1.0, 0.0),
-    "the right output, then exit 1": (one_test("YES\n"), "import sys\nprint('YES')\nsys.exit(1)\n", 1.0, 0.0),
-    "a name prime_code imports for it": (one_test("2.0\n"), "print(sqrt(4))\n", 1.0, 0.0),
-    "tokens in another order (both fail)": (one_test("1 2\n"), "print('2 1')\n", 0.0, 0.0),
-    "sys.stdin.buffer": (one_test("x\n"), BUFFER, 0.0, 1.0),
-    "a global in a function": (one_test("1\n"), GLOBAL, 0.0, 1.0),
-    "other trailing spaces on an inner line": (one_test("a \nb\n"), "print('a  ')\nprint('b')\n", 0.0, 1.0),
-    "fn_name: 3 for 3.0": (ADD_SCALARS, "def add(a, b):\n    return int(a + b)\n", 1.0, 2 / 3),
+DIFFERS: dict[str, tuple[str, str, float, float]] = {  # name: ground truth, completion, prime_code's score, spade's
+    "a blank line between lines": (one_test("a\nb\n"), block("print('a')\nprint()\nprint('b')\n"), 1.0, 0.0),
+    "leading whitespace": (one_test("YES\n"), block("print('  YES')\n"), 1.0, 0.0),
+    "a float within allclose": (one_test("0.5\n"), block("print('0.5000001')\n"), 1.0, 0.0),
+    "1.0 for 1": (one_test("1\n"), block("print(1.0)\n"), 1.0, 0.0),
+    "the right output, then exit 1": (one_test("YES\n"), block("import sys\nprint('YES')\nsys.exit(1)\n"), 1.0, 0.0),
+    "a name prime_code imports for it": (one_test("2.0\n"), block("print(sqrt(4))\n"), 1.0, 0.0),
+    "tokens in another order (both fail)": (one_test("1 2\n"), block("print('2 1')\n"), 0.0, 0.0),
+    "sys.stdin.buffer": (one_test("x\n"), block(BUFFER), 0.0, 1.0),
+    "a global in a function": (one_test("1\n"), block(GLOBAL), 0.0, 1.0),
+    "other trailing spaces on an inner line": (one_test("a \nb\n"), block("print('a  ')\nprint('b')\n"), 0.0, 1.0),
+    "fn_name: 3 for 3.0": (ADD_SCALARS, block("def add(a, b):\n    return int(a + b)\n"), 1.0, 2 / 3),
     # prime_code reruns each test without fn_name after a failure: every test fails then (same verdict)
-    "fn_name: wrong on one test of three": (ADD_SCALARS, "def add(a, b):\n    return abs(a) + b\n", 0.0, 2 / 3),
+    "fn_name: wrong on one test of three": (ADD_SCALARS, block("def add(a, b):\n    return abs(a) + b\n"), 0.0, 2 / 3),
+    "a program without a fence": (one_test("6\n"), "print(6)\n", 1.0, 0.0),  # prime_code runs the whole text
+    "fn_name: a method of class Solution": (ADD, block(SOLUTION), 1.0, 0.0),
 }
 """Each difference docs/training.md states, pinned both ways."""
 
@@ -160,7 +163,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def verl_scores(exported: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
     """verl's own scores of every job of the module, from one subprocess."""
     jobs = {name: (PRIME_SOURCE, block(answer), truth) for name, (truth, answer, _) in PARITY.items()}
-    jobs |= {f"differs: {name}": (PRIME_SOURCE, block(answer), truth) for name, (truth, answer, *_) in DIFFERS.items()}
+    jobs |= {f"differs: {name}": (PRIME_SOURCE, text, truth) for name, (truth, text, *_) in DIFFERS.items()}
     truth = exported["reward_model"]["ground_truth"]
     jobs |= {f"export: {name}": (exported["data_source"], block(a), truth) for name, (a, _) in EXPORTED_ANSWERS.items()}
     out = tmp_path_factory.mktemp("verl") / "scores.json"
@@ -187,9 +190,9 @@ def default_rewarder() -> Iterator[Rewarder]:
     rewarder.close()
 
 
-def spade_fraction(source: str, answer: str, truth: str) -> float:
+def spade_fraction(source: str, completion: str, truth: str) -> float:
     """spade's verdict as verl's number: 1.0 when every test passed, else the fraction passed."""
-    verdict = compute_score(source, block(answer), truth)
+    verdict = compute_score(source, completion, truth)
     return 1.0 if verdict["acc"] == 1.0 else float(verdict["pass_fraction"])
 
 
@@ -197,14 +200,14 @@ def spade_fraction(source: str, answer: str, truth: str) -> float:
 def test_verls_prime_code_and_spade_give_the_same_verdict(name: str, verl_scores: dict[str, float]) -> None:
     truth, answer, want = PARITY[name]
     assert verl_scores[name] == pytest.approx(want)
-    assert spade_fraction(PRIME_SOURCE, answer, truth) == pytest.approx(want)
+    assert spade_fraction(PRIME_SOURCE, block(answer), truth) == pytest.approx(want)
 
 
 @pytest.mark.parametrize("name", list(DIFFERS))
 def test_where_the_output_rules_differ_as_the_docs_say(name: str, verl_scores: dict[str, float]) -> None:
-    truth, answer, in_verl, in_spade = DIFFERS[name]
+    truth, completion, in_verl, in_spade = DIFFERS[name]
     assert verl_scores[f"differs: {name}"] == pytest.approx(in_verl)
-    assert spade_fraction(PRIME_SOURCE, answer, truth) == pytest.approx(in_spade)
+    assert spade_fraction(PRIME_SOURCE, completion, truth) == pytest.approx(in_spade)
 
 
 @pytest.mark.parametrize("name", list(EXPORTED_ANSWERS))
@@ -214,4 +217,4 @@ def test_the_exported_program_row_is_scored_alike_by_verl_and_spade(
     answer, want = EXPORTED_ANSWERS[name]
     truth = exported["reward_model"]["ground_truth"]
     assert verl_scores[f"export: {name}"] == pytest.approx(want)
-    assert spade_fraction(exported["data_source"], answer, truth) == pytest.approx(want)
+    assert spade_fraction(exported["data_source"], block(answer), truth) == pytest.approx(want)
