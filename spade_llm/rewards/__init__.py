@@ -1,8 +1,9 @@
 """Rewards a trainer calls, on the loop's own judge: the solver's (``code_reward`` for TRL,
 ``compute_score`` for verl: ``reward.custom_reward_function.path=pkg://spade_llm.rewards``) in
-``code.py``, the generator's (``proposal_reward``, ``proposal_compute_score``) in ``proposal.py``,
-and the ground truth both read (``groundtruth.py``). The generator's are imported on first use:
-they build a whole solver (models, templates) that judging an answer never needs."""
+``code.py``, the generator's (``proposal_reward``, ``proposal_compute_score``) in ``proposal.py``, and
+the ground truth both read (``groundtruth.py``; the field's shapes of it: ``field_formats.py``). The
+generator's are imported on first use: they build a whole solver (models, templates) that judging an
+answer never needs."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ A trainer's reward must mean what the loop's verdict means, or the policy learns
 so an answer is judged here by the same code as in the loop (``Judge``, the task kind's ``check_answer``,
 ``final_status``), on *every* test of the task's ground truth, hidden ones included
 (``spade_llm.rewards.groundtruth``: exports put it in the GRPO rows' ``ground_truth`` column and in verl's
-``reward_model.ground_truth``).
+``reward_model.ground_truth``), or on the tests of a ground truth in the field's formats (verl's
+``prime_code`` shape, LiveCodeBench's, SandboxFusion's: ``spade_llm.rewards.field_formats``), so a
+CodeContests or APPS dataset made for verl is judged here too.
 
 Scoring (one rule for both trainers):
 
@@ -764,9 +766,9 @@ def compute_score(
 ) -> dict[str, float | int | str]:
     """verl's ``custom_reward_function`` (``path: pkg://spade_llm.rewards``, ``name: compute_score``):
     ``{"score": ..., "acc", "pass_fraction", "tests_passed", "tests_total", "status", "status_code"}``
-    (see ``Verdict.as_verl``). ``data_source`` and ``extra_info`` are not needed (the ground truth
-    says everything); ``partial_credit`` comes from ``reward.custom_reward_function.reward_kwargs``;
-    other keywords verl may add are ignored.
+    (see ``Verdict.as_verl``). ``data_source`` and ``extra_info`` are not needed (the ground truth,
+    spade's or one of the field's, says everything); ``partial_credit`` comes from
+    ``reward.custom_reward_function.reward_kwargs``; other keywords verl may add are ignored.
 
     Raises:
         UserError: malformed ground truth.
