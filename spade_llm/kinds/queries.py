@@ -133,8 +133,13 @@ def all_same(expected: list[Any]) -> bool:
 
 
 def reference_answer(task: Task) -> str:
-    """The right prediction for every query whose expected value is known."""
-    lines = [f"{call_text(task.entry_point, t.input)} == {t.expected!r}" for t in task.tests if t.has_expected]
+    """The right prediction for every query whose expected value is known (as the benchmark wrote it when
+    its rule is Python's ``==``: CRUXEval's tuples are not the JSON form's lists)."""
+    lines = [
+        f"{call_text(task.entry_point, t.input)} == {t.python_eq if t.python_eq is not None else repr(t.expected)}"
+        for t in task.tests
+        if t.has_expected
+    ]
     return "```python\n" + "\n".join(lines) + "\n```\n"
 
 
