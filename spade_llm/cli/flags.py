@@ -200,7 +200,7 @@ FILE = _flag("file", help="Python file, or - for stdin")
 RUN_DIR = _flag("run_dir", help="run directory (of spade run or spade solve)")
 IMPORT_FORMAT = _flag(
     "format",
-    choices=["humaneval", "mbpp", "apps", "taco", "codecontests", "lcb"],
+    choices=["humaneval", "mbpp", "apps", "taco", "codecontests", "lcb", "cruxeval"],
     help="the benchmark's format",
 )
 PROMPTS_ACTION = _flag(
@@ -582,7 +582,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             IMPORT_FORMAT,
             FILE.but(
                 help="the benchmark's file: JSONL (.gz ok); mbpp also a .json array; apps, taco, codecontests, "
-                "lcb also .json, .parquet"
+                "lcb, cruxeval also .json, .parquet"
             ),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
         ),

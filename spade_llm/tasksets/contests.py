@@ -1,10 +1,10 @@
-"""``spade import apps|taco|codecontests|lcb``: a published dataset file's rows as tasks, written all or
-nothing.
+"""``spade import apps|taco|codecontests|lcb|cruxeval``: a published dataset file's rows as tasks, written
+all or nothing.
 
-Each format (``FORMATS``) is a module that turns one row into a task or a ``LeftOut``: ``apps.py``
-(APPS and TACO), ``codecontests.py``, ``livecodebench.py``; each also reads SandboxFusion's samples of
-its benchmark where there are some. The file is any of ``rows.SUFFIXES``. What each keeps and drops, and
-how its tasks are judged: docs/benchmarks.md.
+Each format (``FORMATS``) is a module that turns one row into a task (or a few) or a ``LeftOut``:
+``apps.py`` (APPS and TACO), ``codecontests.py``, ``livecodebench.py``, ``cruxeval.py`` (two tasks a row);
+each also reads SandboxFusion's samples of its benchmark where there are some. The file is any of
+``rows.SUFFIXES``. What each keeps and drops, and how its tasks are judged: docs/benchmarks.md.
 
 All or nothing: the tasks go to a temporary file beside the output, renamed over it only once every row
 has been read, so a malformed row (one ``UserError`` naming the row and the field) leaves no tasks file
@@ -27,13 +27,14 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..types import Task
-from . import apps, codecontests, livecodebench
+from . import apps, codecontests, cruxeval, livecodebench
 from .fields import LeftOut
 from .rows import Row, read_rows
 
 __all__ = ["FORMATS", "Imported", "import_file", "summary_line", "write_file"]
 
-Convert = Callable[[Row, str], "Task | LeftOut"]
+Convert = Callable[[Row, str], "Task | list[Task] | LeftOut"]
+"""A row -> its task (or tasks: a CRUXEval row is an output- and an input-prediction task), or why none."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ FORMATS: dict[str, Format] = {
     "taco": Format(apps.task_of, "taco"),
     "codecontests": Format(codecontests.task_of, "codecontests"),
     "lcb": Format(livecodebench.task_of, "livecodebench"),
+    "cruxeval": Format(cruxeval.tasks_of, "cruxeval"),
 }
 """Every contest format ``spade import`` takes, by the name typed."""
 
@@ -80,12 +82,13 @@ def tasks_of(fmt: str, file: str | Path, imported: Imported) -> Iterator[Task]:
         if isinstance(made, LeftOut):
             imported.left_out[made.reason] += 1
             continue
-        if made.task_id in seen:
-            raise UserError(f"{row.where}: task id {made.task_id!r} repeated (first at {seen[made.task_id]})")
-        seen[made.task_id] = row.where
-        imported.tasks += 1
-        imported.judge_only += made.judge_only
-        yield made
+        for task in made if isinstance(made, list) else [made]:
+            if task.task_id in seen:
+                raise UserError(f"{row.where}: task id {task.task_id!r} repeated (first at {seen[task.task_id]})")
+            seen[task.task_id] = row.where
+            imported.tasks += 1
+            imported.judge_only += task.judge_only
+            yield task
     if not imported.tasks:
         why = f": {_reasons(imported.left_out)}" if imported.left_out else ""
         raise UserError(f"{file}: no task made of its {rows} rows{why}")
