@@ -44,13 +44,13 @@ The reading of an answer is the kind's, as for spade's own ground truths: the la
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ..errors import UserError
 from ..kinds import kind_for_field_tests
 from ..kinds.base import CALL_TESTS, STDIN_TESTS, FieldTests
+from ..sandbox.verdict import json_exact
 from ..types import Task, TestCase
 
 __all__ = ["PRIME_CODE", "field_ground_truth", "read_field_ground_truth"]
@@ -231,19 +231,9 @@ def _json(text: Any, where: str, what: str) -> Any:
         value = _STRICT_JSON.decode(text)
     except ValueError as e:
         raise UserError(f"{where}: the {what} is not one JSON value ({e})") from None
-    if not _finite(value):
+    if not json_exact(value):  # decoded JSON: only a number too large for a float can fail
         raise UserError(f"{where}: the {what} holds a number JSON cannot carry (too large for a float)")
     return value
-
-
-def _finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    if isinstance(value, dict):
-        return all(_finite(v) for v in value.values())
-    return True
 
 
 def _int_keyed(value: Any) -> bool:

@@ -21,7 +21,6 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 from ..errors import UserError
 from ..kinds import DEFAULT_KIND, get_kind
 from ..kinds.base import STDIN_TESTS
+from ..sandbox.verdict import json_exact
 from ..types import Task, TestCase, python_literal
 from .field_formats import field_ground_truth, read_field_ground_truth
 
@@ -131,20 +131,6 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
 SANDBOX_FUSION_DATA_SOURCE = "codecontests"
 """A data source verl's ``default_compute_score`` sends to its SandboxFusion judge (with
 ``reward.sandbox_fusion.url`` set; it routes ``codecontests``, ``apps``, ``codeforces``, ``taco``)."""
-
-
-def _json_exact(value: Any) -> bool:
-    """Whether ``json.loads(json.dumps(value))`` gives back ``value`` with its types (no tuple, set,
-    bytes, non-string key, NaN or infinity): what verl's wrapper can hand the function."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_json_exact(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
-    return False
 
 
 def printed(value: Any) -> str:
@@ -262,7 +248,7 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     dropped: Counter[str] = Counter()
     for test in task.tests:
         args = parse_input(test.input)
-        if isinstance(args, str) or not all(_json_exact(a) for a in args):
+        if isinstance(args, str) or not all(json_exact(a) for a in args):
             return SandboxFusionForm(None, LEFT_OUT_ARGUMENTS)
         seen = _as_verl_sees(test.expected)
         stand_ins = [*(value for _, value in STAND_INS), args[0] if args else None]

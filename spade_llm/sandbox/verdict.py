@@ -204,6 +204,21 @@ def _as_tuple(value: Any) -> tuple[Any, ...] | None:
     return tuple(value) if type(value) in (list, tuple, str, bytes, dict) else None
 
 
+def json_exact(value: Any) -> bool:
+    """Whether ``json.loads(json.dumps(value))`` gives back ``value`` with its types: plain JSON (no tuple,
+    set, bytes, non-string key) with finite numbers only (no NaN or infinity). What an ``expected`` value
+    may be, and what verl's wrapper can hand a reward function."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(json_exact(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and json_exact(v) for k, v in value.items())
+    return False
+
+
 def to_json(value: Any) -> Any:
     """The JSON value an output is written as in a task file; ``UnsupportedOutput`` if it has none."""
     t = type(value)

@@ -25,6 +25,7 @@ from typing import Any
 from ..kinds.induction import KIND as FUNCTION
 from ..kinds.program import KIND as PROGRAM
 from ..sandbox.runner import parse_input
+from ..sandbox.verdict import json_exact
 from ..types import Task, TestCase
 from .fields import (
     CLASS_SOLUTION,
@@ -32,7 +33,6 @@ from .fields import (
     LeftOut,
     bad,
     decoded,
-    finite_json,
     first_compiling,
     make_task,
     optional,
@@ -152,14 +152,14 @@ def _function_tests(row: Row, inputs: list[Any], outputs: list[Any]) -> list[Tes
         where = f"input_output.inputs[{i}]"
         if not isinstance(args, list):
             raise bad(row, where, "a function test's input is the list of its arguments")
-        if not finite_json(args):
+        if not json_exact(args):
             raise bad(row, where, "holds a number that is not finite")
         literal = repr(tuple(args))
         parsed = parse_input(literal)
         if isinstance(parsed, str):
             raise bad(row, where, f"cannot be written as Python arguments: {parsed}")
         expected = wanted[0] if isinstance(wanted, list) and len(wanted) == 1 else wanted  # the wrapped return
-        if not finite_json(expected):
+        if not json_exact(expected):
             raise bad(row, f"input_output.outputs[{i}]", "holds a number that is not finite")
         tests.append(TestCase(input=literal, expected=expected))
     return tests

@@ -12,7 +12,6 @@ language parses it), and proven later, by ``spade verify`` and ``spade evaluate`
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,17 +155,6 @@ def first_compiling(codes: Sequence[str], entry_point: str = "") -> int | None:
         if found is None:
             return i
     return None
-
-
-def finite_json(value: Any) -> bool:
-    """Whether ``value`` is plain JSON with finite numbers only (what an ``expected`` value may be)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(finite_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and finite_json(v) for k, v in value.items())
-    return value is None or isinstance(value, (bool, int, str))
 
 
 def make_task(row: Row, **fields: Any) -> Task:
