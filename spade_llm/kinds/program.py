@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..languages import language_of
 from ..sandbox.runner import run_program, timed_program
-from ..sandbox.stdio import same_output, stand_in_passes, wall_limit
+from ..sandbox.stdio import per_test_limits, same_output, stand_in_passes
 from .base import STDIN_TESTS, TaskKind, free_text, public_indices, tests_after_public
 from .induction import extract_code, tool_code
 
@@ -170,7 +169,7 @@ def fill_expected(judge: Judge, task: Task, indices: Sequence[int]) -> list[Test
     from ..errors import UserError
 
     cpu_s = task.time_limit_s or judge.test_timeout_s
-    limits = replace(judge.limits, timeout_s=wall_limit(cpu_s, judge.limits))
+    limits = per_test_limits(cpu_s, judge.limits)
     out = []
     for i in indices:
         test = task.tests[i]
@@ -192,7 +191,7 @@ def _runs(
     run that disqualifies it (``_failure``: no need to spend a time limit on every input); and the most
     CPU seconds one run took."""
     cpu_s = task.time_limit_s or validator.test_timeout_s
-    limits = replace(validator.limits, timeout_s=wall_limit(cpu_s, validator.limits))
+    limits = per_test_limits(cpu_s, validator.limits)
     runs: dict[int, ExecutionResult] = {}
     slowest = 0.0
     for i in order:
@@ -232,7 +231,7 @@ def _failure(i: int, run: ExecutionResult) -> tuple[str, str] | None:
 
 def _helper_run(validator: Validator, code: str, stdin: str) -> ExecutionResult:
     """One run of the task's input generator or validator (the author's code, in the sandbox)."""
-    limits = replace(validator.limits, timeout_s=wall_limit(HELPER_CPU_S, validator.limits))
+    limits = per_test_limits(HELPER_CPU_S, validator.limits)
     return run_program(validator.sandbox, code, limits, stdin=stdin, cpu_s=HELPER_CPU_S)
 
 

@@ -16,13 +16,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..languages import pyast
 from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Sandbox
 from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
-__all__ = ["NOT_RUN_AFTER_TIMEOUTS", "output_lines", "run_stdio_tests", "same_output", "stand_in_passes", "wall_limit"]
+__all__ = [
+    "NOT_RUN_AFTER_TIMEOUTS",
+    "output_lines",
+    "per_test_limits",
+    "run_stdio_tests",
+    "same_output",
+    "stand_in_passes",
+]
 
 SHOWN_OUTPUT_CHARS = 2000
 """Most of a test's stdout kept in its ``TestResult.output`` (feedback clips further)."""
@@ -73,10 +81,10 @@ def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
     return None
 
 
-def wall_limit(cpu_s: float, limits: Limits) -> float:
-    """A test run's wall limit for a CPU budget of ``cpu_s``: ``WALL_FACTOR`` times it plus the slack,
-    never more than ``limits.timeout_s``."""
-    return min(limits.timeout_s, WALL_FACTOR * cpu_s + WALL_SLACK_S)
+def per_test_limits(cpu_s: float, limits: Limits) -> Limits:
+    """``limits`` for one test's run under a CPU budget of ``cpu_s``: its wall limit ``WALL_FACTOR`` times
+    the budget plus the slack, never more than ``limits.timeout_s``."""
+    return replace(limits, timeout_s=min(limits.timeout_s, WALL_FACTOR * cpu_s + WALL_SLACK_S))
 
 
 def _verdict(index: int, test: TestCase, run: ExecutionResult) -> TestResult:
@@ -130,13 +138,7 @@ def run_stdio_tests(
     the public tests. ``status`` is ``ok`` unless every test ran into the same limit.
     """
     chosen = list(range(len(tests))) if indices is None else list(indices)
-    per_test = Limits(
-        timeout_s=wall_limit(cpu_s, limits),
-        memory_mb=limits.memory_mb,
-        max_processes=limits.max_processes,
-        scratch_mb=limits.scratch_mb,
-        output_limit_bytes=limits.output_limit_bytes,
-    )
+    per_test = per_test_limits(cpu_s, limits)
     load_error = _syntax_error(code)
     if load_error is not None:  # it would fail every test the same way: no run needed
         not_run = [
