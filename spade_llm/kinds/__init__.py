@@ -1,6 +1,6 @@
 """Task kinds by name: what the solver is shown, how its answer is read, how it is judged.
 
-Four kinds, each in its own module: three as in Absolute Zero,
+Six kinds, each in its own module: three as in Absolute Zero,
 
 * ``induction`` (the default): write the function from its description and example tests;
 * ``deduction``: read the program and predict its output on given inputs (judged outside the
@@ -11,7 +11,14 @@ Four kinds, each in its own module: three as in Absolute Zero,
 and the field's contest dialect:
 
 * ``program``: write a whole program that reads stdin and prints the answer (judged by its stdout on
-  each test's input, ``sandbox/stdio.py``).
+  each test's input, ``sandbox/stdio.py``);
+
+and the two query kinds asked of such a program:
+
+* ``program_deduction``: read the program and predict what it prints for given stdins (judged by the
+  output rule against the reference's stdout, nothing runs);
+* ``program_abduction``: read the program and find stdins on which it prints given outputs (judged by
+  running the *reference* on them in the sandbox, the task's input validator accepting them first).
 
 Every kind keeps the same task record (``docs/records.md``, "tasks.jsonl"), so generation, validation, records, rewards
 and metrics are shared; only the prompts, the answer's reading, the gates and ``check_answer`` differ.
@@ -19,9 +26,10 @@ and metrics are shared; only the prompts, the answer's reading, the gates and ``
 
 The names, ``KIND_NAMES`` and ``DEFAULT_KIND``, live in ``names.py`` (``types`` reads them); each
 is the name of this package's module that holds the kind, as ``KIND``. The interface, ``TaskKind``,
-lives in ``base.py`` with what every kind shares; ``queries.py`` holds
-what the two query kinds share. Imports go one way: this package imports the kind modules (when a
-kind is first asked for), and they import ``base`` and ``queries``, never the package.
+lives in ``base.py`` with what every kind shares; ``queries.py`` holds what the two query kinds
+share, ``program_queries.py`` what the two over programs share. Imports go one way: this package
+imports the kind modules (when a kind is first asked for), and they import ``base``, ``queries`` and
+each other's modules (never the package).
 
 ``run_gates`` is the one entry point for "a proposed task's gates": its kind's, and the leak gate
 (``leaks``: a hidden test's input shown with its answer in what the solver reads), in the gates' order

@@ -1,7 +1,8 @@
 """What every task kind is and shares: the ``TaskKind`` interface and the reading of fenced blocks.
 
-The kind modules (``induction``, ``deduction``, ``abduction``) import this module, never the
-package: ``spade_llm.kinds`` imports them (lazily, by name), so no import goes both ways.
+The kind modules (``induction``, ``deduction``, ``abduction``, ``program`` and the two query kinds over
+programs) import this module, never the package: ``spade_llm.kinds`` imports them (lazily, by name), so
+no import goes both ways.
 """
 
 from __future__ import annotations
@@ -213,7 +214,8 @@ class TaskKind:
     query kind a wrong hidden prediction is a mistake, not a copied answer."""
     needs_reference: bool = False
     """Whether judging an answer needs the task's reference program: the query kinds' (deduction
-    reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it."""
+    reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it
+    (and the task's ``input_validator``, when it has one: a program abduction's judge runs it too)."""
     field_tests: FieldTests | None = CALL_TESTS
     """Which of the field's test shapes (``FieldTests``) this kind's tasks are: a ground truth of that
     shape (verl's ``prime_code``, LiveCodeBench's, SandboxFusion's) is read as a task of this kind

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Final
 
-KIND_NAMES: Final[tuple[str, ...]] = ("induction", "deduction", "abduction", "program")
+KIND_NAMES: Final[tuple[str, ...]] = (
+    "induction",
+    "deduction",
+    "abduction",
+    "program",
+    "program_deduction",
+    "program_abduction",
+)
 """Every kind's name, in the order prompts and reports list them."""
 DEFAULT_KIND: Final = "induction"
 """The kind of a task, a request or a row that does not say (records written before kinds existed)."""

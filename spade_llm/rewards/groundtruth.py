@@ -11,8 +11,10 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 * ``tests``: every test, ``{"input": "<Python literal tuple>", "expected": <JSON value>}``;
 * ``public``: how many of the tests, the first ones, the solver is shown and fed back on; the
   rest are hidden and count only in the final reward;
-* ``reference_code``: for ``deduction`` and ``abduction`` only (the program is part of their
-  question, and abduction's judge runs it); an induction task's reference is its answer and stays out;
+* ``reference_code``: for the query kinds only (``TaskKind.needs_reference``: the program is part of
+  their question, and an abduction judge runs it); an induction task's reference is its answer and stays out;
+* ``input_validator``: for those kinds, when the task has one (a program abduction's judge accepts only an
+  input it accepts);
 * ``check_code`` and ``examples``: an imported benchmark's assert script and docstring examples;
 * ``time_limit_s``: the CPU seconds each test's run may take, when the task sets them (a ``program``
   task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default.
@@ -67,6 +69,8 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
     }
     if get_kind(task.kind).needs_reference:
         gt["reference_code"] = task.reference_code
+        if task.input_validator is not None:  # a judge that runs the reference on an answer's input checks it first
+            gt["input_validator"] = task.input_validator
     if task.check_code:
         gt["check_code"] = task.check_code
     if task.examples:
@@ -117,6 +121,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
             examples=examples,
             public_tests=0 if public <= 0 else None,  # no test shown: an imported benchmark's, seen by its examples
             time_limit_s=value.get("time_limit_s"),
+            input_validator=value.get("input_validator"),
         )
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]

@@ -76,8 +76,8 @@ def statuses(result):
 # -- registry ------------------------------------------------------------------------------------
 
 
-def test_registry_knows_the_four_kinds_and_induction_is_unchanged():
-    assert KIND_NAMES == ("induction", "deduction", "abduction", "program")
+def test_registry_knows_the_six_kinds_and_induction_is_unchanged():
+    assert KIND_NAMES == ("induction", "deduction", "abduction", "program", "program_deduction", "program_abduction")
     induction = get_kind("induction")
     task = make_task("induction")
     assert induction.view(task) == {}
