@@ -22,9 +22,10 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
   other order with another hash seed (``nondeterministic``), prints what an author-given ``expected``
   says (``expected_mismatch``); a task without a ``time_limit_s`` gets one derived from the reference's
   slowest run (``derived_time_limit``: 4x, raised to 1, 2, 4 or 8 s; a reference too slow for 8 s is a
-  ``timeout``), so a solution much slower than the reference fails as ``timeout``; then ``weak_tests``
-  when the tests cannot tell the reference from a stand-in: a program that prints nothing, one that
-  echoes its input, one that prints the most common expected output. The leak gate
+  ``timeout``), so a solution much slower than the reference fails as ``timeout``; ``empty_output``
+  when the reference prints nothing on every test; then ``weak_tests`` when the tests cannot tell
+  the reference from a stand-in (a program that prints nothing, one that echoes its input, one that
+  prints the most common expected output) or from one of its mutants (``mutant_gate``). The leak gate
   (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input shown with its output right after it.
 """
 
@@ -42,9 +43,10 @@ from .induction import extract_code, tool_code
 
 if TYPE_CHECKING:
     from ..judge import Judge
+    from ..languages.base import Mutant
     from ..leaks import Leak
     from ..types import ExecutionResult, Task, TestCase, TestResult, TestStatus
-    from ..validation import ValidationReport, Validator
+    from ..validation import MutationStats, ValidationReport, Validator
 
 MAX_STDIN_CHARS = 1_000_000
 """Longest test input, in characters (a contest's large case fits; the prompt shows public ones clipped)."""
@@ -62,9 +64,13 @@ PUBLIC_PART = "public tests"
 GENERATED_SIZES = (1, 2, 10, 100, 1000, 10000)
 """The sizes a task's input generator is asked for: small, edge and large cases (a quadratic solution
 of a linear task meets its limit at the large ones)."""
+"""The part of ``shown_text`` that lists the public tests."""
 HELPER_CPU_S = 2.0
 """CPU seconds one run of a task's input generator or validator may take."""
-"""The part of ``shown_text`` that lists the public tests."""
+MAX_PROGRAM_MUTANTS = 12
+"""Mutants of a reference program run at most: each costs whole-program runs, not in-process calls."""
+PROBE_SIZES = (1, 2, 3, 5, 8, 13)
+"""The sizes the input generator is asked for when probing a surviving mutant (other seeds than the tests')."""
 
 
 def clip(text: str, limit: int = SHOWN_IO_CHARS) -> str:
@@ -286,6 +292,97 @@ def generated_tests(validator: Validator, task: Task) -> tuple[list[TestCase], t
     return drawn, None
 
 
+# -- mutants ------------------------------------------------------------------------------------------
+
+
+def _perturbed(text: str, key: int) -> list[str]:
+    """``text`` with one integer token (which from ``key``) one up, and one down: inputs of the tests'
+    shape that no test has (none when it has no integer token)."""
+    tokens = list(re.finditer(r"(?<![\w.])-?\d+(?![\w.])", text))
+    if not tokens:
+        return []
+    token = tokens[key % len(tokens)]
+    value = int(token.group(0))
+    return [text[: token.start()] + str(value + step) + text[token.end() :] for step in (1, -1)]
+
+
+def probe_inputs(validator: Validator, task: Task, cpu_s: float) -> list[tuple[str, str]]:
+    """Inputs no test has, with what the reference prints on each: drawn from the author's input
+    generator at ``PROBE_SIZES`` (seeds apart from the tests'), else the first tests' inputs with one
+    integer moved by one, either way. An input the task's validator rejects, or the reference does not answer
+    within its limit, is no probe (it may be outside the constraints)."""
+    from .._util.seeding import derive_seed
+
+    candidates: list[str] = []
+    if task.input_generator:
+        for size in PROBE_SIZES:
+            run = _helper_run(
+                validator, task.input_generator, f"{size} {derive_seed('program-probe', task.task_id, size)}\n"
+            )
+            if run.status == "ok" and run.return_code == 0 and run.stdout.strip() and not run.stdout_truncated:
+                candidates.append(run.stdout)
+    else:
+        for i, test in enumerate(task.tests[: len(PROBE_SIZES)]):
+            candidates += _perturbed(test.input, derive_seed("program-probe", task.task_id, i))
+    known = {t.input for t in task.tests}
+    limits = per_test_limits(cpu_s, validator.limits)
+    probes: list[tuple[str, str]] = []
+    for given in dict.fromkeys(c for c in candidates if c not in known):
+        if task.input_validator is not None:
+            check = _helper_run(validator, task.input_validator, given)
+            if check.status != "ok" or check.return_code != 0:
+                continue
+        run = run_program(validator.sandbox, task.reference_code, limits, stdin=given, cpu_s=cpu_s)
+        if _failure(0, run) is None:
+            probes.append((given, run.stdout))
+    return probes
+
+
+def _told_apart(validator: Validator, code: str, cases: Sequence[tuple[str, str]], cpu_s: float) -> bool:
+    """Whether some case's run of ``code`` fails (exit, crash, timeout) or prints other than its output."""
+    limits = per_test_limits(cpu_s, validator.limits)
+    for given, output in cases:
+        run = run_program(validator.sandbox, code, limits, stdin=given, cpu_s=cpu_s)
+        if _failure(0, run) is not None or not same_output(output, run.stdout):
+            return True
+    return False
+
+
+def mutant_gate(validator: Validator, task: Task) -> tuple[MutationStats | None, Mutant | None]:
+    """The reference's mutants (at most ``MAX_PROGRAM_MUTANTS``) run on the tests of ``task`` (filled,
+    with its time limit), each until one tells it apart: a wrong output, a failed exit or a timeout
+    kills it, as the judge would fail it. A survivor is then run on ``probe_inputs``: one that prints
+    otherwise on some probe is what the tests miss (*survived*), one that prints the same on every
+    probe is taken as equivalent. Returns the stats and the first real survivor (None when there is
+    none); no stats when the gate is off (``min_kill_rate`` 0) or the reference has no mutant."""
+    import time
+
+    from ..validation import MutationStats
+
+    if validator.min_kill_rate <= 0:
+        return None, None
+    cap = min(validator.max_mutants, MAX_PROGRAM_MUTANTS)
+    found = list(language_of(task).mutants(task.reference_code, cap, key=task.reference_code, whole_program=True))
+    if not found:
+        return None, None
+    started = time.monotonic()
+    cpu_s = task.time_limit_s or validator.test_timeout_s
+    cases = [(t.input, t.expected if isinstance(t.expected, str) else "") for t in task.tests]
+    survivors = [m for m in found if not _told_apart(validator, m.source, cases, cpu_s)]
+    real: list[Mutant] = []
+    if survivors:
+        probes = probe_inputs(validator, task, cpu_s)
+        real = [m for m in survivors if probes and _told_apart(validator, m.source, probes, cpu_s)]
+        # with no probe the reference answers, no survivor can be told from an equivalent mutant
+        unknown = len(survivors) if not probes else 0
+    else:
+        unknown = 0
+    equivalent = len(survivors) - len(real) - unknown
+    killed = len(found) - len(survivors)
+    stats = MutationStats(len(found), killed, equivalent, len(real), unknown, time.monotonic() - started)
+    return stats, (real[0] if real else None)
+
+
 def _ending(run: ExecutionResult) -> str:
     tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
     return f"status {run.status}, exit {run.return_code}" + (f": {tail[0][:200]}" if tail else "")
@@ -348,10 +445,24 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
             return report("timeout", detail)
     tests = [t.model_copy(update={"expected": first[i].stdout}) for i, t in enumerate(task.tests)]
     filled = task.model_copy(update={"tests": tests, "time_limit_s": time_limit})
+    if not any(t.expected.strip() for t in tests if isinstance(t.expected, str)):
+        return report("empty_output", "the reference prints nothing on every test", passed=total, filled=filled)
     weak = stand_in_passes(tests)
     if weak is not None:
         return report("weak_tests", weak, passed=total, filled=filled)
-    return report(None, "", passed=total, filled=filled)
+    stats, survivor = mutant_gate(validator, filled)
+    if stats is not None and stats.kill_rate < validator.min_kill_rate:
+        assert survivor is not None
+        detail = (
+            f"the tests miss {stats.survived} of {stats.total} mutants of the reference (kill rate "
+            f"{stats.kill_rate:.0%}, {validator.min_kill_rate:.0%} needed); this one passes every test but "
+            f"prints otherwise on another valid input, add a test that tells them apart:\n{survivor.diff}"
+        )
+        checked = report("weak_tests", detail, passed=total, filled=filled)
+    else:
+        checked = report(None, "", passed=total, filled=filled)
+    checked.mutation = stats
+    return checked
 
 
 KIND = TaskKind(

@@ -84,5 +84,7 @@ class Language(ABC):
         by renaming or constants get the same tokens (what "near-duplicate" means for a task bank)."""
 
     @abstractmethod
-    def mutants(self, code: str, max_mutants: int, key: str = "") -> Sequence[Mutant]:
-        """At most ``max_mutants`` one-change mutants of ``code``, chosen by ``key`` (a stable seed)."""
+    def mutants(self, code: str, max_mutants: int, key: str = "", *, whole_program: bool = False) -> Sequence[Mutant]:
+        """At most ``max_mutants`` one-change mutants of ``code``, chosen by ``key`` (a stable seed).
+        ``whole_program``: the code is a program run as a whole, so its top level is behaviour too (else
+        only the functions' code is mutated)."""

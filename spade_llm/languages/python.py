@@ -58,10 +58,10 @@ class PythonLanguage(Language):
     def code_tokens(self, code: str) -> list[str]:
         return _code_tokens(code)
 
-    def mutants(self, code: str, max_mutants: int, key: str = "") -> Sequence[Mutant]:
+    def mutants(self, code: str, max_mutants: int, key: str = "", *, whole_program: bool = False) -> Sequence[Mutant]:
         from .python_mutants import mutants
 
-        return mutants(code, max_mutants, key)
+        return mutants(code, max_mutants, key, whole_program=whole_program)
 
 
 PYTHON: Final = PythonLanguage()

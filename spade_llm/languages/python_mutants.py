@@ -59,8 +59,9 @@ class _Site:
     choice: Any
 
 
-def mutants(code: str, max_mutants: int = MAX_MUTANTS, key: str = "") -> list[Mutant]:
-    """Up to ``max_mutants`` distinct one-change mutants of ``code`` (no mutant equals the reference).
+def mutants(code: str, max_mutants: int = MAX_MUTANTS, key: str = "", *, whole_program: bool = False) -> list[Mutant]:
+    """Up to ``max_mutants`` distinct one-change mutants of ``code`` (no mutant equals the reference);
+    of its functions' code, or of all of it for a ``whole_program`` (whose top level is what runs).
 
     When there are more sites than that, a spread chosen by ``key`` (the task's own text) is kept,
     so the same task always gets the same mutants. Code that does not parse has none.
@@ -75,7 +76,7 @@ def mutants(code: str, max_mutants: int = MAX_MUTANTS, key: str = "") -> list[Mu
     nodes = list(ast.walk(tree))
     bare_ok = _bare_ok(nodes)
     in_while = {id(child) for n in nodes if isinstance(n, ast.While) for child in ast.walk(n)}
-    sites = list(_sites(nodes))
+    sites = list(_sites(nodes, whole_program))
     if len(sites) > max_mutants:
         sites = sorted(sites, key=lambda s: _stable(key, s.index, s.operator, repr(s.choice)))[: 2 * max_mutants]
     encoded = code.encode("utf-8", "surrogatepass")
@@ -158,15 +159,16 @@ def _stable(*parts: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def _sites(nodes: list[ast.AST]) -> Iterator[_Site]:
-    """Every place one operator applies, in ``ast.walk`` order. Only code inside functions is mutated:
-    a module-level constant table is data, and a changed one is rarely a behaviour a test should pin."""
+def _sites(nodes: list[ast.AST], whole_program: bool = False) -> Iterator[_Site]:
+    """Every place one operator applies, in ``ast.walk`` order. Only code inside functions is mutated
+    (a module-level constant table is data, and a changed one is rarely a behaviour a test should pin),
+    unless the code is a ``whole_program``, whose top level is its behaviour."""
     inside: set[int] = set()
     for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and id(node) not in inside:
             inside.update(id(child) for child in ast.walk(node) if child is not node)
     for index, node in enumerate(nodes):
-        if id(node) not in inside:
+        if not whole_program and id(node) not in inside:
             continue
         if isinstance(node, ast.Compare):
             for position, op in enumerate(node.ops):

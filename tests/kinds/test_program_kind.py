@@ -73,8 +73,22 @@ TRAPS: dict[str, dict[str, Any]] = {
     "timeout": {"code": "n = int(input())\nwhile n != 7:\n    pass\nprint(n)\n"},
     "nondeterministic": {"code": "import random\ninput(); input()\nprint(random.random())\n"},
     "expected_mismatch": {"expected": ["6\n", "7\n", "0\n", "100\n", "999\n"]},
-    "weak_tests": {"code": "import sys\nsys.stdin.read()\n"},  # prints nothing on any input
+    "empty_output": {"code": "import sys\nsys.stdin.read()\n"},  # prints nothing on any input
+    "weak_tests": {"code": "input()\ninput()\nprint('YES')\n"},  # the most common output passes every test
 }
+
+
+def test_tests_that_miss_a_mutant_of_the_reference_are_weak_and_a_strong_set_kills_every_one(validator):
+    # the tests never reach the else branch: `n > 2` -> `n >= 2` and `n - 5` -> `n + 5` pass them all,
+    # and a probe (a test's input moved by one: 3 -> 2) shows they print otherwise
+    code = "n = int(input())\nprint(n * 3 if n > 2 else n - 5)\n"
+    report = run_gates(validator, program_task(code=code, inputs=["3\n", "4\n", "5\n", "10\n", "7\n"]))
+    assert (report.valid, report.reason) == (False, "weak_tests"), report.detail
+    assert "mutants of the reference" in report.detail and report.mutation is not None
+    assert report.mutation.survived >= 1 and report.mutation.kill_rate < 1
+    strong = run_gates(validator, program_task(code=code, inputs=["3\n", "2\n", "1\n", "10\n", "-4\n"]))
+    assert strong.valid and strong.mutation is not None, strong.detail
+    assert strong.mutation.total >= 4 and strong.mutation.survived == 0
 
 
 @pytest.mark.parametrize("reason", list(TRAPS))
@@ -215,6 +229,11 @@ def test_a_fake_self_play_run_proposes_program_tasks_the_strong_solver_passes_an
     assert strong_runs and {t["final_status"] for t in strong_runs} == {"passed"}
     weak_runs = read_jsonl(weak / "trajectories.jsonl")
     assert sum(t["final_status"] == "passed" for t in weak_runs) < len(weak_runs) / 2
+    # contest problems (fake/contests.py) come with an input generator: hidden tests drawn from it at six
+    # sizes, and the weak solver's quadratic version runs out of time on the large ones
+    drawn = [t for t in tasks if t.get("input_generator")]
+    assert drawn and all(len(t["tests"]) == 11 and t["time_limit_s"] == 1.0 for t in drawn)
+    assert "timeout" in {t["final_status"] for t in weak_runs}
     # the exports' ground truth judges a program as the loop did: the reference passes, a stand-in fails
     from spade_llm.cli.app import main
 
