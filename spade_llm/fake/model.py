@@ -78,7 +78,7 @@ from typing import Any
 from ..errors import UserError
 from ..llm.base import LLMRequest, LLMResponse, Role
 from ..types import Message, TokenUsage
-from . import bank, noisy, programs
+from . import bank, contests, noisy, programs
 from .kinds import answer_kind
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
@@ -134,6 +134,10 @@ well over the controller's 0.1 step."""
 
 PROGRAM_RETRIES = 4
 """Exercises tried, per proposal of a program task, for one whose values survive JSON (its input format)."""
+
+CONTEST_SHARE = 0.4
+"""The fraction of program-task proposals that are one of :mod:`contests`' problems (with an input
+generator and validator) rather than one of the bank's exercises in a JSON input format."""
 
 STATIC_SHARE = 0.1
 """The fraction of proposals that are one of the bank's classic exercises rather than a composed
@@ -278,8 +282,17 @@ class FakeLLM:
         variants = self._pick_variants(prompt, focus, rng, target, n)
         as_programs = programs.GENERATOR_MARKER in prompt  # the request asks for whole programs
         tasks = []
+        contest_keys = {p.key for p in contests.PROBLEMS if p.title + "." in prompt}  # shown: taken
         for i, variant in enumerate(variants):
             task_rng = random.Random(bank.stable_hash(rng.random(), i))
+            problem = contests.pick(task_rng, target, contest_keys) if as_programs else None
+            if problem is not None and task_rng.random() < CONTEST_SHARE:
+                contest_keys.add(problem.key)
+                data = contests.task_json(problem)
+                if self.profile.noisy and task_rng.random() < 0.25:
+                    data = contests.spoil(problem, data, task_rng.choice(contests.SPOILINGS))
+                tasks.append(data)
+                continue
             task = bank.build_task(variant, task_rng, target)
             data = task.to_json()
             for _ in range(PROGRAM_RETRIES if as_programs else 0):
@@ -357,7 +370,12 @@ class FakeLLM:
         answers = [m.content for m in messages if m.role == "assistant"]
         turn = len(answers) + 1
         epoch = int(_number(request.metadata.get("epoch"), None, 0))  # not on the wire: see the docstring
-        task_key = ident and f"{ident.variant.key}|{ident.params_index}|{ident.entry_point}"
+        problem = contests.identify(task_prompt) if programs.SOLVER_MARKER in task_prompt else None
+        task_key = (
+            f"contest|{problem.key}"
+            if problem
+            else ident and f"{ident.variant.key}|{ident.params_index}|{ident.entry_point}"
+        )
         rng = self._rng(request, "solver", task_key, turn)
 
         if self.profile.noisy:
@@ -367,6 +385,13 @@ class FakeLLM:
             bare = r < 0.08
         else:
             bare = False
+
+        if problem is not None:
+            p_contest = self.p_first_try(problem.difficulty, epoch)
+            previous = _extract_code(answers[-1]) if answers else None
+            feedback = next((m.content for m in reversed(messages) if m.role == "user"), "")
+            code = contests.solve(problem, rng, p_contest, self.p_fix, previous, feedback if answers else "")
+            return _answer(rng, code, repair=previous is not None, bare=bare), "stop"
 
         if ident is None:
             code = _generic_attempt(task_prompt or "\n".join(m.content for m in messages))
