@@ -35,7 +35,7 @@ from spade_llm.errors import pip_install
 
 REQUIRE_ENV = "SPADE_TEST_REQUIRE_TRAINERS"
 
-KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
+KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.4, deduction: 0.2, abduction: 0.2, program: 0.2}\n"
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"]
 VOCAB_SIZE = 1024
 

@@ -223,9 +223,11 @@ def row_of(text: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def wrong_answer(row: dict[str, Any], passing: str) -> str:
-    """An answer in the task's form that fails: a function returning None; deduction's values, abduction's
-    arguments replaced by None."""
+    """An answer in the task's form that fails: a function returning None, a program printing nothing;
+    deduction's values, abduction's arguments replaced by None."""
     entry = row["entry_point"]
+    if row["kind"] == "program":
+        return "```python\nimport sys\nsys.stdin.read()\n```"
     if row["kind"] == "induction":
         return f"```python\ndef {entry}(*args):\n    return None\n```"
     if row["kind"] == "deduction":
@@ -291,11 +293,17 @@ def test_load_dataset_reads_every_export_with_the_documented_columns(exports: Ex
         grpo_row = by_task[row["extra_info"]["task_id"]]
         assert row["prompt"] == grpo_row["prompt"]
         assert parse_ground_truth(row["reward_model"]["ground_truth"]) == parse_ground_truth(grpo_row["ground_truth"])
-    for row in verl_sf:  # SandboxFusion's ground truth: by function name, for induction tasks
-        assert row["extra_info"]["kind"] == "induction"
+    kinds_sf = set()
+    for row in verl_sf:  # SandboxFusion's ground truth: by function name for induction, stdin for programs
+        kinds_sf.add(row["extra_info"]["kind"])
         truth = json.loads(row["reward_model"]["ground_truth"])
-        assert truth["fn_name"] == by_task[row["extra_info"]["task_id"]]["entry_point"]
+        if row["extra_info"]["kind"] == "program":
+            assert "fn_name" not in truth and all(isinstance(t, str) for t in truth["inputs"] + truth["outputs"])
+        else:
+            assert row["extra_info"]["kind"] == "induction"
+            assert truth["fn_name"] == by_task[row["extra_info"]["task_id"]]["entry_point"]
         assert len(truth["inputs"]) == len(truth["outputs"]) > 0
+    assert kinds_sf == {"induction", "program"}
 
 
 # -- 2. SFT ---------------------------------------------------------------------------------------------
@@ -444,14 +452,15 @@ def test_the_docs_sft_then_dpo_block_runs_as_written(exports: Exports, sft_token
 def test_grpo_step_rewards_are_spades_verdicts(
     exports: Exports, qwen3_tokenizer: Any, judge: Rewarder, passing: dict[str, str], tmp_path: Path
 ) -> None:
-    """``GRPOTrainer(reward_funcs=[code_reward])`` on one task of each kind, two scripted completions per task:
+    """``GRPOTrainer(reward_funcs=[code_reward])`` on one task of each kind (a whole program's included), two
+    scripted completions per task:
     the run's passing answer and a wrong one. The rewards TRL computed are spade's verdicts: 1.0 and 0.0."""
     from trl import GRPOConfig, GRPOTrainer
 
     grpo = load_jsonl(exports.grpo)
     picked = [
         next(r["task_id"] for r in grpo if r["kind"] == kind and r["task_id"] in passing)
-        for kind in ("induction", "deduction", "abduction")
+        for kind in ("induction", "deduction", "abduction", "program")
     ]
     data = grpo.filter(lambda r: r["task_id"] in picked)
     rows = list(data)
@@ -475,7 +484,7 @@ def test_grpo_step_rewards_are_spades_verdicts(
     tokenizer = copy.deepcopy(qwen3_tokenizer)
     config = GRPOConfig(
         output_dir=str(tmp_path),
-        per_device_train_batch_size=6,
+        per_device_train_batch_size=8,
         num_generations=2,
         max_completion_length=256,
         **CPU_ARGS,

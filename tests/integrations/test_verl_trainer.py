@@ -390,7 +390,8 @@ def test_rlhf_dataset_loads_the_verl_export(
 
     # the prompt as the rollout sees it: input_ids/attention_mask of the configured length
     length = config.actor_rollout_ref.rollout.prompt_length
-    assert length == config.data.max_prompt_length == 512  # rollout's ${oc.select:data.max_prompt_length,512}
+    # the docs' value; the rollout's is ${oc.select:data.max_prompt_length,512}
+    assert length == config.data.max_prompt_length == 2048
     answers = [["```python\npass\n```"] for _ in rows]
     generated = rollout(config, dataset, answers).batch
     assert generated["prompts"].shape == (len(rows), length)
@@ -597,11 +598,15 @@ def test_verls_sandbox_fusion_judge_over_serve_sandbox_with_the_docs_keys(
 
     sf_rows = pq.read_table(exports.verl_sandbox_fusion).to_pylist()
     assert sf_rows and {r["data_source"] for r in sf_rows} == {"codecontests"}
+    assert {r["extra_info"]["kind"] for r in sf_rows} == {"induction", "program"}  # programs judged on their stdin
     spade_truth = {r["extra_info"]["task_id"]: r["reward_model"]["ground_truth"] for r in rows}
     answers = []
     for row in sf_rows:
-        entry_point = json.loads(row["reward_model"]["ground_truth"])["fn_name"]
-        raises = f"```python\ndef {entry_point}(*args):\n    raise ValueError('wrong')\n```"
+        entry_point = json.loads(row["reward_model"]["ground_truth"]).get("fn_name")  # none: a whole program
+        body = "raise ValueError('wrong')\n"
+        if entry_point:
+            body = f"def {entry_point}(*args):\n    " + body
+        raises = f"```python\n{body}```"
         answers.append([passing[row["extra_info"]["task_id"]], raises])
 
     dataset = rl_dataset(config)
