@@ -138,6 +138,24 @@ def merge_results(
     )
 
 
+LONG_OUTPUT_LINES = 5
+"""A whole program's output of more lines than this (or one clipped) gets its first difference spelled out."""
+
+
+def long_output_difference(expected: object, output: str | None) -> str | None:
+    """For a whole program's long output (over ``LONG_OUTPUT_LINES`` lines, or clipped in the feedback),
+    where it first departs from the expected text (``stdio.first_difference``); None otherwise, and
+    for a function's value."""
+    from .sandbox.stdio import first_difference
+
+    if not isinstance(expected, str) or output is None:
+        return None
+    texts = (expected, output)
+    if all(len(t) <= FEEDBACK_VALUE_CHARS and t.count("\n") <= LONG_OUTPUT_LINES for t in texts):
+        return None
+    return first_difference(expected, output)
+
+
 def expected_text(test: TestCase) -> str:
     """A test's expected value as text: a string as it is (a whole program's stdout), else its ``repr``
     (templates take ``expected``, the ``repr``, or this)."""
@@ -236,6 +254,7 @@ class LLMSolver:
                 "expected_text": clip(expected_text(cases[r.index])),
                 "output": None if r.output is None else clip(r.output),
                 "error": None if r.error is None else clip(r.error),
+                "difference": long_output_difference(cases[r.index].expected, r.output),
             }
             for r in public
             if not r.passed and r.index < len(cases)

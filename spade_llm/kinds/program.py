@@ -491,7 +491,16 @@ KIND = TaskKind(
         "status": "ok",
         "passed": 0,
         "total": 3,
-        "failing": [{"input": "1 2", "expected": "'3\\n'", "expected_text": "3", "output": "1 2", "error": None}],
+        "failing": [
+            {
+                "input": "1 2",
+                "expected": "'3\\n'",
+                "expected_text": "3",
+                "output": "1 2",
+                "error": None,
+                "difference": "line 1: expected '3', printed '1 2'",
+            }
+        ],
         "stderr_tail": "",
     },
 )

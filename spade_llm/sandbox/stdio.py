@@ -25,6 +25,7 @@ from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
 __all__ = [
     "NOT_RUN_AFTER_TIMEOUTS",
+    "first_difference",
     "output_lines",
     "per_test_limits",
     "run_stdio_tests",
@@ -63,6 +64,38 @@ def same_output(expected: str, actual: str) -> bool:
     (False, False, True)
     """
     return output_lines(expected) == output_lines(actual)
+
+
+def first_difference(expected: str, actual: str) -> str | None:
+    """Where ``actual`` first departs from ``expected`` under the output rule, in words, or None when
+    they match: what a repair prompt shows beside a long output, whose clipped text may hide it.
+
+    >>> first_difference("1\\n2\\n3\\n", "1\\n5   \\n3")
+    "line 2: expected '2', printed '5'"
+    >>> first_difference("1\\n2\\n", "1\\n")
+    "line 2: expected '2', printed nothing more (1 of 2 lines)"
+    >>> first_difference("1\\n", "1\\n2\\n"), first_difference("1\\n", "1")
+    ("line 2: printed '2' after the 1 expected line", None)
+    """
+    want, got = output_lines(expected), output_lines(actual)
+    for n, (w, g) in enumerate(zip(want, got), start=1):
+        if w != g:
+            return f"line {n}: expected {_clip_line(w)!r}, printed {_clip_line(g)!r}"
+    if len(got) < len(want):
+        n = len(got) + 1
+        return f"line {n}: expected {_clip_line(want[n - 1])!r}, printed nothing more ({len(got)} of {len(want)} lines)"
+    if len(got) > len(want):
+        lines = f"{len(want)} expected line{'s' if len(want) != 1 else ''}"
+        return f"line {len(want) + 1}: printed {_clip_line(got[len(want)])!r} after the {lines}"
+    return None
+
+
+DIFF_LINE_CHARS = 80
+"""Most of one line ``first_difference`` quotes."""
+
+
+def _clip_line(line: str) -> str:
+    return line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "..."
 
 
 def stand_in_passes(tests: Sequence[TestCase]) -> str | None:

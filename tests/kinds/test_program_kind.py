@@ -171,6 +171,31 @@ async def test_an_episode_shows_public_io_feeds_back_a_failing_test_and_never_a_
             assert hidden.input.strip() not in text  # the hidden tests' inputs never reach a prompt
 
 
+async def test_a_long_outputs_repair_prompt_names_its_first_differing_line(sandbox, validator):
+    # print 1..n, one per line; the answer skips 57: clipped texts alone would hide where it went wrong
+    code = "n = int(input())\nfor i in range(1, n + 1):\n    print(i)\n"
+    task = run_gates(validator, program_task(code=code, inputs=["300\n", "1\n", "2\n", "5\n", "9\n"])).task
+    assert task is not None
+    prompts: list[str] = []
+
+    def answer(request: LLMRequest) -> str:
+        prompts.append(request.messages[-1].content)
+        if len(prompts) == 1:
+            return "```python\nn = int(input())\nfor i in range(1, n + 1):\n    print(i if i != 57 else 58)\n```"
+        return f"```python\n{code}```"
+
+    checker = CodeChecker(sandbox, SandboxConfig(backend="subprocess", timeout_s=5, test_timeout_s=1), concurrency=1)
+    solver = LLMSolver(
+        FunctionLLM(answer), Prompts(), checker.check_answer, seed=0, max_turns=2, public_tests=1,
+        temperature=0.0, max_tokens=200,
+    )  # fmt: skip
+    trajectory = await solver.solve(task, epoch=0)
+    assert trajectory.final_status == "passed"
+    repair = prompts[1]
+    assert "The first difference, line 57: expected '57', printed '58'." in repair
+    assert "characters cut" in repair  # the outputs themselves are clipped
+
+
 # -- the CLI -------------------------------------------------------------------------------------------
 
 
