@@ -142,6 +142,8 @@ def import_humaneval(file: str | Path) -> list[Task]:
 
 MBPP_STRING_FIELDS = ("text", "code", "test_setup_code")
 MBPP_LIST_FIELDS = ("test_list", "challenge_test_list")
+SANDBOX_FUSION_MBPP_FIELDS = ("id", "content", "canonical_solution", "test_list")
+"""SandboxFusion's MBPP rows (its CommonOJ shape): MBPP's fields renamed, the rest under ``labels``."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,10 @@ class MbppImport:
 
 def import_mbpp(file: str | Path) -> MbppImport:
     """MBPP problems (rows of ``task_id, text, code, test_list, test_setup_code, challenge_test_list``
-    as Google published them, in ``.jsonl``, ``.jsonl.gz`` or a ``.json`` array) as tasks.
+    as Google published them, in ``.jsonl``, ``.jsonl.gz`` or a ``.json`` array) as tasks. A row in
+    SandboxFusion's shape (``id, content, canonical_solution, test_list``, and ``labels``: an object,
+    or its JSON text, holding ``test_setup_code`` and ``challenge_test_list``) is read as the same
+    row (``_as_mbpp_row``) and judged the same way.
 
     Judged as MBPP's harness judges, which runs the row's ``test_setup_code`` and ``test_list``
     asserts against the answer: each assert of a known shape becomes a hidden test compared by
@@ -175,7 +180,8 @@ def import_mbpp(file: str | Path) -> MbppImport:
     tasks: list[Task] = []
     left_out: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
-    for where, row in _mbpp_rows(path):
+    for where, published in _mbpp_rows(path):
+        row = _as_mbpp_row(where, published)
         task_id = _checked_row_id(where, row)
         if task_id in seen:
             raise UserError(f"{where}: field task_id: {task_id!r} repeated (first at {seen[task_id]})")
@@ -207,6 +213,44 @@ def _mbpp_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(row, dict):
             raise UserError(f"{path}: row {n}: not an MBPP problem: a JSON {type(row).__name__}, not an object")
         yield f"{path}: row {n}", row
+
+
+def _as_mbpp_row(where: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row in SandboxFusion's shape (one with ``content`` and no ``task_id``) as the row MBPP
+    published (``id`` is ``task_id``, ``content`` ``text``, ``canonical_solution`` ``code``; ``labels``
+    brings the setup and the challenge asserts, an absent one meaning none), its own fields' types
+    checked under their own names; any other row as it is."""
+    if "task_id" in row or "content" not in row:
+        return row
+    missing = [k for k in SANDBOX_FUSION_MBPP_FIELDS if k not in row]
+    if missing:
+        raise UserError(f"{where}: not an MBPP problem in SandboxFusion's shape, missing {', '.join(missing)}")
+    raw = row["id"]
+    if not ((type(raw) is int and raw >= 0) or (type(raw) is str and raw.strip())):
+        raise UserError(f"{where}: field id: a number expected, got {json.dumps(raw)[:40]}")
+    for name in ("content", "canonical_solution"):
+        if type(row[name]) is not str:
+            raise UserError(f"{where}: field {name}: a string expected, got {_json_type(row[name])}")
+    labels = row.get("labels")
+    if type(labels) is str:
+        labels = _json(labels, f"{where}: field labels") if labels.strip() else None
+    if labels is None:
+        labels = {}
+    if type(labels) is not dict:
+        raise UserError(f"{where}: field labels: an object expected, got {_json_type(labels)}")
+    setup, challenge = labels.get("test_setup_code", ""), labels.get("challenge_test_list", [])
+    if type(setup) is not str:
+        raise UserError(f"{where}: field labels.test_setup_code: a string expected, got {_json_type(setup)}")
+    if type(challenge) is not list or not all(type(a) is str for a in challenge):
+        raise UserError(f"{where}: field labels.challenge_test_list: a list of strings expected")
+    return {
+        "task_id": row["id"],
+        "text": row["content"],
+        "code": row["canonical_solution"],
+        "test_list": row["test_list"],
+        "test_setup_code": setup,
+        "challenge_test_list": challenge,
+    }
 
 
 def _checked_row_id(where: str, row: dict[str, Any]) -> str:

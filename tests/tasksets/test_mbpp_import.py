@@ -258,3 +258,74 @@ def test_an_answer_equal_to_everything_passes_no_mbpp_task(imported):
     finally:
         box.close()
     assert passed == []
+
+
+def sandbox_fusion_row(source: dict[str, Any], labels_as_text: bool = False) -> dict[str, Any]:
+    """A row of ours in SandboxFusion's shape: MBPP's fields renamed, the setup and the challenge
+    asserts under ``labels`` (an object, or its JSON text)."""
+    labels = {"challenge_test_list": source["challenge_test_list"], "test_setup_code": source["test_setup_code"]}
+    return {
+        "content": source["text"],
+        "id": source["task_id"],
+        "labels": json.dumps(labels) if labels_as_text else labels,
+        "canonical_solution": source["code"],
+        "test_list": source["test_list"],
+    }
+
+
+SF_ROWS = [sandbox_fusion_row(r, labels_as_text=r["task_id"] % 2 == 0) for r in ROWS]
+
+
+def test_sandbox_fusion_rows_import_as_the_same_rows_in_mbpps_shape(imported, tmp_path):
+    done = import_mbpp(write_jsonl(tmp_path / "mbpp.jsonl", SF_ROWS))
+    assert done.left_out == {"MBPP/8": ["Pair"]}
+    assert [t.dump() for t in done.tasks] == [t.dump() for t in imported.values()]
+    assert done.tasks[3].check_code is not None and "LIMIT = 10" in done.tasks[3].check_code  # labels' setup
+    assert done.tasks[4].meta["challenge_test_list"] == ["assert count_vowels('AEIOU' * 1000) == 5000"]
+
+
+@pytest.mark.parametrize("source", [r for r in SF_ROWS if r["id"] != 8], ids=lambda r: f"MBPP/{r['id']}")
+def test_sandbox_fusion_verdicts_are_the_harness_verdicts(tmp_path, sandbox, source):
+    """The reference and the other answers, judged on the task imported from SandboxFusion's row,
+    as MBPP's harness judges them under that row's own setup and asserts."""
+    (task,) = import_mbpp(write_jsonl(tmp_path / "mbpp.jsonl", [source])).tasks
+    labels = source["labels"] if isinstance(source["labels"], dict) else json.loads(source["labels"])
+    as_published = {"test_setup_code": labels["test_setup_code"], "test_list": source["test_list"]}
+    answers = [source["canonical_solution"], *ANSWERS.get(task.task_id, [])]
+    ours = [spade_passes(sandbox, task, code) for code in answers]
+    assert ours == [harness_passes(sandbox, task, code, as_published) for code in answers]
+    assert ours[0] is (task.task_id != "MBPP/7")
+
+
+def test_sandbox_fusion_labels_may_be_absent_or_blank(tmp_path):
+    bare = {k: v for k, v in SF_ROWS[0].items() if k != "labels"}
+    blank = {**SF_ROWS[1], "labels": ""}
+    tasks = import_mbpp(write_jsonl(tmp_path / "mbpp.jsonl", [bare, blank])).tasks
+    assert [t.task_id for t in tasks] == ["MBPP/1", "MBPP/2"]
+    assert all(t.check_code is None and "challenge_test_list" not in t.meta for t in tasks)
+
+
+def sf_mangled(**changes: Any) -> dict[str, Any]:
+    bad = {**SF_ROWS[1], **changes}
+    return {k: v for k, v in bad.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (sf_mangled(canonical_solution=None), ":2: not an MBPP problem in SandboxFusion's shape, missing canonical_so"),
+        (sf_mangled(content=["Write"]), ":2: field content: a string expected, got a list"),
+        (sf_mangled(id=-2), ":2: field id: a number expected"),
+        (sf_mangled(labels="{"), ":2: field labels: not JSON"),
+        (sf_mangled(labels="[]"), ":2: field labels: an object expected, got a list"),
+        (sf_mangled(labels={"test_setup_code": 3}), ":2: field labels.test_setup_code: a string expected"),
+        (sf_mangled(labels={"challenge_test_list": "assert x"}), ":2: field labels.challenge_test_list: a list"),
+        (sf_mangled(test_list=[]), ":2: field test_list: empty"),
+        (sf_mangled(id=1), ":2: field task_id: 'MBPP/1' repeated"),
+    ],
+)
+def test_a_malformed_sandbox_fusion_row_stops_the_import_naming_row_and_field(tmp_path, capsys, bad, says):
+    source = write_jsonl(tmp_path / "mbpp.jsonl", [SF_ROWS[0], bad])
+    assert main(["import", "mbpp", str(source), "-o", str(tmp_path / "tasks.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
