@@ -158,15 +158,15 @@ def long_output_difference(expected: object, output: str | None) -> str | None:
 
 def expected_text(test: TestCase) -> str:
     """A test's expected value as text: a string as it is (a whole program's stdout), else its ``repr``
-    (templates take ``expected``, the ``repr``, or this)."""
-    return test.expected if isinstance(test.expected, str) else repr(test.expected)
+    (templates take ``expected``, the ``repr`` or a benchmark's literal, or this)."""
+    return test.expected if isinstance(test.expected, str) else test.expected_repr
 
 
 def first_messages(prompts: Prompts, task: Task, public_tests: int) -> list[Message]:
     """The conversation's opening (system prompt, then the task as the solver sees it): what an
     episode starts from, and what exports hand a trainer as a task's prompt."""
     shown = [
-        {"input": t.input, "expected": repr(t.expected), "expected_text": expected_text(t)}
+        {"input": t.input, "expected": t.expected_repr, "expected_text": expected_text(t)}
         for t in public_cases(task, public_tests)
     ]
     task_view = {
@@ -250,7 +250,7 @@ class LLMSolver:
         failing = [  # each value clipped: one turn's feedback is bounded whatever the program printed
             {
                 "input": clip(r.input),
-                "expected": clip(repr(cases[r.index].expected)),
+                "expected": clip(cases[r.index].expected_repr),
                 "expected_text": clip(expected_text(cases[r.index])),
                 "output": None if r.output is None else clip(r.output),
                 "error": None if r.error is None else clip(r.error),

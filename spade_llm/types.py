@@ -8,7 +8,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+    model_validator,
+)
 
 from .kinds.names import DEFAULT_KIND, KIND_NAMES, known_kind
 from .languages import pyast
@@ -44,7 +54,9 @@ class TestCase(BaseModel):
     and the output passes when Python's ``==`` says it equals that value, as the benchmark's own harness
     judges (``[4, 6]`` is not ``(4, 6)``, ``21.0`` is ``21``, no float tolerance). The output is still
     an exact builtin value decoded outside the sandbox. ``expected`` is the same value's JSON form
-    (shown, exported, searched for leaks); this field decides."""
+    (shown, exported, searched for leaks); this field decides. A literal with no JSON form (a set,
+    bytes, a complex number, a dict with int keys: CRUXEval's ``{1, 2}``) is written without
+    ``expected``, and ``expected`` is then the literal's own Python value (``literal_only``)."""
     as_tuple: bool = False
     """With ``python_eq``, for ``assert tuple(f(x)) == tuple(VALUE)`` (or ``list``): the output, a
     list, tuple, str, bytes or dict, is turned into a tuple before it is compared."""
@@ -52,6 +64,20 @@ class TestCase(BaseModel):
     @property
     def has_expected(self) -> bool:
         return "expected" in self.model_fields_set
+
+    @property
+    def literal_only(self) -> bool:
+        """Whether ``python_eq``'s literal has no JSON form: ``expected`` is then that literal's Python
+        value (a set, bytes...), which a task file does not write (``python_eq`` alone carries it), and
+        only a consumer that judges by ``python_eq`` can use the test (docs/records.md)."""
+        return self.python_eq is not None and _json_text(self.expected) is None
+
+    @property
+    def expected_repr(self) -> str:
+        """The expected value as prompts and feedback write it: the benchmark's own literal when its rule
+        is Python's ``==`` (``(1, 3)``, ``{2, 4}``, ``b'ab'``: not the JSON form's ``[1, 3]``), else its
+        ``repr``."""
+        return self.python_eq if self.python_eq is not None else repr(self.expected)
 
     @model_validator(mode="after")
     def _python_eq_is_expected_as_a_literal(self) -> TestCase:
@@ -61,14 +87,26 @@ class TestCase(BaseModel):
             return self
         if self.abs_tol is not None or self.as_bool:
             raise ValueError("python_eq is a rule of its own: not with abs_tol or as_bool")
-        as_json = _json_text(python_literal(self.python_eq))
-        if not self.has_expected or as_json is None or as_json != _json_text(self.expected):
+        value = python_literal(self.python_eq)
+        as_json = _json_text(value)
+        if as_json is None:  # no JSON form: expected is the literal's own value, never a JSON stand-in
+            if not self.has_expected:
+                self.expected = value  # marks it set: the test's answer is known
+            elif not (type(self.expected) is type(value) and self.expected == value):
+                raise ValueError(f"python_eq {self.python_eq[:60]!r} has no JSON form: leave expected out")
+            return self
+        if not self.has_expected or as_json != _json_text(self.expected):
             raise ValueError(f"python_eq {self.python_eq[:60]!r} is not expected's value as a Python literal")
         return self
 
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """As JSON, the test as a record holds it (``dump``): a literal-only ``expected`` is left out."""
+        return self.dump() if info.mode_is_json() else handler(self)
+
     def dump(self) -> dict[str, Any]:
         data: dict[str, Any] = {"input": self.input}
-        if self.has_expected:
+        if self.has_expected and not self.literal_only:
             data["expected"] = self.expected
         if self.abs_tol is not None:  # only imported benchmarks carry these: other records keep their documented shape
             data["abs_tol"] = self.abs_tol
@@ -91,11 +129,21 @@ def python_literal(text: str) -> Any:
 
 def _json_text(value: Any) -> str | None:
     """``value`` as canonical JSON text (tuples as lists, ``1`` and ``1.0`` and ``true`` apart); None
-    when it has none (a set, bytes, NaN...)."""
+    when it has none (a set, bytes, NaN, a dict with a key that is no ``str``: JSON would turn ``{1: 2}``
+    into ``{"1": 2}``, which Python's ``==`` tells apart)."""
     try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
+        return json.dumps(value, sort_keys=True, allow_nan=False) if _str_keys(value) else None
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def _str_keys(value: Any) -> bool:
+    """Whether every dict within ``value`` (lists and tuples walked) has only ``str`` keys."""
+    if isinstance(value, dict):
+        return all(type(k) is str and _str_keys(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_str_keys(v) for v in value)
+    return True
 
 
 class Task(BaseModel):

@@ -19,8 +19,9 @@ function task's answer called on each test's arguments, its value compared with 
 list); a ``program`` task's answer run on each test's stdin under its time limit, its stdout compared
 by the output rule. Each test runs in a child process of its own session, killed at its end. It is
 weaker than spade's sandbox: the answer runs in the agent's container as an ordinary process, as
-Harbor's own verifiers do. Kinds whose answer is no program (``deduction``, ``abduction``) and
-imported tasks judged by an assert script are left out, counted by reason. Paths can be moved with
+Harbor's own verifiers do. Kinds whose answer is no program (``deduction``, ``abduction``),
+imported tasks judged by an assert script and tasks with a test whose expected value has no JSON form
+(``TestCase.literal_only``: a set, bytes) are left out, counted by reason. Paths can be moved with
 ``SPADE_SOLUTION`` and ``SPADE_VERIFIER_LOGS`` (tests run the script outside a container so).
 """
 
@@ -117,6 +118,8 @@ def _why_not(task: Task) -> str | None:
         return "judged by an assert script"
     if any(not t.has_expected for t in task.tests):
         return "a test without its expected value"
+    if any(t.literal_only for t in task.tests):
+        return "a test whose expected value has no JSON form"  # the judge reads expected values as JSON
     return None
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..languages import Statement
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
-from ..sandbox.verdict import Output, Unsupported, matches, passes, show
+from ..sandbox.verdict import Output, Unsupported, passes, show
 from ..types import TestCase, TestResult
 from .queries import (
     all_same,
@@ -187,7 +187,9 @@ def _confirm(
         out = again.outputs[k] if k < len(again.outputs) else None
         if i in agreed:
             same = out is not None and out.ok and not isinstance(out.value, Unsupported)
-            agreed[i] = agreed[i] and same and matches(out.value if out is not None else None, task.tests[i].expected)
+            agreed[i] = (
+                agreed[i] and same and out is not None and passes(out.value, task.tests[i])
+            )  # the test's own rule
         told = out is not None and out.status != "timeout" and first[i].status != "timeout"
         split = split or (told and out is not None and not same_outcome(first[i], out))
     return [
@@ -257,7 +259,7 @@ def _identity_like(validator: Validator, task: Task) -> bool:
     probes = [TestCase(input=repr((t.expected,))) for t in task.tests]
     outcome = validator.judge.outputs(task.model_copy(update={"tests": probes}), task.reference_code)
     return len(outcome.outputs) == len(task.tests) and all(
-        o.ok and matches(o.value, t.expected) for o, t in zip(outcome.outputs, task.tests, strict=True)
+        o.ok and passes(o.value, t) for o, t in zip(outcome.outputs, task.tests, strict=True)
     )
 
 
@@ -287,14 +289,14 @@ def view(task: Task) -> dict[str, Any]:
     """The program and every query's output (never the task's inputs)."""
     return {
         "program": task.reference_code.rstrip("\n"),
-        "queries": [{"output": repr(t.expected) if t.has_expected else "?"} for t in task.tests],
+        "queries": [{"output": t.expected_repr if t.has_expected else "?"} for t in task.tests],
     }
 
 
 def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
     """One public query's verdict as the repair prompt tells it: the output asked for (the question)
     and what the program did on the solver's own input, never the task's."""
-    asked = f"for output {test.expected!r}"
+    asked = f"for output {test.expected_repr}"
     if r is None or not r.input:
         return f"- FAIL {asked}: {r.error if r and r.error else 'no input given'}"
     got = f"raised {r.error}" if r.error else f"returned {r.output}"

@@ -85,7 +85,7 @@ def code_feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
     if r.passed:
         return f"- PASS {call}"
     got = f"raised {r.error}" if r.error else f"got {r.output}"
-    return f"- FAIL {call}: expected {test.expected!r}, {got}"
+    return f"- FAIL {call}: expected {test.expected_repr}, {got}"
 
 
 def public_indices(task: Task, public_tests: int) -> list[int]:
@@ -144,7 +144,7 @@ def free_text(task: Task) -> dict[str, str]:
 
 def shown_cases(task: Task, cases: Sequence[TestCase]) -> str:
     """Test cases as the first prompt lists them: ``f(3,) -> 9``, one a line."""
-    return "\n".join(f"{task.entry_point}{t.input} -> {t.expected!r}" for t in cases if t.has_expected)
+    return "\n".join(f"{task.entry_point}{t.input} -> {t.expected_repr}" for t in cases if t.has_expected)
 
 
 def induction_text(task: Task, public_tests: int) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..languages import PYTHON
 from ..languages.base import Statement
-from ..sandbox.verdict import matches
+from ..sandbox.verdict import json_exact, matches
 from ..types import ExecutionResult, TestResult
 from .base import CODE_TAGS, TaskKind, call_text, every_test, fenced_blocks, program_text, safe_repr
 
@@ -129,17 +129,19 @@ def output_too_long(expected: list[Any]) -> str | None:
 
 
 def all_same(expected: list[Any]) -> bool:
-    return all(matches(value, expected[0]) for value in expected[1:])
+    """Whether every expected value is the first (a literal-only one, a set or bytes that ``matches``
+    never equals, by its type and Python's ``==``: values of literals, never an answer's object)."""
+    first = expected[0]
+    plain = json_exact(first)
+    return all(
+        matches(value, first) or (not plain and type(value) is type(first) and value == first) for value in expected[1:]
+    )
 
 
 def reference_answer(task: Task) -> str:
     """The right prediction for every query whose expected value is known (as the benchmark wrote it when
     its rule is Python's ``==``: CRUXEval's tuples are not the JSON form's lists)."""
-    lines = [
-        f"{call_text(task.entry_point, t.input)} == {t.python_eq if t.python_eq is not None else repr(t.expected)}"
-        for t in task.tests
-        if t.has_expected
-    ]
+    lines = [f"{call_text(task.entry_point, t.input)} == {t.expected_repr}" for t in task.tests if t.has_expected]
     return "```python\n" + "\n".join(lines) + "\n```\n"
 
 

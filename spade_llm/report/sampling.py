@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..types import Attempt, Message, Task, TestResult, Trajectory
+from ..types import Attempt, Message, Task, TestCase, TestResult, Trajectory
 from .common import MAX_TEST_ROWS, SHORT_LIMIT, TEXT_LIMIT, clip, embed_json, num
 from .reading import RunData
 
@@ -139,6 +139,11 @@ def slim_trajectory(t: Trajectory, kind: str) -> dict[str, Any]:
     }
 
 
+def _shown_expected(test: TestCase) -> str:
+    """A test's expected value as JSON, or as its Python literal when it has no JSON form (a set)."""
+    return test.python_eq if test.literal_only and test.python_eq is not None else json.dumps(test.expected)
+
+
 def task_detail(task: Task | None) -> dict[str, Any]:
     """A task's description, reference and tests as the page shows them (empty for a task no record
     describes: a ``spade solve`` run's)."""
@@ -149,7 +154,7 @@ def task_detail(task: Task | None) -> dict[str, Any]:
         "entry": clip(task.entry_point, SHORT_LIMIT),
         "ref": clip(task.reference_code),
         "tests": [
-            {"in": clip(t.input, SHORT_LIMIT), "exp": clip(json.dumps(t.expected), SHORT_LIMIT)}
+            {"in": clip(t.input, SHORT_LIMIT), "exp": clip(_shown_expected(t), SHORT_LIMIT)}
             for t in task.tests[:MAX_TEST_ROWS]
         ],
         "ntests": len(task.tests),

@@ -165,6 +165,7 @@ TEST_PRINTS_AS_STAND_IN = "output prints as a wrong trivial answer's"
 TEST_UNPRINTABLE = "output cannot be printed"
 TEST_NOT_BY_TEXT = "compared within a tolerance or by truth value"
 TEST_TUPLE_PRINTS_AS_LIST = "compared with a tuple, which prints as a list does"
+TEST_NO_JSON_FORM = "compared with a value JSON cannot write (a set, bytes), which text cannot judge"
 
 
 def _holds_a_tuple(value: Any) -> bool:
@@ -223,8 +224,9 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     * a test whose output the wrapper cannot print (an int over Python's 4300 digits, a lone
       surrogate in a string) is left out: not even the reference could pass it; so is an imported
       benchmark's test compared within ``abs_tol`` or by truth value (``as_bool``), which text
-      cannot be, and one whose harness compares with a tuple (``python_eq``), which a list would
-      pass as text;
+      cannot be, one whose harness compares with a tuple (``python_eq``), which a list would
+      pass as text, and one whose value has no JSON form (``TestCase.literal_only``: a set, bytes),
+      whose printed text Python's ``==`` does not follow;
     * the task is left out when no test is left, or when a stand-in passes every test verl scores
       (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all).
 
@@ -255,10 +257,12 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
         args = parse_input(test.input)
         if isinstance(args, str) or not all(json_exact(a) for a in args):
             return SandboxFusionForm(None, LEFT_OUT_ARGUMENTS)
-        seen = _as_verl_sees(test.expected)
+        seen = None if test.literal_only else _as_verl_sees(test.expected)  # a dict keyed by tuples: no JSON
         stand_ins = [*(value for _, value in STAND_INS), args[0] if args else None]
         if test.abs_tol is not None or test.as_bool:
             dropped[TEST_NOT_BY_TEXT] += 1
+        elif test.literal_only:  # a set prints in its hash order, a frozenset equal to it prints otherwise
+            dropped[TEST_NO_JSON_FORM] += 1
         elif test.python_eq is not None and not test.as_tuple and _holds_a_tuple(python_literal(test.python_eq)):
             dropped[TEST_TUPLE_PRINTS_AS_LIST] += 1
         elif seen is None:

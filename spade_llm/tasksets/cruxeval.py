@@ -9,9 +9,14 @@ samples hold them) as two tasks each, judged as CRUXEval's harness judges them.
 CRUXEval's ``input`` is ``f``'s argument list as Python source (``"[1, 2], 3"``) and its ``output`` a
 Python literal; its harness executes ``assert f(<input>) == <output>``, so the one test of each task
 carries the output as ``python_eq``: Python's ``==`` decides (a tuple is not a list, ``1.0`` is ``1``),
-on plain decoded values, never an object of the answer's. Nothing of the row runs at import. A row
-whose input is no argument list or whose output is no literal stops the import, named; an output with
-no JSON form (a set, bytes) is left out and counted: a task file keeps expected values as JSON.
+on plain decoded values, never an object of the answer's. An output with no JSON form (a set, bytes, a
+frozenset, a complex number, a dict with int keys) is kept the same way: its test has no JSON
+``expected`` in the task file, ``python_eq`` alone carries the value (``TestCase.literal_only``), and
+the sandbox's encoding brings such outputs back as what they are (a set is a set, never a list), so
+``{1, 2}`` passes against ``{2, 1}`` and ``[1, 2]`` fails. An export that cannot express Python's
+``==`` on such a value leaves the task out, counted (harbor; verl's SandboxFusion form takes no query
+kind). Nothing of the row runs at import. A row whose input is no argument list or whose output is no
+literal stops the import, named.
 """
 
 from __future__ import annotations
@@ -26,9 +31,6 @@ from .rows import Row
 
 __all__ = ["tasks_of"]
 
-NO_JSON_OUTPUT = "with an output that has no JSON form (a set, bytes...)"
-"""Why a row is left out: a task file writes expected values as JSON."""
-
 
 def tasks_of(row: Row, source: str) -> list[Task] | LeftOut:
     """The output-prediction and the input-prediction task of one CRUXEval row."""
@@ -42,10 +44,9 @@ def tasks_of(row: Row, source: str) -> list[Task] | LeftOut:
     except ValueError:
         raise bad(row, "output", f"not a Python literal: {wanted[:80]!r}") from None
     try:
-        expected = to_json(value)
-    except UnsupportedOutput:
-        return LeftOut(NO_JSON_OUTPUT)
-    test = TestCase(input=call, expected=expected, python_eq=wanted)
+        test = TestCase(input=call, expected=to_json(value), python_eq=wanted)
+    except UnsupportedOutput:  # no JSON form: python_eq alone gives the value (TestCase.literal_only)
+        test = TestCase(input=call, python_eq=wanted)
     reference = code if code.endswith("\n") else code + "\n"
 
     def task(kind: str, side: str, question: str) -> Task:

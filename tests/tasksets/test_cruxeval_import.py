@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 from spade_llm.cli.app import main
+from spade_llm.kinds import leaks
+from spade_llm.kinds.deduction import KIND as OUTPUT_PREDICTION
+from spade_llm.types import Task, TestCase
 
 ROWS = [
     {
@@ -88,10 +91,96 @@ def test_a_malformed_row_stops_the_import_naming_row_and_field_and_writes_nothin
     assert f"c.jsonl:2: {field}:" in err and said in err and not tasks.exists()
 
 
-def test_an_output_with_no_json_form_is_left_out_and_counted(
+NO_JSON_ROWS = [  # outputs JSON cannot write: each test keeps its literal alone (TestCase.literal_only)
+    {
+        "code": "def f(xs):\n    return set(x % 3 for x in xs)",
+        "input": "[1, 4, 5, 9]",
+        "output": "{0, 1, 2}",
+        "id": "s",
+    },
+    {"code": "def f(s):\n    return s.encode('ascii')[::-1]", "input": "'abc'", "output": "b'cba'", "id": "b"},
+    {"code": "def f(a, b):\n    return complex(a, b)", "input": "1, 2", "output": "(1+2j)", "id": "c"},
+    {
+        "code": "def f(xs):\n    return {x: len(str(x)) for x in xs}",
+        "input": "[5, 10]",
+        "output": "{5: 1, 10: 2}",
+        "id": "d",
+    },
+    {
+        "code": "def f(n, frozen):\n    return frozenset(range(n)) if frozen else set(range(n))",
+        "input": "3, True",
+        "output": "{0, 1, 2}",
+        "id": "fs",
+    },
+]
+NO_JSON_SAMPLES = [  # (task, prediction or proposed input, CRUXEval's verdict: Python's ==)
+    ("s/output", "f([1, 4, 5, 9]) == {2, 1, 0}", True),
+    ("s/output", "f([1, 4, 5, 9]) == [0, 1, 2]", False),  # a list is not the set
+    ("s/output", "f([1, 4, 5, 9]) == {0, 1}", False),
+    ("s/input", "f([1, 4, 5, 9]) == {0, 1, 2}", True),
+    ("s/input", "f([3, 7, 8]) == {0, 1, 2}", True),  # another input giving the set
+    ("s/input", "f([1, 4]) == {0, 1, 2}", False),  # gives {1}
+    ("b/output", "f('abc') == b'cba'", True),
+    ("b/output", "f('abc') == 'cba'", False),  # a str is not the bytes
+    ("b/input", "f('abc') == b'cba'", True),
+    ("b/input", "f('xyz') == b'cba'", False),
+    ("c/output", "f(1, 2) == (1+2j)", True),
+    ("c/output", "f(1, 2) == [1, 2]", False),
+    ("c/input", "f(1.0, 2.0) == (1+2j)", True),
+    ("c/input", "f(2, 1) == (1+2j)", False),
+    ("d/output", "f([5, 10]) == {5: 1, 10: 2}", True),
+    ("d/output", "f([5, 10]) == {'5': 1, '10': 2}", False),  # JSON's str keys are not the int keys
+    ("d/input", "f([10, 5]) == {5: 1, 10: 2}", True),
+    ("d/input", "f(['5', '10']) == {5: 1, 10: 2}", False),
+    ("fs/input", "f(3, True) == {0, 1, 2}", True),  # a frozenset == the set literal, in Python and here
+    ("fs/input", "f(3, False) == {0, 1, 2}", True),
+    ("fs/input", "f(2, True) == {0, 1, 2}", False),
+]
+
+
+def test_outputs_with_no_json_form_import_as_both_tasks_and_are_judged_by_pythons_eq(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with_set = {"code": "def f(x):\n    return {x}", "input": "1", "output": "{1}", "id": "sample_9"}
     tasks = tmp_path / "tasks.jsonl"
-    assert main(["import", "cruxeval", str(write(tmp_path / "c.jsonl", [ROWS[1], with_set])), "-o", str(tasks)]) == 0
-    assert "left out 1 row" in capsys.readouterr().err and len(tasks.read_text().splitlines()) == 2
+    source = write(tmp_path / "c.jsonl", [ROWS[1], *NO_JSON_ROWS])
+    assert main(["import", "cruxeval", str(source), "-o", str(tasks)]) == 0
+    assert "imported 12 tasks" in capsys.readouterr().err
+    lines = tasks.read_text().splitlines()
+    made = [json.loads(line) for line in lines]
+    assert [t["task_id"] for t in made][2:] == [
+        f"cruxeval/{r['id']}/{s}" for r in NO_JSON_ROWS for s in ("output", "input")
+    ]
+    for row, written in zip([r for r in NO_JSON_ROWS for _ in "oi"], made[2:], strict=True):
+        assert written["tests"] == [{"input": f"({row['input']},)", "python_eq": row["output"]}]  # no JSON stand-in
+    # the task file round-trips: read back, each test's expected is the literal's own value, written the same
+    read = [Task.model_validate_json(line) for line in lines]
+    assert [json.dumps(t.dump()) for t in read] == [json.dumps(t) for t in made]
+    assert read[2].tests[0].expected == {0, 1, 2} and read[4].tests[0].expected == b"cba"
+    assert read[8].tests[0].expected == {5: 1, 10: 2} and all(t.tests[0].literal_only for t in read[2:])
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(
+        "".join(json.dumps({"task_id": f"cruxeval/{t}", "completion": c}) + "\n" for t, c, _ in NO_JSON_SAMPLES)
+    )
+    capsys.readouterr()
+    assert main(["evaluate", str(tasks), "--samples", str(samples), "--sandbox", "subprocess"]) == 0
+    verdicts = [json.loads(line)["passed"] for line in capsys.readouterr().out.splitlines()]
+    assert verdicts == [want for _, _, want in NO_JSON_SAMPLES]
+    assert main(["evaluate", str(tasks), "--sandbox", "subprocess"]) == 0  # every reference's own answer passes
+    assert all(json.loads(line)["passed"] for line in capsys.readouterr().out.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("given", "literal", "description"),
+    [
+        ("([1, 4, 5, 9],)", "{0, 1, 2}", "Note: f([1, 4, 5, 9]) == {0, 1, 2}."),
+        ("('abc',)", "b'cba'", "Hint: f('abc') returns b'cba'"),
+        ("([5, 10],)", "{5: 1, 10: 2}", "For example f([5, 10]) -> {5: 1, 10: 2}"),
+    ],
+)
+def test_a_literal_only_output_shown_in_the_text_is_a_leak(given: str, literal: str, description: str) -> None:
+    """The leak search reads a literal-only test's value (a set, bytes, int keys) as Python writes it."""
+    test = TestCase(input=given, python_eq=literal)
+    kind = OUTPUT_PREDICTION.name
+    task = Task(task_id="t", kind=kind, description=description, entry_point="f", reference_code="", tests=[test])
+    assert [leak.test for leak in leaks(task, 1)] == [0]
+    assert leaks(task.model_copy(update={"description": "What does f return?"}), 1) == []
