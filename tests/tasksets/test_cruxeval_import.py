@@ -14,6 +14,7 @@ import pytest
 
 from spade_llm.cli.app import main
 from spade_llm.kinds import leaks
+from spade_llm.kinds.base import same_case
 from spade_llm.kinds.deduction import KIND as OUTPUT_PREDICTION
 from spade_llm.types import Task, TestCase
 
@@ -184,3 +185,12 @@ def test_a_literal_only_output_shown_in_the_text_is_a_leak(given: str, literal: 
     task = Task(task_id="t", kind=kind, description=description, entry_point="f", reference_code="", tests=[test])
     assert [leak.test for leak in leaks(task, 1)] == [0]
     assert leaks(task.model_copy(update={"description": "What does f return?"}), 1) == []
+
+
+def test_literal_only_tests_are_one_case_when_their_values_are_equal() -> None:
+    """``same_case`` (an example already among the tests is not added twice) by the literals' values."""
+    a_set = TestCase(input="(1,)", python_eq="{1, 2}")
+    assert same_case(a_set, TestCase(input="(1,)", python_eq="{2, 1}"))
+    assert not same_case(a_set, TestCase(input="(1,)", expected=[1, 2]))  # a list is not the set
+    assert not same_case(a_set, TestCase(input="(1,)", python_eq="{1, 3}"))
+    assert not same_case(TestCase(input="(1,)", python_eq="b'ab'"), TestCase(input="(1,)", expected="ab"))
