@@ -78,7 +78,7 @@ def first_difference(expected: str, actual: str) -> str | None:
     ("line 2: printed '2' after the 1 expected line", None)
     """
     want, got = output_lines(expected), output_lines(actual)
-    for n, (w, g) in enumerate(zip(want, got), start=1):
+    for n, (w, g) in enumerate(zip(want, got, strict=False), start=1):  # the shorter ends it
         if w != g:
             return f"line {n}: expected {_clip_line(w)!r}, printed {_clip_line(g)!r}"
     if len(got) < len(want):
