@@ -71,15 +71,17 @@ class Judge:
     def stdio(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         """``code`` as a whole program on the task's (stdin, expected stdout) tests (a subset by index, or
         all), one run per test under the task's ``time_limit_s`` of CPU (default: this judge's
-        ``test_timeout_s``), judged by the output rule (``sandbox/stdio.py``)."""
+        ``test_timeout_s``), judged by the output rule, or by the task's ``checker`` when it has one
+        (``sandbox/stdio.py``)."""
         from .sandbox.stdio import run_stdio_tests
 
         chosen = list(range(len(task.tests))) if tests is None else list(tests)
         cpu_s = task.time_limit_s or self.test_timeout_s
         cases = [task.tests[i] for i in chosen]
         return run_stdio_tests(
-            self.sandbox, code, cases, self.limits, cpu_s, indices=chosen, max_timeouts=self.max_timeouts
-        )
+            self.sandbox, code, cases, self.limits, cpu_s, indices=chosen, max_timeouts=self.max_timeouts,
+            checker=task.checker,
+        )  # fmt: skip
 
     def outputs(self, task: Task, code: str, *, hash_seed: int = 0) -> CallsOutcome:
         """What ``code``'s entry point returned on each of the task's test inputs, before comparison

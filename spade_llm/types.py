@@ -174,6 +174,12 @@ class Task(BaseModel):
     input_validator: str | None = None
     """A ``program`` task's input validator: a program that reads an input on stdin and exits 0 exactly
     when the constraints allow it."""
+    checker: str | None = None
+    """A ``program`` task's checker, where several outputs are right: a Python program run in the sandbox
+    that reads one JSON object on stdin, ``{"input": ..., "expected": ..., "actual": ...}`` (the test's
+    input, the reference's output and the answer's, as strings), and exits 0 to accept ``actual``,
+    non-zero to reject it. It then decides each test in place of the output rule (``sandbox/stdio.py``);
+    the gates prove it accepts the reference's outputs and rejects the trivial stand-ins'."""
     time_limit_s: float | None = Field(default=None, gt=0)
     """CPU seconds each test's run may take (a whole program's: the ``program`` kind, a contest's limit);
     None: the run's ``sandbox.test_timeout_s``."""
@@ -203,6 +209,7 @@ class Task(BaseModel):
             "time_limit_s",
             "input_generator",
             "input_validator",
+            "checker",
         ):  # unset: left out (docs/records.md)
             if data.get(optional) is None:
                 data.pop(optional, None)

@@ -39,6 +39,45 @@ def make_task(
     return Task(task_id=task_id, entry_point=entry_point, reference_code=code, tests=tests, **{**base, **fields})
 
 
+ARGMAX = "n = int(input())\nxs = list(map(int, input().split()))[:n]\nprint(xs.index(max(xs)) + 1)\n"
+"""A ``program`` task's reference where several outputs are right: the first position of a largest value."""
+ARGMAX_LAST = "n = int(input())\nxs = list(map(int, input().split()))[:n]\nprint(n - xs[::-1].index(max(xs)))\n"
+"""Another right answer: the last position of a largest value."""
+ARGMIN = "n = int(input())\nxs = list(map(int, input().split()))[:n]\nprint(xs.index(min(xs)) + 1)\n"
+"""A wrong answer: a smallest value's position (right only where every value is the same)."""
+ARGMAX_CHECKER = (
+    "import json, sys\n"
+    "data = json.load(sys.stdin)\n"
+    "lines = data['input'].split('\\n')\n"
+    "n = int(lines[0])\n"
+    "xs = list(map(int, lines[1].split()))[:n]\n"
+    "tokens = data['actual'].split()\n"
+    "assert len(tokens) == 1, 'print one position'\n"
+    "i = int(tokens[0])\n"
+    "assert 1 <= i <= n and xs[i - 1] == max(xs), f'position {i} does not hold a largest value'\n"
+)
+"""The argmax task's checker: one position, 1-based, that holds a largest value."""
+ARGMAX_CASES = (("3\n1 3 3\n", "2\n"), ("1\n7\n", "1\n"), ("4\n5 5 5 5\n", "1\n"), ("5\n1 2 9 2 9\n", "3\n"),
+                ("2\n-5 -1\n", "2\n"))  # fmt: skip
+"""The argmax task's tests: each input with the reference's output (one right output of several)."""
+
+
+def argmax_task(*, filled: bool = False, **fields: Any) -> Task:
+    """A ``program`` task judged by a checker (``ARGMAX_CHECKER``): print the 1-based position of any
+    largest of n integers. ``filled``: each test with the reference's output as its ``expected``."""
+    tests = [TestCase(input=i, expected=o) if filled else TestCase(input=i) for i, o in ARGMAX_CASES]
+    base: dict[str, Any] = {
+        "task_id": "argmax",
+        "kind": "program",
+        "description": "Read n, then n integers on one line; print the position (1-based) of any largest one.",
+        "entry_point": "",
+        "reference_code": ARGMAX,
+        "tests": tests,
+        "checker": ARGMAX_CHECKER,
+    }
+    return Task.model_validate({**base, **fields})
+
+
 def small_config(seed: int = 0, backend: str = "subprocess", **sections: Any) -> RunConfig:
     """A run config on the fake model small enough for a test (one epoch of three tasks, one sample
     each), with ``sections`` merged over it (``controller={"epochs": 2}``)."""

@@ -17,7 +17,10 @@ rLLM and TRL's examples read: a folder per task with
 function task's answer called on each test's arguments, its value compared with the loop's rule
 (``True`` is not ``1``, ``1`` is not ``1.0``, floats within a relative ``1e-9``, a tuple equals a
 list); a ``program`` task's answer run on each test's stdin under its time limit, its stdout compared
-by the output rule. Each test runs in a child process of its own session, killed at its end. It is
+by the output rule, or for a task with a ``checker`` (several outputs are right) handed to the checker
+by its contract (``sandbox/stdio.py``: one JSON object ``{"input", "expected", "actual"}`` on its
+stdin, exit 0 to accept), which runs as a child of its own under ``CHECKER_CPU_S``. Each test runs in
+a child process of its own session, killed at its end. It is
 weaker than spade's sandbox: the answer runs in the agent's container as an ordinary process, as
 Harbor's own verifiers do. Kinds whose answer is no program (``deduction``, ``abduction``),
 imported tasks judged by an assert script and tasks with a test whose expected value has no JSON form
@@ -38,6 +41,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..kinds import get_kind
+from ..sandbox.stdio import CHECKER_CPU_S
 from ..solver import first_messages
 from ..templates import Prompts
 from ..types import Task
@@ -139,9 +143,13 @@ def _files(task: Task, tier: str, instruction: str, test_timeout_s: float) -> di
         "time_limit_s": cpu_s,
         "tests": [{"input": t.input, "expected": t.expected} for t in task.tests],
     }
+    per_test = 10 * cpu_s + 1  # a test's wall limit
+    if task.checker is not None:
+        spec.update(checker=task.checker, checker_cpu_s=CHECKER_CPU_S)
+        per_test += 10 * CHECKER_CPU_S + 1
     reference = task.reference_code if task.reference_code.endswith("\n") else task.reference_code + "\n"
     mark = _heredoc(reference)
-    verifier = round(60.0 + len(task.tests) * (10 * cpu_s + 1), 1)  # every test at its wall limit, and slack
+    verifier = round(60.0 + len(task.tests) * per_test, 1)  # every test at its wall limits, and slack
     return {
         "task.toml": TASK_TOML.format(
             tier=tier,

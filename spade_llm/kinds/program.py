@@ -8,25 +8,35 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
 * Judging (``Judge.stdio``, ``sandbox/stdio.py``): one sandbox run per test under the task's
   ``time_limit_s`` of CPU, stdout compared outside the sandbox by the one output rule
   (``same_output``: lines equal after stripping trailing whitespace, trailing blank lines ignored); a
-  non-zero exit, a crash or a timeout fails the test.
+  non-zero exit, a crash or a timeout fails the test. A task where several outputs are right carries
+  a ``checker`` instead (``Task.checker``; its contract in ``sandbox/stdio.py``): a program run in the
+  sandbox on the test's input, the reference's output and the answer's, which exits 0 to accept; it
+  decides every test of the task in place of the output rule.
 * The solver sees the description and the public tests' stdin and stdout; a repair prompt shows a
   failing public test's stdin, expected and actual output (clipped) and the end of stderr, never a
-  hidden test.
-* Gates (``gates``): the static ones (syntax of the reference and of the author's input generator and
-  validator, banned imports, each input text within ``MAX_STDIN_CHARS``, at least ``MIN_TESTS`` tests);
-  with an ``input_validator``, it accepts every test's input (``invalid_input``) but not every malformed
-  probe (``weak_validator``); with an ``input_generator`` (after rStar-Coder and CodeContests+), a hidden
-  test is drawn at each of ``GENERATED_SIZES`` (``bad_generator`` when a draw fails or the validator
-  rejects it); the reference runs on every input within its
-  time limit and exits 0 (``timeout``, ``runtime_error``), prints the same in a second run in the
-  other order with another hash seed (``nondeterministic``), prints what an author-given ``expected``
-  says (``expected_mismatch``); a task without a ``time_limit_s`` gets one derived from the reference's
-  slowest run (``derived_time_limit``: 4x, raised to 1, 2, 4 or 8 s; a reference too slow for 8 s is a
-  ``timeout``), so a solution much slower than the reference fails as ``timeout``; ``empty_output``
-  when the reference prints nothing on every test; then ``weak_tests`` when the tests cannot tell
-  the reference from a stand-in (a program that prints nothing, one that echoes its input, one that
-  prints the most common expected output) or from one of its mutants (``mutant_gate``). The leak gate
-  (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input shown with its output right after it.
+  hidden test. For a task with a checker (``view``'s ``checked``) both say that any right output is
+  accepted and the expected one is one of them; a rejected output's error says the checker rejected it.
+* Gates (``gates``): the static ones (syntax of the reference and of the author's input generator,
+  validator and checker, banned imports, each input text within ``MAX_STDIN_CHARS``, at least
+  ``MIN_TESTS`` tests); with an ``input_validator``, it accepts every test's input (``invalid_input``)
+  but not every malformed probe (``weak_validator``); with an ``input_generator`` (after rStar-Coder and
+  CodeContests+), a hidden test is drawn at each of ``GENERATED_SIZES`` (``bad_generator`` when a draw
+  fails or the validator rejects it); the reference runs on every input within its time limit and
+  exits 0 (``timeout``, ``runtime_error``); with a ``checker``, the checker accepts the reference's own
+  output on every test (``bad_checker``: it rejects one, fails or runs out of time); the reference
+  prints the same in a second run in the other order with another hash seed (``nondeterministic``; with
+  a checker, the second output need only be accepted beside the first: several outputs are right),
+  prints what an author-given ``expected`` says (``expected_mismatch``; with a checker, one the checker
+  accepts beside the reference's output); a task without a ``time_limit_s`` gets one derived from the
+  reference's slowest run (``derived_time_limit``: 4x, raised to 1, 2, 4 or 8 s; a reference too slow
+  for 8 s is a ``timeout``), so a solution much slower than the reference fails as ``timeout``;
+  ``empty_output`` when the reference prints nothing on every test; then ``weak_tests`` when the tests
+  cannot tell the reference from a stand-in: a program that prints nothing, one that echoes its input,
+  one that prints the most common expected output; with a checker, ``weak_checker`` when the checker
+  accepts one of those stand-ins' outputs on every test (each must be rejected on at least one test: a
+  checker that accepts anything would pass any answer); and ``weak_tests`` again when the tests miss a
+  mutant of the reference (``mutant_gate``). The leak gate (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input shown with its output
+  right after it.
 """
 
 from __future__ import annotations
@@ -37,7 +47,15 @@ from typing import TYPE_CHECKING
 
 from ..languages import language_of
 from ..sandbox.runner import run_program, timed_program
-from ..sandbox.stdio import per_test_limits, same_output, stand_in_passes
+from ..sandbox.stdio import (
+    accepted,
+    checked_stand_in_passes,
+    per_test_limits,
+    rejection,
+    run_checker,
+    same_output,
+    stand_in_passes,
+)
 from .base import STDIN_TESTS, TaskKind, free_text, public_indices, tests_after_public
 from .induction import extract_code, tool_code
 
@@ -115,8 +133,18 @@ def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
         return f"- FAIL {where}: not run"
     if r.passed:
         return f"- PASS {where}"
+    if task.checker is not None and r.status == "failed" and r.output is not None:
+        # several outputs are right: the expected one is one of them, and the checker said no to this one
+        printed = clip(r.output, 200)
+        return f"- FAIL {where}: printed {printed!r}; {r.error} (one right output: {clip(io['output'], 200)!r})"
     got = r.error if r.error else f"printed {clip(r.output or '', 200)!r}"
     return f"- FAIL {where}: expected {clip(io['output'], 200)!r}, {got}"
+
+
+def view(task: Task) -> dict[str, bool]:
+    """What the program templates need beyond the task: ``checked``, whether a checker judges its outputs
+    (then any right output is accepted, and the one shown is one of them)."""
+    return {"checked": task.checker is not None}
 
 
 # -- leaks --------------------------------------------------------------------------------------------
@@ -338,12 +366,20 @@ def probe_inputs(validator: Validator, task: Task, cpu_s: float) -> list[tuple[s
     return probes
 
 
-def _told_apart(validator: Validator, code: str, cases: Sequence[tuple[str, str]], cpu_s: float) -> bool:
-    """Whether some case's run of ``code`` fails (exit, crash, timeout) or prints other than its output."""
+def _told_apart(
+    validator: Validator, code: str, cases: Sequence[tuple[str, str]], cpu_s: float, checker: str | None
+) -> bool:
+    """Whether some case's run of ``code`` fails (exit, crash, timeout) or prints an output the task's
+    judge rejects: other than the case's output by the output rule, or one its ``checker`` rejects."""
     limits = per_test_limits(cpu_s, validator.limits)
     for given, output in cases:
         run = run_program(validator.sandbox, code, limits, stdin=given, cpu_s=cpu_s)
-        if _failure(0, run) is not None or not same_output(output, run.stdout):
+        if _failure(0, run) is not None:
+            return True
+        if checker is None:
+            if not same_output(output, run.stdout):
+                return True
+        elif not accepted(run_checker(validator.sandbox, checker, given, output, run.stdout, validator.limits)):
             return True
     return False
 
@@ -368,11 +404,11 @@ def mutant_gate(validator: Validator, task: Task) -> tuple[MutationStats | None,
     started = time.monotonic()
     cpu_s = task.time_limit_s or validator.test_timeout_s
     cases = [(t.input, t.expected if isinstance(t.expected, str) else "") for t in task.tests]
-    survivors = [m for m in found if not _told_apart(validator, m.source, cases, cpu_s)]
+    survivors = [m for m in found if not _told_apart(validator, m.source, cases, cpu_s, task.checker)]
     real: list[Mutant] = []
     if survivors:
         probes = probe_inputs(validator, task, cpu_s)
-        real = [m for m in survivors if probes and _told_apart(validator, m.source, probes, cpu_s)]
+        real = [m for m in survivors if probes and _told_apart(validator, m.source, probes, cpu_s, task.checker)]
         # with no probe the reference answers, no survivor can be told from an equivalent mutant
         unknown = len(survivors) if not probes else 0
     else:
@@ -388,6 +424,21 @@ def _ending(run: ExecutionResult) -> str:
     return f"status {run.status}, exit {run.return_code}" + (f": {tail[0][:200]}" if tail else "")
 
 
+def _checker_run(validator: Validator, task: Task, i: int, expected: str, actual: str) -> ExecutionResult:
+    """The task's checker run on test ``i`` with ``expected`` (the reference's output) and ``actual``."""
+    return run_checker(validator.sandbox, task.checker or "", task.tests[i].input, expected, actual, validator.limits)
+
+
+def _check_checker(validator: Validator, task: Task, outputs: Sequence[str]) -> tuple[str, str] | None:
+    """``bad_checker`` when the task's checker does not accept the reference's own output (``outputs``,
+    one per test) on some test: it rejects it, fails or runs out of time."""
+    for i, out in enumerate(outputs):
+        run = _checker_run(validator, task, i, out, out)
+        if not accepted(run):
+            return "bad_checker", f"test {i}: on the reference's own output {clip(out, 60)!r}, {rejection(run)}"
+    return None
+
+
 def gates(validator: Validator, task: Task) -> ValidationReport:
     """The program kind's gates in order (the module docstring)."""
     from ..validation import MIN_TESTS, ValidationReport
@@ -400,7 +451,7 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
 
     language = language_of(task)
     programs = (("", task.reference_code), ("input generator", task.input_generator),
-                ("input validator", task.input_validator))  # fmt: skip
+                ("input validator", task.input_validator), ("checker", task.checker))  # fmt: skip
     for what, code in programs:
         found = language.static_error(code, "", validator.banned_imports) if code is not None else None
         if found is not None:
@@ -426,16 +477,32 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         why = _failure(i, run)
         if why is not None:
             return report(*why)
+    outputs = [first[i].stdout for i in range(total)]
+    if task.checker is not None:
+        found = _check_checker(validator, task, outputs)
+        if found is not None:
+            return report(*found)
+
+    def agrees(i: int, expected: str, actual: str) -> bool:
+        """Whether ``actual`` is as right as the reference's ``expected`` on test ``i``: the same by the
+        output rule, or with a checker accepted by it (an identical text already was, by ``bad_checker``)."""
+        if task.checker is None:
+            return same_output(expected, actual)
+        return actual == expected or accepted(_checker_run(validator, task, i, expected, actual))
+
     second, slowest_again = _runs(validator, task, range(total - 1, -1, -1), hash_seed=1)
     for i, run in second.items():
         why = _failure(i, run)
         # a second run that fails where the first passed is the reference disagreeing with itself too
-        if why is not None or not same_output(first[i].stdout, run.stdout):
+        if why is not None or not agrees(i, outputs[i], run.stdout):
             detail = why[1] if why else f"test {i}: two runs of the reference print different outputs"
+            if why is None and task.checker is not None:
+                second_out, first_out = clip(run.stdout, 60), clip(outputs[i], 60)
+                detail = f"test {i}: the checker rejects a second run's output {second_out!r} beside {first_out!r}"
             return report("nondeterministic", detail)
     for i, test in enumerate(task.tests):
-        if test.has_expected and not (isinstance(test.expected, str) and same_output(test.expected, first[i].stdout)):
-            given, printed = clip(str(test.expected), 60), clip(first[i].stdout, 60)
+        if test.has_expected and not (isinstance(test.expected, str) and agrees(i, outputs[i], test.expected)):
+            given, printed = clip(str(test.expected), 60), clip(outputs[i], 60)
             return report("expected_mismatch", f"test {i}: expected {given!r}, the reference prints {printed!r}")
     time_limit = task.time_limit_s
     if time_limit is None:  # the author gave none: derived from the reference, so a slower solution fails
@@ -443,13 +510,17 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         if time_limit is None:
             detail = f"the reference takes {max(slowest, slowest_again):.2f} s of CPU on a test: too slow to judge by"
             return report("timeout", detail)
-    tests = [t.model_copy(update={"expected": first[i].stdout}) for i, t in enumerate(task.tests)]
+    tests = [t.model_copy(update={"expected": outputs[i]}) for i, t in enumerate(task.tests)]
     filled = task.model_copy(update={"tests": tests, "time_limit_s": time_limit})
     if not any(t.expected.strip() for t in tests if isinstance(t.expected, str)):
         return report("empty_output", "the reference prints nothing on every test", passed=total, filled=filled)
     weak = stand_in_passes(tests)
     if weak is not None:
         return report("weak_tests", weak, passed=total, filled=filled)
+    if task.checker is not None:
+        weak = checked_stand_in_passes(validator.sandbox, task.checker, tests, validator.limits)
+        if weak is not None:
+            return report("weak_checker", weak, passed=total, filled=filled)
     stats, survivor = mutant_gate(validator, filled)
     if stats is not None and stats.kill_rate < validator.min_kill_rate:
         assert survivor is not None
@@ -473,6 +544,7 @@ KIND = TaskKind(
     gates=gates,
     check_answer=check_answer,
     summary="write a whole program that reads standard input and prints the answer",
+    view=view,
     tool_parse=tool_code,
     shown_text=shown_text,
     feedback_line=feedback_line,
@@ -483,6 +555,7 @@ KIND = TaskKind(
     sample_first={
         "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},
         "public_tests": [{"input": "1 2", "expected": "'3\\n'", "expected_text": "3\n"}],
+        "checked": True,
     },
     sample_repair={
         "entry_point": "",
@@ -502,5 +575,6 @@ KIND = TaskKind(
             }
         ],
         "stderr_tail": "",
+        "checked": True,
     },
 )

@@ -98,7 +98,9 @@ logger = logging.getLogger("spade_llm.rewards")
 RewardStatus = Literal["passed", "failed", "timeout", "error", "no_code"]
 STATUS_CODES: Final[dict[str, int]] = {"passed": 0, "failed": 1, "timeout": 2, "error": 3, "no_code": 4}
 """``status_code`` in ``compute_score``'s dict: a number for each status, for loggers that keep numbers only."""
-ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", "reference_code", "public", "task_id")
+ROW_TASK_COLUMNS: Final = ("reference_code", "public", "task_id", "checker")
+"""The columns beside ``tests``, ``entry_point`` and ``kind`` a row's task is read from when it has them."""
+ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", *ROW_TASK_COLUMNS)
 """The dataset columns a reward reads; TRL passes every column, and its own objects, as keywords."""
 SANDBOX_ENV: Final = "SPADE_SANDBOX"
 """Environment variable naming the default rewarder's backend (``auto``, ``bwrap``, ``subprocess``, ``docker``)."""
@@ -186,8 +188,9 @@ def parse_ground_truth(value: Any) -> tuple[Task, int]:
 
 def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: Any) -> tuple[Task, int]:
     """The task behind a GRPO row without a ``ground_truth`` column, from its ``tests`` (JSON string
-    or list), ``entry_point`` and ``kind`` columns (``reference_code``, ``public`` and ``task_id``
-    when the row has them: deduction and abduction need the reference).
+    or list), ``entry_point`` and ``kind`` columns (``reference_code``, ``public``, ``task_id`` and
+    ``checker`` when the row has them: deduction and abduction need the reference, a program task
+    whose outputs may differ its checker).
 
     Raises:
         UserError: the columns do not describe a task.
@@ -201,7 +204,7 @@ def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: A
     if get_kind(str(kind)).needs_reference and not extra.get("reference_code"):
         raise UserError(f"a {kind} task needs its program: use the `ground_truth` column (the `tests` column lacks it)")
     value: dict[str, Any] = {"tests": tests, "entry_point": entry_point, "kind": kind}
-    for key in ("reference_code", "public", "task_id"):
+    for key in ROW_TASK_COLUMNS:
         if extra.get(key) is not None:
             value[key] = extra[key]
     if "public" not in value:
@@ -219,7 +222,7 @@ def row_task(row: Mapping[str, Any]) -> tuple[Task, int] | None:
     if row.get("ground_truth") is not None:
         return parse_ground_truth(row["ground_truth"])
     if row.get("tests") is not None and row.get("entry_point") is not None:
-        extra = {k: row.get(k) for k in ("reference_code", "public", "task_id")}
+        extra = {k: row.get(k) for k in ROW_TASK_COLUMNS}
         return task_from_columns(row["tests"], row["entry_point"], row.get("kind"), **extra)
     return None
 

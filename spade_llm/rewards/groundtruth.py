@@ -16,6 +16,8 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 * ``input_validator``: for those kinds, when the task has one (a program abduction's judge accepts only an
   input it accepts);
 * ``check_code`` and ``examples``: an imported benchmark's assert script and docstring examples;
+* ``checker``: a ``program`` task's checker, when several outputs are right (``Task.checker``): the
+  reward judges each test by it, as the loop does;
 * ``time_limit_s``: the CPU seconds each test's run may take, when the task sets them (a ``program``
   task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default.
 """
@@ -75,6 +77,8 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         gt["check_code"] = task.check_code
     if task.examples:
         gt["examples"] = [t.dump() for t in task.examples]
+    if task.checker is not None:  # the loop judged by it: so does the reward
+        gt["checker"] = task.checker
     if task.time_limit_s is not None:  # the loop judged under it: so does the reward
         gt["time_limit_s"] = task.time_limit_s
     return gt
@@ -118,6 +122,7 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
             reference_code=value.get("reference_code") or "",
             tests=tests,
             check_code=value.get("check_code"),
+            checker=value.get("checker"),
             examples=examples,
             public_tests=0 if public <= 0 else None,  # no test shown: an imported benchmark's, seen by its examples
             time_limit_s=value.get("time_limit_s"),
@@ -158,6 +163,7 @@ fraction passed of the first this many tests only."""
 LEFT_OUT_NOT_CODE = "its answer is not a program"
 LEFT_OUT_TRIVIAL_PROGRAM = "a trivial program passes every scored test"
 LEFT_OUT_CHECK_CODE = "judged by its own check code"
+LEFT_OUT_CHECKER = "judged by its own checker (several outputs are right)"
 LEFT_OUT_ARGUMENTS = "arguments JSON cannot carry"
 LEFT_OUT_NO_TESTS = "no test left"
 TEST_PRINTS_EMPTY = "output prints empty, as a crash does"
@@ -228,7 +234,9 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
       pass as text, and one whose value has no JSON form (``TestCase.literal_only``: a set, bytes),
       whose printed text Python's ``==`` does not follow;
     * the task is left out when no test is left, or when a stand-in passes every test verl scores
-      (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all).
+      (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all);
+    * a task judged by its own ``checker`` (several outputs are right) is left out: verl's judges
+      compare text, and would fail every right output but the reference's.
 
     The stand-ins are judged by their printed form, computed here, outside any sandbox (constants
     and the test's own first argument; nothing runs). No output is ever ``null`` (verl passes a
@@ -246,6 +254,8 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
         return SandboxFusionForm(None, LEFT_OUT_NOT_CODE)
     if task.check_code:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
+    if task.checker is not None:  # verl's judges compare text: they would fail another right output
+        return SandboxFusionForm(None, LEFT_OUT_CHECKER)
     if shape == STDIN_TESTS:
         return _stdin_form(task)
     missing = [t.input for t in task.tests if not t.has_expected]
@@ -293,7 +303,7 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
     """``task``'s tests in the form verl's SandboxFusion judge runs: by function name for a function's
     task, as stdin and stdout texts for a whole program's (``_stdin_form``, which verl's ``prime_code``
     reads too); None when the task is left out (``sandbox_fusion_form`` says why: arguments JSON
-    cannot carry, such as a tuple, a set or bytes; no test left; a stand-in passes).
+    cannot carry, such as a tuple, a set or bytes; no test left; a stand-in passes; judged by a checker).
 
     verl's ``sandbox_fusion`` reward (``check_correctness`` with ``fn_name``) wraps the answer in a
     program that reads one JSON argument per stdin line, calls the function and prints its result

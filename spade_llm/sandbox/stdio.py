@@ -10,12 +10,28 @@ non-zero exit, an exception, a signal, the memory or output limit) fails it, wit
 
 After ``max_timeouts`` tests timed out the rest are not run (``timeout``, "not run: ..."): a program that
 loops on every input would otherwise spend a budget per test.
+
+**Checkers.** Where several outputs are right (any index of a maximum, the pairs in any order), a task
+carries a *checker* (``Task.checker``) and the output rule gives way to it. The contract: a Python
+program, run in the sandbox as ``__main__`` like any other, that reads on stdin one JSON object,
+``{"input": ..., "expected": ..., "actual": ...}`` (``checker_stdin``: the test's input, the reference's
+output, the answer's output, each a string), and exits 0 to accept ``actual`` and non-zero to reject
+it; what it prints is not read. Each run has its own CPU budget, ``CHECKER_CPU_S``. The answer's
+output reaches it only as a JSON string value, escaped by ``json.dumps`` (quotes, NULs, lone
+surrogates, text shaped like JSON fields: all data), in another execution after the answer's ended:
+nothing of the answer runs beside the checker. A test of a task with a checker passes when the
+answer's run ended normally with exit 0 within its limits, its output was not cut at the output
+limit, and the checker accepted it (``accepted``); a rejection, or a checker that fails or runs out of
+time on that output, fails the test. Every verdict on a program task goes through ``run_stdio_tests``
+(the judge, the rewards, validation's stand-ins through ``checked_stand_in_passes``); a Harbor
+folder's standalone judge runs its checker by the same contract.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..languages import pyast
@@ -24,10 +40,16 @@ from .base import Limits, Sandbox
 from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
 __all__ = [
+    "CHECKER_CPU_S",
     "NOT_RUN_AFTER_TIMEOUTS",
     "first_difference",
+    "accepted",
+    "checked_stand_in_passes",
+    "checker_stdin",
     "output_lines",
     "per_test_limits",
+    "rejection",
+    "run_checker",
     "run_stdio_tests",
     "same_output",
     "stand_in_passes",
@@ -41,6 +63,10 @@ sleeps, blocks or ignores the budget's signal meets it, so a loaded machine does
 WALL_SLACK_S = 1.0
 STAND_IN_CHARS = 60
 """Most of a constant output a weak-tests message quotes."""
+CHECKER_CPU_S = 2.0
+"""CPU seconds one run of a task's checker may take: its own budget, whatever the task's time limit."""
+SHOWN_CHECKER_CHARS = 200
+"""Most of a checker's last stderr line a rejection quotes."""
 
 
 def output_lines(text: str) -> list[str]:
@@ -96,21 +122,101 @@ DIFF_LINE_CHARS = 80
 
 def _clip_line(line: str) -> str:
     return line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "..."
+def _expected_texts(tests: Sequence[TestCase]) -> list[str]:
+    return [t.expected if isinstance(t.expected, str) else "" for t in tests]
+
+
+def _most_common_output(expected: Sequence[str]) -> str:
+    """The expected output most tests share, as the output rule reads it (its lines joined)."""
+    return Counter("\n".join(output_lines(e)) for e in expected).most_common(1)[0][0] if expected else ""
+
+
+def _shown_constant(common: str) -> str:
+    return common if len(common) <= STAND_IN_CHARS else common[:STAND_IN_CHARS] + "..."
 
 
 def stand_in_passes(tests: Sequence[TestCase]) -> str | None:
     """Which trivial program passes every test (prints nothing, echoes its input, prints the most common
     expected output), or None. Decided from the texts, by the output rule: nothing runs. The program
     kind's ``weak_tests`` gate, and the exports' check of the tests verl's judges score."""
-    expected = [t.expected if isinstance(t.expected, str) else "" for t in tests]
+    expected = _expected_texts(tests)
     if all(not output_lines(e) for e in expected):
         return "a program that prints nothing passes every test (every expected output is empty)"
     if all(same_output(e, t.input) for e, t in zip(expected, tests, strict=True)):
         return "a program that prints its input back passes every test"
-    common, _ = Counter("\n".join(output_lines(e)) for e in expected).most_common(1)[0]
+    common = _most_common_output(expected)
     if all(same_output(e, common) for e in expected):
-        shown = common if len(common) <= STAND_IN_CHARS else common[:STAND_IN_CHARS] + "..."
-        return f"a program that always prints {shown!r} passes every test"
+        return f"a program that always prints {_shown_constant(common)!r} passes every test"
+    return None
+
+
+# -- checkers -----------------------------------------------------------------------------------------
+
+Check = Callable[[TestCase, str], str | None]
+"""A checker's verdict on a test and the answer's output: None when accepted, else why not."""
+
+
+def checker_stdin(test_input: str, expected: str, actual: str) -> str:
+    """What a checker reads on stdin: one JSON object with the three texts as string values. ASCII
+    throughout (``json.dumps`` escapes every quote, control character, NUL and lone surrogate), so no
+    output, however it is made, is more than a string's value to the checker."""
+    return json.dumps({"input": test_input, "expected": expected, "actual": actual})
+
+
+def run_checker(
+    sandbox: Sandbox, checker: str, test_input: str, expected: str, actual: str, limits: Limits
+) -> ExecutionResult:
+    """One run of ``checker`` in the sandbox on a test's input, its expected and an actual output, under
+    ``CHECKER_CPU_S`` of CPU (its wall limit from ``per_test_limits``)."""
+    stdin = checker_stdin(test_input, expected, actual)
+    return run_program(sandbox, checker, per_test_limits(CHECKER_CPU_S, limits), stdin=stdin, cpu_s=CHECKER_CPU_S)
+
+
+def accepted(run: ExecutionResult) -> bool:
+    """Whether a checker's run accepted: it ended by itself with exit code 0 (anything else rejects)."""
+    return run.status == "ok" and run.return_code == 0 and run.signal is None
+
+
+def rejection(run: ExecutionResult) -> str:
+    """Why a checker's run is no acceptance, in one line: its exit code and last stderr line, or the limit
+    it met (what a failed test's ``error`` says)."""
+    if run.status == "timeout":
+        return f"the task's checker ran out of its {CHECKER_CPU_S:g} s on this output"
+    if run.status in ("ok", "error") and run.return_code is not None:
+        last = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+        said = f": {last[0][:SHOWN_CHECKER_CHARS]}" if last else ""
+        return f"the task's checker rejected this output (exit code {run.return_code}{said})"
+    return f"the task's checker failed on this output ({_ending(run)})"
+
+
+def _checking(sandbox: Sandbox, checker: str, limits: Limits) -> Check:
+    """``checker`` as a test's judge: None when it accepts the answer's output, else why not."""
+
+    def check(test: TestCase, actual: str) -> str | None:
+        expected = test.expected if isinstance(test.expected, str) else ""
+        run = run_checker(sandbox, checker, test.input, expected, actual, limits)
+        return None if accepted(run) else rejection(run)
+
+    return check
+
+
+def checked_stand_in_passes(sandbox: Sandbox, checker: str, tests: Sequence[TestCase], limits: Limits) -> str | None:
+    """Which trivial program (``stand_in_passes``'s: prints nothing, echoes its input, prints the most
+    common expected output) ``checker`` accepts on every test, or None when each is rejected on at least
+    one. Each stand-in's output goes through the checker, test after test, until one rejects it."""
+    expected = _expected_texts(tests)
+    common = _most_common_output(expected)
+    stand_ins: list[tuple[str, Callable[[TestCase], str]]] = [
+        ("a program that prints nothing", lambda t: ""),
+        ("a program that prints its input back", lambda t: t.input),
+        (f"a program that always prints {_shown_constant(common)!r}", lambda t: common + "\n"),
+    ]
+    for name, prints in stand_ins:
+        if all(
+            accepted(run_checker(sandbox, checker, t.input, e, prints(t), limits))
+            for t, e in zip(tests, expected, strict=True)
+        ):
+            return f"the checker accepts {name} on every test"
     return None
 
 
@@ -120,7 +226,7 @@ def per_test_limits(cpu_s: float, limits: Limits) -> Limits:
     return replace(limits, timeout_s=min(limits.timeout_s, WALL_FACTOR * cpu_s + WALL_SLACK_S))
 
 
-def _verdict(index: int, test: TestCase, run: ExecutionResult) -> TestResult:
+def _verdict(index: int, test: TestCase, run: ExecutionResult, check: Check | None = None) -> TestResult:
     expected = test.expected if isinstance(test.expected, str) else None
     status: TestStatus
     error: str | None = None
@@ -133,6 +239,9 @@ def _verdict(index: int, test: TestCase, run: ExecutionResult) -> TestResult:
         status, error = "error", "the test has no expected output to compare with"
     elif run.stdout_truncated:
         status, error = "failed", "output limit exceeded"
+    elif check is not None:
+        error = check(test, run.stdout)
+        status = "passed" if error is None else "failed"
     else:
         status = "passed" if same_output(expected, run.stdout) else "failed"
     return TestResult(
@@ -163,9 +272,11 @@ def run_stdio_tests(
     *,
     indices: Sequence[int] | None = None,
     max_timeouts: int | None = 2,
+    checker: str | None = None,
 ) -> ExecutionResult:
-    """``code`` run once per test on its input, its stdout judged by ``same_output``: one
-    ``ExecutionResult`` over all (``indices``: each test's index to report, default 0..n-1).
+    """``code`` run once per test on its input, its stdout judged by ``same_output``, or with a
+    ``checker`` by the checker (the module docstring): one ``ExecutionResult`` over all (``indices``:
+    each test's index to report, default 0..n-1).
 
     The result's streams are the first failing test's (else the last test's): what feedback may show of
     the public tests. ``status`` is ``ok`` unless every test ran into the same limit.
@@ -182,6 +293,7 @@ def run_stdio_tests(
             status="error", stderr=load_error, tests_passed=0, tests_total=len(not_run), test_results=not_run,
             load_error=load_error,
         )  # fmt: skip
+    check = None if checker is None else _checking(sandbox, checker, limits)
     results: list[TestResult] = []
     runs: list[ExecutionResult] = []
     timeouts = 0
@@ -190,7 +302,7 @@ def run_stdio_tests(
             results.append(TestResult(index=index, input=test.input, status="timeout", error=NOT_RUN_AFTER_TIMEOUTS))
             continue
         run = run_program(sandbox, code, per_test, stdin=test.input, cpu_s=cpu_s)
-        verdict = _verdict(index, test, run)
+        verdict = _verdict(index, test, run, check)
         timeouts += verdict.status == "timeout"
         results.append(verdict)
         runs.append(run)

@@ -96,3 +96,27 @@ def test_the_export_refuses_a_folder_that_is_not_empty(
     (tmp_path / "old.txt").write_text("x")
     assert main(["export", str(run), "--format", "harbor", "-o", str(tmp_path)]) == 2
     assert "not an empty folder" in capsys.readouterr().err and (tmp_path / "old.txt").exists()
+
+
+def test_a_checker_tasks_folder_judges_by_its_checker(tmp_path: Path) -> None:
+    """A task where several outputs are right: its checker travels in tests.json, and the verifier runs it,
+    so the oracle and another right answer earn 1 where a stand-in and a wrong answer earn 0."""
+    from builders import ARGMAX, ARGMAX_CHECKER, ARGMAX_LAST, ARGMIN, argmax_task
+
+    from spade_llm.export.harbor import write_harbor
+
+    task = argmax_task(filled=True, time_limit_s=1.0)
+    written = write_harbor([(task, "easy")], tmp_path / "harbor", public_tests=1, prompts_dir=None, test_timeout_s=1.0)
+    assert (written.tasks, written.left_out) == (1, {})
+    folder = tmp_path / "harbor" / "argmax"
+    spec = json.loads((folder / "tests" / "tests.json").read_text())
+    assert (spec["judge"], spec["checker"], spec["checker_cpu_s"]) == ("stdin", ARGMAX_CHECKER, 2.0)
+    assert "any correct output is accepted" in (folder / "instruction.md").read_text()
+    assert reference(folder, tmp_path) == ARGMAX
+    assert verify(folder, ARGMAX, tmp_path) == "1"
+    assert verify(folder, ARGMAX_LAST, tmp_path) == "1"  # another right output: the output rule would fail it
+    assert verify(folder, "print(0)\n", tmp_path) == "0"
+    assert verify(folder, ARGMIN, tmp_path) == "0"
+    assert verify(folder, "import sys\nprint(sys.stdin.read())\n", tmp_path) == "0"  # the echo
+    # an output written as the checker's JSON fields is only the actual output's text
+    assert verify(folder, 'print(\'1", "actual": "2\')\n', tmp_path) == "0"
