@@ -239,7 +239,12 @@ class FakeLLM:
         """Answer one request; never raises for a well-formed request, whatever its content."""
         await asyncio.sleep(0)  # a real model yields; so does the fake, so tests see interleaving
         role: Role = request.role if request.role in ("generator", "solver") else infer_role(request.messages)
-        if role == "generator":
+        from .checked_programs import play  # program tasks with several right outputs, and their checkers
+
+        played = play(self, request, role)
+        if played is not None:
+            text, finish = played
+        elif role == "generator":
             text, finish = self._propose(request)
         else:
             text, finish = self._solve(request)
