@@ -47,6 +47,9 @@ class Problem:
     """The author's own tests (the first is the statement's example); hidden ones come from the generator."""
     trivial_tests: tuple[str, ...]
     """Inputs a careless setter tests with: all with the same answer (the noisy profile's weak tests)."""
+    topics: tuple[str, ...] = ()
+    """The built-in focus topics (``curriculum``) this problem answers: each topic is one problem's at
+    most, and an epoch hands each topic to one request, so concurrent requests propose different ones."""
 
     @property
     def mistakes(self) -> tuple[str, ...]:
@@ -120,6 +123,7 @@ ZERO_PAIRS = Problem(
     ),
     tests=("4\n1 -1 2 -2\n", "3\n0 0 0\n", "1\n5\n", "5\n3 -3 3 -3 1\n", "6\n2 2 -2 7 0 -7\n"),
     trivial_tests=("1\n5\n", "2\n1 2\n", "3\n4 5 6\n", "2\n-1 -2\n", "1\n0\n"),
+    topics=("dictionaries", "bit manipulation"),
 )
 
 MAX_SUBARRAY = Problem(
@@ -172,6 +176,7 @@ MAX_SUBARRAY = Problem(
     ),
     tests=("5\n2 -3 4 -1 3\n", "3\n-5 -2 -9\n", "1\n7\n", "4\n1 2 3 4\n", "6\n-1 5 -9 4 4 -20\n"),
     trivial_tests=("1\n5\n", "2\n5 -1\n", "2\n-1 5\n", "3\n2 -9 5\n", "3\n5 -5 5\n"),
+    topics=("dynamic programming", "matrices"),
 )
 
 LONGEST_RISE = Problem(
@@ -242,6 +247,7 @@ LONGEST_RISE = Problem(
     ),
     tests=("6\n1 2 2 3 4 1\n", "1\n-4\n", "4\n4 3 2 1\n", "5\n1 2 3 4 5\n", "7\n5 1 2 3 0 1 2\n"),
     trivial_tests=("1\n3\n", "2\n2 1\n", "3\n3 3 3\n", "2\n5 5\n", "3\n9 8 7\n"),
+    topics=("lists", "stacks"),
 )
 
 INVERSIONS = Problem(
@@ -307,6 +313,7 @@ INVERSIONS = Problem(
     ),
     tests=("4\n3 1 2 1\n", "1\n0\n", "3\n1 2 3\n", "3\n2 2 2\n", "5\n5 4 3 2 1\n"),
     trivial_tests=("1\n0\n", "2\n1 2\n", "3\n1 1 2\n", "2\n-5 5\n", "3\n0 1 2\n"),
+    topics=("sorting and searching", "recursion", "graphs"),
 )
 
 TOP_WORD = Problem(
@@ -358,6 +365,7 @@ TOP_WORD = Problem(
     ),
     tests=("5\nb a b a c\n", "1\nzeta\n", "3\nq r s\n", "6\nyes no no yes yes ok\n", "4\nbb ab bb ab\n"),
     trivial_tests=("1\na\n", "2\na b\n", "3\nb a c\n", "2\na a\n", "3\nc b a\n"),
+    topics=("strings", "parsing"),
 )
 
 PROBLEMS: tuple[Problem, ...] = (TOP_WORD, LONGEST_RISE, ZERO_PAIRS, MAX_SUBARRAY, INVERSIONS)
@@ -367,9 +375,12 @@ PROBLEMS: tuple[Problem, ...] = (TOP_WORD, LONGEST_RISE, ZERO_PAIRS, MAX_SUBARRA
 # -- the generator's side ----------------------------------------------------------------------------------
 
 
-def pick(rng: random.Random, target: float, taken: set[str]) -> Problem | None:
-    """A problem near the target difficulty not in ``taken`` (None: every one is taken)."""
+def pick(rng: random.Random, target: float, taken: set[str], focus: str | None) -> Problem | None:
+    """The problem for a request on ``focus`` (one of the problem's ``topics``) not in ``taken``; with no
+    focus, one near the target difficulty; None when the focus is no problem's or it is taken."""
     free = [p for p in PROBLEMS if p.key not in taken]
+    if focus is not None:
+        return next((p for p in free if focus in p.topics), None)
     if not free:
         return None
     return min(free, key=lambda p: (abs(p.difficulty - target) + 0.2 * rng.random(), p.key))

@@ -35,8 +35,8 @@ The dialect of CodeContests, APPS, TACO, LiveCodeBench and Codeforces. Design:
   one that prints the most common expected output; with a checker, ``weak_checker`` when the checker
   accepts one of those stand-ins' outputs on every test (each must be rejected on at least one test: a
   checker that accepts anything would pass any answer); and ``weak_tests`` again when the tests miss a
-  mutant of the reference (``mutant_gate``). The leak gate (``kinds.run_gates``) reads ``find_leaks``: a hidden test's input shown with its output
-  right after it.
+  mutant of the reference (``mutant_gate``). The leak gate (``kinds.run_gates``) reads ``find_leaks``:
+  a hidden test's input shown with its output right after it.
 """
 
 from __future__ import annotations
@@ -323,30 +323,37 @@ def generated_tests(validator: Validator, task: Task) -> tuple[list[TestCase], t
 # -- mutants ------------------------------------------------------------------------------------------
 
 
+INT_TOKEN = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
+"""An integer in an input text: not part of a word or a decimal number."""
+
+
 def _perturbed(text: str, key: int) -> list[str]:
     """``text`` with one integer token (which from ``key``) one up, and one down: inputs of the tests'
-    shape that no test has (none when it has no integer token)."""
-    tokens = list(re.finditer(r"(?<![\w.])-?\d+(?![\w.])", text))
-    if not tokens:
+    shape that no test has (none when it has no integer token). In an input of several lines the first
+    line's tokens are left alone: it usually holds the sizes, and a moved size makes an input outside
+    the task's constraints rather than another valid one."""
+    after_first = text.find("\n") + 1 if "\n" in text.rstrip("\n") else 0  # several lines: skip the first
+    spans = [m.span() for m in INT_TOKEN.finditer(text, after_first)] or [m.span() for m in INT_TOKEN.finditer(text)]
+    if not spans:
         return []
-    token = tokens[key % len(tokens)]
-    value = int(token.group(0))
-    return [text[: token.start()] + str(value + step) + text[token.end() :] for step in (1, -1)]
+    start, end = spans[key % len(spans)]
+    value = int(text[start:end])
+    return [text[:start] + str(value + step) + text[end:] for step in (1, -1)]
 
 
 def probe_inputs(validator: Validator, task: Task, cpu_s: float) -> list[tuple[str, str]]:
     """Inputs no test has, with what the reference prints on each: drawn from the author's input
     generator at ``PROBE_SIZES`` (seeds apart from the tests'), else the first tests' inputs with one
-    integer moved by one, either way. An input the task's validator rejects, or the reference does not answer
-    within its limit, is no probe (it may be outside the constraints)."""
+    integer moved by one, either way (``_perturbed``). An input the task's validator rejects, that the
+    reference does not answer within its limit, or (with a checker) on which the checker rejects the
+    reference's own output, is no probe: it is outside the constraints."""
     from .._util.seeding import derive_seed
 
     candidates: list[str] = []
     if task.input_generator:
         for size in PROBE_SIZES:
-            run = _helper_run(
-                validator, task.input_generator, f"{size} {derive_seed('program-probe', task.task_id, size)}\n"
-            )
+            stdin = f"{size} {derive_seed('program-probe', task.task_id, size)}\n"
+            run = _helper_run(validator, task.input_generator, stdin)
             if run.status == "ok" and run.return_code == 0 and run.stdout.strip() and not run.stdout_truncated:
                 candidates.append(run.stdout)
     else:
@@ -361,19 +368,34 @@ def probe_inputs(validator: Validator, task: Task, cpu_s: float) -> list[tuple[s
             if check.status != "ok" or check.return_code != 0:
                 continue
         run = run_program(validator.sandbox, task.reference_code, limits, stdin=given, cpu_s=cpu_s)
-        if _failure(0, run) is None:
-            probes.append((given, run.stdout))
+        if _failure(0, run) is not None:
+            continue
+        if task.checker is not None:
+            own = run_checker(validator.sandbox, task.checker, given, run.stdout, run.stdout, validator.limits)
+            if not accepted(own):
+                continue
+        probes.append((given, run.stdout))
     return probes
 
 
 def _told_apart(
-    validator: Validator, code: str, cases: Sequence[tuple[str, str]], cpu_s: float, checker: str | None
+    validator: Validator,
+    code: str,
+    cases: Sequence[tuple[str, str]],
+    cpu_s: float,
+    checker: str | None,
+    *,
+    timeout_tells: bool = True,
 ) -> bool:
-    """Whether some case's run of ``code`` fails (exit, crash, timeout) or prints an output the task's
-    judge rejects: other than the case's output by the output rule, or one its ``checker`` rejects."""
+    """Whether some case's run of ``code`` fails (exit, crash, or a timeout when ``timeout_tells``) or
+    prints an output the task's judge rejects: other than the case's output by the output rule, or one
+    its ``checker`` rejects. On probes a timeout tells nothing (``timeout_tells=False``), as in the
+    function kind's gate: a mutant slower on an input no test has is not one the tests miss."""
     limits = per_test_limits(cpu_s, validator.limits)
     for given, output in cases:
         run = run_program(validator.sandbox, code, limits, stdin=given, cpu_s=cpu_s)
+        if run.status == "timeout" and not timeout_tells:
+            continue
         if _failure(0, run) is not None:
             return True
         if checker is None:
@@ -408,7 +430,11 @@ def mutant_gate(validator: Validator, task: Task) -> tuple[MutationStats | None,
     real: list[Mutant] = []
     if survivors:
         probes = probe_inputs(validator, task, cpu_s)
-        real = [m for m in survivors if probes and _told_apart(validator, m.source, probes, cpu_s, task.checker)]
+        real = [
+            m
+            for m in survivors
+            if probes and _told_apart(validator, m.source, probes, cpu_s, task.checker, timeout_tells=False)
+        ]
         # with no probe the reference answers, no survivor can be told from an equivalent mutant
         unknown = len(survivors) if not probes else 0
     else:

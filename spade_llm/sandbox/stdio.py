@@ -42,10 +42,10 @@ from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 __all__ = [
     "CHECKER_CPU_S",
     "NOT_RUN_AFTER_TIMEOUTS",
-    "first_difference",
     "accepted",
     "checked_stand_in_passes",
     "checker_stdin",
+    "first_difference",
     "output_lines",
     "per_test_limits",
     "rejection",
@@ -122,6 +122,8 @@ DIFF_LINE_CHARS = 80
 
 def _clip_line(line: str) -> str:
     return line if len(line) <= DIFF_LINE_CHARS else line[:DIFF_LINE_CHARS] + "..."
+
+
 def _expected_texts(tests: Sequence[TestCase]) -> list[str]:
     return [t.expected if isinstance(t.expected, str) else "" for t in tests]
 

@@ -76,3 +76,13 @@ def test_the_solver_recognises_a_problem_by_its_title_and_repairs_a_timeout_more
         return sum(r == p.reference for r in runs) / len(runs)
 
     assert fixes("test 7: timeout (time limit 1 s)") > fixes("test 7: expected 3, printed 4") + 0.1
+
+
+def test_a_topic_is_one_problems_at_most_so_concurrent_requests_propose_different_ones():
+    topics = [t for p in contests.PROBLEMS for t in p.topics]
+    assert len(topics) == len(set(topics))
+    rng = random.Random(0)
+    assert contests.pick(rng, 0.5, set(), "strings") is contests.TOP_WORD
+    assert contests.pick(rng, 0.5, {"top_word"}, "strings") is None  # shown already: no duplicate
+    assert contests.pick(rng, 0.5, set(), "no such topic") is None
+    assert contests.pick(rng, 0.7, set(), None) in contests.PROBLEMS

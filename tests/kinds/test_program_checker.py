@@ -75,7 +75,9 @@ def test_without_its_checker_a_second_right_reference_is_nondeterministic_and_wi
         "print(first if os.environ.get('PYTHONHASHSEED') == '0' else last)\n"
     )
     assert run_gates(validator, argmax_task(reference_code=either, checker=None)).reason == "nondeterministic"
-    report = run_gates(validator, argmax_task(reference_code=either))
+    # the mutant gate is off here: no test can pin the `last` branch, which only another hash seed takes
+    no_mutants = Validator(validator.sandbox, validator.limits, validator.test_timeout_s, min_kill_rate=0)
+    report = run_gates(no_mutants, argmax_task(reference_code=either))
     assert report.valid, report.detail
 
 
