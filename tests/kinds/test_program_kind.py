@@ -362,3 +362,18 @@ def test_a_generator_or_validator_that_cannot_be_trusted_is_rejected_for_its_own
     assert (report.valid, report.reason) == (False, reason) and said in report.detail, report.detail
     silent = run_gates(validator, program_task(input_generator="pass\n"))
     assert silent.reason == "bad_generator" and "no input" in silent.detail
+
+
+def test_probes_move_one_integer_either_way_and_leave_a_multi_line_inputs_sizes_alone():
+    from spade_llm.kinds.program import _perturbed
+
+    assert _perturbed("4\n10 20 30 40\n", 1) == ["4\n10 21 30 40\n", "4\n10 19 30 40\n"]  # n stays 4
+    assert {p for k in range(8) for p in _perturbed("2\n1 -1\n", k)} == {
+        "2\n2 -1\n",
+        "2\n0 -1\n",
+        "2\n1 0\n",
+        "2\n1 -2\n",
+    }
+    assert _perturbed("5 7\n", 1) == ["5 8\n", "5 6\n"]  # one line: any of its integers
+    assert _perturbed("3\nabc\n", 0) == ["4\nabc\n", "2\nabc\n"]  # no integer after the first line: the first's
+    assert _perturbed("x 1.5\n", 0) == []  # a decimal is no integer to move
