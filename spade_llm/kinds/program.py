@@ -87,6 +87,10 @@ HELPER_CPU_S = 2.0
 """CPU seconds one run of a task's input generator or validator may take."""
 MAX_PROGRAM_MUTANTS = 12
 """Mutants of a reference program run at most: each costs whole-program runs, not in-process calls."""
+MUTANT_BUDGET_FACTOR = 10.0
+"""A mutant's run gets this many times the reference's slowest run of CPU (at least ``MUTANT_BUDGET_FLOOR_S``,
+at most the task's time limit): a mutant that loops is cut off early instead of costing a whole limit."""
+MUTANT_BUDGET_FLOOR_S = 0.25
 PROBE_SIZES = (1, 2, 3, 5, 8, 13)
 """The sizes the input generator is asked for when probing a surviving mutant (other seeds than the tests')."""
 
@@ -298,9 +302,12 @@ def _check_validator(validator: Validator, task: Task) -> tuple[str, str] | None
 def generated_tests(validator: Validator, task: Task) -> tuple[list[TestCase], tuple[str, str] | None]:
     """Tests drawn from the task's input generator, one per size of ``GENERATED_SIZES``, each seed derived
     from the task id and the size (the same task, the same inputs); ``bad_generator`` when a run fails,
-    prints nothing, prints more than ``MAX_STDIN_CHARS`` or an input the task's validator rejects."""
+    prints nothing, prints more than ``MAX_STDIN_CHARS`` or an input the task's validator rejects. A draw
+    equal to a test already there is dropped."""
     from .._util.seeding import derive_seed
     from ..types import TestCase
+
+    seen = {t.input for t in task.tests}
 
     code = task.input_generator or ""
     drawn: list[TestCase] = []
@@ -316,7 +323,9 @@ def generated_tests(validator: Validator, task: Task) -> tuple[list[TestCase], t
             check = _helper_run(validator, task.input_validator, run.stdout)
             if check.status != "ok" or check.return_code != 0:
                 return drawn, ("bad_generator", f"{where} printed an input the task's validator rejects")
-        drawn.append(TestCase(input=run.stdout))
+        if run.stdout not in seen:  # a small draw may repeat a test (a hidden copy of a public one leaks it)
+            seen.add(run.stdout)
+            drawn.append(TestCase(input=run.stdout))
     return drawn, None
 
 
@@ -406,10 +415,15 @@ def _told_apart(
     return False
 
 
-def mutant_gate(validator: Validator, task: Task) -> tuple[MutationStats | None, Mutant | None]:
-    """The reference's mutants (at most ``MAX_PROGRAM_MUTANTS``) run on the tests of ``task`` (filled,
-    with its time limit), each until one tells it apart: a wrong output, a failed exit or a timeout
-    kills it, as the judge would fail it. A survivor is then run on ``probe_inputs``: one that prints
+def mutant_gate(
+    validator: Validator, task: Task, reference_cpu_s: float = 0.0
+) -> tuple[MutationStats | None, Mutant | None]:
+    """The reference's mutants (at most ``MAX_PROGRAM_MUTANTS``) run on the tests of ``task`` (filled),
+    each until one tells it apart: a wrong output or a failed exit kills it, and so does running out of
+    its CPU budget (``MUTANT_BUDGET_FACTOR`` times ``reference_cpu_s``, the reference's slowest run, at
+    least ``MUTANT_BUDGET_FLOOR_S`` and at most the time limit: a mutant that loops costs a fraction of
+    a limit; one between that budget and the limit is counted killed though the judge would pass it, a
+    leniency of the cut-off). A survivor is then run on ``probe_inputs``: one that prints
     otherwise on some probe is what the tests miss (*survived*), one that prints the same on every
     probe is taken as equivalent. Returns the stats and the first real survivor (None when there is
     none); no stats when the gate is off (``min_kill_rate`` 0) or the reference has no mutant."""
@@ -424,12 +438,13 @@ def mutant_gate(validator: Validator, task: Task) -> tuple[MutationStats | None,
     if not found:
         return None, None
     started = time.monotonic()
-    cpu_s = task.time_limit_s or validator.test_timeout_s
+    limit = task.time_limit_s or validator.test_timeout_s
+    cpu_s = min(limit, max(MUTANT_BUDGET_FLOOR_S, MUTANT_BUDGET_FACTOR * reference_cpu_s))
     cases = [(t.input, t.expected if isinstance(t.expected, str) else "") for t in task.tests]
     survivors = [m for m in found if not _told_apart(validator, m.source, cases, cpu_s, task.checker)]
     real: list[Mutant] = []
     if survivors:
-        probes = probe_inputs(validator, task, cpu_s)
+        probes = probe_inputs(validator, task, limit)
         real = [
             m
             for m in survivors
@@ -547,7 +562,7 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         weak = checked_stand_in_passes(validator.sandbox, task.checker, tests, validator.limits)
         if weak is not None:
             return report("weak_checker", weak, passed=total, filled=filled)
-    stats, survivor = mutant_gate(validator, filled)
+    stats, survivor = mutant_gate(validator, filled, max(slowest, slowest_again))
     if stats is not None and stats.kill_rate < validator.min_kill_rate:
         assert survivor is not None
         detail = (

@@ -257,7 +257,7 @@ def test_a_fake_self_play_run_proposes_program_tasks_the_strong_solver_passes_an
     # contest problems (fake/contests.py) come with an input generator: hidden tests drawn from it at six
     # sizes, and the weak solver's quadratic version runs out of time on the large ones
     drawn = [t for t in tasks if t.get("input_generator")]
-    assert drawn and all(len(t["tests"]) == 11 and t["time_limit_s"] == 1.0 for t in drawn)
+    assert drawn and all(len(t["tests"]) >= 9 and t["time_limit_s"] == 1.0 for t in drawn)
     assert "timeout" in {t["final_status"] for t in weak_runs}
     # the exports' ground truth judges a program as the loop did: the reference passes, a stand-in fails
     from spade_llm.cli.app import main
