@@ -381,12 +381,10 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
     if not isinstance(item, dict):
         raise ValueError(f"a task must be a JSON object, got {type(item).__name__}")
     from .kinds import get_kind
-    from .kinds.base import STDIN_TESTS
 
     # what only an importer may set: a generator's task is judged by its tests under every gate; and a
-    # whole program's input generator, validator and checker, which another kind's gates would not prove
-    whole_program = get_kind(kind).field_tests == STDIN_TESTS
-    dropped = IMPORTED_ONLY_FIELDS if whole_program else IMPORTED_ONLY_FIELDS | PROGRAM_FIELDS
+    # whole program's input generator, validator and checker, unless the kind's gates prove them
+    dropped = IMPORTED_ONLY_FIELDS | (PROGRAM_FIELDS - get_kind(kind).program_fields)
     data = {k: v for k, v in item.items() if k not in dropped}
     tests = data.get("tests")
     if isinstance(tests, list):
@@ -412,7 +410,7 @@ IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests"})
 """``Task`` fields an imported benchmark carries and a generator's answer may not: a check script,
 examples instead of public tests, or no public test at all would skip validation's gates."""
 PROGRAM_FIELDS = frozenset({"input_generator", "input_validator", "checker"})
-"""``Task`` fields of a whole program's task (a kind whose tests are stdin texts): kept only on one."""
+"""``Task`` fields of a whole program's task: kept only on a kind that names them (``TaskKind.program_fields``)."""
 IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple"})
 """``TestCase`` fields only an importer sets (a benchmark's asserts compared as its harness compares them)."""
 

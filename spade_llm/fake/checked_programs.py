@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..llm.base import LLMRequest
-from .programs import GENERATOR_MARKER, SOLVER_MARKER
+from .programs import SOLVER_MARKER, WRITING_MARKER
 
 __all__ = ["CHECKED_SHARE", "PROBLEMS", "CheckedProblem", "identify", "play", "task_json"]
 
@@ -309,7 +309,7 @@ def play(model: Player, request: LLMRequest, role: str) -> tuple[str, str] | Non
 
 def _propose(model: Player, request: LLMRequest) -> tuple[str, str] | None:
     prompt = "\n".join(m.content for m in request.messages)
-    if GENERATOR_MARKER not in prompt or model.profile.noisy:
+    if WRITING_MARKER not in prompt or model.profile.noisy:
         return None
     on_topic = [p for p in PROBLEMS if any(f"Topic for this request: {t}." in prompt for t in p.topics)]
     fresh = [p for p in on_topic if p.title + "." not in prompt]  # one already shown would be a duplicate

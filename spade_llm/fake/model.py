@@ -286,11 +286,12 @@ class FakeLLM:
 
         variants = self._pick_variants(prompt, focus, rng, target, n)
         as_programs = programs.GENERATOR_MARKER in prompt  # the request asks for whole programs
+        as_contest = programs.WRITING_MARKER in prompt  # ... that the solver writes (not reads)
         tasks = []
         contest_keys = {p.key for p in contests.PROBLEMS if p.title + "." in prompt}  # shown: taken
         for i, variant in enumerate(variants):
             task_rng = random.Random(bank.stable_hash(rng.random(), i))
-            problem = contests.pick(task_rng, target, contest_keys, _focus_from_text(prompt)) if as_programs else None
+            problem = contests.pick(task_rng, target, contest_keys, _focus_from_text(prompt)) if as_contest else None
             if problem is not None and task_rng.random() < CONTEST_SHARE:
                 contest_keys.add(problem.key)
                 data = contests.task_json(problem)

@@ -22,10 +22,22 @@ from typing import Any
 from .running import json_roundtrips
 from .tasks import BankTask
 
-__all__ = ["GENERATOR_MARKER", "SOLVER_MARKER", "as_program_task", "stdin_text", "stdout_text", "unwrap", "wrap"]
+__all__ = [
+    "GENERATOR_MARKER",
+    "SOLVER_MARKER",
+    "WRITING_MARKER",
+    "as_program_task",
+    "stdin_text",
+    "stdout_text",
+    "unwrap",
+    "wrap",
+]
 
 GENERATOR_MARKER = "These are whole-program tasks"
-"""How ``prompts/generator/propose.j2`` opens its section for program tasks."""
+"""How ``prompts/generator/propose.j2`` opens its sections for program tasks (to write, or to read)."""
+WRITING_MARKER = "These are whole-program tasks, as in programming contests"
+"""How it opens the section for tasks whose answer is the program itself (not a query over one): the
+contest and checked problems (``contests.py``, ``checked_programs.py``) answer only these."""
 SOLVER_MARKER = "Write a complete Python program that reads its input from standard input"
 """What ``prompts/solver/program_first.j2`` asks."""
 MAIN = """

@@ -218,6 +218,10 @@ class TaskKind:
     """Whether judging an answer needs the task's reference program: the query kinds' (deduction
     reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it
     (and the task's ``input_validator``, when it has one: a program abduction's judge runs it too)."""
+    program_fields: frozenset[str] = frozenset()
+    """The whole-program ``Task`` fields (``input_generator``, ``input_validator``, ``checker``) a
+    generator's task of this kind keeps: those its gates prove and its judge uses; the rest are dropped
+    (``generator.parse_task``), since no gate of the kind would check them."""
     field_tests: FieldTests | None = CALL_TESTS
     """Which of the field's test shapes (``FieldTests``) this kind's tasks are: a ground truth of that
     shape (verl's ``prime_code``, LiveCodeBench's, SandboxFusion's) is read as a task of this kind

@@ -480,8 +480,9 @@ def _check_checker(validator: Validator, task: Task, outputs: Sequence[str]) -> 
     return None
 
 
-def gates(validator: Validator, task: Task) -> ValidationReport:
-    """The program kind's gates in order (the module docstring)."""
+def gates(validator: Validator, task: Task, *, mutants: bool = True) -> ValidationReport:
+    """The program kind's gates in order (the module docstring). ``mutants=False`` skips the mutant
+    gate: the program query kinds judge their tests' strength their own way (their tests are queries)."""
     from ..validation import MIN_TESTS, ValidationReport
 
     total = len(task.tests)
@@ -562,7 +563,7 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         weak = checked_stand_in_passes(validator.sandbox, task.checker, tests, validator.limits)
         if weak is not None:
             return report("weak_checker", weak, passed=total, filled=filled)
-    stats, survivor = mutant_gate(validator, filled, max(slowest, slowest_again))
+    stats, survivor = mutant_gate(validator, filled, max(slowest, slowest_again)) if mutants else (None, None)
     if stats is not None and stats.kill_rate < validator.min_kill_rate:
         assert survivor is not None
         detail = (
@@ -592,6 +593,7 @@ KIND = TaskKind(
     find_leaks=find_leaks,
     fill_expected=fill_expected,
     field_tests=STDIN_TESTS,
+    program_fields=frozenset({"input_generator", "input_validator", "checker"}),
     colour="#059669",
     sample_first={
         "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},

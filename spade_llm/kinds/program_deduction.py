@@ -172,6 +172,7 @@ KIND = TaskKind(
     flags_hardcoding=False,
     needs_reference=True,
     field_tests=None,
+    program_fields=frozenset({"input_validator"}),
     strict_parse=None,
     fill_expected=fill_expected,
     find_leaks=find_leaks,

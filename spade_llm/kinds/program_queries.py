@@ -323,7 +323,7 @@ def query_gates(
     bad = _query_inputs(task, input_shown)
     if bad is not None and _compiles(validator, task):
         return ValidationReport(task.task_id, False, "bad_input", bad, "error", 0, len(task.tests))
-    report = program_gates(validator, task)
+    report = program_gates(validator, task, mutants=False)
     if report.reason not in (None, "weak_tests") or report.task is None:
         return report
     weak = own(validator, report.task)

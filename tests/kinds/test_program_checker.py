@@ -283,3 +283,6 @@ def test_the_generators_parser_keeps_a_program_tasks_checker_and_drops_one_on_an
     function = {**item, "entry_point": "f", "reference_code": "def f(x):\n    return x\n", "tests": [{"input": "(1,)"}]}
     other = parse_task(function, task_id="t", epoch=0, target=0.5, kind="induction")
     assert (other.checker, other.input_validator) == (None, None)  # no gate of its kind would prove them
+    # a query over a program keeps its validator (its gates check the queries' inputs with it), no checker
+    query = parse_task(item, task_id="t", epoch=0, target=0.5, kind="program_abduction")
+    assert (query.checker, query.input_validator, query.input_generator) == (None, "import sys\n", None)
