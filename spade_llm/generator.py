@@ -411,7 +411,7 @@ IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests"})
 examples instead of public tests, or no public test at all would skip validation's gates."""
 PROGRAM_FIELDS = frozenset({"input_generator", "input_validator", "checker"})
 """``Task`` fields of a whole program's task: kept only on a kind that names them (``TaskKind.program_fields``)."""
-IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple"})
+IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple", "allclose_atol"})
 """``TestCase`` fields only an importer sets (a benchmark's asserts compared as its harness compares them)."""
 
 

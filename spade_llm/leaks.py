@@ -52,8 +52,9 @@ matched verbatim (whitespace, quotes and JSON words normalised) with its input s
 
 Blanks: a run of 32 or more counts as one (a tie padded with a page of spaces is still a tie).
 
-Pure and fast: text and values in, findings out; nothing runs. A test whose arguments' digits or
-words are nowhere in the text is skipped at once; else its expected value is searched (one small
+Pure and fast: text and values in, findings out; nothing runs. A test whose arguments' or
+expected value's digits or words are nowhere in the text is skipped at once, before any of its
+patterns is built (``_may_show``); else its expected value is searched (one small
 pattern), each connector is read once per text and only near a value, and the arguments' own
 pattern is compiled and run, over a bounded window, only where a value follows a connector; a
 distinctive input is looked for once, and the value only in the few characters after each
@@ -148,6 +149,9 @@ def find_leaks(shown: Mapping[str, str], secrets: Sequence[Secret], *, code: Col
             earlier = seen[key]
             if earlier is not None:
                 found.append(replace(earlier, test=secret.index))
+            continue
+        if not any(_may_show(secret, text.text) for text in texts.values()):
+            seen[key] = None  # nothing every spelling holds is there: no pattern is built or run
             continue
         spelled = _Spelled.of(secret)
         leak = None
@@ -412,6 +416,19 @@ class _Spelled:
             if self.exp_distinctive or not _LITERAL.search(s, end, found.start()):
                 return m.start(), found.end()
         return None
+
+
+def _may_show(secret: Secret, text: str) -> bool:
+    """False when ``text`` cannot show ``secret`` in any form: it is short enough to be spelled (a longer
+    literal is matched verbatim, whitespace ignored: ``_verbatim``) and a piece of text every spelling
+    of its arguments or of its value holds (``_tokens``) is not in ``text``. Checked before its patterns
+    are built: most hidden tests of a benchmark with hundreds are nowhere in its docstring."""
+    lengths = (len(_safe_repr(secret.args)), len(_safe_repr(secret.expected)))
+    if not all(0 < n <= MAX_LITERAL_CHARS for n in lengths):
+        return True
+    return all(token in text for token in _tokens(secret.args)) and all(
+        token in text for token in _tokens(secret.expected)
+    )
 
 
 def _verbatim(secret: Secret, part: str, compact: str) -> Leak | None:

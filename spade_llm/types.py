@@ -60,6 +60,10 @@ class TestCase(BaseModel):
     as_tuple: bool = False
     """With ``python_eq``, for ``assert tuple(f(x)) == tuple(VALUE)`` (or ``list``): the output, a
     list, tuple, str, bytes or dict, is turned into a tuple before it is compared."""
+    allclose_atol: float | None = Field(default=None, gt=0)
+    """With ``python_eq``, EvalPlus's tolerance (``spade import evalplus``): an output that is not ``==``
+    the value still passes when it is of the value's type (of its length, a list or tuple) and
+    ``numpy.allclose(output, value, rtol=1e-07, atol=allclose_atol)`` holds (``verdict.all_close``)."""
 
     @property
     def has_expected(self) -> bool:
@@ -84,9 +88,13 @@ class TestCase(BaseModel):
         if self.python_eq is None:
             if self.as_tuple:
                 raise ValueError("as_tuple needs python_eq")
+            if self.allclose_atol is not None:
+                raise ValueError("allclose_atol needs python_eq")
             return self
         if self.abs_tol is not None or self.as_bool:
             raise ValueError("python_eq is a rule of its own: not with abs_tol or as_bool")
+        if self.allclose_atol is not None and self.as_tuple:
+            raise ValueError("allclose_atol is EvalPlus's rule: not with as_tuple")
         value = python_literal(self.python_eq)
         as_json = _json_text(value)
         if as_json is None:  # no JSON form: expected is the literal's own value, never a JSON stand-in
@@ -116,6 +124,8 @@ class TestCase(BaseModel):
             data["python_eq"] = self.python_eq
         if self.as_tuple:
             data["as_tuple"] = True
+        if self.allclose_atol is not None:
+            data["allclose_atol"] = self.allclose_atol
         return data
 
 

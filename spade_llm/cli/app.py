@@ -629,6 +629,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.format in FORMATS:  # a dataset file's rows (tasksets/contests.py), written all or nothing
         print(summary_line(write_file(args.format, args.file, args.output), args.output), file=sys.stderr)
         return 0
+    if args.format == "evalplus":  # rows as the contest formats, expected outputs from the sandbox
+        from ..tasksets.evalplus import write_evalplus
+
+        made = write_evalplus(
+            args.file,
+            args.output,
+            config=args.config,
+            sandbox=args.sandbox,
+            timeout=args.timeout,
+            concurrency=args.concurrency,
+        )
+        print(summary_line(made, args.output), file=sys.stderr)
+        return 0
     out = Path(args.output)
     if out.is_dir():
         raise UserError(f"-o {out} is a directory: name the tasks file to write")

@@ -200,7 +200,7 @@ FILE = _flag("file", help="Python file, or - for stdin")
 RUN_DIR = _flag("run_dir", help="run directory (of spade run or spade solve)")
 IMPORT_FORMAT = _flag(
     "format",
-    choices=["humaneval", "mbpp", "apps", "taco", "codecontests", "lcb", "cruxeval"],
+    choices=["humaneval", "mbpp", "apps", "taco", "codecontests", "lcb", "cruxeval", "evalplus"],
     help="the benchmark's format",
 )
 PROMPTS_ACTION = _flag(
@@ -578,13 +578,17 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     ),
     "import": CommandSpec(
         help="convert a benchmark into tasks",
+        description="Convert a benchmark's published file into a tasks file (docs/benchmarks.md). Only evalplus "
+        "runs code: its canonical solutions, in the sandbox, to compute the expected outputs (--sandbox, "
+        "--concurrency, --config and --timeout are for it).",
         flags=(
             IMPORT_FORMAT,
             FILE.but(
                 help="the benchmark's file: JSONL (.gz ok); mbpp also a .json array; apps, taco, codecontests, "
-                "lcb, cruxeval also .json, .parquet"
+                "lcb, cruxeval, evalplus also .json, .parquet"
             ),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
+            *JUDGING,
         ),
     ),
     "serve-fake": CommandSpec(

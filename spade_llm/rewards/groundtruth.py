@@ -229,8 +229,8 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
       None, ``"0"`` against 0, a first argument ``5`` against ``"5"``) is left out;
     * a test whose output the wrapper cannot print (an int over Python's 4300 digits, a lone
       surrogate in a string) is left out: not even the reference could pass it; so is an imported
-      benchmark's test compared within ``abs_tol`` or by truth value (``as_bool``), which text
-      cannot be, one whose harness compares with a tuple (``python_eq``), which a list would
+      benchmark's test compared within ``abs_tol`` or ``allclose_atol`` or by truth value (``as_bool``),
+      which text cannot be, one whose harness compares with a tuple (``python_eq``), which a list would
       pass as text, and one whose value has no JSON form (``TestCase.literal_only``: a set, bytes),
       whose printed text Python's ``==`` does not follow;
     * the task is left out when no test is left, or when a stand-in passes every test verl scores
@@ -269,7 +269,7 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
             return SandboxFusionForm(None, LEFT_OUT_ARGUMENTS)
         seen = None if test.literal_only else _as_verl_sees(test.expected)  # a dict keyed by tuples: no JSON
         stand_ins = [*(value for _, value in STAND_INS), args[0] if args else None]
-        if test.abs_tol is not None or test.as_bool:
+        if test.abs_tol is not None or test.as_bool or test.allclose_atol is not None:
             dropped[TEST_NOT_BY_TEXT] += 1
         elif test.literal_only:  # a set prints in its hash order, a frozenset equal to it prints otherwise
             dropped[TEST_NO_JSON_FORM] += 1

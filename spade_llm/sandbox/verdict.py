@@ -22,8 +22,9 @@ Comparison rules (``matches``), between a decoded output and an ``expected`` JSO
 An imported benchmark's test may carry its own rule (``passes``): ``python_eq``, Python's ``==``
 between the decoded output and the assert's literal, as the benchmark's harness judges (no float
 tolerance, a tuple is not a list, ``3.0`` equals ``3``); ``as_bool``, the output's truth value;
-``abs_tol``, a number within a tolerance. The output is still decoded here from plain data, so an
-answer's own ``__eq__`` never runs.
+``abs_tol``, a number within a tolerance; ``allclose_atol`` with ``python_eq``, EvalPlus's rule: ``==``,
+or else numpy's ``allclose`` with its ``rtol`` (``all_close``). The output is still decoded here from
+plain data, so an answer's own ``__eq__`` never runs.
 
 ``to_json`` turns a reference's output into the ``expected`` value written to a task file, and
 raises ``UnsupportedOutput`` for outputs with no faithful JSON form (sets, bytes, complex, NaN and
@@ -33,6 +34,7 @@ than judged on a lossy copy.
 
 from __future__ import annotations
 
+import itertools
 import json
 import json.scanner
 import math
@@ -180,7 +182,9 @@ def passes(value: Any, test: TestCase) -> bool:
         if value is None:
             return False
     if test.python_eq is not None:
-        return python_equal(value, test.python_eq)
+        if python_equal(value, test.python_eq):
+            return True
+        return test.allclose_atol is not None and _all_close_to_literal(value, test.python_eq, test.allclose_atol)
     return matches(value, test.expected, test.abs_tol)
 
 
@@ -196,6 +200,102 @@ def python_equal(value: Any, literal: str) -> bool:
     except (ValueError, RecursionError):  # a task file's broken literal passes nothing
         return False
     return equal
+
+
+def _all_close_to_literal(value: Any, literal: str, atol: float) -> bool:
+    try:
+        expected = python_literal(literal)
+    except ValueError:  # a task file's broken literal passes nothing
+        return False
+    return all_close(value, expected, atol)
+
+
+EVALPLUS_RTOL = 1e-07
+"""EvalPlus's ``rtol`` (it sets numpy's ``assert_allclose`` default explicitly)."""
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def all_close(value: Any, expected: Any, atol: float) -> bool:
+    """EvalPlus's tolerance, for an output that is not ``==`` the expected value (its harness's
+    ``unsafe_execute``): the output is of ``expected``'s very type, of its length when a list or tuple,
+    and ``numpy.allclose(value, expected, rtol=1e-07, atol=atol)`` holds; where numpy would raise
+    (strings, None, dicts, ragged nesting) the output fails, as it does there.
+
+    numpy's rule, computed here without numpy on decoded outputs: both sides are read as arrays of
+    numbers (bool, int, float, complex; lists and tuples nest), broadcast together, and every pair must
+    have ``|v - e| <= atol + rtol * |e|`` with ``e`` finite, or ``v == e`` (so an infinity matches only
+    itself and NaN nothing). ``expected`` is read as floats (complex when it holds one), as numpy
+    reads it. An int beyond 64 bits inside a list makes numpy's array one of objects, which it cannot
+    compare when it is the expected one's: that fails here too; a lone one is read as a float, as numpy does.
+    """
+    if type(value) is not type(expected):
+        return False
+    if type(expected) in (list, tuple) and len(value) != len(expected):
+        return False
+    got, want = _array(value, wide_ints=True), _array(expected, wide_ints=False)
+    if got is None or want is None:
+        return False
+    shape = _broadcast(got[0], want[0])
+    if shape is None:
+        return False
+    try:
+        return all(
+            _close(_at(got, index), _at(want, index), atol) for index in itertools.product(*(range(n) for n in shape))
+        )
+    except (OverflowError, TypeError):  # an int too large for a float
+        return False
+
+
+def _close(v: Any, e: Any, atol: float) -> bool:
+    e = e if type(e) is complex else float(e)
+    finite = math.isfinite(e.real) and math.isfinite(e.imag) if type(e) is complex else math.isfinite(e)
+    return bool((finite and abs(v - e) <= atol + EVALPLUS_RTOL * abs(e)) or v == e)
+
+
+_Array = tuple[tuple[int, ...], list[Any]]
+"""An array read from nested lists and tuples: its shape and its items, flat, in order."""
+
+
+def _array(value: Any, *, wide_ints: bool) -> _Array | None:
+    """``value`` as numpy would read it into an array of numbers; None where it would not compare it:
+    an item that is no number, ragged nesting, and (unless ``wide_ints``: numpy subtracts the floats
+    from the output's array of objects, but cannot test the expected one's for finiteness) an int
+    beyond 64 bits inside a list."""
+    if type(value) in (bool, int, float, complex):
+        return (), [value]
+    if type(value) not in (list, tuple):
+        return None
+    items = [_array(v, wide_ints=wide_ints) for v in value]
+    if any(item is None for item in items) or (not wide_ints and any(type(v) is int and not _fits(v) for v in value)):
+        return None
+    shapes = {item[0] for item in items if item is not None}
+    if len(shapes) > 1:
+        return None
+    inner = shapes.pop() if shapes else ()
+    return (len(value), *inner), [x for item in items if item is not None for x in item[1]]
+
+
+def _fits(n: int) -> bool:
+    return _INT64[0] <= n <= _INT64[1]
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """numpy's broadcast of two shapes (aligned on the right; a 1 stretches), or None."""
+    out = []
+    for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+def _at(array: _Array, index: tuple[int, ...]) -> Any:
+    """The item of ``array`` at ``index`` of the broadcast shape."""
+    shape, items = array
+    flat = 0
+    for n, i in zip(shape, index[len(index) - len(shape) :], strict=True):
+        flat = flat * n + (0 if n == 1 else i)
+    return items[flat]
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...] | None:

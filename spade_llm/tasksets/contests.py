@@ -31,7 +31,7 @@ from . import apps, codecontests, cruxeval, livecodebench
 from .fields import LeftOut
 from .rows import Row, read_rows
 
-__all__ = ["FORMATS", "Imported", "import_file", "summary_line", "write_file"]
+__all__ = ["FORMATS", "Imported", "import_file", "summary_line", "write_all_or_nothing", "write_file"]
 
 Convert = Callable[[Row, str], "Task | list[Task] | LeftOut"]
 """A row -> its task (or tasks: a CRUXEval row is an output- and an input-prediction task), or why none."""
@@ -107,11 +107,18 @@ def write_file(fmt: str, file: str | Path, out: str | Path) -> Imported:
         UserError: as ``tasks_of``; ``out`` is a directory or cannot be written.
     """
     imported = Imported()
-    _write_all_or_nothing(Path(out), tasks_of(fmt, file, imported))
+    write_all_or_nothing(Path(out), tasks_of(fmt, file, imported))
     return imported
 
 
-def _write_all_or_nothing(out: Path, tasks: Iterable[Task]) -> None:
+def write_all_or_nothing(out: Path, tasks: Iterable[Task]) -> None:
+    """``tasks`` written to ``out`` as JSONL through a temporary file beside it, renamed over it once the
+    last is written: an error while they are made (a malformed row) leaves no file and any earlier one
+    as it was (``spade import evalplus`` writes so too).
+
+    Raises:
+        UserError: ``out`` is a directory or cannot be written; what ``tasks`` raises, as it is.
+    """
     if out.is_dir():
         raise UserError(f"{out} is a directory: name the tasks file to write")
     tmp = out.with_name(f".{out.name}.tmp")

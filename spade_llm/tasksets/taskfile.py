@@ -161,9 +161,9 @@ def read_tasks(path: str | Path, *, skip_invalid: bool = False, command: str = "
 def read_samples(
     path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
 ) -> list[tuple[Task, str]]:
-    """(task, code) of each sample line: ``{"task_id", "code"}``, or ``{"task_id", "completion"}``
-    appended to the task's ``meta.prompt`` (HumanEval's way). ``path`` a directory: a run's episodes
-    (``run_samples``).
+    """(task, code) of each sample line: ``{"task_id", "code"}`` (or ``"solution"``, EvalPlus's name for
+    it), or ``{"task_id", "completion"}`` appended to the task's ``meta.prompt`` (HumanEval's way).
+    ``path`` a directory: a run's episodes (``run_samples``).
 
     Raises:
         UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
@@ -242,6 +242,8 @@ def _sample(text: str, tasks: Mapping[str, Task]) -> tuple[Task, str]:
         raise ValueError(f"unknown task_id {shown[:80]}" if "task_id" in row else 'not a sample: no "task_id"')
     if isinstance(row.get("code"), str):
         return task, row["code"]
+    if isinstance(row.get("solution"), str):  # EvalPlus's samples: the whole code, as "code"
+        return task, row["solution"]
     if isinstance(row.get("completion"), str):
         return task, str(task.meta.get("prompt", "")) + row["completion"]
     raise ValueError('not a sample: it needs "completion" or "code" (a string)')
