@@ -11,6 +11,10 @@ import pytest
 import yaml
 
 from spade_llm.cli.app import main
+from spade_llm.sandbox.runner import CallsOutcome
+from spade_llm.sandbox.verdict import Output
+from spade_llm.tasksets.expected import NoReferenceValue, reference_values
+from spade_llm.types import ExecutionResult, Task, TestCase
 
 
 def _task(task_id: str, code: str, inputs: list[str], **extra: Any) -> dict[str, Any]:
@@ -134,3 +138,62 @@ def test_check_code_tasks_need_no_expected_values(tmp_path: Path, capsys: pytest
     assert main(["evaluate", str(tasks), "--sandbox", "auto"]) == 0
     [row] = _rows(capsys.readouterr().out)
     assert row["status"] == "passed"
+
+
+# -- reference_values: one execution, another only past a deadline's cut ---------------------------------
+
+
+class ScriptedJudge:
+    """A judge whose executions give the outcomes scripted, one a call, and note which inputs each got."""
+
+    def __init__(self, *outcomes: tuple[str, list[Output]]) -> None:
+        self.outcomes = list(outcomes)
+        self.asked: list[list[str]] = []
+
+    def outputs(self, task: Task, code: str) -> CallsOutcome:
+        self.asked.append([t.input for t in task.tests])
+        status, outputs = self.outcomes.pop(0)
+        return CallsOutcome(ExecutionResult(status=status), outputs)  # type: ignore[arg-type]
+
+
+def ok(value: Any) -> Output:
+    return Output("ok", value)
+
+
+WALL = Output("timeout", error="timed out after 3 s", timer="wall")
+TASK = Task(
+    task_id="t", description="", entry_point="f", reference_code="def f(x):\n    return x\n",
+    tests=[TestCase(input=f"({i},)") for i in range(5)],
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        ("ok", [ok(0), ok(1), WALL]),  # the deadline came during the third call: the harness timed it out
+        ("timeout", [ok(0), ok(1)]),  # or between calls: the run ended without the third's record
+    ],
+)
+def test_a_reference_cut_by_its_executions_deadline_goes_on_where_it_was_cut(first: Any) -> None:
+    judge = ScriptedJudge(first, ("ok", [ok(2), ok(3), ok(4)]))
+    assert reference_values(judge, TASK, range(5)) == [0, 1, 2, 3, 4]  # type: ignore[arg-type]
+    assert judge.asked == [[f"({i},)" for i in range(5)], ["(2,)", "(3,)", "(4,)"]]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "index", "over_limits"),
+    [
+        (("ok", [ok(0), Output("timeout", error="timed out", timer="cpu")]), 1, True),  # its own CPU budget
+        (("ok", [WALL]), 0, True),  # cut as the first call of its execution: no execution would get further
+        (("timeout", []), 0, True),
+        (("ok", [ok(0), Output("error", error="ValueError: no")]), 1, False),  # the reference's own doing
+        (("ok", [ok(0), Output("error", error="MemoryError", memory=True)]), 1, True),
+        (("error", [ok(0)]), 1, False),  # it crashed after one call
+    ],
+)
+def test_a_reference_that_gives_no_value_says_where_and_whether_a_limit_stopped_it(
+    outcome: Any, index: int, over_limits: bool
+) -> None:
+    with pytest.raises(NoReferenceValue) as stopped:
+        reference_values(ScriptedJudge(outcome), TASK, range(5))  # type: ignore[arg-type]
+    assert (stopped.value.index, stopped.value.over_limits) == (index, over_limits)
