@@ -88,13 +88,14 @@ class Judge:
         (``compare_outputs(outcome, tests)`` compares); ``hash_seed`` is the run's PYTHONHASHSEED."""
         return execute_calls(
             self.sandbox,
-            code,
+            with_prelude(task, code),
             task.entry_point,
             [t.input for t in task.tests],
             self.limits,
             self.test_timeout_s,
             hash_seed=hash_seed,
             max_timeouts=self.max_timeouts,
+            entry_class=task.entry_class,
         )
 
 
@@ -123,12 +124,25 @@ def run_task_tests(
     chosen = list(range(len(task.tests))) if tests is None else list(tests)
     cases = [task.tests[i] for i in chosen]
     outcome = execute_calls(
-        sandbox, code, task.entry_point, [t.input for t in cases], limits, test_timeout_s, max_timeouts=max_timeouts
+        sandbox,
+        with_prelude(task, code),
+        task.entry_point,
+        [t.input for t in cases],
+        limits,
+        test_timeout_s,
+        max_timeouts=max_timeouts,
+        entry_class=task.entry_class,
     )
     result = compare_outputs(outcome, cases)
     if result.test_results is not None and tests is not None:  # a subset: each result names its test's index
         result.test_results = [r.model_copy(update={"index": chosen[r.index]}) for r in result.test_results]
     return result
+
+
+def with_prelude(task: Task, code: str) -> str:
+    """``code`` as the sandbox runs it: after the task's ``prelude`` when it has one (the names its
+    benchmark's harness gives every answer), on lines of their own."""
+    return code if not task.prelude else f"{task.prelude.rstrip()}\n\n{code}"
 
 
 def final_status(result: ExecutionResult) -> FinalStatus:

@@ -64,6 +64,9 @@ class TestCase(BaseModel):
     """With ``python_eq``, EvalPlus's tolerance (``spade import evalplus``): an output that is not ``==``
     the value still passes when it is of the value's type (of its length, a list or tuple) and
     ``numpy.allclose(output, value, rtol=1e-07, atol=allclose_atol)`` holds (``verdict.all_close``)."""
+    tuple_as_list: bool = False
+    """With ``python_eq``, LiveCodeBench's rule for its functional problems: an output that is a tuple
+    (at the top, not within) is turned into a list before it is compared."""
 
     @property
     def has_expected(self) -> bool:
@@ -86,8 +89,8 @@ class TestCase(BaseModel):
     @model_validator(mode="after")
     def _python_eq_is_expected_as_a_literal(self) -> TestCase:
         if self.python_eq is None:
-            if self.as_tuple:
-                raise ValueError("as_tuple needs python_eq")
+            if self.as_tuple or self.tuple_as_list:
+                raise ValueError("as_tuple and tuple_as_list need python_eq")
             if self.allclose_atol is not None:
                 raise ValueError("allclose_atol needs python_eq")
             return self
@@ -126,6 +129,8 @@ class TestCase(BaseModel):
             data["as_tuple"] = True
         if self.allclose_atol is not None:
             data["allclose_atol"] = self.allclose_atol
+        if self.tuple_as_list:
+            data["tuple_as_list"] = True
         return data
 
 
@@ -167,6 +172,13 @@ class Task(BaseModel):
     entry_point: str
     reference_code: str
     tests: list[TestCase]
+    entry_class: str | None = None
+    """Set when the entry point is a method of this class (LeetCode's ``class Solution``): the class is
+    instantiated once, with no arguments, and each test calls the method of that one instance."""
+    prelude: str | None = None
+    """Code the judge puts before every answer, in its module: names a benchmark's own harness gives
+    its answers without an import (LiveCodeBench's ``from typing import *``, ``from collections import
+    *``...)."""
     check_code: str | None = None
     """An imported benchmark's asserts that could not become ``tests`` (loops, random inputs, helper
     calls), as a script defining ``check(candidate)``. It runs in a process of its own that the answer
@@ -215,6 +227,8 @@ class Task(BaseModel):
         data = self.model_dump(mode="json")
         data["tests"] = [t.dump() for t in self.tests]
         for optional in (
+            "entry_class",
+            "prelude",
             "public_tests",
             "time_limit_s",
             "input_generator",

@@ -212,7 +212,9 @@ class Validator:
         ``banned_import``, ``missing_entry_point``, ``bad_input``, ``too_few_tests``, decided without
         running anything. The one place they are checked (``validate``, and the kinds' leak gate,
         which may come before the gates that run code only once these pass)."""
-        found = language_of(task).static_error(task.reference_code, task.entry_point, self.banned_imports)
+        found = language_of(task).static_error(
+            task.reference_code, task.entry_point, self.banned_imports, task.entry_class
+        )
         if found is not None:
             return found
         for i, test in enumerate(task.tests):

@@ -23,8 +23,10 @@ stdin, exit 0 to accept), which runs as a child of its own under ``CHECKER_CPU_S
 a child process of its own session, killed at its end. It is
 weaker than spade's sandbox: the answer runs in the agent's container as an ordinary process, as
 Harbor's own verifiers do. Kinds whose answer is no program (``deduction``, ``abduction``),
-imported tasks judged by an assert script and tasks with a test whose expected value has no JSON form
-(``TestCase.literal_only``: a set, bytes) are left out, counted by reason. Paths can be moved with
+imported tasks judged by an assert script, tasks with a test whose expected value has no JSON form
+(``TestCase.literal_only``: a set, bytes) and tasks whose answer is a method of a class or runs after a
+prelude (``Task.entry_class``, ``Task.prelude``: LiveCodeBench's LeetCode problems) are left out, counted
+by reason. Paths can be moved with
 ``SPADE_SOLUTION`` and ``SPADE_VERIFIER_LOGS`` (tests run the script outside a container so).
 """
 
@@ -124,6 +126,8 @@ def _why_not(task: Task) -> str | None:
         return "a test without its expected value"
     if any(t.literal_only for t in task.tests):
         return "a test whose expected value has no JSON form"  # the judge reads expected values as JSON
+    if task.entry_class is not None or task.prelude:  # judge.py calls a module's function, with no prelude
+        return "a method of a class, or an answer run after a prelude (LiveCodeBench's LeetCode problems)"
     return None
 
 

@@ -59,10 +59,13 @@ class Language(ABC):
     """The module that runs a task's tests on code of this language in the sandbox."""
 
     @abstractmethod
-    def static_error(self, code: str, entry_point: str, banned: frozenset[str]) -> tuple[str, str] | None:
+    def static_error(
+        self, code: str, entry_point: str, banned: frozenset[str], entry_class: str | None = None
+    ) -> tuple[str, str] | None:
         """The first static gate ``code`` fails, as (reason, detail): ``syntax_error``,
         ``banned_import`` (only when ``banned`` names modules), ``missing_entry_point`` (never for an
-        ``entry_point`` of "": a whole program); None when it passes them all. Nothing runs."""
+        ``entry_point`` of "": a whole program; with ``entry_class``, a method of that class); None
+        when it passes them all. Nothing runs."""
 
     @abstractmethod
     def literal(self, text: str) -> Any:

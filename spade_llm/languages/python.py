@@ -29,7 +29,9 @@ class PythonLanguage(Language):
     fence_tags = FENCE_TAGS
     runner = "spade_llm.sandbox.runner"
 
-    def static_error(self, code: str, entry_point: str, banned: frozenset[str]) -> tuple[str, str] | None:
+    def static_error(
+        self, code: str, entry_point: str, banned: frozenset[str], entry_class: str | None = None
+    ) -> tuple[str, str] | None:
         try:
             tree = pyast.parse(code)
             pyast.compile_tree(tree, "<reference>")
@@ -38,7 +40,10 @@ class PythonLanguage(Language):
         found = banned_import(tree, banned)
         if found is not None:
             return "banned_import", found
-        if entry_point and not defines_name(tree, entry_point):  # "": a whole program, no name to define
+        if entry_class is not None:
+            if not defines_method(tree, entry_class, entry_point):
+                return "missing_entry_point", f"reference does not define {entry_class}.{entry_point}"
+        elif entry_point and not defines_name(tree, entry_point):  # "": a whole program, no name to define
             return "missing_entry_point", f"reference does not define {entry_point!r}"
         return None
 
@@ -115,6 +120,16 @@ def defines_name(tree: ast.Module, name: str) -> bool:
         ):
             return True
     return False
+
+
+def defines_method(tree: ast.Module, cls: str, name: str) -> bool:
+    """Whether a top-level ``class cls`` binds ``name`` in its body (LeetCode's ``class Solution``)."""
+    return any(
+        isinstance(node, ast.ClassDef)
+        and node.name == cls
+        and defines_name(ast.Module(body=node.body, type_ignores=[]), name)
+        for node in tree.body
+    )
 
 
 def _children(node: ast.AST) -> list[ast.stmt]:

@@ -19,7 +19,9 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 * ``checker``: a ``program`` task's checker, when several outputs are right (``Task.checker``): the
   reward judges each test by it, as the loop does;
 * ``time_limit_s``: the CPU seconds each test's run may take, when the task sets them (a ``program``
-  task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default.
+  task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default;
+* ``entry_class`` and ``prelude``: when the task sets them (LiveCodeBench's LeetCode problems), the
+  class whose method the entry point is, and the code run before the answer (``Task``).
 """
 
 from __future__ import annotations
@@ -81,6 +83,10 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         gt["checker"] = task.checker
     if task.time_limit_s is not None:  # the loop judged under it: so does the reward
         gt["time_limit_s"] = task.time_limit_s
+    if task.entry_class is not None:  # the loop called a method of one instance: so does the reward
+        gt["entry_class"] = task.entry_class
+    if task.prelude:  # the loop ran the answer after it: so does the reward
+        gt["prelude"] = task.prelude
     return gt
 
 
@@ -127,6 +133,8 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
             public_tests=0 if public <= 0 else None,  # no test shown: an imported benchmark's, seen by its examples
             time_limit_s=value.get("time_limit_s"),
             input_validator=value.get("input_validator"),
+            entry_class=value.get("entry_class"),
+            prelude=value.get("prelude"),
         )
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]
@@ -166,6 +174,7 @@ LEFT_OUT_CHECK_CODE = "judged by its own check code"
 LEFT_OUT_CHECKER = "judged by its own checker (several outputs are right)"
 LEFT_OUT_ARGUMENTS = "arguments JSON cannot carry"
 LEFT_OUT_NO_TESTS = "no test left"
+LEFT_OUT_METHOD = "a method of a class, or an answer run after a prelude (LiveCodeBench's LeetCode problems)"
 TEST_PRINTS_EMPTY = "output prints empty, as a crash does"
 TEST_PRINTS_AS_STAND_IN = "output prints as a wrong trivial answer's"
 TEST_UNPRINTABLE = "output cannot be printed"
@@ -236,7 +245,9 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     * the task is left out when no test is left, or when a stand-in passes every test verl scores
       (the first ``SANDBOX_FUSION_SCORED_TESTS`` kept; all kept ones if verl scores them all);
     * a task judged by its own ``checker`` (several outputs are right) is left out: verl's judges
-      compare text, and would fail every right output but the reference's.
+      compare text, and would fail every right output but the reference's;
+    * a task whose answer is a method of a class or runs after a ``prelude`` (LiveCodeBench's LeetCode
+      problems) is left out: the wrapper calls a module-level function of the answer as it stands.
 
     The stand-ins are judged by their printed form, computed here, outside any sandbox (constants
     and the test's own first argument; nothing runs). No output is ever ``null`` (verl passes a
@@ -256,6 +267,8 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
     if task.checker is not None:  # verl's judges compare text: they would fail another right output
         return SandboxFusionForm(None, LEFT_OUT_CHECKER)
+    if task.entry_class is not None or task.prelude:  # its wrapper calls a module's function, with no prelude
+        return SandboxFusionForm(None, LEFT_OUT_METHOD)
     if shape == STDIN_TESTS:
         return _stdin_form(task)
     missing = [t.input for t in task.tests if not t.has_expected]

@@ -44,7 +44,8 @@ traceback it prints shows source lines from regular files only (``_source_files_
 Modes
 -----
 ``tests``
-    The child execs the code as module ``solution``, looks up the entry point and calls it on
+    The child execs the code as module ``solution``, looks up the entry point (with ``entry_class``
+    in the request: that class, instantiated once, and the entry point its method) and calls it on
     each input under a per-test CPU-time budget (``ITIMER_PROF``, so load does not move a verdict) with
     a wall backstop for a call that blocks (a program that swallows either signal is still marked as
     timed out, and one that never returns is ended by the parent's deadline); with ``block_s`` in the
@@ -133,6 +134,7 @@ _str_copy = str.__str__
 _dict_items = dict.items
 _repr = repr
 _callable = callable
+_getattr = getattr
 _len = len
 _getpid = posix.getpid
 _write = posix.write
@@ -768,7 +770,18 @@ class _Child:
         timeouts = 0
         try:
             _load(req["file"], module, _CODE.pop(req["file"], None))
-            fn = module.__dict__.get(name)
+            owner = req.get("entry_class")
+            if owner:  # LeetCode's shape: one instance, made as the answer loads, its method called per test
+                cls = module.__dict__.get(owner)
+                if cls is None:
+                    raise NameError(f"class {owner!r} is not defined")
+                if not _callable(cls):
+                    raise TypeError(f"class {owner!r} is not callable ({_type(cls).__name__})")
+                fn = _getattr(cls(), name, None)
+                if fn is None:
+                    raise AttributeError(f"class {owner!r} has no method {name!r}")
+            else:
+                fn = module.__dict__.get(name)
             if fn is None:
                 raise NameError(f"entry point {name!r} is not defined")
             if not _callable(fn):

@@ -218,6 +218,7 @@ def execute_calls(
     hash_seed: int = 0,
     max_timeouts: int | None = None,
     block_s: float | None = None,
+    entry_class: str | None = None,
 ) -> CallsOutcome:
     """Call ``entry_point`` of ``code`` on each input (a literal tuple of arguments) in one execution.
 
@@ -228,8 +229,9 @@ def execute_calls(
     ``block_s``: the wall clock ends a call only once it blocks (uses next to no CPU for this long) or
     the execution's deadline comes, never for computing slowly (validation's gates); None: the judge's
     wall backstop (``harness``).
+    ``entry_class``: the entry point is a method of this class, instantiated once (``Task.entry_class``).
     """
-    request = _calls_request(entry_point, inputs, test_timeout_s, max_timeouts)
+    request = _calls_request(entry_point, inputs, test_timeout_s, max_timeouts, entry_class)
     if block_s is not None:
         request["block_s"] = float(block_s)
     seen = _execute(
@@ -246,7 +248,11 @@ def execute_calls(
 
 
 def _calls_request(
-    entry_point: str, inputs: list[str], test_timeout_s: float, max_timeouts: int | None
+    entry_point: str,
+    inputs: list[str],
+    test_timeout_s: float,
+    max_timeouts: int | None,
+    entry_class: str | None = None,
 ) -> dict[str, Any]:
     """The harness request to call ``SOLUTION_FILE``'s entry point on each input (tests and check mode)."""
     if max_timeouts is not None and max_timeouts < 1:
@@ -257,6 +263,7 @@ def _calls_request(
         "inputs": [parse_input(text) for text in inputs],
         "test_timeout_s": float(test_timeout_s),
         "max_timeouts": max_timeouts,
+        "entry_class": entry_class,
     }
 
 

@@ -181,6 +181,8 @@ def passes(value: Any, test: TestCase) -> bool:
         value = _as_tuple(value)
         if value is None:
             return False
+    if test.tuple_as_list and type(value) is tuple:
+        value = list(value)
     if test.python_eq is not None:
         if python_equal(value, test.python_eq):
             return True

@@ -10,25 +10,33 @@ without unpickling any object) and ``metadata`` (JSON text; ``func_name`` for Le
 A test's ``testtype`` is ``stdin`` (Codeforces, AtCoder: input on stdin, output on stdout) or
 ``functional`` (LeetCode: a method of ``class Solution`` called on JSON arguments). Stdin problems
 become ``program`` tasks, public tests shown first (``public_tests`` counts them), private ones
-hidden. A functional problem is left out, counted: its answer is a method no kind calls, and
-LiveCodeBench's harness also gives it names (``List``, ``math``...) without an import, so no existing
-kind judges it as LiveCodeBench does. LiveCodeBench publishes no solutions: every task is judge-only.
+hidden. A functional problem becomes an ``induction`` task judged as LiveCodeBench's harness judges it:
+the answer is ``class Solution`` (``entry_class``), made once, and its method ``func_name``
+(``entry_point``) is called on each test's arguments (its input's lines, one JSON value each); the
+result, a tuple turned into a list, must be ``==`` the parsed output (``python_eq``,
+``tuple_as_list``); and the answer runs after the harness's imports (``prelude``: ``from typing import
+*``, ``from collections import *``..., so ``List`` needs no import). LiveCodeBench publishes no
+solutions: every task is judge-only.
 
 SandboxFusion's sample: ``id``, ``content`` (a prompt whose question sits between ``### Question:`` and
-``### Format:``), ``labels`` (JSON text: ``task_id``, ``difficulty``...) and ``test`` (packed: a dict whose
-``input_output`` is JSON text of ``inputs``, ``outputs`` and ``fn_name``; no split, so every test is
-hidden). Its ``canonical_solution`` is a placeholder that prints nothing: not a reference.
+``### Format:``, the starter code after it), ``labels`` (JSON text: ``task_id``, ``difficulty``...) and
+``test`` (packed: a dict whose ``input_output`` is JSON text of ``inputs``, ``outputs`` and ``fn_name``,
+set for a functional problem, whose inputs and outputs are JSON lines as above; no split, so every test
+is hidden). Its ``canonical_solution`` is a placeholder that prints nothing: not a reference.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from ..kinds.induction import KIND as FUNCTION
 from ..kinds.program import KIND as PROGRAM
+from ..sandbox.runner import parse_input
+from ..sandbox.verdict import json_exact
 from ..types import Task, TestCase
 from .fields import (
-    CLASS_SOLUTION,
     NO_TESTS,
     LeftOut,
     bad,
@@ -49,6 +57,19 @@ __all__ = ["task_of"]
 DIFFICULTY = {"easy": 0.25, "medium": 0.5, "hard": 0.75}
 TEST_TYPES = ("stdin", "functional")
 _QUESTION = re.compile(r"### Question:\n(.*?)\n\n### Format:", re.S)
+_STARTER = re.compile(r"### Format:.*?```python\n(.*?)```", re.S)
+ENTRY_CLASS = "Solution"
+"""The class a LeetCode answer defines; LiveCodeBench's harness makes one and calls its method."""
+_MODULES = (
+    "string re datetime collections heapq bisect copy math random statistics itertools functools operator io sys json"
+)
+PRELUDE = "\n".join(
+    [*(f"from {m} import *" for m in (*_MODULES.split(), "builtins", "typing"))]
+    + [f"import {m}" for m in _MODULES.split()]
+    + ["sys.setrecursionlimit(50000)"]
+)
+"""What LiveCodeBench's harness runs before a functional answer (``testing_util.import_string``), in its
+order: later star imports win (``builtins`` restores ``pow`` after ``math``'s)."""
 
 
 def task_of(row: Row, source: str) -> Task | LeftOut:
@@ -64,8 +85,11 @@ def _native_task(row: Row, source: str) -> Task | LeftOut:
         raise bad(row, "question_id", "not a string")
     public = _cases(row, "public_test_cases", decoded(row, "public_test_cases", required(row, "public_test_cases")))
     private = _cases(row, "private_test_cases", _private_cases(row))
-    if any(kind == "functional" for kind, _ in public + private):
-        return LeftOut(CLASS_SOLUTION)
+    kinds = {kind for kind, _ in public + private}
+    if len(kinds) > 1:
+        raise bad(row, "public_test_cases", "stdin and functional tests mixed in one problem")
+    functional = kinds == {"functional"}
+    func_name = _func_name(row) if functional else None
     shown = unique_tests([t for _, t in public])[0]
     tests, repeats = unique_tests([t for _, t in public + private])
     if not tests:
@@ -87,17 +111,51 @@ def _native_task(row: Row, source: str) -> Task | LeftOut:
     return make_task(
         row,
         task_id=f"{source}/{question_id}",
-        kind=PROGRAM.name,
         description=description,
-        entry_point="",
         reference_code="",  # LiveCodeBench publishes no solution: judge-only
         tests=tests,
         public_tests=len(shown),
+        **_shape(func_name),
         difficulty=DIFFICULTY.get(difficulty.lower(), 0.5),
         tags=[source],
         source=source,
         meta={k: v for k, v in meta.items() if v is not None},
     )
+
+
+def _shape(func_name: str | None) -> dict[str, Any]:
+    """The fields that make a task a whole program (stdin) or LiveCodeBench's ``Solution`` method."""
+    if func_name is None:
+        return {"kind": PROGRAM.name, "entry_point": ""}
+    return {"kind": FUNCTION.name, "entry_point": func_name, "entry_class": ENTRY_CLASS, "prelude": PRELUDE}
+
+
+def _func_name(row: Row) -> str:
+    """``metadata.func_name``: the method of ``Solution`` a functional problem's tests call."""
+    meta = decoded(row, "metadata", optional(row, "metadata"))
+    name = meta.get("func_name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name.isidentifier():
+        raise bad(row, "metadata.func_name", "a functional problem names its method here")
+    return name
+
+
+def functional_test(row: Row, where: str, given: Any, wanted: Any) -> TestCase:
+    """One call test as LiveCodeBench reads it: each line of ``given`` one argument's JSON, ``wanted`` the
+    result's JSON, compared by Python's ``==`` after a tuple result becomes a list."""
+    if not isinstance(given, str) or not isinstance(wanted, str):
+        raise bad(row, where, "a functional test's input and output are JSON text")
+    try:
+        args = [json.loads(line) for line in given.split("\n")]
+        expected = json.loads(wanted)
+    except ValueError as e:
+        raise bad(row, where, f"not JSON lines: {e}") from None
+    if not json_exact(args) or not json_exact(expected):
+        raise bad(row, where, "holds a number that is not finite")
+    literal = repr(tuple(args))
+    parsed = parse_input(literal)
+    if isinstance(parsed, str):
+        raise bad(row, where, f"cannot be written as Python arguments: {parsed}")
+    return TestCase(input=literal, expected=expected, python_eq=repr(expected), tuple_as_list=True)
 
 
 def _private_cases(row: Row) -> Any:
@@ -128,7 +186,13 @@ def _cases(row: Row, field: str, value: Any) -> list[tuple[str, TestCase]]:
         kind = case.get("testtype")
         if kind not in TEST_TYPES:
             raise bad(row, f"{where}.testtype", f"{kind!r}, not one of {', '.join(TEST_TYPES)}")
-        out.append((kind, stdio_test(row, where, case.get("input"), case.get("output"))))
+        given, wanted = case.get("input"), case.get("output")
+        test = (
+            functional_test(row, where, given, wanted)
+            if kind == "functional"
+            else stdio_test(row, where, given, wanted)
+        )
+        out.append((kind, test))
     return out
 
 
@@ -143,13 +207,18 @@ def _sandbox_fusion_task(row: Row, source: str) -> Task | LeftOut:
     if not isinstance(native_id, (int, str)) or isinstance(native_id, bool):
         raise bad(row, "labels.task_id", "not a string")
     io = _sandbox_fusion_io(row)
-    if io.get("fn_name") is not None:
-        return LeftOut(CLASS_SOLUTION)
-    tests, repeats = unique_tests(_io_tests(row, io))
+    func_name = io.get("fn_name")
+    if func_name is not None and (not isinstance(func_name, str) or not func_name.isidentifier()):
+        raise bad(row, "test.input_output.fn_name", "not a method's name")
+    tests, repeats = unique_tests(_io_tests(row, io, func_name))
     if not tests:
         return LeftOut(NO_TESTS)
     content = text(row, "content")
     question = _QUESTION.search(content)
+    description = question.group(1) if question else content
+    starter = _STARTER.search(content) if func_name else None
+    if starter and question and starter.group(1).strip():
+        description += f"\n\nStarter code:\n```python\n{starter.group(1).rstrip()}\n```\n"
     named = labels.get("difficulty")
     difficulty = named if isinstance(named, str) else ""
     meta = {
@@ -161,9 +230,8 @@ def _sandbox_fusion_task(row: Row, source: str) -> Task | LeftOut:
     return make_task(
         row,
         task_id=f"{source}/{native_id}",
-        kind=PROGRAM.name,
-        description=question.group(1) if question else content,
-        entry_point="",
+        description=description,
+        **_shape(func_name),
         reference_code="",  # its canonical_solution is a placeholder that prints nothing
         tests=tests,
         public_tests=0,
@@ -190,5 +258,13 @@ def _sandbox_fusion_io(row: Row) -> dict[str, Any]:
     return io
 
 
-def _io_tests(row: Row, io: dict[str, Any]) -> list[TestCase]:
-    return stdio_tests(row, "test.input_output", io.get("inputs"), io.get("outputs"), ("inputs", "outputs"))
+def _io_tests(row: Row, io: dict[str, Any], func_name: str | None) -> list[TestCase]:
+    inputs, outputs = io.get("inputs"), io.get("outputs")
+    if func_name is None:
+        return stdio_tests(row, "test.input_output", inputs, outputs, ("inputs", "outputs"))
+    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
+        raise bad(row, "test.input_output", "inputs and outputs are not two lists of one length")
+    return [
+        functional_test(row, f"test.input_output.inputs[{i}]", given, wanted)
+        for i, (given, wanted) in enumerate(zip(inputs, outputs, strict=True))
+    ]
