@@ -329,6 +329,51 @@ def test_load_errors(sandbox, code, fragment):
     assert fragment.split(":")[0] in r.stderr or "not" in fragment  # the traceback is in stderr
 
 
+METHOD_CODE = """
+class Solution:
+    made = 0
+
+    def __init__(self):
+        Solution.made += 1
+        self.calls = 0
+
+    def add(self, a, b):
+        self.calls += 1
+        return (a + b, Solution.made, self.calls)
+"""
+
+
+def test_a_method_of_a_class_is_called_on_one_instance(sandbox):
+    inputs = [t.input for t in ADD_TESTS]
+    outcome = execute_calls(sandbox, METHOD_CODE, "add", inputs, LIMITS, TEST_TIMEOUT_S, entry_class="Solution")
+    assert outcome.result.status == "ok" and outcome.load_error is None
+    # one instance, made once, as LiveCodeBench's harness makes it: its state carries from call to call
+    assert [o.value for o in outcome.outputs] == [(3, 1, 1), (0, 1, 2), (42, 1, 3)]
+
+
+def test_an_answer_patching_getattr_does_not_choose_the_method_called(sandbox):
+    code = "import builtins\nbuiltins.getattr = lambda *a: (lambda *x: 3)\n" + METHOD_CODE
+    outcome = execute_calls(sandbox, code, "add", ["(1, 2)"], LIMITS, TEST_TIMEOUT_S, entry_class="Solution")
+    assert [o.value for o in outcome.outputs] == [(3, 1, 1)]  # the class's own method, bound before the answer ran
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        ("def add(a, b):\n    return a + b\n", "class 'Solution' is not defined"),
+        ("class Solution:\n    def plus(self, a, b):\n        return a + b\n", "class 'Solution' has no method 'add'"),
+        ("Solution = 3\n", "class 'Solution' is not callable"),
+        ("class Solution:\n    add = 3\n", "entry point 'add' is not callable"),
+        ("class Solution:\n    def __init__(self):\n        raise ValueError('no')\n", "ValueError: no"),
+    ],
+)
+def test_a_missing_class_or_method_is_a_load_error(sandbox, code, fragment):
+    inputs = [t.input for t in ADD_TESTS]
+    outcome = execute_calls(sandbox, code, "add", inputs, LIMITS, TEST_TIMEOUT_S, entry_class="Solution")
+    assert outcome.result.status == "error" and outcome.outputs == []
+    assert fragment in (outcome.load_error or "")
+
+
 def test_syntax_error_traceback_points_at_the_line(sandbox):
     r = judged(sandbox, "x = 1\ndef add(a, b)\n    return a + b\n")
     assert 'File "solution.py", line 2' in r.stderr and "SyntaxError" in r.stderr

@@ -319,6 +319,27 @@ def test_as_tuple_compares_the_output_turned_into_a_tuple(output, result):
     assert verdict.passes("ab", python_eq("('a', 'b')", as_tuple=True))
 
 
+@pytest.mark.parametrize(
+    ("output", "result"),
+    [
+        ([[1, 2], 3], True),
+        (([1, 2], 3), True),  # LiveCodeBench's list(prediction) for a tuple
+        ([[1.0, 2], True + 2], True),  # its == : 1.0 is 1, True + 2 is 3
+        ([(1, 2), 3], False),  # only the top is turned: a tuple within is not a list
+        (((1, 2), 3), False),
+        ([[1, 2], 3.5], False),
+        ("[[1, 2], 3]", False),
+    ],
+)
+def test_tuple_as_list_turns_only_a_top_level_tuple_into_a_list(output, result):
+    assert verdict.passes(output, python_eq("[[1, 2], 3]", tuple_as_list=True)) is result
+
+
+def test_tuple_as_list_needs_python_eq():
+    with pytest.raises(ValueError, match="need python_eq"):
+        TestCase(input="(1,)", expected=[1], tuple_as_list=True)
+
+
 def test_without_a_rule_of_its_own_a_test_keeps_spades_comparison():
     assert verdict.passes([4, 6], TestCase(input="(1,)", expected=[4, 6]))  # a generated task's: a tuple is a list
     assert verdict.passes(0.5000000001, TestCase(input="(1,)", expected=0.5))  # within 1e-9

@@ -82,7 +82,7 @@ def leetcode_row() -> dict[str, Any]:
         platform="leetcode",
         starter_code="class Solution:\n    def isEmpty(self, xs: List[int]) -> bool:\n        ",
         public_test_cases=json.dumps(lcb_cases([("[]", "true")], "functional")),
-        private="[]",
+        private=packed(json.dumps(lcb_cases([('[1, 2]\n"a\\n"', "[false, 2.5]")], "functional"))),
         metadata=json.dumps({"func_name": "isEmpty"}),
     )
 

@@ -28,6 +28,7 @@ from spade_llm.cli.app import main
 from spade_llm.cli.flags import IMPORT_FORMAT
 from spade_llm.errors import UserError
 from spade_llm.tasksets.contests import FORMATS, import_file, write_file
+from spade_llm.tasksets.livecodebench import PRELUDE
 from spade_llm.types import Task
 
 # -- CodeContests ---------------------------------------------------------------------------------------
@@ -113,21 +114,37 @@ def test_sandbox_fusion_code_contests_samples_import(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["lcb.jsonl", "lcb.json"])
-def test_livecodebench_stdin_problems_import_and_functional_ones_are_counted(tmp_path, name):
+def test_livecodebench_stdin_and_functional_problems_all_import(tmp_path, name):
     rows = [lcb_row(), lcb_row("abc300_b", private=json.dumps(lcb_cases(SUM_IO[2:]))), leetcode_row()]
     path = tmp_path / name
     path.write_text(json.dumps(rows) if name.endswith(".json") else "".join(json.dumps(r) + "\n" for r in rows))
     tasks, imported = import_file("lcb", path)
-    first, second = tasks
+    first, second, leetcode = tasks
     assert (first.task_id, first.kind, first.source) == ("livecodebench/abc300_a", "program", "livecodebench")
     assert [(t.input, t.expected) for t in first.tests] == SUM_IO  # public, then the packed private ones
     assert first.public_tests == 1 and first.judge_only and first.time_limit_s is None
+    assert first.entry_class is None and first.prelude is None and "entry_class" not in first.dump()
     assert first.meta["tests"] == {"public": 1, "private": 3, "repeated_dropped": 0}
     assert [(t.input, t.expected) for t in second.tests] == [SUM_IO[0], *SUM_IO[2:]]  # plain JSON private tests
-    assert (imported.tasks, imported.judge_only) == (2, 2)
-    assert dict(imported.left_out) == {
-        "LeetCode-style (the answer is a method of class Solution, which no task kind calls)": 1
-    }
+    assert (imported.tasks, imported.judge_only) == (3, 3) and dict(imported.left_out) == {}
+    check_leetcode_task(leetcode)
+    assert leetcode.task_id == "livecodebench/2727" and leetcode.public_tests == 1
+    assert leetcode.meta["tests"] == {"public": 1, "private": 1, "repeated_dropped": 0}
+
+
+def check_leetcode_task(task: Task) -> None:
+    """``leetcode_row``'s problem as LiveCodeBench's harness judges it: a judge-only call of
+    ``Solution().isEmpty`` after its imports, each line of an input one argument's JSON."""
+    assert (task.kind, task.entry_point, task.entry_class) == ("induction", "isEmpty", "Solution")
+    assert task.judge_only and task.prelude == PRELUDE and "from typing import *" in PRELUDE
+    assert (
+        "Starter code:\n```python\nclass Solution:\n    def isEmpty(self, xs: List[int]) -> bool:" in task.description
+    )
+    assert [t.dump() for t in task.tests] == [
+        {"input": "([],)", "expected": True, "python_eq": "True", "tuple_as_list": True},
+        {"input": "([1, 2], 'a\\n')", "expected": [False, 2.5], "python_eq": "[False, 2.5]", "tuple_as_list": True},
+    ]
+    assert Task.model_validate_json(json.dumps(task.dump())) == task  # a task file carries it all
 
 
 def test_sandbox_fusion_livecodebench_samples_import(tmp_path):
@@ -140,13 +157,43 @@ def test_sandbox_fusion_livecodebench_samples_import(tmp_path):
         "test": packed({"input_output": json.dumps(io)}),
         "labels": json.dumps({"task_id": "codeforces/1873_A", "category": "codeforces", "difficulty": "easy"}),
     }
-    leetcode = {**row, "id": 10, "test": packed({"input_output": json.dumps({**io, "fn_name": "f"})})}
+    functional = {"inputs": ["[]", '[1, 2]\n"a\\n"'], "outputs": ["true", "[false, 2.5]"], "fn_name": "isEmpty"}
+    starter = "class Solution:\n    def isEmpty(self, xs: List[int]) -> bool:\n        \n"
+    leetcode = {
+        **row,
+        "id": 10,
+        "content": prompt.replace("Read stdin.", f"Use the starter code.\n```python\n{starter}```\n\n### Answer:"),
+        "test": packed({"input_output": json.dumps(functional)}),
+        "labels": json.dumps({"task_id": "leetcode/2727", "category": "leetcode", "difficulty": "easy"}),
+    }
     tasks, imported = import_file("lcb", write_jsonl(tmp_path / "sf.jsonl", [row, leetcode]))
-    (task,) = tasks
+    task, method = tasks
     assert task.task_id == "livecodebench/codeforces/1873_A" and task.judge_only and task.public_tests == 0
     assert task.description == "Read n, then n integers; print their sum."
     assert [(t.input, t.expected) for t in task.tests] == SUM_IO
-    assert sum(imported.left_out.values()) == 1
+    assert method.task_id == "livecodebench/leetcode/2727" and method.public_tests == 0
+    check_leetcode_task(method)
+    assert dict(imported.left_out) == {} and imported.tasks == 2
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"metadata": "{}"}, "metadata.func_name: a functional problem names its method"),
+        (
+            {"public_test_cases": json.dumps(lcb_cases([("[1, 2", "true")], "functional"))},
+            r"public_test_cases\[0\]: not JSON lines",
+        ),
+        ({"public_test_cases": json.dumps(lcb_cases([("NaN", "true")], "functional"))}, "not finite"),
+        ({"private": json.dumps(lcb_cases(SUM_IO[:1]))}, "stdin and functional tests mixed"),
+    ],
+)
+def test_a_malformed_functional_row_is_one_error_naming_its_field(tmp_path, over, message):
+    row = {**leetcode_row(), **over}
+    if "private" in over:
+        row["private_test_cases"] = row.pop("private")
+    with pytest.raises(UserError, match=message):
+        import_file("lcb", write_jsonl(tmp_path / "lcb.jsonl", [row]))
 
 
 # -- APPS and TACO --------------------------------------------------------------------------------------
@@ -232,19 +279,20 @@ def test_a_repeated_task_id_names_both_rows(tmp_path):
 
 
 def test_a_file_whose_every_row_is_left_out_is_an_error(tmp_path):
-    with pytest.raises(UserError, match="no task made of its 1 rows: 1 LeetCode-style"):
-        import_file("lcb", write_jsonl(tmp_path / "lcb.jsonl", [leetcode_row()]))
+    row = lcb_row(public_test_cases="[]", private="[]")
+    with pytest.raises(UserError, match="no task made of its 1 rows: 1 without tests"):
+        import_file("lcb", write_jsonl(tmp_path / "lcb.jsonl", [row]))
 
 
 # -- the command ------------------------------------------------------------------------------------------
 
 
 def test_the_command_writes_the_tasks_and_says_what_it_left_out(tmp_path, capsys):
-    source = write_jsonl(tmp_path / "lcb.jsonl", [lcb_row(), leetcode_row()])
+    source = write_jsonl(tmp_path / "lcb.jsonl", [lcb_row(), lcb_row(public_test_cases="[]", private="[]")])
     out = tmp_path / "tasks.jsonl"
     assert main(["import", "lcb", str(source), "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"imported 1 tasks -> {out} (1 judge-only" in err and "left out 1 row: 1 LeetCode-style" in err
+    assert f"imported 1 tasks -> {out} (1 judge-only" in err and "left out 1 row: 1 without tests" in err
     (written,) = [Task.model_validate_json(line) for line in out.read_text().splitlines()]
     assert written.task_id == "livecodebench/abc300_a" and len(written.tests) == 4
 

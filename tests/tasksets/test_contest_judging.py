@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contest_rows import codecontests_row, io_set, lcb_cases, lcb_row, packed, write_jsonl
+from contest_rows import codecontests_row, io_set, lcb_cases, lcb_row, leetcode_row, packed, write_jsonl
 
 from spade_llm.checking import CodeChecker
 from spade_llm.cli.app import main
 from spade_llm.config import SandboxConfig
 from spade_llm.fake.scripted import FunctionLLM
+from spade_llm.judge import Judge
 from spade_llm.llm.base import LLMRequest
+from spade_llm.sandbox.base import Limits
 from spade_llm.solver import LLMSolver
 from spade_llm.tasksets.contests import import_file
 from spade_llm.templates import Prompts
@@ -146,3 +148,47 @@ async def test_a_solver_solves_a_judge_only_task_on_its_tests(sandbox, tmp_path)
     )  # fmt: skip
     trajectory = await solver.solve(task, epoch=0)
     assert [a.result.tests_passed for a in trajectory.attempts] == [0, 4] and trajectory.final_status == "passed"
+
+
+# -- LiveCodeBench's functional (LeetCode) problems -------------------------------------------------------
+
+# leetcode_row's tests: isEmpty([]) is True; isEmpty([1, 2], "a\n") is [False, 2.5]
+METHOD = "class Solution:\n    def isEmpty(self, xs: List[int], s: Optional[str] = None) -> Any:\n"
+LEETCODE_SAMPLES = {
+    # List, Optional and Any come from LiveCodeBench's prelude, as its harness gives them; a tuple is a list
+    "right": METHOD + "        return True if not xs else (False, len(xs) + len(s) / 4)\n",
+    "right by ==": METHOD + "        return 1 if not xs else [0, 2.5]\n",  # LiveCodeBench's ==: 1 is True
+    "a wrong value": METHOD + "        return True if not xs else [False, 2.0]\n",
+    "a set": METHOD + "        return True if not xs else {False, 2.5}\n",  # == a list never
+    "no class": "def isEmpty(xs, s=None):\n    return True if not xs else [False, 2.5]\n",
+    "no method": "class Solution:\n    def is_empty(self, xs, s=None):\n        return True\n",
+}
+LEETCODE_PASSES = {"right": True, "right by ==": True}
+
+
+def test_a_leetcode_answer_is_judged_as_livecodebench_judges_it(tmp_path, capsys):
+    out = tmp_path / "tasks.jsonl"
+    assert main(["import", "lcb", str(write_jsonl(tmp_path / "lcb.jsonl", [leetcode_row()])), "-o", str(out)]) == 0
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"task_id": "livecodebench/2727", "code": code} for code in LEETCODE_SAMPLES.values()]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, judged, _ = run(capsys, "evaluate", str(out), "--samples", str(samples))
+    assert code == 0
+    verdicts = dict(zip(LEETCODE_SAMPLES, judged, strict=True))
+    for name, row in verdicts.items():
+        assert row["passed"] is LEETCODE_PASSES.get(name, False), (name, row)
+    assert verdicts["a wrong value"]["tests_passed"] == 1 and verdicts["a wrong value"]["status"] == "failed"
+    for name in ("no class", "no method"):
+        assert verdicts[name]["status"] == "error" and verdicts[name]["tests_passed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"), [("no class", "class 'Solution' is not defined"), ("no method", "has no method 'isEmpty'")]
+)
+def test_an_answer_without_the_class_or_its_method_says_so(sandbox, tmp_path, name, fragment):
+    (task,), _ = import_file("lcb", write_jsonl(tmp_path / "lcb.jsonl", [leetcode_row()]))
+    result = Judge(sandbox, Limits(timeout_s=5.0, memory_mb=512, output_limit_bytes=1 << 16))(
+        task, LEETCODE_SAMPLES[name]
+    )
+    assert result.status == "error" and fragment in (result.load_error or "")
+    assert all(r.status == "error" for r in result.test_results or [])
