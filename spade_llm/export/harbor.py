@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..kinds import get_kind
+from ..rewards.groundtruth import LEFT_OUT_METHOD
 from ..sandbox.stdio import CHECKER_CPU_S
 from ..solver import first_messages
 from ..templates import Prompts
@@ -127,7 +128,7 @@ def _why_not(task: Task) -> str | None:
     if any(t.literal_only for t in task.tests):
         return "a test whose expected value has no JSON form"  # the judge reads expected values as JSON
     if task.entry_class is not None or task.prelude:  # judge.py calls a module's function, with no prelude
-        return "a method of a class, or an answer run after a prelude (LiveCodeBench's LeetCode problems)"
+        return LEFT_OUT_METHOD
     return None
 
 

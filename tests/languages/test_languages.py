@@ -32,6 +32,24 @@ def test_static_error_names_the_first_gate_failed(code: str, banned: frozenset[s
     assert (found[0] if found else None) == reason, found
 
 
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("class Solution:\n    def f(self, x): return x", None),
+        ("class Solution:\n    if True:\n        def f(self, x): return x", None),
+        ("def f(x): return x", "missing_entry_point"),  # a function is no method of the class
+        ("class Solution:\n    def g(self, x): return x", "missing_entry_point"),
+        ("class Other:\n    def f(self, x): return x", "missing_entry_point"),
+        ("def make():\n    class Solution:\n        def f(self, x): return x", "missing_entry_point"),
+    ],
+)
+def test_with_an_entry_class_the_entry_point_is_a_method_of_that_class(code: str, reason: str | None) -> None:
+    found = PYTHON.static_error(code, "f", frozenset(), "Solution")
+    assert (found[0] if found else None) == reason, found
+    if found:
+        assert "Solution.f" in found[1]
+
+
 def test_literals_and_statements_read_what_an_answer_says() -> None:
     assert PYTHON.literal("(1, [2, 'a'], {3: None})") == (1, [2, "a"], {3: None})
     with pytest.raises((ValueError, SyntaxError)):
