@@ -9,7 +9,8 @@ A row holds ``question``, ``solutions`` (JSON text: a list of Python programs, o
 newlines, as APPS's harness joins it). With ``fn_name`` it is an ``induction`` task on that function:
 each input is the list of arguments, each output the return value, which the published files wrap in
 a one-element list (unwrapped here). A function problem whose starter code is ``class Solution`` is
-left out: no kind calls a method.
+left out, counted: LiveCodeBench's are judged as its harness judges them (``entry_class``), but
+APPS's harness calls them its own way, which is not followed yet.
 
 No test is shown apart from the question (``public_tests`` 0): the question itself carries APPS's
 examples. The reference is the first solution that compiles (defining ``fn_name`` for a function

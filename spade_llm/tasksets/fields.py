@@ -38,8 +38,9 @@ __all__ = [
 
 NOT_JUDGEABLE_FILES = "reading or writing named files, not stdin and stdout"
 """Why a problem whose tests name files is left out: the ``program`` kind feeds stdin and reads stdout."""
-CLASS_SOLUTION = "LeetCode-style (the answer is a method of class Solution, which no task kind calls)"
-"""Why a functional problem written as ``class Solution`` is left out (docs/benchmarks.md)."""
+CLASS_SOLUTION = "LeetCode-style (a method of class Solution, which APPS's harness calls its own way)"
+"""Why an APPS or TACO function problem written as ``class Solution`` is left out (docs/benchmarks.md):
+LiveCodeBench's are imported, judged as its harness judges them; APPS's harness is not followed yet."""
 NO_TESTS = "without tests"
 """Why a problem without a single test is left out (there is nothing to judge an answer on)."""
 

@@ -1,5 +1,5 @@
-"""``spade import lcb``: LiveCodeBench (livecodebench/code_generation_lite) problems as ``program`` tasks,
-from its own rows or from SandboxFusion's ``live_code_bench`` samples.
+"""``spade import lcb``: LiveCodeBench (livecodebench/code_generation_lite) problems as tasks, from its own
+rows or from SandboxFusion's ``live_code_bench`` samples: whole programs, and LeetCode's methods.
 
 A LiveCodeBench row: ``question_title``, ``question_content``, ``platform``, ``question_id``,
 ``contest_id``, ``contest_date``, ``starter_code``, ``difficulty``, ``public_test_cases`` (JSON text: a

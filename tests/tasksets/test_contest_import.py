@@ -217,7 +217,7 @@ def test_apps_stdin_and_function_problems(tmp_path):
     assert [(t.input, t.expected) for t in function.tests] == [("(1, 2)", 3), ("([1], {'a': 2})", [1, 2])]
     assert "Starter code:\n```python\ndef add(a, b):" in function.description
     assert dict(imported.left_out) == {
-        "LeetCode-style (the answer is a method of class Solution, which no task kind calls)": 1,
+        "LeetCode-style (a method of class Solution, which APPS's harness calls its own way)": 1,
         "without tests": 1,
     }
 
