@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .base import CODE_TAGS, TaskKind, fenced_blocks
 
@@ -41,6 +41,12 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
     return validator.validate(task)
 
 
+def view(task: Task) -> dict[str, Any]:
+    """``entry_class``: the class whose method the answer writes (LiveCodeBench's ``Solution``), or None
+    for a function: the prompt must not ask for a function the judge will not call."""
+    return {"entry_class": task.entry_class}
+
+
 def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
     """The code run on the task's tests (or its ``check_code``) in the judge's sandbox."""
     return judge(task, code, tests)
@@ -53,15 +59,18 @@ KIND = TaskKind(
     parse_answer=extract_code,
     gates=gates,
     check_answer=check_answer,
+    view=view,
     summary="write the function from its description and example tests",
     tool_parse=tool_code,
     colour="#2563eb",
     sample_first={
         "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
         "public_tests": [{"input": "(1,)", "expected": "1"}],
+        "entry_class": None,
     },
     sample_repair={
         "entry_point": "f",
+        "entry_class": None,
         "turn": 2,
         "code": "def f(x):\n    return x\n",
         "status": "error",

@@ -27,8 +27,10 @@ from contest_rows import (
 from spade_llm.cli.app import main
 from spade_llm.cli.flags import IMPORT_FORMAT
 from spade_llm.errors import UserError
+from spade_llm.solver import first_messages
 from spade_llm.tasksets.contests import FORMATS, import_file, write_file
 from spade_llm.tasksets.livecodebench import PRELUDE
+from spade_llm.templates import Prompts
 from spade_llm.types import Task
 
 # -- CodeContests ---------------------------------------------------------------------------------------
@@ -145,6 +147,16 @@ def check_leetcode_task(task: Task) -> None:
         {"input": "([1, 2], 'a\\n')", "expected": [False, 2.5], "python_eq": "[False, 2.5]", "tuple_as_list": True},
     ]
     assert Task.model_validate_json(json.dumps(task.dump())) == task  # a task file carries it all
+
+
+def test_a_leetcode_tasks_prompt_asks_for_the_class_and_a_functions_for_the_function(tmp_path):
+    (task,), _ = import_file("lcb", write_jsonl(tmp_path / "lcb.jsonl", [leetcode_row()]))
+    prompt = first_messages(Prompts(), task, 1)[-1].content
+    assert "Write a Python class `Solution` with the method `isEmpty`" in prompt
+    assert "Reply with the complete class" in prompt and "Python function" not in prompt
+    function = task.model_copy(update={"entry_class": None})
+    prompt = first_messages(Prompts(), function, 1)[-1].content
+    assert "Write a Python function `isEmpty`.\nIt must pass" in prompt and "complete function" in prompt
 
 
 def test_sandbox_fusion_livecodebench_samples_import(tmp_path):
