@@ -210,6 +210,14 @@ class Task(BaseModel):
     source: str = "generated"
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _a_method_or_prelude_only_judged(self) -> Task:
+        # The judge follows entry_class and prelude; the gates that run a reference (mutants, probes) and
+        # the check-code path do not yet, so a task with either must be judge-only and without check code.
+        if (self.entry_class is not None or self.prelude) and (self.reference_code.strip() or self.check_code):
+            raise ValueError("entry_class and prelude are for judge-only tasks: no reference_code, no check_code")
+        return self
+
     @property
     def shows_examples(self) -> bool:
         """Whether the solver sees this task through its ``examples`` and none of its tests: an imported

@@ -71,3 +71,12 @@ def test_formats_that_call_a_modules_function_leave_the_task_out_counted(tmp_pat
     )  # fmt: skip
     assert done.tasks == 1 and [p.name for p in (tmp_path / "harbor").iterdir()] == ["plain"]
     assert done.left_out == {LEFT_OUT_METHOD: ["lcb/2727"]}
+
+
+def test_a_class_or_prelude_is_refused_on_a_task_the_gates_would_run() -> None:
+    # validation's gates call a reference's module-level function without the prelude: refused, not misjudged
+    for over in ({"reference_code": RIGHT}, {"check_code": "def check(candidate):\n    pass\n"}):
+        for fields in ({}, {"entry_class": None}, {"prelude": None}):
+            with pytest.raises(ValueError, match="for judge-only tasks"):
+                leetcode(**over, **fields)
+    assert leetcode(entry_class=None, prelude=None, reference_code=RIGHT).reference_code == RIGHT
