@@ -31,8 +31,10 @@ why, never judged on a guess (the rewards' rule: errors raise, never a silent 0.
   them ints (and, for the argument, drops the other arguments);
 * arguments that are not one JSON value a line (``prime_code`` cannot call those either), numbers JSON
   cannot carry (NaN, infinities), a ``fn_name`` that is no Python name;
-* LiveCodeBench's ``functional`` tests: they call a method of LeetCode's ``class Solution``, which the
-  function kind does not (it calls a function the answer defines); a ``private_test_cases`` that is not
+* LiveCodeBench's ``functional`` tests without the row's ``metadata.func_name`` (a bare list of test
+  cases): the method they call is not named. With it, a row's functional tests are judged as
+  ``spade import lcb`` judges them (``Solution().func_name`` after LiveCodeBench's prelude, ``==`` with a
+  tuple as a list: docs/benchmarks.md); a ``private_test_cases`` that is not
   JSON (LiveCodeBench ships it base64, zlib and pickle: decode it first; spade never unpickles a ground
   truth, pickle runs code).
 
@@ -162,9 +164,32 @@ def _text(value: Any, name: str, what: str) -> str:
 
 def _read_livecodebench_row(value: Mapping[str, Any]) -> tuple[Task, int]:
     name = _name(value, LIVECODEBENCH)
-    public = _livecodebench_tests(_cases(value.get("public_test_cases"), name, "public_test_cases"), name)
-    private = _livecodebench_tests(_cases(value.get("private_test_cases"), name, "private_test_cases"), name)
-    return _program_task(name, public + private, len(public))
+    func_name = _func_name(value.get("metadata"), name)
+    public = _livecodebench_tests(_cases(value.get("public_test_cases"), name, "public_test_cases"), name, func_name)
+    private = _livecodebench_tests(_cases(value.get("private_test_cases"), name, "private_test_cases"), name, func_name)
+    tests = public + private
+    if func_name is None or not any(t.tuple_as_list for t in tests):
+        return _program_task(name, tests, len(public))
+    if not all(t.tuple_as_list for t in tests):
+        raise UserError(f"{name}: stdin and functional tests mixed in one problem")
+    from ..tasksets.livecodebench import ENTRY_CLASS, PRELUDE
+
+    task, shown = _task(name, CALL_TESTS, func_name, tests, len(public))
+    # judged as LiveCodeBench's harness and `spade import lcb` judge it: Solution().func_name, after its prelude
+    return task.model_copy(update={"entry_class": ENTRY_CLASS, "prelude": PRELUDE}), shown
+
+
+def _func_name(metadata: Any, name: str) -> str | None:
+    """A LiveCodeBench row's ``metadata.func_name`` (JSON text or parsed), None when it names none."""
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata) if metadata.strip() else None
+        except ValueError:
+            raise UserError(f"{name}: metadata is not JSON") from None
+    found = metadata.get("func_name") if isinstance(metadata, Mapping) else None
+    if found is not None and (not isinstance(found, str) or not found.isidentifier()):
+        raise UserError(f"{name}: metadata.func_name {found!r} is not a Python name")
+    return found
 
 
 def _cases(value: Any, name: str, column: str) -> list[Any]:
@@ -184,16 +209,19 @@ def _cases(value: Any, name: str, column: str) -> list[Any]:
     return value
 
 
-def _livecodebench_tests(cases: Sequence[Any], name: str) -> list[TestCase]:
+def _livecodebench_tests(cases: Sequence[Any], name: str, func_name: str | None = None) -> list[TestCase]:
     tests = []
     for n, case in enumerate(cases):
         if not isinstance(case, Mapping) or not isinstance(case.get("input"), str):
             raise UserError(f"{name}: test {n} is not a LiveCodeBench test case ({{input, output, testtype}})")
         if case.get("testtype") == LCB_FUNCTIONAL:
-            raise UserError(
-                f"{name}: test {n} is a functional test, a method of LeetCode's `class Solution`: spade judges "
-                "a function the answer defines, so these are not judged exactly (stdin tests only)"
-            )
+            if func_name is None:
+                raise UserError(
+                    f"{name}: test {n} is a functional test, a method of LeetCode's `class Solution`, and no "
+                    "metadata.func_name names it: give the whole row (public_test_cases, metadata...)"
+                )
+            tests.append(_lcb_functional_test(case["input"], case.get("output"), f"{name}: test {n}"))
+            continue
         if case.get("testtype") != LCB_STDIN or not isinstance(case.get("output"), str):
             raise UserError(f"{name}: test {n} has testtype {case.get('testtype')!r} (read: stdin) or no output text")
         tests.append(TestCase(input=case["input"], expected=case["output"]))
@@ -246,6 +274,19 @@ def _int_keyed(value: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _lcb_functional_test(inputs: str, output: Any, where: str) -> TestCase:
+    """One LiveCodeBench functional test: one JSON argument a line, the result compared by ``==`` after a
+    tuple becomes a list (``tasksets.livecodebench``, which imports the same tests)."""
+    from ..sandbox.runner import parse_input
+
+    args = [_json(line, where, "argument line") for line in inputs.split("\n")]
+    expected = _json(output, where, "output")
+    parsed = parse_input(repr(tuple(args)))
+    if isinstance(parsed, str):
+        raise UserError(f"{where}: {parsed}")
+    return TestCase(input=repr(tuple(args)), expected=expected, python_eq=repr(expected), tuple_as_list=True)
 
 
 def _call_test(inputs: Any, output: Any, where: str) -> TestCase:

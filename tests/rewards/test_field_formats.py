@@ -91,6 +91,24 @@ def test_livecodebench_rows_count_their_public_tests_as_shown() -> None:
 # -- call-based tests ----------------------------------------------------------------------------------
 
 
+def test_a_livecodebench_rows_functional_tests_are_judged_as_its_harness_judges_them() -> None:
+    cases = [{"input": "[1, 2]\n3", "output": "[4, 5]", "testtype": "functional"}]
+    more = [{"input": "[]\n0", "output": "[]", "testtype": "functional"}]
+    row = {"question_id": "2727", "public_test_cases": json.dumps(cases), "private_test_cases": more}
+    row["metadata"] = json.dumps({"func_name": "shift"})
+    task, public = parse_ground_truth(row)
+    assert (task.entry_point, task.entry_class, public) == ("shift", "Solution", 1) and task.prelude
+    method = "class Solution:\n    def shift(self, xs: List[int], k: int) -> Tuple[int, ...]:\n"
+    right = method + "        return tuple(x + k for x in xs)\n"  # a tuple is a list; List from the prelude
+    wrong = method + "        return tuple(xs)\n"
+    function = "def shift(xs, k):\n    return [x + k for x in xs]\n"
+    assert [score(code, row)["score"] for code in (right, wrong, function)] == [1.0, 0.0, 0.0]
+    with pytest.raises(UserError, match="a functional test, a method of LeetCode's `class Solution`, and no"):
+        parse_ground_truth({**row, "metadata": "{}"})
+    with pytest.raises(UserError, match="stdin and functional tests mixed"):
+        parse_ground_truth({**row, "private_test_cases": LCB[:1]})
+
+
 def test_prime_code_fn_name_tests_are_calls_of_the_function_kind() -> None:
     truth = {"fn_name": "add", "inputs": ["1\n[2, 3]", '"a"\n["b"]'], "outputs": ["[1, 2, 3]", '["a", "b"]']}
     with pytest.raises(UserError, match="test 0: the output is a list"):  # prime_code also takes its first item
