@@ -406,12 +406,13 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
     return Task.model_validate(data)
 
 
-IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests"})
+IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests", "entry_class", "prelude"})
 """``Task`` fields an imported benchmark carries and a generator's answer may not: a check script,
-examples instead of public tests, or no public test at all would skip validation's gates."""
+examples instead of public tests, or no public test at all would skip validation's gates; a class
+method or a prelude is for judge-only tasks (``Task.entry_class``)."""
 PROGRAM_FIELDS = frozenset({"input_generator", "input_validator", "checker"})
 """``Task`` fields of a whole program's task: kept only on a kind that names them (``TaskKind.program_fields``)."""
-IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple", "allclose_atol"})
+IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple", "allclose_atol", "tuple_as_list"})
 """``TestCase`` fields only an importer sets (a benchmark's asserts compared as its harness compares them)."""
 
 
