@@ -35,7 +35,9 @@ from spade_llm.errors import pip_install
 
 REQUIRE_ENV = "SPADE_TEST_REQUIRE_TRAINERS"
 
-KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.4, deduction: 0.2, abduction: 0.2, program: 0.2}\n"
+KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
+EXPORT_KINDS_CONFIG = "seed: 0\ncurriculum:\n  kinds: {induction: 0.4, deduction: 0.2, abduction: 0.2, program: 0.2}\n"
+"""``make_exports``'s run: the three kinds and whole programs, whose exports TRL and verl load too."""
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>"]
 VOCAB_SIZE = 1024
 
@@ -77,11 +79,11 @@ class Exports:
 
 
 def make_exports(base: Path) -> Exports:
-    """``spade run`` (fake model, three kinds, 2 epochs of 4 tasks, K=4) and every export of it."""
+    """``spade run`` (fake model, four kinds, 2 epochs of 4 tasks, K=4) and every export of it."""
     from spade_llm.cli.app import main
 
     config = base / "kinds.yaml"
-    config.write_text(KINDS_CONFIG)
+    config.write_text(EXPORT_KINDS_CONFIG)
     run = base / "run"
     argv = ["run", "--config", str(config), "--epochs", "2", "--tasks-per-epoch", "4", "--samples-per-task", "4"]
     assert main([*argv, "--sandbox", "auto", "--out", str(run), "--quiet"]) == 0
