@@ -30,8 +30,10 @@ class CodeChecker:
         min_kill_rate: float = 1.0,
         max_mutants: int = 40,
         public_tests: int = DEFAULT_PUBLIC_TESTS,
+        max_bug_lines: int = 3,
     ) -> None:
-        """``public_tests``: the run's ``solver.public_tests`` (which tests the leak gate keeps hidden)."""
+        """``public_tests``: the run's ``solver.public_tests`` (which tests the leak gate keeps hidden);
+        ``max_bug_lines``: ``bugfix.max_changed_lines``."""
         self.public_tests = public_tests
         self.sandbox = sandbox
         self.config = config
@@ -44,6 +46,8 @@ class CodeChecker:
             min_kill_rate=min_kill_rate,
             max_mutants=max_mutants,
             fingerprint_behaviour=True,
+            max_bug_lines=max_bug_lines,
+            public_tests=public_tests,
         )
         self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))

@@ -196,6 +196,18 @@ class ValidationConfig(_Section):
     """Mutants run per task at most (chosen by a stable key when the reference has more sites)."""
 
 
+class BugfixConfig(_Section):
+    """Bug-fix tasks (docs/bugfix.md): how large a bug may be, and how many edits a procedural one makes."""
+
+    max_changed_lines: int = Field(default=3, ge=1)
+    """Lines a bug may change, counted in a normalised diff against the reference (comments, blank lines
+    and layout left out): a larger edit is rejected as ``bug_too_large``, since a fixer should hunt a bug,
+    not rewrite the program."""
+    max_bugs: int = Field(default=3, ge=1)
+    """Edits one procedural bug combines at most (SWE-smith's "combine"): the fake injector makes more of
+    them at a higher target difficulty, and ``spade import --derive bugfix`` draws from 1 to this many."""
+
+
 class ControllerConfig(_Section):
     epochs: int = Field(default=3, ge=1)
     """Number of epochs (propose, validate, solve, adapt)."""
@@ -428,6 +440,8 @@ class RunConfig(_Section):
     """Where and under which limits programs run."""
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     """Extra gates for proposed tasks (``banned_imports``)."""
+    bugfix: BugfixConfig = Field(default_factory=BugfixConfig)
+    """Bug-fix tasks: the largest edit a bug may make, the edits a procedural bug combines."""
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
     """Epochs, difficulty band and concurrency."""
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)

@@ -284,6 +284,7 @@ class Controller:
                 focus=r.focus,
                 goal=plan.goal,
                 kind=r.kind,
+                base=by_id.get(r.base_id) if r.base_id else None,
                 run_seed=self.config.seed,
                 prompt_index=r.prompt,
                 sample=r.sample,

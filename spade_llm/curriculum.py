@@ -55,6 +55,10 @@ class RequestPlan(BaseModel):
     ``generator.samples_per_request``: the request index, one answer per prompt)."""
     sample: int = 0
     """Which answer to that prompt this is (0..samples_per_request-1)."""
+    base_id: str | None = None
+    """The accepted task of an earlier epoch this request's tasks are made from (a kind with
+    ``on_base``: a bug is hidden in its reference), by id; None: written from scratch (and always
+    for a kind without, or before the run has a task that can be one)."""
 
     @property
     def prompt(self) -> int:
@@ -129,6 +133,19 @@ def saturated_tags(tasks: Sequence[Task], share: float = 0.3) -> list[str]:
     return sorted(tag for tag, n in counts.items() if n / len(tasks) > share)
 
 
+def pick_base(tasks: Sequence[Task], kind: str, seed: int, epoch: int, request: int) -> str | None:
+    """The id of the accepted task a request of ``kind`` is made on (``TaskKind.on_base``), or None (a
+    kind without, or no task of the run can be a base yet): one of the run's tasks that can be, drawn
+    by a key of (seed, epoch, request), so a resumed run plans the same base."""
+    from .kinds import get_kind
+
+    can_be = get_kind(kind).on_base
+    if can_be is None:
+        return None
+    fit = [t.task_id for t in tasks if can_be(t)]
+    return fit[derive_seed(seed, "base", epoch, request) % len(fit)] if fit else None
+
+
 class Curriculum:
     """Plans epochs and steers the target difficulty from measured pass rates."""
 
@@ -167,6 +184,7 @@ class Curriculum:
         measured = [m for m in history.metrics if m.pass_rate is not None]
         kinds = allocate_kinds(cur.kinds, n_requests, epoch, self.config.seed)
         answers = self.config.generator.samples_per_request
+        bases = [pick_base(history.tasks, kinds[i], self.config.seed, epoch, i) for i in range(n_requests)]
         requests = [
             RequestPlan(
                 request_index=i * answers + sample,
@@ -177,6 +195,7 @@ class Curriculum:
                 seed=derive_seed(self.config.seed, "generate", epoch, i, *([sample] if sample else [])),
                 prompt_index=i,
                 sample=sample,
+                base_id=bases[i],
             )
             for i in range(n_requests)
             for sample in range(answers)

@@ -72,6 +72,8 @@ class Deduper:
         self._accepted: list[_Accepted] = []
         self._behaviours: dict[str, str] = {}
         """``kind:behaviour fingerprint`` -> the accepted task that has it (``behaviour.py``)."""
+        self._keys: dict[str, str] = {}
+        """``kind:duplicate key`` -> the accepted task that has it (a kind's ``duplicate_key``)."""
         for task in accepted:
             behaviour = task.meta.get("behaviour")
             self.accept(
@@ -85,10 +87,14 @@ class Deduper:
         """Accepted task id -> its code fingerprint, in acceptance order (sealed tasks left out)."""
         return {a.task_id: cast(Fingerprint, a.fingerprint) for a in self._accepted if not a.sealed}
 
-    def duplicate(self, kind: str, fp: Fingerprint, behaviour: str | None) -> str | None:
+    def duplicate(self, kind: str, fp: Fingerprint, behaviour: str | None, key: str | None = None) -> str | None:
         """Why a candidate of ``kind`` with this code fingerprint (``evaluator.task_fingerprint`` of
         its reference) and behaviour is a duplicate (the ``detail`` of its rejection), or None when
-        it is new."""
+        it is new. With ``key`` (its kind's ``duplicate_key``: tasks of that kind share references),
+        the key alone decides."""
+        if key is not None:
+            same_key = self._keys.get(f"{kind}:{key}")
+            return f"the same task as {same_key}" if same_key is not None else None
         # a program may come back as another kind (predict its output rather than write it): only
         # tasks of the same kind are compared
         sealed = seal(fp) if any(a.sealed for a in self._accepted) else frozenset()
@@ -110,6 +116,10 @@ class Deduper:
     def accept(self, task: Task, fp: Fingerprint, kind: str, behaviour: str | None) -> None:
         """Remember an accepted ``task`` with its code fingerprint, proposed as ``kind`` (the kind its
         behaviour is filed under)."""
+        key = duplicate_key(task)
+        if key is not None:
+            self._keys.setdefault(f"{task.kind}:{key}", task.task_id)
+            return
         self._accepted.append(_Accepted(task.task_id, task.kind, fp))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)
@@ -129,6 +139,14 @@ class Deduper:
         self._accepted.append(_Accepted(HELD_OUT, kind, frozenset(shingles), sealed=True))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", HELD_OUT)
+
+
+def duplicate_key(task: Task) -> str | None:
+    """``task``'s kind's ``duplicate_key`` of it, or None (the kind has none, or the task cannot be keyed)."""
+    from .kinds import get_kind
+
+    key_of = get_kind(task.kind).duplicate_key
+    return key_of(task) if key_of is not None else None
 
 
 @dataclass(frozen=True)
@@ -152,8 +170,9 @@ def decide(
     if not report.valid or task is None:
         return Decision(None, report.reason or "invalid", report.detail)
     fp = task_fingerprint(task.reference_code)
-    twin = known.duplicate(task.kind, fp, report.behaviour) if known is not None else None
-    twin = twin or gate.duplicate(task.kind, fp, report.behaviour)
+    key = duplicate_key(task)
+    twin = known.duplicate(task.kind, fp, report.behaviour, key) if known is not None else None
+    twin = twin or gate.duplicate(task.kind, fp, report.behaviour, key)
     if twin is not None:
         return Decision(None, "duplicate", twin)
     meta: dict[str, Any] = {**task.meta, "request_index": request_index, "position": position}

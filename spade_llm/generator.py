@@ -80,16 +80,21 @@ def kept_answer(text: str, limit: int = ANSWER_KEPT_CHARS) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def task_answer_schema(n: int) -> dict[str, Any]:
+def task_answer_schema(n: int, own_fields: tuple[str, ...] = (), on_base: bool = False) -> dict[str, Any]:
     """OpenAI's ``json_schema`` response format for an answer of 1 to ``n`` tasks: ``{"tasks": [...]}``.
 
-    Each task's schema comes from the ``Task`` model's own fields (the ones a generator writes), so
-    it cannot drift from what ``parse_task`` accepts. References are inlined and titles dropped:
-    grammar compilers (llama.cpp, Ollama) handle a flat schema best. Cached: do not mutate the result.
+    Each task's schema comes from the ``Task`` model's own fields (the ones a generator writes, and the
+    kind's ``own_fields``), so it cannot drift from what ``parse_task`` accepts. ``on_base``: the request
+    shows a base task whose statement, reference and tests the answer keeps (``TaskKind.on_base``), so
+    none of them is required. References are inlined and titles dropped: grammar compilers (llama.cpp,
+    Ollama) handle a flat schema best. Cached: do not mutate the result.
     """
-    fields = {name: (Task.model_fields[name].annotation, Task.model_fields[name]) for name in PROPOSED_FIELDS}
+    names = (*PROPOSED_FIELDS, *own_fields)
+    fields = {name: (Task.model_fields[name].annotation, Task.model_fields[name]) for name in names}
     model = create_model("ProposedTask", **fields)  # type: ignore[call-overload]
     task_schema = _flatten(model.model_json_schema())
+    if on_base:
+        task_schema.pop("required", None)
     test_fields = task_schema["properties"]["tests"]["items"]["properties"]
     for name in IMPORTED_ONLY_TEST_FIELDS:
         test_fields.pop(name, None)
@@ -131,7 +136,9 @@ def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _is_task(value: Any) -> bool:
-    return isinstance(value, dict) and ("reference_code" in value or {"entry_point", "description"} <= value.keys())
+    return isinstance(value, dict) and (
+        "reference_code" in value or {"entry_point", "description"} <= value.keys() or bool(KIND_FIELDS & value.keys())
+    )
 
 
 def is_task_answer(value: Any) -> bool:
@@ -360,6 +367,9 @@ class ProposalContext:
     """Which of the epoch's prompts this request answers (None: its request index)."""
     sample: int = 0
     """Which answer to that prompt (``generator.samples_per_request``); only the seed differs."""
+    base: Task | None = None
+    """The run's accepted task this request's tasks are made from (a kind with ``on_base``: the prompt
+    shows it, and each answer keeps its statement, reference and tests); None: written from scratch."""
 
 
 class Generator(Protocol):
@@ -376,16 +386,23 @@ def make_task_id(seed: int, epoch: int, position: tuple[int, int], item: dict[st
     return f"e{epoch}-{hashlib.sha256(content.encode()).hexdigest()[:10]}"
 
 
-def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str = DEFAULT_KIND) -> Task:
-    """A Task from one proposed JSON object (pydantic-validated)."""
+def parse_task(
+    item: Any, *, task_id: str, epoch: int, target: float, kind: str = DEFAULT_KIND, base: Task | None = None
+) -> Task:
+    """A Task from one proposed JSON object (pydantic-validated); made on ``base`` (``TaskKind.on_base``),
+    it keeps the base's statement, reference and tests whatever the object says of them."""
     if not isinstance(item, dict):
         raise ValueError(f"a task must be a JSON object, got {type(item).__name__}")
     from .kinds import get_kind
 
     # what only an importer may set: a generator's task is judged by its tests under every gate; and a
-    # whole program's input generator, validator and checker, unless the kind's gates prove them
-    dropped = IMPORTED_ONLY_FIELDS | (PROGRAM_FIELDS - get_kind(kind).program_fields)
+    # kind's own fields (a whole program's input generator, a bug fix's buggy code...) on another kind
+    dropped = IMPORTED_ONLY_FIELDS | (KIND_FIELDS - get_kind(kind).own_fields)
     data = {k: v for k, v in item.items() if k not in dropped}
+    if base is not None:
+        kept = base.dump()
+        data.update({k: kept[k] for k in BASE_FIELDS if k in kept})
+        data.setdefault("tags", list(base.tags))
     tests = data.get("tests")
     if isinstance(tests, list):
         # models often write inputs as lists or bare values: keep them as literal text to judge later
@@ -403,15 +420,20 @@ def parse_task(item: Any, *, task_id: str, epoch: int, target: float, kind: str 
     data["source"] = "generated"
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     data["meta"] = {**meta, "epoch": epoch, "target_difficulty": target}
+    if base is not None:
+        data["meta"]["base_task"] = base.task_id
     return Task.model_validate(data)
 
 
+BASE_FIELDS = ("description", "entry_point", "reference_code", "tests", "time_limit_s")
+"""What a task made on a base keeps of it (``parse_task``): the problem as validated, never rewritten."""
 IMPORTED_ONLY_FIELDS = frozenset({"check_code", "examples", "public_tests", "entry_class", "prelude"})
 """``Task`` fields an imported benchmark carries and a generator's answer may not: a check script,
 examples instead of public tests, or no public test at all would skip validation's gates; a class
 method or a prelude is for judge-only tasks (``Task.entry_class``)."""
-PROGRAM_FIELDS = frozenset({"input_generator", "input_validator", "checker"})
-"""``Task`` fields of a whole program's task: kept only on a kind that names them (``TaskKind.program_fields``)."""
+KIND_FIELDS = frozenset({"input_generator", "input_validator", "checker", "buggy_code", "symptom"})
+"""``Task`` fields of one kind's tasks (a whole program's, a bug fix's): kept only on a kind that names them
+(``TaskKind.own_fields``)."""
 IMPORTED_ONLY_TEST_FIELDS = frozenset({"abs_tol", "as_bool", "python_eq", "as_tuple", "allclose_atol", "tuple_as_list"})
 """``TestCase`` fields only an importer sets (a benchmark's asserts compared as its harness compares them)."""
 
@@ -478,6 +500,7 @@ class LLMGenerator:
             goal=ctx.goal,
             json_shape=JSON_SHAPE,
             kind=ctx.kind,
+            base=_base_view(ctx.base),
         )
         return [
             Message(role="system", content=self.prompts.render("generator/system.j2")),
@@ -510,7 +533,7 @@ class LLMGenerator:
                 max_tokens=self.max_tokens,
                 seed=derive_seed(ctx.seed, "ask", ask),
                 response_format=self.response_format,
-                json_schema=task_answer_schema(ctx.n) if self.response_format == "json_schema" else None,
+                json_schema=_schema(ctx) if self.response_format == "json_schema" else None,
                 metadata={**metadata, "ask": ask},
             )
             try:
@@ -551,12 +574,42 @@ class LLMGenerator:
             epoch=ctx.epoch,
             difficulty=ctx.difficulty,
             kind=ctx.kind,
+            base=ctx.base,
         )
         return proposal
 
 
+def _schema(ctx: ProposalContext) -> dict[str, Any]:
+    from .kinds import get_kind
+
+    own = tuple(sorted(get_kind(ctx.kind).own_fields))
+    return task_answer_schema(ctx.n, own, ctx.base is not None)
+
+
+def _base_view(base: Task | None) -> dict[str, Any] | None:
+    """What a proposal prompt shows of its base task: the whole problem, reference and tests included
+    (the generator is no solver: it breaks code it is given)."""
+    if base is None:
+        return None
+    return {
+        "description": base.description,
+        "entry_point": base.entry_point,
+        "reference_code": base.reference_code,
+        "tests": [t.dump() for t in base.tests],
+        "tags": base.tags,
+    }
+
+
 def candidates(
-    items: list[Any], *, n: int, request_index: int, run_seed: int, epoch: int, difficulty: float, kind: str
+    items: list[Any],
+    *,
+    n: int,
+    request_index: int,
+    run_seed: int,
+    epoch: int,
+    difficulty: float,
+    kind: str,
+    base: Task | None = None,
 ) -> list[Candidate]:
     """The first ``n`` items of an answer as candidates (a request yields at most the n it asked for),
     with the run's task ids; an item that is not a valid task keeps its reason (``invalid_task``)."""
@@ -564,9 +617,11 @@ def candidates(
     for i, item in enumerate(items[:n]):
         position = (request_index, i)
         item_dict = item if isinstance(item, dict) else {}
+        if base is not None:
+            item_dict = {**item_dict, "entry_point": base.entry_point, "reference_code": base.reference_code}
         task_id = make_task_id(run_seed, epoch, position, item_dict)
         try:
-            task = parse_task(item, task_id=task_id, epoch=epoch, target=difficulty, kind=kind)
+            task = parse_task(item, task_id=task_id, epoch=epoch, target=difficulty, kind=kind, base=base)
         except (ValidationError, ValueError) as e:
             out.append(Candidate(position, raw=item, reason="invalid_task", detail=first_error(e)))
             continue

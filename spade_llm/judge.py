@@ -178,6 +178,8 @@ class JudgeSettings:
     """``validation.min_kill_rate`` of the run config (the mutation part of ``weak_tests``)."""
     max_mutants: int = 40
     """``validation.max_mutants`` of the run config."""
+    max_bug_lines: int = 3
+    """``bugfix.max_changed_lines`` of the run config (a bug's largest edit)."""
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
@@ -209,6 +211,7 @@ def judge_settings(config: RunConfig | None, **overrides: Any) -> JudgeSettings:
             frozenset(config.validation.banned_imports),
             config.validation.min_kill_rate,
             config.validation.max_mutants,
+            config.bugfix.max_changed_lines,
         )
     given = {k: v for k, v in overrides.items() if v is not None}
     limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}

@@ -110,6 +110,7 @@ class SolverSession:
             min_kill_rate=c.validation.min_kill_rate,
             max_mutants=c.validation.max_mutants,
             public_tests=c.solver.public_tests,
+            max_bug_lines=c.bugfix.max_changed_lines,
         )
         solver = LLMSolver(
             LimitedLLM(self.sol_llm, slots),

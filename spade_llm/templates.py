@@ -62,6 +62,13 @@ def _template_variables() -> dict[str, dict[str, Any]]:
                 },
             ],
             "json_shape": '{"tasks": [...]}',
+            "base": {
+                "description": "d",
+                "entry_point": "f",
+                "reference_code": "def f(x):\n    return x\n",
+                "tests": [{"input": "(1,)", "expected": 1}],
+                "tags": [],
+            },
             KIND_VARIABLE: DEFAULT_KIND,
         },
         "solver/system.j2": {},

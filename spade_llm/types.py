@@ -202,6 +202,11 @@ class Task(BaseModel):
     input, the reference's output and the answer's, as strings), and exits 0 to accept ``actual``,
     non-zero to reject it. It then decides each test in place of the output rule (``sandbox/stdio.py``);
     the gates prove it accepts the reference's outputs and rejects the trivial stand-ins'."""
+    buggy_code: str | None = None
+    """A ``bugfix`` task's broken version of ``reference_code``: what the solver is shown and must fix (the
+    reference never is). Small edits the tests catch; the gates prove it (``kinds/bugfix.py``)."""
+    symptom: str | None = None
+    """A ``bugfix`` task's one-line report of what goes wrong, in a user's words (the injector's, optional)."""
     time_limit_s: float | None = Field(default=None, gt=0)
     """CPU seconds each test's run may take (a whole program's: the ``program`` kind, a contest's limit);
     None: the run's ``sandbox.test_timeout_s``."""
@@ -242,6 +247,8 @@ class Task(BaseModel):
             "input_generator",
             "input_validator",
             "checker",
+            "buggy_code",
+            "symptom",
         ):  # unset: left out (docs/records.md)
             if data.get(optional) is None:
                 data.pop(optional, None)

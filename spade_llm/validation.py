@@ -192,12 +192,18 @@ class Validator:
         min_kill_rate: float = 1.0,
         max_mutants: int = MAX_MUTANTS,
         fingerprint_behaviour: bool = False,
+        max_bug_lines: int = 3,
+        public_tests: int = 3,
     ) -> None:
         """``min_kill_rate``: the share of non-equivalent mutants the tests must kill (0: mutants are
         not run); ``max_mutants``: mutants run per task at most; ``fingerprint_behaviour``: run a
         valid task's reference on its signature's shared probes (the run's duplicate gate needs it,
-        ``verify`` does not)."""
+        ``verify`` does not); ``max_bug_lines``: the most lines a bug-fix task's bug may change
+        (``bugfix.max_changed_lines``); ``public_tests``: the run's ``solver.public_tests`` (the tests
+        whose verdicts a kind's gates may record for the solver to see)."""
         self.fingerprint_behaviour = fingerprint_behaviour
+        self.max_bug_lines = max_bug_lines
+        self.public_tests = public_tests
         self.sandbox = sandbox
         self.limits = limits
         self.test_timeout_s = test_timeout_s
@@ -289,6 +295,18 @@ class Validator:
         if checked.valid and self.fingerprint_behaviour:
             checked.behaviour = self._behaviour(spend, filled)
         return checked
+
+    def tell_apart(self, task: Task, other: str) -> str:
+        """Whether ``other``, code that passes every test of ``task`` (filled), differs from its reference
+        beyond the tests, judged as the mutation gate judges a survivor: ``real`` (some probe input the
+        reference answers shows another output or an exception), ``equivalent`` (every such probe shows
+        the same, or no probe can be written), ``undecided`` (neither, even with the whole test budget)."""
+        args_list = [parse_input(t.input) for t in task.tests]
+        probes = probe_inputs([a for a in args_list if isinstance(a, tuple)])
+        verdicts = self._probe_survivors(
+            _Spend(), task, [task.reference_code, other], [1], probes, self._gate_budget(0.0)
+        )
+        return verdicts[1]
 
     def _behaviour(self, spend: _Spend, task: Task) -> str | None:
         """The reference's outputs on the shared probes of its signature, as one fingerprint."""

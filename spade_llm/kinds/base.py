@@ -218,9 +218,10 @@ class TaskKind:
     """Whether judging an answer needs the task's reference program: the query kinds' (deduction
     reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it
     (and the task's ``input_validator``, when it has one: a program abduction's judge runs it too)."""
-    program_fields: frozenset[str] = frozenset()
-    """The whole-program ``Task`` fields (``input_generator``, ``input_validator``, ``checker``) a
-    generator's task of this kind keeps: those its gates prove and its judge uses; the rest are dropped
+    own_fields: frozenset[str] = frozenset()
+    """The kind-only ``Task`` fields (``generator.KIND_FIELDS``: a whole program's ``input_generator``,
+    ``input_validator``, ``checker``; a bug fix's ``buggy_code``, ``symptom``) a generator's task of this
+    kind keeps: those its gates prove and its judge or prompts use; the rest are dropped
     (``generator.parse_task``), since no gate of the kind would check them."""
     field_tests: FieldTests | None = CALL_TESTS
     """Which of the field's test shapes (``FieldTests``) this kind's tasks are: a ground truth of that
@@ -246,6 +247,16 @@ class TaskKind:
     prompt may say."""
     feedback_stderr: bool = True
     """Whether a tool's feedback may show the end of the run's stderr (deduction runs nothing)."""
+    on_base: Callable[[Task], bool] | None = None
+    """Whether a task of the run can be the *base* of a proposal of this kind, or None: this kind's
+    proposals are written from scratch. A kind that makes its tasks out of a validated one (``bugfix``:
+    the generator breaks a task's reference) is shown such a base by its prompt (``curriculum`` picks
+    one of the run's accepted tasks per request), and its answer keeps the base's statement, reference
+    and tests (``on_base_fields``), whatever the model wrote of them."""
+    duplicate_key: Callable[[Task], str | None] | None = None
+    """What makes two tasks of this kind the same task, as a key (the duplicate gate: an accepted task with
+    the same key is a copy), or None: the shared gate (similar reference code, or the same behaviour). A
+    kind whose tasks share a reference (bugs of one function) keys them on what differs."""
     colour: str = "#2563eb"
     """The kind's colour in the report's charts."""
     sample_first: Mapping[str, Any] = field(default_factory=dict)

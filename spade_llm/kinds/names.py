@@ -16,6 +16,7 @@ KIND_NAMES: Final[tuple[str, ...]] = (
     "program",
     "program_deduction",
     "program_abduction",
+    "bugfix",
 )
 """Every kind's name, in the order prompts and reports list them."""
 DEFAULT_KIND: Final = "induction"

@@ -593,7 +593,7 @@ KIND = TaskKind(
     find_leaks=find_leaks,
     fill_expected=fill_expected,
     field_tests=STDIN_TESTS,
-    program_fields=frozenset({"input_generator", "input_validator", "checker"}),
+    own_fields=frozenset({"input_generator", "input_validator", "checker"}),
     colour="#059669",
     sample_first={
         "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},

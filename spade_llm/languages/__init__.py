@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from .base import Language, Mutant, Statement
+from .base import Bug, Language, Mutant, Statement
 from .python import PYTHON
 
 if TYPE_CHECKING:
     from ..types import Task
 
-__all__ = ["DEFAULT_LANGUAGE", "LANGUAGES", "PYTHON", "Language", "Mutant", "Statement", "get_language", "language_of"]
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "PYTHON",
+    "Bug",
+    "Language",
+    "Mutant",
+    "Statement",
+    "get_language",
+    "language_of",
+]
 
 LANGUAGES: Final[dict[str, Language]] = {PYTHON.name: PYTHON}
 """Every language by name: the one list."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Language", "Mutant", "Statement"]
+__all__ = ["Bug", "Language", "Mutant", "Statement"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,19 @@ class Mutant:
     """The line of the reference the change is on."""
     in_while: bool = False
     """The change is inside a ``while`` loop (its condition or body): the mutant may never stop."""
+
+
+@dataclass(frozen=True)
+class Bug:
+    """A procedural bug of a reference (``Language.bugs``): one or more small edits of the kinds people make."""
+
+    source: str
+    edits: tuple[str, ...]
+    """The edit family of each change, in the order made (``off_by_one``, ``dropped_branch``, ``swapped_branch``,
+    ``wrong_variable``, ``swapped_arguments``, ``removed_return``, ``inverted_boundary``, or a mutant
+    operator's name)."""
+    diff: str
+    """The change for people: ``line N:`` then ``-`` the original lines, ``+`` the buggy ones."""
 
 
 class Language(ABC):
@@ -91,3 +104,22 @@ class Language(ABC):
         """At most ``max_mutants`` one-change mutants of ``code``, chosen by ``key`` (a stable seed).
         ``whole_program``: the code is a program run as a whole, so its top level is behaviour too (else
         only the functions' code is mutated)."""
+
+    @abstractmethod
+    def normalised(self, code: str) -> str | None:
+        """``code`` in one canonical layout (comments and blank lines gone, spacing and quotes unified), so
+        that two texts of one program compare equal and a diff counts only real changes; None when it does
+        not parse."""
+
+    def bugs(
+        self, code: str, count: int, max_edits: int, key: str = "", *, whole_program: bool = False
+    ) -> Sequence[Bug]:
+        """Up to ``count`` distinct procedural bugs of ``code``, each of 1 to ``max_edits`` edits (several
+        combined, as SWE-smith combines them), chosen by ``key`` (a stable seed); none for code that does
+        not parse. Nothing runs: whether the tests catch a bug is the ``bugfix`` gates' to say."""
+        return []
+
+    def edit_families(self, before: str, after: str) -> tuple[str, ...]:
+        """The edit families (``Bug.edits``' names) that turn ``before`` into ``after``, as well as they
+        can be told (a model's bug is classified so; ``()`` when none is recognised)."""
+        return ()

@@ -68,6 +68,12 @@ class PythonLanguage(Language):
 
         return mutants(code, max_mutants, key, whole_program=whole_program)
 
+    def normalised(self, code: str) -> str | None:
+        try:
+            return ast.unparse(pyast.parse(code))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+
 
 PYTHON: Final = PythonLanguage()
 

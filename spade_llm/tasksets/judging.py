@@ -122,11 +122,33 @@ def verify_tasks(
             settings.banned_imports,
             min_kill_rate=settings.min_kill_rate,
             max_mutants=settings.max_mutants,
+            max_bug_lines=settings.max_bug_lines,
+            public_tests=public,
         )
-        yield from in_order(lambda t: run_gates(validator, t, public, full=True), tasks, concurrency)
+        seen: dict[str, str] = {}
+        for report in in_order(lambda t: run_gates(validator, t, public, full=True), tasks, concurrency):
+            yield _first_copy(report, seen)
     finally:
         if ours:
             box.close()
+
+
+def _first_copy(report: ValidationReport, seen: dict[str, str]) -> ValidationReport:
+    """``report``, or a ``duplicate`` when an earlier valid task of the file is the same task by its kind's
+    ``duplicate_key`` (the run's duplicate gate within the file; a kind without a key is not compared)."""
+    from dataclasses import replace
+
+    from ..dedup import duplicate_key
+
+    if not report.valid or report.task is None:
+        return report
+    key = duplicate_key(report.task)
+    if key is None:
+        return report
+    first = seen.setdefault(f"{report.task.kind}:{key}", report.task_id)
+    if first == report.task_id:
+        return report
+    return replace(report, valid=False, reason="duplicate", detail=f"the same task as {first}, earlier in the file")
 
 
 def _no_scores() -> PassAtK:

@@ -76,13 +76,21 @@ def statuses(result):
 # -- registry ------------------------------------------------------------------------------------
 
 
-def test_registry_knows_the_six_kinds_and_induction_is_unchanged():
-    assert KIND_NAMES == ("induction", "deduction", "abduction", "program", "program_deduction", "program_abduction")
+def test_registry_knows_the_seven_kinds_and_induction_is_unchanged():
+    assert KIND_NAMES == (
+        "induction",
+        "deduction",
+        "abduction",
+        "program",
+        "program_deduction",
+        "program_abduction",
+        "bugfix",
+    )
     induction = get_kind("induction")
     task = make_task("induction")
     assert induction.view(task) == {"entry_class": None}  # a method's class only for LeetCode imports
     assert induction.reference_answer(task) == task.reference_code
-    with pytest.raises(UserError, match="known: abduction, deduction, induction, program"):
+    with pytest.raises(UserError, match="known: abduction, bugfix, deduction, induction, program"):
         get_kind("transduction")
 
 

@@ -1,0 +1,333 @@
+"""``bugfix``: the solver is shown a task's description, a buggy version of its reference and what the
+public tests say about it, and writes the fixed code; it is judged on every test, hidden ones included.
+
+The game (docs/bugfix.md): one player hides a bug the tests catch, the other finds and fixes it. A
+bug-fix task is a function task (``reference_code`` and ``tests``, proven by induction's gates) with a
+``buggy_code``: the reference broken by a few small edits, made by the generator model as injector or by
+the language's procedural bug maker (``Language.bugs``). The solver never sees the reference, nor any
+text that gives its changed lines away.
+
+Gates, after induction's on the task itself, each its own reason (docs/records.md):
+
+* ``bug_missing``: no buggy code; ``bug_invalid``: it does not compile, imports a banned module or does
+  not define the entry point;
+* ``bug_equivalent``: it is the reference once comments and layout are left out, or it passes every test
+  and agrees with the reference on every probe input (``Validator.tell_apart``);
+* ``bug_too_large``: it changes more than ``bugfix.max_changed_lines`` lines of the normalised program;
+* ``bug_gives_away``: a comment it adds, a docstring it rewrites, its description or its symptom report
+  tells the change (holds a line of the reference the buggy code lacks, or comments on the edit);
+* ``bug_not_caught``: it passes every test yet differs from the reference beyond them (the tests miss it);
+* ``bug_breaks_all``: it fails every test (nothing left to debug but a rewrite);
+* ``bug_not_shown``: it fails no public test, so the solver would see no symptom;
+* ``duplicate``: the run already holds this bug on this reference (``duplicate_key``).
+
+What the solver sees of the bug, its verdicts on the public tests and the end of its stderr, is measured
+here once and kept in the task's ``meta["bug"]`` (with the maker, the edit families, the changed lines
+and the diff, which is never shown), so every prompt of the task shows the same symptom.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+from ..languages import language_of
+from .base import TaskKind, induction_text, public_indices
+from .induction import check_answer as run_code
+from .induction import extract_code, tool_code
+
+if TYPE_CHECKING:
+    from ..judge import Judge
+    from ..types import ExecutionResult, Task
+    from ..validation import ValidationReport, Validator
+
+BUG_META: Final = "bug"
+"""The key of ``Task.meta`` holding what the gates measured of the bug (see the module docstring)."""
+GENERATOR_MAKER: Final = "generator"
+"""``meta["bug"]["maker"]`` of a bug the generator model wrote."""
+PROCEDURAL_MAKER: Final = "procedural"
+"""``meta["bug"]["maker"]`` of a bug the language's procedural maker made (``Language.bugs``)."""
+UNCHANGED: Final = "the answer is the buggy code, unchanged"
+"""Why an answer that returns the buggy code as it was scores nothing, whatever tests it passes."""
+STDERR_SHOWN_LINES: Final = 12
+MIN_SECRET_CHARS: Final = 4
+"""A changed line of the reference shorter than this (``i += 1`` is longer) is not looked for in the
+text around the bug: too short to tell anything apart."""
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+# -- the diff ------------------------------------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def changed_lines(task: Task) -> int | None:
+    """How many lines the bug changes in the normalised program (``Language.normalised``): per block of
+    the diff, the larger of the lines taken out and put in; None when either side does not parse."""
+    lang = language_of(task)
+    before, after = lang.normalised(task.reference_code), lang.normalised(task.buggy_code or "")
+    if before is None or after is None:
+        return None
+    matcher = difflib.SequenceMatcher(a=_lines(before), b=_lines(after), autojunk=False)
+    return sum(max(i2 - i1, j2 - j1) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal")
+
+
+def secret_lines(task: Task) -> list[str]:
+    """The reference's lines the buggy code lacks (stripped, comment-only lines left out): what a fix
+    writes back, and what no text the solver reads may hold."""
+    kept = {line.strip() for line in (task.buggy_code or "").splitlines()}
+    out: list[str] = []
+    for line in task.reference_code.splitlines():
+        text = line.strip()
+        if text and not text.startswith("#") and text not in kept and text not in out:
+            out.append(text)
+    return out
+
+
+def bug_diff(task: Task) -> str:
+    """The bug as a unified diff of the raw texts (kept in ``meta``, never shown to the solver)."""
+    diff = difflib.unified_diff(
+        task.reference_code.splitlines(), (task.buggy_code or "").splitlines(), "reference", "buggy", lineterm="", n=0
+    )
+    return "\n".join(diff)
+
+
+def duplicate_key(task: Task) -> str | None:
+    """The same bug on the same reference: the normalised reference and buggy code, hashed."""
+    lang = language_of(task)
+    before, after = lang.normalised(task.reference_code), lang.normalised(task.buggy_code or "")
+    if before is None or after is None:
+        return None
+    return hashlib.sha256(f"{before}\0{after}".encode()).hexdigest()[:32]
+
+
+# -- gates ---------------------------------------------------------------------------------------
+
+
+def _gives_away(task: Task) -> str | None:
+    """Why the text around the bug tells the change, or None: a comment the buggy code adds (or a
+    docstring it rewrites), or a changed line of the reference in its comments and strings, the
+    description or the symptom report."""
+    lang = language_of(task)
+    bug = task.buggy_code or ""
+    before = set(_lines(lang.prose(task.reference_code)))
+    for line in _lines(lang.prose(bug)):
+        if line not in before and (line.lstrip().startswith("#") or len(_WORDS.findall(line)) >= 3):
+            return f"the buggy code adds the comment or text {line.strip()[:80]!r}: it may tell the change"
+    around = {"its comments and strings": lang.prose(bug), "the description": task.description}
+    if task.symptom:
+        around["the symptom report"] = task.symptom
+    for secret in secret_lines(task):
+        if len(secret) < MIN_SECRET_CHARS:
+            continue
+        for where, text in around.items():
+            if secret in text:
+                return f"{where} holds the reference's line {secret[:80]!r}, which the bug changed"
+    return None
+
+
+def static_bug_reason(validator: Validator, task: Task) -> tuple[str, str] | None:
+    """The first gate of the bug decided without running anything, as (reason, detail), or None."""
+    bug = task.buggy_code
+    if not bug or not bug.strip():
+        return "bug_missing", "a bug-fix task needs buggy_code: the reference with a bug in it"
+    lang = language_of(task)
+    found = lang.static_error(bug, task.entry_point, validator.banned_imports, task.entry_class)
+    if found is not None:
+        return "bug_invalid", f"the buggy code: {found[1]}"
+    size = changed_lines(task)
+    if size == 0:
+        return "bug_equivalent", "the buggy code is the reference once comments and layout are left out"
+    if size is not None and size > validator.max_bug_lines:
+        return (
+            "bug_too_large",
+            f"the bug changes {size} lines of the program, at most {validator.max_bug_lines} allowed "
+            "(bugfix.max_changed_lines): a fixer should hunt a bug, not rewrite the program",
+        )
+    give = _gives_away(task)
+    if give is not None:
+        return "bug_gives_away", give
+    return None
+
+
+def _public_run(validator: Validator, task: Task) -> ExecutionResult | None:
+    """The buggy code's run on the tests the solver is shown (an imported task: on its examples), each
+    verdict under the index the prompt lists it by; None when the solver is shown none."""
+    if task.shows_examples:
+        if not task.examples:
+            return None
+        from ..solver import examples_task
+
+        return validator.judge(examples_task(task), task.buggy_code or "", None)
+    public = public_indices(task, validator.public_tests)
+    return validator.judge(task, task.buggy_code or "", public) if public else None
+
+
+def gates(validator: Validator, task: Task) -> ValidationReport:
+    """Induction's gates on the task, then the bug's (the module docstring), in that order."""
+    from ..validation import ValidationReport
+
+    total = len(task.tests)
+    bad = static_bug_reason(validator, task) if validator.static_reason(task) is None else None
+    if bad is not None:
+        return ValidationReport(task.task_id, False, bad[0], bad[1], "error", 0, total)
+    report = validator.validate(task)
+    if not report.valid or report.task is None:
+        return report
+    filled = report.task
+    buggy = filled.buggy_code or ""
+    every = validator.judge(filled, buggy, None)
+    failed = [r.index for r in every.test_results or [] if not r.passed]
+    if every.load_error is not None and not failed:
+        failed = list(range(total))
+
+    def rejected(reason: str, detail: str) -> ValidationReport:
+        return replace(report, valid=False, reason=reason, detail=detail, behaviour=None)
+
+    if not failed:
+        verdict = validator.tell_apart(filled, buggy)
+        if verdict == "real":
+            return rejected("bug_not_caught", "the buggy code passes every test, yet differs from the reference")
+        if verdict == "equivalent":
+            return rejected(
+                "bug_equivalent", "the buggy code passes every test and agrees with the reference on every probe input"
+            )
+        return rejected(
+            "undecided",
+            "the buggy code passes every test; whether it differs from the reference beyond them cannot be decided",
+        )
+    if len(failed) == total:
+        return rejected(
+            "bug_breaks_all", f"the buggy code fails all {total} tests: nothing is left to debug but a rewrite"
+        )
+    shown = _public_run(validator, filled)
+    shown_results = (shown.test_results or []) if shown is not None else []
+    if shown is None or (all(r.passed for r in shown_results) and shown.load_error is None):
+        return rejected(
+            "bug_not_shown",
+            f"the buggy code fails {len(failed)} of {total} tests, none the solver is shown: it would see no symptom",
+        )
+    meta = dict(filled.meta)
+    meta[BUG_META] = {
+        **(meta.get(BUG_META) or {}),
+        "maker": (meta.get(BUG_META) or {}).get("maker", GENERATOR_MAKER),
+        "edits": list(language_of(filled).edit_families(filled.reference_code, buggy))
+        or list((meta.get(BUG_META) or {}).get("edits") or []),
+        "changed_lines": changed_lines(filled),
+        "diff": bug_diff(filled),
+        "failed_tests": len(failed),
+        "shown": [{"index": r.index, "passed": r.passed, "output": r.output, "error": r.error} for r in shown_results],
+        "stderr": "\n".join(shown.stderr.splitlines()[-STDERR_SHOWN_LINES:]),
+    }
+    return replace(report, task=filled.model_copy(update={"meta": meta}))
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+    """The fix run on the task's tests as induction's code is; the buggy code handed back unchanged
+    scores nothing (an ``error`` on every test), whatever tests the bug left passing."""
+    lang = language_of(task)
+    if (
+        task.buggy_code
+        and lang.normalised(code) is not None
+        and lang.normalised(code) == lang.normalised(task.buggy_code)
+    ):
+        from ..types import ExecutionResult, TestResult
+
+        chosen = list(range(len(task.tests))) if tests is None else list(tests)
+        results = [TestResult(index=i, input=task.tests[i].input, status="error", error=UNCHANGED) for i in chosen]
+        return ExecutionResult(
+            status="error",
+            stderr=f"{UNCHANGED}\n",
+            tests_passed=0,
+            tests_total=len(chosen),
+            test_results=results,
+            load_error=UNCHANGED,
+        )
+    return run_code(judge, task, code, tests)
+
+
+# -- prompts -------------------------------------------------------------------------------------
+
+
+def _bug(task: Task) -> dict[str, Any]:
+    found = task.meta.get(BUG_META)
+    return found if isinstance(found, dict) else {}
+
+
+def view(task: Task) -> dict[str, Any]:
+    """The buggy code, the symptom report, and the buggy code's verdict on each test shown (by the
+    test's index: ``observed[i]``), with the end of its stderr: what the gates measured."""
+    bug = _bug(task)
+    observed = {int(o["index"]): o for o in bug.get("shown") or [] if isinstance(o, dict) and "index" in o}
+    return {
+        "buggy_code": (task.buggy_code or "").rstrip("\n"),
+        "symptom": task.symptom or "",
+        "observed": observed,
+        "bug_stderr": bug.get("stderr") or "",
+        "entry_class": task.entry_class,
+    }
+
+
+def shown_text(task: Task, public_tests: int) -> dict[str, str]:
+    """Induction's text (description, tags, public tests) and the buggy code and symptom report."""
+    parts = {**induction_text(task, public_tests), "program": task.buggy_code or ""}
+    if task.symptom:
+        parts["symptom"] = task.symptom
+    return parts
+
+
+def on_base(task: Task) -> bool:
+    """A task of the run a bug can be made in: a function with a reference and tests that are its own
+    (not an imported benchmark's asserts)."""
+    return bool(task.entry_point) and not task.judge_only and not task.shows_examples
+
+
+KIND = TaskKind(
+    name="bugfix",
+    first_template="solver/bugfix_first.j2",
+    repair_template="solver/bugfix_repair.j2",
+    parse_answer=extract_code,
+    gates=gates,
+    check_answer=check_answer,
+    view=view,
+    shown_text=shown_text,
+    summary="find and fix the bug in a broken version of the function",
+    tool_parse=tool_code,
+    own_fields=frozenset({"buggy_code", "symptom"}),
+    on_base=on_base,
+    duplicate_key=duplicate_key,
+    colour="#dc2626",
+    sample_first={
+        "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},
+        "public_tests": [{"input": "(1,)", "expected": "2"}],
+        "buggy_code": "def f(x):\n    return x",
+        "symptom": "",
+        "observed": {0: {"index": 0, "passed": False, "output": "1", "error": None}},
+        "bug_stderr": "",
+        "entry_class": None,
+    },
+    sample_repair={
+        "entry_point": "f",
+        "entry_class": None,
+        "turn": 2,
+        "code": "def f(x):\n    return x\n",
+        "status": "ok",
+        "passed": 0,
+        "total": 1,
+        "failing": [{"input": "(1,)", "expected": "2", "output": "1", "error": None}],
+        "stderr_tail": "",
+        "buggy_code": "def f(x):\n    return x",
+        "symptom": "",
+        "observed": {},
+        "bug_stderr": "",
+    },
+)
