@@ -112,11 +112,12 @@ class Language(ABC):
         not parse."""
 
     def bugs(
-        self, code: str, count: int, max_edits: int, key: str = "", *, whole_program: bool = False
+        self, code: str, count: int, max_edits: int, key: str = "", *, min_edits: int = 1, whole_program: bool = False
     ) -> Sequence[Bug]:
-        """Up to ``count`` distinct procedural bugs of ``code``, each of 1 to ``max_edits`` edits (several
-        combined, as SWE-smith combines them), chosen by ``key`` (a stable seed); none for code that does
-        not parse. Nothing runs: whether the tests catch a bug is the ``bugfix`` gates' to say."""
+        """Up to ``count`` distinct procedural bugs of ``code``, each of ``min_edits`` to ``max_edits`` edits
+        (several combined, as SWE-smith combines them), chosen by ``key`` (a stable seed); none for code that
+        does not parse, or in a language without a bug maker. Nothing runs: whether the tests catch a bug is
+        the ``bugfix`` gates' to say."""
         return []
 
     def edit_families(self, before: str, after: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from . import pyast
-from .base import Language, Mutant, Statement
+from .base import Bug, Language, Mutant, Statement
 
 __all__ = ["PYTHON", "PythonLanguage"]
 
@@ -67,6 +67,18 @@ class PythonLanguage(Language):
         from .python_mutants import mutants
 
         return mutants(code, max_mutants, key, whole_program=whole_program)
+
+    def bugs(
+        self, code: str, count: int, max_edits: int, key: str = "", *, min_edits: int = 1, whole_program: bool = False
+    ) -> Sequence[Bug]:
+        from .python_bugs import bugs
+
+        return bugs(code, count, max_edits, key, min_edits=min_edits, whole_program=whole_program)
+
+    def edit_families(self, before: str, after: str) -> tuple[str, ...]:
+        from .python_bugs import edit_families
+
+        return edit_families(before, after)
 
     def normalised(self, code: str) -> str | None:
         try:
