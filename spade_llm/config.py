@@ -203,6 +203,11 @@ class BugfixConfig(_Section):
     """Lines a bug may change, counted in a normalised diff against the reference (comments, blank lines
     and layout left out): a larger edit is rejected as ``bug_too_large``, since a fixer should hunt a bug,
     not rewrite the program."""
+    base_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Share of bug-fix requests made on one of the run's accepted tasks (the generator is shown its
+    statement, reference and tests and hides a bug in it, as Self-play SWE-RL's injector does); the rest,
+    and every request before the run holds such a task, write a new function with its bug, so the run's
+    functions keep growing. Which requests get a base is drawn by a key of (seed, epoch, request)."""
     max_bugs: int = Field(default=3, ge=1)
     """Edits one procedural bug combines at most (SWE-smith's "combine"): the fake injector makes more of
     them at a higher target difficulty, and ``spade import --derive bugfix`` draws from 1 to this many."""

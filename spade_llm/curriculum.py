@@ -133,16 +133,22 @@ def saturated_tags(tasks: Sequence[Task], share: float = 0.3) -> list[str]:
     return sorted(tag for tag, n in counts.items() if n / len(tasks) > share)
 
 
-def pick_base(tasks: Sequence[Task], kind: str, seed: int, epoch: int, request: int) -> str | None:
+def pick_base(tasks: Sequence[Task], kind: str, seed: int, epoch: int, request: int, share: float = 1.0) -> str | None:
     """The id of the accepted task a request of ``kind`` is made on (``TaskKind.on_base``), or None (a
-    kind without, or no task of the run can be a base yet): one of the run's tasks that can be, drawn
-    by a key of (seed, epoch, request), so a resumed run plans the same base."""
+    kind without; no task of the run can be a base yet; or, for ``1 - share`` of the requests, a new
+    task written from scratch): one of the run's tasks that can be, one per distinct reference (bugs
+    made on one function are no new functions to break), drawn by a key of (seed, epoch, request), so a
+    resumed run plans the same base."""
     from .kinds import get_kind
 
     can_be = get_kind(kind).on_base
-    if can_be is None:
+    if can_be is None or derive_seed(seed, "base share", epoch, request) % 1000 >= round(1000 * share):
         return None
-    fit = [t.task_id for t in tasks if can_be(t)]
+    firsts: dict[str, str] = {}
+    for t in tasks:
+        if can_be(t):
+            firsts.setdefault(t.reference_code, t.task_id)
+    fit = list(firsts.values())
     return fit[derive_seed(seed, "base", epoch, request) % len(fit)] if fit else None
 
 
@@ -184,7 +190,8 @@ class Curriculum:
         measured = [m for m in history.metrics if m.pass_rate is not None]
         kinds = allocate_kinds(cur.kinds, n_requests, epoch, self.config.seed)
         answers = self.config.generator.samples_per_request
-        bases = [pick_base(history.tasks, kinds[i], self.config.seed, epoch, i) for i in range(n_requests)]
+        share = self.config.bugfix.base_share
+        bases = [pick_base(history.tasks, kinds[i], self.config.seed, epoch, i, share) for i in range(n_requests)]
         requests = [
             RequestPlan(
                 request_index=i * answers + sample,

@@ -78,6 +78,27 @@ def argmax_task(*, filled: bool = False, **fields: Any) -> Task:
     return Task.model_validate({**base, **fields})
 
 
+TOTAL_UPTO = "def total_upto(n):\n    s = 0\n    for i in range(1, n + 1):\n        s += i\n    return s\n"
+"""A ``bugfix`` task's reference: 1 + 2 + ... + n."""
+TOTAL_UPTO_BUG = TOTAL_UPTO.replace("range(1, n + 1)", "range(1, n)")
+"""Its off-by-one: the last term left out (wrong for every n >= 1, right for 0)."""
+
+
+def bugfix_task(task_id: str = "total_upto", buggy_code: str = TOTAL_UPTO_BUG, **fields: Any) -> Task:
+    """A valid ``bugfix`` task (``total_upto`` and its off-by-one, six tests, the first shown in the
+    description's example), or one changed by ``buggy_code`` and any other ``Task`` field."""
+    base: dict[str, Any] = {
+        "task_id": task_id,
+        "kind": "bugfix",
+        "description": "Return 1 + 2 + ... + n for n >= 0. Example: total_upto(3) == 6.",
+        "entry_point": "total_upto",
+        "reference_code": TOTAL_UPTO,
+        "tests": [TestCase(input=f"({n},)") for n in (3, 0, 1, 5, 10, 7)],
+        "buggy_code": buggy_code,
+    }
+    return Task.model_validate({**base, **fields})
+
+
 def small_config(seed: int = 0, backend: str = "subprocess", **sections: Any) -> RunConfig:
     """A run config on the fake model small enough for a test (one epoch of three tasks, one sample
     each), with ``sections`` merged over it (``controller={"epochs": 2}``)."""

@@ -78,7 +78,7 @@ from typing import Any
 from ..errors import UserError
 from ..llm.base import LLMRequest, LLMResponse, Role
 from ..types import Message, TokenUsage
-from . import bank, contests, noisy, programs
+from . import bank, bugfix, contests, noisy, programs
 from .kinds import answer_kind
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
@@ -284,6 +284,9 @@ class FakeLLM:
         if self.profile.noisy and rng.random() < 0.07:
             return rng.choice(_REFUSALS), "stop"
 
+        injected = bugfix.inject(self, request, prompt, target, n, focus)
+        if injected is not None:  # a bug-fix request: bugs hidden in a task's reference
+            return injected, "stop"
         variants = self._pick_variants(prompt, focus, rng, target, n)
         as_programs = programs.GENERATOR_MARKER in prompt  # the request asks for whole programs
         as_contest = programs.WRITING_MARKER in prompt  # ... that the solver writes (not reads)
@@ -369,6 +372,11 @@ class FakeLLM:
         if kind_answer is not None:  # a deduction or abduction prompt: values or inputs, not code
             return kind_answer, "stop"
         messages = request.messages
+        if bugfix.is_fix_request(request):  # buggy code to fix: the fixer reads the bug, not a statement alone
+            turn = sum(m.role == "assistant" for m in messages) + 1
+            rng = self._rng(request, "solver", "bugfix", turn)
+            code = bugfix.fix(self, request, int(_number(request.metadata.get("epoch"), None, 0)), rng)
+            return _answer(rng, code, repair=turn > 1, bare=False), "stop"
         first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
         task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")
         whole = "\n\n".join(m.content for m in messages)

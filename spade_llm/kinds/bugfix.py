@@ -16,6 +16,7 @@ Gates, after induction's on the task itself, each its own reason (docs/records.m
 * ``bug_too_large``: it changes more than ``bugfix.max_changed_lines`` lines of the normalised program;
 * ``bug_gives_away``: a comment it adds, a docstring it rewrites, its description or its symptom report
   tells the change (holds a line of the reference the buggy code lacks, or comments on the edit);
+* ``bug_hangs``: it runs out of time on a test (``BUG_TEST_BUDGET_S``): every attempt would pay for it;
 * ``bug_not_caught``: it passes every test yet differs from the reference beyond them (the tests miss it);
 * ``bug_breaks_all``: it fails every test (nothing left to debug but a rewrite);
 * ``bug_not_shown``: it fails no public test, so the solver would see no symptom;
@@ -54,10 +55,14 @@ PROCEDURAL_MAKER: Final = "procedural"
 UNCHANGED: Final = "the answer is the buggy code, unchanged"
 """Why an answer that returns the buggy code as it was scores nothing, whatever tests it passes."""
 STDERR_SHOWN_LINES: Final = 12
+BUG_TEST_BUDGET_S: Final = 1.0
+"""CPU seconds the buggy code gets per test (the run's test budget when smaller): a bug that runs out of
+it hangs (``bug_hangs``), and a hang would cost every attempt at the task the whole budget."""
 MIN_SECRET_CHARS: Final = 4
 """A changed line of the reference shorter than this (``i += 1`` is longer) is not looked for in the
 text around the bug: too short to tell anything apart."""
 _WORDS = re.compile(r"[A-Za-z]{2,}")
+_TRAILING_COMMENT = re.compile(r"\s+#.*$")
 
 
 # -- the diff ------------------------------------------------------------------------------------
@@ -81,7 +86,9 @@ def changed_lines(task: Task) -> int | None:
 def secret_lines(task: Task) -> list[str]:
     """The reference's lines the buggy code lacks (stripped, comment-only lines left out): what a fix
     writes back, and what no text the solver reads may hold."""
-    kept = {line.strip() for line in (task.buggy_code or "").splitlines()}
+    lines = (task.buggy_code or "").splitlines()
+    # a line kept with a comment after it is kept (a "#" inside a string only loosens this)
+    kept = {line.strip() for line in lines} | {_TRAILING_COMMENT.sub("", line).strip() for line in lines}
     out: list[str] = []
     for line in task.reference_code.splitlines():
         text = line.strip()
@@ -182,7 +189,10 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         return report
     filled = report.task
     buggy = filled.buggy_code or ""
-    every = validator.judge(filled, buggy, None)
+    # one timeout ends the run: the bug hangs, and the tests after it would each wait as long
+    every = replace(validator.judge, test_timeout_s=min(BUG_TEST_BUDGET_S, validator.test_timeout_s), max_timeouts=1)(
+        filled, buggy, None
+    )
     failed = [r.index for r in every.test_results or [] if not r.passed]
     if every.load_error is not None and not failed:
         failed = list(range(total))
@@ -190,6 +200,10 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
     def rejected(reason: str, detail: str) -> ValidationReport:
         return replace(report, valid=False, reason=reason, detail=detail, behaviour=None)
 
+    hung = [r.index for r in every.test_results or [] if r.status == "timeout"]
+    if hung or every.status == "timeout":
+        where = f"test {hung[0]}" if hung else "its tests"
+        return rejected("bug_hangs", f"the buggy code runs out of time on {where}: every attempt would wait as long")
     if not failed:
         verdict = validator.tell_apart(filled, buggy)
         if verdict == "real":

@@ -352,64 +352,68 @@ def edit_families(before: str, after: str) -> tuple[str, ...]:
             found.append("other")
         else:
             pairs = list(zip(old[i1:i2], new[j1:j2], strict=False))
-            families = [_pair_family(x.strip(), y.strip()) for x, y in pairs]
+            for x, y in pairs:
+                found.extend(_pair_family(x.strip(), y.strip()))
             if i2 - i1 > j2 - j1 and old[i1 + len(pairs)].strip().startswith(("if ", "elif ", "else")):
-                families.append("dropped_branch")
-            found.extend(f for f in families if f)
+                found.append("dropped_branch")
     return tuple(found)
 
 
-def _pair_family(old: str, new: str) -> str | None:
+def _pair_family(old: str, new: str) -> list[str]:
+    """The families of the edits that turn line ``old`` into line ``new``: one per changed run of tokens."""
     if old == new:
-        return None
+        return []
     if new == "pass" and old.startswith(_EXITS):
-        return "removed_return"
+        return ["removed_return"]
     x, y = _TOKEN.findall(old), _TOKEN.findall(new)
-    if len(x) == len(y):
-        diffs = [(p, q) for p, q in zip(x, y, strict=True) if p != q]
-        if len(diffs) == 1:
-            p, q = diffs[0]
-            if (p, q) in _BOUNDARY_PAIRS:
-                return "inverted_boundary"
-            if p in _RELATIONS and q in _RELATIONS:
-                return "relational"
-            if p in _ARITH and q in _ARITH:
-                return "off_by_one" if {p, q} == {"+", "-"} and _near_one(x, y) else "arithmetic"
-            if p.isdigit() and q.isdigit():
-                return "off_by_one" if abs(int(p) - int(q)) == 1 else "literal"
-            if {p, q} == {"and", "or"}:
-                return "boolean"
-            if p.isidentifier() and q.isidentifier():
-                return "wrong_variable"
-        if sorted(x) == sorted(y):
-            return "swapped_arguments"
-    replaced = [op for op in difflib.SequenceMatcher(a=x, b=y, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if len(replaced) == 1 and replaced[0][0] == "replace":
-        _, i1, i2, j1, j2 = replaced[0]
-        if all(t.isidentifier() or t in "[]." for t in x[i1:i2]) and all(
-            t.isidentifier() or t in "[]." for t in y[j1:j2]
-        ):
-            return "wrong_variable"  # one variable read (or a subscript of one) for another
-    if _without(y, ["+", "1"]) == x or _without(y, ["-", "1"]) == x or _without(x, ["+", "1"]) == y:
-        return "off_by_one"
-    if _without(x, ["-", "1"]) == y:
-        return "off_by_one"
-    if "not" in y and "not" not in x and old.startswith(("if ", "elif ")):
-        return "swapped_branch"
-    if "not" in x and "not" not in y:
-        return "swapped_branch" if old.startswith(("if ", "elif ")) else "not"
-    if old.startswith("return") and new.startswith("return"):
-        return "constant_return"
+    if x != y and sorted(x) == sorted(y) and len(x) == len(y):
+        moved = [i for i, (p, q) in enumerate(zip(x, y, strict=True)) if p != q]
+        if not any(x[i] in _RELATIONS | _ARITH for i in moved):
+            return ["swapped_arguments"]
+    runs = [op for op in difflib.SequenceMatcher(a=x, b=y, autojunk=False).get_opcodes() if op[0] != "equal"]
+    changes = [(x[i1:i2], y[j1:j2]) for _, i1, i2, j1, j2 in runs]
+    out: list[str] = []
+    for i, (a, b) in enumerate(changes):
+        if i and changes[i - 1] == (b, a):  # this run and the one before trade places: swapped operands
+            out[-1] = "swapped_arguments"
+            continue
+        out.append(_run_family(a, b, old))
+    if old.startswith("return") and new.startswith("return") and "other" in out:
+        return ["constant_return"]
+    return out
+
+
+def _run_family(a: list[str], b: list[str], line: str) -> str:
+    """The family of one changed run of tokens (``a`` became ``b``) on ``line``."""
+    pair = (a[0], b[0]) if len(a) == len(b) == 1 else None
+    if pair is not None:
+        p, q = pair
+        if pair in _BOUNDARY_PAIRS:
+            return "inverted_boundary"
+        if p in _RELATIONS and q in _RELATIONS:
+            return "relational"
+        if {p, q} == {"+", "-"}:
+            return "off_by_one"
+        if p in _ARITH and q in _ARITH:
+            return "arithmetic"
+        if p.isdigit() and q.isdigit():
+            return "off_by_one" if abs(int(p) - int(q)) == 1 else "literal"
+        if {p, q} == {"and", "or"}:
+            return "boolean"
+        if p.isidentifier() and q.isidentifier():
+            return "wrong_variable"
+    shift = [*a, *b]
+    if sorted(shift) in (["+", "1"], ["-", "1"]) and (not a or not b):
+        return "off_by_one"  # a "+ 1" added or dropped
+    if _number(a) is not None and _number(b) is not None:
+        return "off_by_one" if abs(_number(a) - _number(b)) == 1 else "literal"  # type: ignore[operator]
+    if "not" in shift and all(t in ("not", "(", ")") for t in shift):
+        return "swapped_branch" if line.startswith(("if ", "elif ")) else "not"
+    if a and b and all(t.isidentifier() or t in "[]." for t in shift):
+        return "wrong_variable"  # one variable read (or a subscript of one) for another
     return "other"
 
 
-def _near_one(x: list[str], y: list[str]) -> bool:
-    return any(t == "1" for t in x) and any(t == "1" for t in y)
-
-
-def _without(tokens: list[str], pair: list[str]) -> list[str] | None:
-    """``tokens`` with the first occurrence of the two-token run ``pair`` taken out (None: not there)."""
-    for i in range(len(tokens) - 1):
-        if tokens[i : i + 2] == pair:
-            return tokens[:i] + tokens[i + 2 :]
-    return None
+def _number(tokens: list[str]) -> int | None:
+    text = "".join(tokens)
+    return int(text) if re.fullmatch(r"-?\d+", text) else None

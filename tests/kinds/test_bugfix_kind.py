@@ -1,0 +1,171 @@
+"""The ``bugfix`` kind (``kinds/bugfix.py``): its gates reject each trap for its own reason, through the
+gates as through ``spade verify``; what the solver is shown (the buggy code and its symptom, never the
+reference's changed lines); how a fix is judged (the buggy code handed back scores nothing); a proposal
+made on a base keeps the base; and the fake model's injector and fixer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import TOTAL_UPTO, TOTAL_UPTO_BUG, bugfix_task
+
+from spade_llm.fake.bugfix import bug_difficulty
+from spade_llm.fake.model import FakeLLM
+from spade_llm.generator import parse_task
+from spade_llm.judge import Judge
+from spade_llm.kinds import get_kind, run_gates
+from spade_llm.kinds.bugfix import BUG_META, UNCHANGED, changed_lines, secret_lines
+from spade_llm.languages import PYTHON
+from spade_llm.llm.base import LLMRequest
+from spade_llm.sandbox.base import Limits
+from spade_llm.solver import first_messages
+from spade_llm.templates import Prompts
+from spade_llm.types import Message
+
+KIND = get_kind("bugfix")
+TRAPS = {
+    # no test asks for n = 4: the bug passes them all, yet a probe input (a test's n moved by one) tells it apart
+    "bug_not_caught": TOTAL_UPTO.replace("    return s\n", "    return s if n != 4 else s + 1\n"),
+    "bug_breaks_all": TOTAL_UPTO.replace("return s", "return None"),
+    "bug_too_large": "def total_upto(n):\n" + "".join(f"    x{i} = {i}\n" for i in range(12)) + "    return n * n\n",
+    "bug_equivalent": TOTAL_UPTO.replace("s += i", "s = s + i"),
+    "bug_gives_away": TOTAL_UPTO.replace("range(1, n + 1):", "range(1, n):  # was range(1, n + 1)"),
+    "bug_invalid": TOTAL_UPTO.replace("def total_upto", "def total"),
+    "bug_missing": "",
+    "bug_hangs": TOTAL_UPTO.replace("    return s\n", "    while n > 5:\n        n = n\n    return s\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def validator(sandbox):
+    from spade_llm.validation import Validator
+
+    return Validator(sandbox, Limits(), 2.0, max_bug_lines=3, public_tests=3)
+
+
+@pytest.fixture(scope="module")
+def judge(sandbox):
+    return Judge(sandbox, Limits(), 2.0)
+
+
+@pytest.fixture(scope="module")
+def accepted(validator):
+    report = run_gates(validator, bugfix_task())
+    assert report.valid, report.detail
+    assert report.task is not None
+    return report.task
+
+
+def test_a_caught_bug_is_accepted_with_what_the_solver_will_see(accepted):
+    bug = accepted.meta[BUG_META]
+    assert bug["maker"] == "generator" and bug["edits"] == ["off_by_one"] and bug["changed_lines"] == 1
+    assert "-    for i in range(1, n + 1):" in bug["diff"] and "+    for i in range(1, n):" in bug["diff"]
+    assert bug["failed_tests"] == 5  # every n >= 1; n = 0 still passes
+    shown = {o["index"]: o for o in bug["shown"]}
+    assert sorted(shown) == [0, 1, 2]
+    assert (shown[0]["passed"], shown[0]["output"]) == (False, "3")  # total_upto(3) returned 1 + 2
+    assert shown[1]["passed"] is True  # total_upto(0) == 0 either way
+
+
+@pytest.mark.parametrize("reason", sorted(TRAPS))
+def test_each_trap_is_rejected_for_its_own_reason(validator, reason):
+    report = run_gates(validator, bugfix_task(buggy_code=TRAPS[reason]))
+    assert (report.valid, report.reason) == (False, reason), report.detail
+
+
+def test_a_bug_no_shown_test_catches_is_not_shown(validator):
+    # wrong only from n = 5 on: the three shown tests (3, 0, 1) pass
+    hidden_only = TOTAL_UPTO.replace("    return s\n", "    return s if n < 5 else s - 1\n")
+    report = run_gates(validator, bugfix_task(buggy_code=hidden_only))
+    assert report.reason == "bug_not_shown", report.detail
+
+
+def test_verify_rejects_the_trap_set_and_the_second_copy_of_a_bug(tmp_path: Path, capsys):
+    from spade_llm.cli.app import main
+
+    rows = [bugfix_task(task_id=f"trap-{reason}", buggy_code=code).dump() for reason, code in TRAPS.items()]
+    rows += [bugfix_task(task_id="first").dump(), bugfix_task(task_id="again").dump()]
+    path = tmp_path / "traps.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    main(["verify", str(path), "--sandbox", "subprocess"])
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    verdicts = {row["task_id"]: row["reason"] for row in out}
+    assert verdicts == {**{f"trap-{reason}": reason for reason in TRAPS}, "first": None, "again": "duplicate"}
+
+
+def test_the_changed_lines_and_the_secret_are_counted_on_the_program_not_its_layout():
+    relaid = bugfix_task(
+        buggy_code="def total_upto(n):\n\n    s = 0  # start\n    for i in range(1, n):\n        s += i\n    return s"
+    )
+    assert changed_lines(relaid) == 1
+    assert secret_lines(relaid) == ["for i in range(1, n + 1):"]
+
+
+def test_the_first_prompt_shows_the_bug_and_its_symptom_and_never_the_fix(accepted):
+    prompt = first_messages(Prompts(), accepted.model_copy(update={"symptom": "it misses the last number"}), 3)
+    text = prompt[-1].content
+    assert text.startswith("Fix the bug")
+    assert TOTAL_UPTO_BUG.strip() in text and "A user reports: it misses the last number" in text
+    assert "total_upto(3,) -> 6: FAILS, it returned 3" in text and "total_upto(0,) -> 0: passes" in text
+    assert all(secret not in text for secret in secret_lines(accepted))
+    assert "(10,)" not in text and "55" not in text  # a hidden test's input and answer
+
+
+def test_a_fix_is_judged_on_every_test_and_the_bug_handed_back_scores_nothing(accepted, judge):
+    assert KIND.check_answer(judge, accepted, TOTAL_UPTO, None).all_passed
+    relaid = "def total_upto(n):\n    s = 0\n    for i in range(1, n):   # my fix\n        s += i\n\n    return s\n"
+    for unchanged in (TOTAL_UPTO_BUG, relaid):
+        result = KIND.check_answer(judge, accepted, unchanged, None)
+        assert (result.tests_passed, result.load_error) == (0, UNCHANGED)  # n = 0 would pass: it gets nothing
+    half = TOTAL_UPTO.replace("s += i", "s += i if i < 6 else 0")
+    result = KIND.check_answer(judge, accepted, half, None)
+    assert 0 < (result.tests_passed or 0) < len(accepted.tests)
+
+
+def test_a_proposal_on_a_base_keeps_the_base_whatever_the_answer_says(accepted):
+    item = {"buggy_code": TOTAL_UPTO_BUG, "reference_code": "def total_upto(n):\n    return 0\n", "tests": []}
+    task = parse_task(item, task_id="t", epoch=2, target=0.4, kind="bugfix", base=accepted)
+    assert (task.reference_code, task.tests, task.description) == (
+        accepted.reference_code,
+        accepted.tests,
+        accepted.description,
+    )
+    assert task.buggy_code == TOTAL_UPTO_BUG and task.meta["base_task"] == accepted.task_id
+    whole = {**item, "reference_code": TOTAL_UPTO, "description": "d", "entry_point": "total_upto"}
+    other = parse_task(whole, task_id="u", epoch=2, target=0.4, kind="induction")
+    assert other.buggy_code is None  # another kind's answer cannot carry a bug
+
+
+def _fixer_request(task, answers: list[str], seed: int) -> LLMRequest:
+    messages = first_messages(Prompts(), task, 3)
+    for answer in answers:
+        messages += [Message(role="assistant", content=answer), Message(role="user", content="Your fix did not work.")]
+    return LLMRequest(messages=messages, role="solver", seed=seed, metadata={"epoch": 0})
+
+
+def test_the_fake_fixer_fixes_an_easy_bug_more_often_when_strong_and_never_sees_the_reference(validator):
+    from spade_llm.fake import bank
+
+    variant = bank.find_variant("lists/sum_multiples")
+    built = bank.build_task(variant, __import__("random").Random(3), 0.3)
+    bug = PYTHON.bugs(built.reference_code, 1, 1, key="x", min_edits=1)[0]
+    task = bugfix_task(
+        description=built.description,
+        entry_point=built.entry_point,
+        reference_code=built.reference_code,
+        buggy_code=bug.source,
+    )
+    fixed = {}
+    for profile in ("strong-solver", "weak-solver"):
+        model = FakeLLM(profile)
+        answers = [__import__("asyncio").run(model.complete(_fixer_request(task, [], seed))).text for seed in range(40)]
+        fixed[profile] = sum(built.reference_code.strip() in a for a in answers)
+    assert fixed["strong-solver"] >= 30 and fixed["weak-solver"] <= 20 and fixed["strong-solver"] > fixed["weak-solver"]
+
+
+def test_subtler_and_more_edits_make_a_harder_bug():
+    assert bug_difficulty(0.3, ["constant_return"]) < bug_difficulty(0.3, ["off_by_one"])
+    assert bug_difficulty(0.3, ["off_by_one"]) < bug_difficulty(0.3, ["off_by_one", "inverted_boundary"])
+    assert bug_difficulty(0.3, ["wrong_variable"] * 3) > bug_difficulty(0.3, ["wrong_variable"])
