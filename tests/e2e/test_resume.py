@@ -30,16 +30,22 @@ EXAMPLES = int(os.environ.get("RESUME_EXAMPLES", "14"))
 """Kill points tried per CI run (``RESUME_EXAMPLES=60`` to search harder)."""
 
 
-def _config(seed: int, samples: int, concurrency: int, epochs: int = 3, overlap: bool = False) -> RunConfig:
-    return load_config(
-        None,
-        {
-            "seed": seed,
-            "controller": {"epochs": epochs, "tasks_per_epoch": 5, "concurrency": concurrency, "overlap": overlap},
-            "solver": {"samples_per_task": samples},
-            "sandbox": {"backend": BACKEND, "test_timeout_s": 0.3},  # the fake's looping mistakes stay cheap
-        },
-    )
+BUGFIX_MIX = {"induction": 1.0, "bugfix": 1.0}
+"""A mix whose bug-fix requests are made on tasks of earlier epochs (``RequestPlan.base_id``)."""
+
+
+def _config(
+    seed: int, samples: int, concurrency: int, epochs: int = 3, overlap: bool = False, kinds: Any = None
+) -> RunConfig:
+    overrides: dict[str, Any] = {
+        "seed": seed,
+        "controller": {"epochs": epochs, "tasks_per_epoch": 5, "concurrency": concurrency, "overlap": overlap},
+        "solver": {"samples_per_task": samples},
+        "sandbox": {"backend": BACKEND, "test_timeout_s": 0.3},  # the fake's looping mistakes stay cheap
+    }
+    if kinds is not None:
+        overrides["curriculum"] = {"kinds": kinds}
+    return load_config(None, overrides)
 
 
 def _run(config: RunConfig, run: RunDir, resumed: bool = False) -> None:
@@ -94,6 +100,35 @@ def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(
     assert [m["generator_prompt_tokens"] for m in got["metrics.jsonl"]] == [
         m["generator_prompt_tokens"] for m in expected["metrics.jsonl"]
     ]
+
+
+@cache
+def _bugfix_reference(seed: int, root: str) -> tuple[dict[str, list[Any]], int]:
+    path = Path(root) / f"bugfix-ref-{seed}"
+    run = DyingRunDir(path, kill_at=10**9, partial=False)
+    path.mkdir(parents=True)
+    _run(_config(seed, 1, concurrency=4, kinds=BUGFIX_MIX), run)
+    return records(path), run.appends
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.sampled_from([1, 2]), cut=st.floats(0.0, 0.999), concurrency=st.sampled_from([1, 8]))
+def test_a_bug_fix_run_killed_anywhere_and_resumed_equals_the_uninterrupted_run(root, seed, cut, concurrency):
+    expected, appends = _bugfix_reference(seed, root)
+    kill_at = int(cut * appends)
+    path = Path(root) / f"bugfix-cut-{seed}-{kill_at}-{concurrency}"
+    if path.exists():
+        return
+    path.mkdir()
+    with pytest.raises(Killed):
+        _run(_config(seed, 1, concurrency=4, kinds=BUGFIX_MIX), DyingRunDir(path, kill_at, False))
+    _run(_config(seed, 1, concurrency=concurrency, kinds=BUGFIX_MIX), RunDir.open_existing(path), resumed=True)
+    got = records(path)
+    for name in RECORDS:
+        assert got[name] == expected[name], f"{name} differs after a kill at append {kill_at}/{appends}"
+    tasks = expected["tasks.jsonl"]
+    assert any(t["kind"] == "bugfix" and t["meta"].get("base_task") for t in tasks), "no bug was made on a base"
 
 
 @pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
