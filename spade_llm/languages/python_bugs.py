@@ -144,9 +144,10 @@ def _edits(tree: ast.Module, code: str, encoded: bytes, whole_program: bool) -> 
     nodes = list(ast.walk(tree))
     bare = _bare_ok(nodes)
     inside = _inside_functions(nodes)
+    typing = _annotations(nodes)
     out: list[_Edit] = []
     for node in nodes:
-        if not whole_program and id(node) not in inside:
+        if (not whole_program and id(node) not in inside) or id(node) in typing:
             continue
         out.extend(_expression_edits(node, line_starts, id(node) in bare))
     for function in (n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
@@ -156,6 +157,8 @@ def _edits(tree: ast.Module, code: str, encoded: bytes, whole_program: bool) -> 
         out.extend(_statement_edits(tree, lines, line_starts))
     for site in _sites(nodes, whole_program):  # the mutation engine's operators, as families of their own
         node = nodes[site.index]
+        if id(node) in typing:
+            continue
         span = _span(node, line_starts)
         text = _replacement(node, site, id(node) in bare)
         if span is not None and text is not None:
@@ -183,6 +186,25 @@ def _inside_functions(nodes: list[ast.AST]) -> set[int]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             inside.update(id(child) for child in ast.walk(node) if child is not node)
     return inside
+
+
+def _annotations(nodes: list[ast.AST]) -> set[int]:
+    """The nodes of type annotations (``-> List[str]``, ``x: int | None``): Python never evaluates them to
+    run the code, so an edit there (``List[str + 1]``) is no bug, and it changes the signature the
+    statement shows, which gives the change away."""
+    found: set[int] = set()
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            roots = [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.arg):
+            roots = [node.annotation] if node.annotation is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            roots = [node.annotation]
+        else:
+            continue
+        for root in roots:
+            found.update(id(child) for child in ast.walk(root))
+    return found
 
 
 def _undoes(expr: ast.expr, step: int) -> bool:

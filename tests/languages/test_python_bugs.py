@@ -106,6 +106,25 @@ def test_every_bug_compiles_and_stays_small_for_any_key(key: str, edits: int) ->
         assert 1 <= _changed(REFERENCE, bug.source) <= 2 * edits
 
 
+def test_no_edit_lands_in_a_type_annotation() -> None:
+    # HumanEval's signatures: ``-> List[str]`` became ``-> List[str + 1]``, no bug at all, and a changed
+    # signature line the statement shows (the bug gates turned each such candidate down as given away)
+    code = (
+        "from typing import List, Optional\n\n"
+        "def pick(xs: List[int], k: Optional[int] = None) -> List[int]:\n"
+        "    out: List[int] = []\n"
+        "    for i in range(len(xs)):\n"
+        "        if k is None or xs[i] < k:\n"
+        "            out.append(xs[i] + 1)\n"
+        "    return out\n"
+    )
+    made = PYTHON.bugs(code, 200, 1, key="typing")
+    assert len(made) >= 10
+    for bug in made:
+        kept = [line for line in bug.source.splitlines() if "List[" in line]
+        assert kept == ["def pick(xs: List[int], k: Optional[int] = None) -> List[int]:", "    out: List[int] = []"]
+
+
 @pytest.mark.parametrize("code", ["x = [1, 2]\nprint(x[0] + 1)\n"])
 def test_a_whole_program_is_broken_at_its_top_level_only_when_asked(code: str) -> None:
     assert PYTHON.bugs(code, 5, 1, key="p") == []
