@@ -180,6 +180,8 @@ class JudgeSettings:
     """``validation.max_mutants`` of the run config."""
     max_bug_lines: int = 3
     """``bugfix.max_changed_lines`` of the run config (a bug's largest edit)."""
+    max_bug_edits: int = 3
+    """``bugfix.max_bugs`` of the run config (the most edits one procedural bug combines)."""
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
@@ -212,6 +214,7 @@ def judge_settings(config: RunConfig | None, **overrides: Any) -> JudgeSettings:
             config.validation.min_kill_rate,
             config.validation.max_mutants,
             config.bugfix.max_changed_lines,
+            config.bugfix.max_bugs,
         )
     given = {k: v for k, v in overrides.items() if v is not None}
     limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}

@@ -46,7 +46,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, FieldTests, TaskKind
+from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, NO_REFERENCE, Derived, DeriveRequest, FieldTests, TaskKind
 from .mix import allocate_kinds, normalize_mix
 from .names import DEFAULT_KIND, KIND_NAMES, known_kind
 
@@ -61,6 +61,8 @@ __all__ = [
     "KIND_NAMES",
     "LEAK_REASON",
     "NO_REFERENCE",
+    "DeriveRequest",
+    "Derived",
     "TaskKind",
     "allocate_kinds",
     "get_kind",
@@ -74,8 +76,6 @@ __all__ = [
 
 LEAK_REASON = "leaks_hidden_test"
 """The rejection reason of a task whose shown text carries a hidden test (docs/records.md)."""
-NO_REFERENCE = "no_reference"
-"""The reason of a judge-only task (``Task.judge_only``): every gate runs the reference, and it has none."""
 BEFORE_LEAKS = ("syntax_error", "banned_import", "missing_entry_point", "bad_input", "too_few_tests")
 """The reasons ordered before ``leaks_hidden_test``: the static ones, decided without running
 anything (the leak gate needs readable inputs). Every reason that needs the reference run comes after."""

@@ -35,6 +35,8 @@ DEFAULT_PUBLIC_TESTS: Final = 3
 MIN_HIDDEN_TESTS: Final = 2
 """Tests a task always keeps hidden when it has enough: a solution that prints or raises with its
 arguments cannot hand the hidden inputs to the model (``solver`` re-exports it)."""
+NO_REFERENCE: Final = "no_reference"
+"""The reason of a judge-only task (``Task.judge_only``): every gate runs the reference, and it has none."""
 
 
 def _no_view(task: Task) -> dict[str, Any]:
@@ -176,6 +178,32 @@ def program_text(task: Task, public_tests: int) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class DeriveRequest:
+    """What ``spade import --derive`` asks of a kind's ``derive`` for each base task."""
+
+    per_task: int
+    """Derived tasks wanted from each base at most: the first candidates that pass the kind's gates."""
+    max_edits: int
+    """Edits one candidate's change may combine at most (``bugfix.max_bugs``); each has from 1 to this many."""
+    seed: int = 0
+    """With the base's id, the key the candidates are drawn from: the same file and seed, the same tasks."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What ``TaskKind.derive`` made of one base task."""
+
+    tasks: tuple[Task, ...] = ()
+    """The derived tasks, each past every gate of the kind, in the order drawn."""
+    skipped: str | None = None
+    """Why the base yielded no task (``no_reference``, a reason of its own gates, ``no_candidate``, ...)."""
+    detail: str = ""
+    """The words behind ``skipped``."""
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    """Candidates turned down, by the gate's reason (``bug_not_caught``, ``bug_breaks_all``, ...)."""
+
+
+@dataclass(frozen=True)
 class TaskKind:
     """One kind of task: the pieces the pipeline looks up by ``task.kind``."""
 
@@ -253,6 +281,11 @@ class TaskKind:
     the generator breaks a task's reference) is shown such a base by its prompt (``curriculum`` picks
     one of the run's accepted tasks per request), and its answer keeps the base's statement, reference
     and tests (``on_base_fields``), whatever the model wrote of them."""
+    derive: Callable[[Validator, Task, DeriveRequest], Derived] | None = None
+    """Tasks of this kind made out of a task from outside the run (``spade import --derive``), or None: this
+    kind's tasks are not derived. From one base task (proven once by its own gates), the first
+    ``DeriveRequest.per_task`` candidates that pass this kind's gates, drawn from the base's id and the
+    seed; a base that yields none says why (``Derived.skipped``)."""
     duplicate_key: Callable[[Task], str | None] | None = None
     """What makes two tasks of this kind the same task, as a key (the duplicate gate: an accepted task with
     the same key is a copy), or None: the shared gate (similar reference code, or the same behaviour). A

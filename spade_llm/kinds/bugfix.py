@@ -25,6 +25,11 @@ Gates, after induction's on the task itself, each its own reason (docs/records.m
 What the solver sees of the bug, its verdicts on the public tests and the end of its stderr, is measured
 here once and kept in the task's ``meta["bug"]`` (with the maker, the edit families, the changed lines
 and the diff, which is never shown), so every prompt of the task shows the same symptom.
+
+A benchmark's task is a base too (``spade import --derive bugfix``, ``derive``): proven once by induction's
+gates, its reference is broken by procedural bugs, tried in the order drawn until enough pass the bug's
+gates (``bug_gates``, on the proven task): each kept bug is then caught by the benchmark's own tests,
+shown by its examples, and leaves some test passing.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from ..languages import language_of
-from .base import TaskKind, induction_text, public_indices
+from .base import NO_REFERENCE, Derived, DeriveRequest, TaskKind, induction_text, public_indices
+from .induction import KIND as INDUCTION
 from .induction import check_answer as run_code
 from .induction import extract_code, tool_code
 
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
     from ..types import ExecutionResult, Task
     from ..validation import ValidationReport, Validator
 
+NAME: Final = "bugfix"
 BUG_META: Final = "bug"
 """The key of ``Task.meta`` holding what the gates measured of the bug (see the module docstring)."""
 GENERATOR_MAKER: Final = "generator"
@@ -180,14 +188,23 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
     """Induction's gates on the task, then the bug's (the module docstring), in that order."""
     from ..validation import ValidationReport
 
-    total = len(task.tests)
     bad = static_bug_reason(validator, task) if validator.static_reason(task) is None else None
     if bad is not None:
-        return ValidationReport(task.task_id, False, bad[0], bad[1], "error", 0, total)
+        return ValidationReport(task.task_id, False, bad[0], bad[1], "error", 0, len(task.tests))
     report = validator.validate(task)
     if not report.valid or report.task is None:
         return report
-    filled = report.task
+    return bug_gates(validator, report.task, report)
+
+
+def bug_gates(validator: Validator, filled: Task, proven: ValidationReport) -> ValidationReport:
+    """The bug's gates that run code, on ``filled``: a bug-fix task whose reference and tests induction's
+    gates already proved, its expected values filled (``proven``: their report, on this task or on the
+    task its bug was made in, so ``derive`` proves a base once for all its bugs). The static gates
+    (``static_bug_reason``) come first, and are the caller's. A valid report carries the task with
+    ``meta["bug"]`` measured."""
+    # every test, the check script of an imported benchmark counting as one more (``runner.run_check``)
+    total = len(filled.tests) + (filled.check_code is not None)
     buggy = filled.buggy_code or ""
     # one timeout ends the run: the bug hangs, and the tests after it would each wait as long
     every = replace(validator.judge, test_timeout_s=min(BUG_TEST_BUDGET_S, validator.test_timeout_s), max_timeouts=1)(
@@ -198,7 +215,7 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
         failed = list(range(total))
 
     def rejected(reason: str, detail: str) -> ValidationReport:
-        return replace(report, valid=False, reason=reason, detail=detail, behaviour=None)
+        return replace(proven, task_id=filled.task_id, valid=False, reason=reason, detail=detail, behaviour=None)
 
     hung = [r.index for r in every.test_results or [] if r.status == "timeout"]
     if hung or every.status == "timeout":
@@ -216,7 +233,7 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
             "undecided",
             "the buggy code passes every test; whether it differs from the reference beyond them cannot be decided",
         )
-    if len(failed) == total:
+    if len(failed) >= total:
         return rejected(
             "bug_breaks_all", f"the buggy code fails all {total} tests: nothing is left to debug but a rewrite"
         )
@@ -228,18 +245,86 @@ def gates(validator: Validator, task: Task) -> ValidationReport:
             f"the buggy code fails {len(failed)} of {total} tests, none the solver is shown: it would see no symptom",
         )
     meta = dict(filled.meta)
+    given = meta.get(BUG_META) or {}
+    maker = given.get("maker", GENERATOR_MAKER)
+    told = list(given.get("edits") or [])
+    found = list(language_of(filled).edit_families(filled.reference_code, buggy))
     meta[BUG_META] = {
-        **(meta.get(BUG_META) or {}),
-        "maker": (meta.get(BUG_META) or {}).get("maker", GENERATOR_MAKER),
-        "edits": list(language_of(filled).edit_families(filled.reference_code, buggy))
-        or list((meta.get(BUG_META) or {}).get("edits") or []),
+        **given,
+        "maker": maker,
+        # the procedural maker knows its edits; a model's bug is classified, what it said of it the fallback
+        "edits": told if maker == PROCEDURAL_MAKER and told else found or told,
         "changed_lines": changed_lines(filled),
         "diff": bug_diff(filled),
         "failed_tests": len(failed),
         "shown": [{"index": r.index, "passed": r.passed, "output": r.output, "error": r.error} for r in shown_results],
         "stderr": "\n".join(shown.stderr.splitlines()[-STDERR_SHOWN_LINES:]),
     }
-    return replace(report, task=filled.model_copy(update={"meta": meta}))
+    return replace(proven, task_id=filled.task_id, task=filled.model_copy(update={"meta": meta}))
+
+
+# -- derived from a task of a benchmark ----------------------------------------------------------
+
+CANDIDATES_PER_TASK: Final = 6
+"""Candidate bugs drawn per bug-fix task wanted from a base: many fall to a gate (no test catches them,
+they break every test, no example shows them), so ``derive`` draws this many times more than it keeps."""
+NOT_A_FUNCTION: Final = "not_a_function"
+"""Why ``derive`` makes no bug in a base that is not a function written from its description (a whole
+program, a query task): a bug-fix task is induction's task with a bug."""
+NO_CANDIDATE: Final = "no_candidate"
+"""Why ``derive`` makes no bug in a base whose reference offers the bug maker no edit."""
+NO_BUG_KEPT: Final = "no_bug_kept"
+"""Why ``derive`` made no task of a base: every candidate bug fell to a gate (``Derived.rejected`` says which)."""
+
+
+def derive(validator: Validator, base: Task, request: DeriveRequest) -> Derived:
+    """Up to ``request.per_task`` bug-fix tasks made out of ``base``, a function task with a reference (an
+    imported benchmark's): the base proven once by induction's gates, then procedural bugs of its reference
+    (``Language.bugs``, 1 to ``max_edits`` edits each, keyed by the seed and the base's id) tried in the
+    order drawn, the first that pass every bug gate kept, as ``<task_id>/bug<j>`` (from 1). Each keeps the
+    base's statement, tests, examples and check script; ``meta["base_task"]`` names the base."""
+    if base.judge_only:
+        return Derived(skipped=NO_REFERENCE, detail="judge-only: no reference to put a bug in")
+    if base.kind != INDUCTION.name or not base.entry_point:
+        return Derived(skipped=NOT_A_FUNCTION, detail=f"a {base.kind} task: bugs are made in a function's reference")
+    proven = validator.validate(base)
+    if not proven.valid or proven.task is None:
+        return Derived(skipped=proven.reason or "invalid", detail=proven.detail)
+    filled = proven.task
+    key = f"{request.seed}:{filled.task_id}"
+    drawn = language_of(filled).bugs(
+        filled.reference_code, request.per_task * CANDIDATES_PER_TASK, request.max_edits, key, min_edits=1
+    )
+    if not drawn:
+        return Derived(skipped=NO_CANDIDATE, detail="the bug maker finds no edit to make in the reference")
+    kept: list[Task] = []
+    rejected: Counter[str] = Counter()
+    for bug in drawn:
+        if len(kept) == request.per_task:
+            break
+        candidate = filled.model_copy(
+            update={
+                "task_id": f"{filled.task_id}/bug{len(kept) + 1}",
+                "kind": NAME,
+                "buggy_code": bug.source,
+                "meta": {
+                    **filled.meta,
+                    "base_task": filled.task_id,
+                    BUG_META: {"maker": PROCEDURAL_MAKER, "edits": list(bug.edits)},
+                },
+            }
+        )
+        why = static_bug_reason(validator, candidate)
+        checked = bug_gates(validator, candidate, proven) if why is None else None
+        if checked is not None and checked.valid and checked.task is not None:
+            kept.append(checked.task)
+        else:
+            rejected[why[0] if why is not None else (checked.reason if checked else None) or "invalid"] += 1
+    if not kept:
+        return Derived(
+            skipped=NO_BUG_KEPT, detail=f"none of {len(drawn)} candidate bugs passed the gates", rejected=rejected
+        )
+    return Derived(tuple(kept), rejected=rejected)
 
 
 # -- answers -------------------------------------------------------------------------------------
@@ -306,7 +391,7 @@ def on_base(task: Task) -> bool:
 
 
 KIND = TaskKind(
-    name="bugfix",
+    name=NAME,
     first_template="solver/bugfix_first.j2",
     repair_template="solver/bugfix_repair.j2",
     parse_answer=extract_code,
@@ -318,6 +403,7 @@ KIND = TaskKind(
     tool_parse=tool_code,
     own_fields=frozenset({"buggy_code", "symptom"}),
     on_base=on_base,
+    derive=derive,
     duplicate_key=duplicate_key,
     colour="#dc2626",
     sample_first={

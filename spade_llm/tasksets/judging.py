@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..judge import JudgeSettings
     from ..sandbox.base import Sandbox
     from ..types import Task
-    from ..validation import ValidationReport
+    from ..validation import ValidationReport, Validator
 
 __all__ = ["Evaluation", "evaluate_samples", "load_run_config", "public_tests", "verify_tasks"]
 
@@ -89,6 +89,23 @@ def _open(settings: JudgeSettings, sandbox: str | Sandbox | None) -> tuple[Sandb
     return get_sandbox(settings.backend), True
 
 
+def make_validator(box: Sandbox, settings: JudgeSettings, public: int) -> Validator:
+    """The gates of a run, as ``verify`` runs them on tasks from outside one: in ``box``, under ``settings``
+    (a run config's ``sandbox:``, ``validation:`` and ``bugfix:``), ``public`` tests shown."""
+    from ..validation import Validator
+
+    return Validator(
+        box,
+        settings.limits,
+        settings.test_timeout_s,
+        settings.banned_imports,
+        min_kill_rate=settings.min_kill_rate,
+        max_mutants=settings.max_mutants,
+        max_bug_lines=settings.max_bug_lines,
+        public_tests=public,
+    )
+
+
 def verify_tasks(
     tasks: Iterable[Task],
     *,
@@ -105,7 +122,6 @@ def verify_tasks(
         UserError: ``config`` is missing or invalid; SandboxUnavailable: the sandbox cannot start.
     """
     from ..kinds import run_gates
-    from ..validation import Validator
 
     tasks = list(tasks)
     if not tasks:
@@ -115,16 +131,7 @@ def verify_tasks(
     public = public_tests(loaded)
     box, ours = _open(settings, sandbox)
     try:
-        validator = Validator(
-            box,
-            settings.limits,
-            settings.test_timeout_s,
-            settings.banned_imports,
-            min_kill_rate=settings.min_kill_rate,
-            max_mutants=settings.max_mutants,
-            max_bug_lines=settings.max_bug_lines,
-            public_tests=public,
-        )
+        validator = make_validator(box, settings, public)
         seen: dict[str, str] = {}
         for report in in_order(lambda t: run_gates(validator, t, public, full=True), tasks, concurrency):
             yield _first_copy(report, seen)
