@@ -626,6 +626,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..tasksets.contests import FORMATS, summary_line, write_file
     from ..tasksets.importers import import_humaneval, import_mbpp
 
+    if args.derive is not None:
+        return _import_derived(args)
+    given = [name for name, value in (("--per-task", args.per_task), ("--seed", args.seed)) if value is not None]
+    if given:
+        raise UserError(f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with --derive KIND")
     if args.format in FORMATS:  # a dataset file's rows (tasksets/contests.py), written all or nothing
         print(summary_line(write_file(args.format, args.file, args.output), args.output), file=sys.stderr)
         return 0
@@ -669,6 +674,39 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"(a class, a helper), which a check run apart from the answer cannot see: {ids}",
             file=sys.stderr,
         )
+    return 0
+
+
+def _import_derived(args: argparse.Namespace) -> int:
+    """``spade import ... --derive KIND``: the tasks made out of the benchmark's, proven in the sandbox."""
+    from ..progress import bar, progress_block
+    from ..tasksets.derive import derive_file, summary_line
+
+    per_task = args.per_task or 1
+    seen: list[Any] = []  # the derivation so far, once a first base is decided
+
+    def progress() -> list[str]:
+        if not seen:
+            return ["derive: reading the file and starting the sandbox"]
+        made = seen[-1]
+        return [f"derive: {made.done}/{made.bases} tasks {bar(made.done, made.bases)}  {len(made.tasks)} derived"]
+
+    _sandbox_logging()
+    with progress_block(_live(args), progress, lambda line: None):
+        derived = derive_file(
+            args.format,
+            args.file,
+            args.output,
+            args.derive,
+            per_task,
+            config=args.config,
+            sandbox=args.sandbox,
+            timeout=args.timeout,
+            concurrency=args.concurrency,
+            seed=args.seed or 0,
+            on_base=seen.append,
+        )
+    print(summary_line(derived, args.derive, per_task, args.output), file=sys.stderr)
     return 0
 
 

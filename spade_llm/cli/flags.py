@@ -17,7 +17,7 @@ import argparse
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, NoReturn
@@ -53,6 +53,25 @@ def _kinds(text: str) -> list[str]:
     if not kinds or unknown:
         raise argparse.ArgumentTypeError(f"task kinds are {', '.join(KIND_NAMES)}, got {text!r}")
     return kinds
+
+
+class _DerivableKinds:
+    """``--derive``'s choices, the kinds with a ``TaskKind.derive`` (``tasksets.derive.derivable_kinds``),
+    looked up only when needed (a value to check, ``--help``): the kind modules take a third of a second
+    to import, and building the parser must not."""
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    @staticmethod
+    @cache
+    def _names() -> tuple[str, ...]:
+        from ..tasksets.derive import derivable_kinds
+
+        return derivable_kinds()
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -337,6 +356,23 @@ SUMMARY_JSON = _flag(
 # files written
 OUTPUT = _flag("-o", "--output", help="file to write")
 
+# tasks derived from imported ones
+DERIVE = _flag(
+    "--derive",
+    metavar="KIND",
+    choices=_DerivableKinds(),
+    help="write tasks of KIND (%(choices)s) made out of each imported task with a reference instead of the "
+    "imported tasks, each proven by KIND's gates in the sandbox (docs/cli.md)",
+    default_text="none: the imported tasks themselves",
+)
+PER_TASK = _flag(
+    "--per-task",
+    type=_positive(int),
+    metavar="K",
+    help="with --derive: at most K tasks made out of each imported task, the first candidates that pass the gates",
+    default_text="1",
+)
+
 # export
 EXPORT_FORMAT = _flag("--format", required=True, choices=FORMATS, help="what to write")
 ROLE = _flag(
@@ -579,8 +615,9 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     "import": CommandSpec(
         help="convert a benchmark into tasks",
         description="Convert a benchmark's published file into a tasks file (docs/benchmarks.md). Only evalplus "
-        "runs code: its canonical solutions, in the sandbox, to compute the expected outputs (--sandbox, "
-        "--concurrency, --config and --timeout are for it).",
+        "runs code: its canonical solutions, in the sandbox, to compute the expected outputs; and --derive, "
+        "which proves each derived task in the sandbox (--sandbox, --concurrency, --config and --timeout are "
+        "for them).",
         flags=(
             IMPORT_FORMAT,
             FILE.but(
@@ -588,6 +625,13 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
                 "lcb, cruxeval, evalplus also .json, .parquet"
             ),
             OUTPUT.but(required=True, help="tasks JSONL to write"),
+            DERIVE,
+            PER_TASK,
+            SEED.but(
+                sets=(),
+                help="with --derive: seed the candidates are drawn from (the same file and seed, the same tasks)",
+                default_text="0",
+            ),
             *JUDGING,
         ),
     ),
