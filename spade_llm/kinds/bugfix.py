@@ -246,7 +246,8 @@ def bug_gates(validator: Validator, filled: Task, proven: ValidationReport) -> V
         )
     meta = dict(filled.meta)
     given = meta.get(BUG_META) or {}
-    maker = given.get("maker", GENERATOR_MAKER)
+    # a generator's answer may write any meta: only a task made outside the loop (derived) names its maker
+    maker = GENERATOR_MAKER if filled.source == "generated" else given.get("maker", GENERATOR_MAKER)
     told = list(given.get("edits") or [])
     found = list(language_of(filled).edit_families(filled.reference_code, buggy))
     meta[BUG_META] = {

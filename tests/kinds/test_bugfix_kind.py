@@ -169,3 +169,11 @@ def test_subtler_and_more_edits_make_a_harder_bug():
     assert bug_difficulty(0.3, ["constant_return"]) < bug_difficulty(0.3, ["off_by_one"])
     assert bug_difficulty(0.3, ["off_by_one"]) < bug_difficulty(0.3, ["off_by_one", "inverted_boundary"])
     assert bug_difficulty(0.3, ["wrong_variable"] * 3) > bug_difficulty(0.3, ["wrong_variable"])
+
+
+def test_a_generators_answer_cannot_claim_its_bug_was_made_procedurally(validator):
+    claimed = {BUG_META: {"maker": "procedural", "edits": ["inverted_boundary"]}}
+    report = run_gates(validator, bugfix_task(meta=claimed, source="generated"))
+    assert report.task is not None
+    assert report.task.meta[BUG_META]["maker"] == "generator"
+    assert report.task.meta[BUG_META]["edits"] == ["off_by_one"]  # read from the diff, not from the claim
