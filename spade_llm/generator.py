@@ -80,7 +80,9 @@ def kept_answer(text: str, limit: int = ANSWER_KEPT_CHARS) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def task_answer_schema(n: int, own_fields: tuple[str, ...] = (), on_base: bool = False) -> dict[str, Any]:
+def task_answer_schema(
+    n: int, own_fields: tuple[str, ...] = (), on_base: bool = False, required: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """OpenAI's ``json_schema`` response format for an answer of 1 to ``n`` tasks: ``{"tasks": [...]}``.
 
     Each task's schema comes from the ``Task`` model's own fields (the ones a generator writes, and the
@@ -95,6 +97,8 @@ def task_answer_schema(n: int, own_fields: tuple[str, ...] = (), on_base: bool =
     task_schema = _flatten(model.model_json_schema())
     if on_base:
         task_schema.pop("required", None)
+    if required:
+        task_schema["required"] = sorted({*task_schema.get("required", []), *required})
     test_fields = task_schema["properties"]["tests"]["items"]["properties"]
     for name in IMPORTED_ONLY_TEST_FIELDS:
         test_fields.pop(name, None)
@@ -582,8 +586,9 @@ class LLMGenerator:
 def _schema(ctx: ProposalContext) -> dict[str, Any]:
     from .kinds import get_kind
 
-    own = tuple(sorted(get_kind(ctx.kind).own_fields))
-    return task_answer_schema(ctx.n, own, ctx.base is not None)
+    kind = get_kind(ctx.kind)
+    own, required = tuple(sorted(kind.own_fields)), tuple(sorted(kind.required_fields))
+    return task_answer_schema(ctx.n, own, ctx.base is not None, required)
 
 
 def _base_view(base: Task | None) -> dict[str, Any] | None:

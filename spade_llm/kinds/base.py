@@ -275,6 +275,9 @@ class TaskKind:
     prompt may say."""
     feedback_stderr: bool = True
     """Whether a tool's feedback may show the end of the run's stderr (deduction runs nothing)."""
+    required_fields: frozenset[str] = frozenset()
+    """Of ``own_fields``, those every answer of this kind must write (a bug fix's ``buggy_code``): the
+    ``json_schema`` response format requires them, with or without a base."""
     on_base: Callable[[Task], bool] | None = None
     """Whether a task of the run can be the *base* of a proposal of this kind, or None: this kind's
     proposals are written from scratch. A kind that makes its tasks out of a validated one (``bugfix``:

@@ -16,7 +16,7 @@ Gates, after induction's on the task itself, each its own reason (docs/records.m
 * ``bug_too_large``: it changes more than ``bugfix.max_changed_lines`` lines of the normalised program;
 * ``bug_gives_away``: a comment it adds, a docstring it rewrites, its description or its symptom report
   tells the change (holds a line of the reference the buggy code lacks, or comments on the edit);
-* ``bug_hangs``: it runs out of time on a test (``BUG_TEST_BUDGET_S``): every attempt would pay for it;
+* ``bug_hangs``: it runs out of the run's test budget on a test: every attempt would pay for it;
 * ``bug_not_caught``: it passes every test yet differs from the reference beyond them (the tests miss it);
 * ``bug_breaks_all``: it fails every test (nothing left to debug but a rewrite);
 * ``bug_not_shown``: it fails no public test, so the solver would see no symptom;
@@ -63,9 +63,11 @@ PROCEDURAL_MAKER: Final = "procedural"
 UNCHANGED: Final = "the answer is the buggy code, unchanged"
 """Why an answer that returns the buggy code as it was scores nothing, whatever tests it passes."""
 STDERR_SHOWN_LINES: Final = 12
-BUG_TEST_BUDGET_S: Final = 1.0
-"""CPU seconds the buggy code gets per test (the run's test budget when smaller): a bug that runs out of
-it hangs (``bug_hangs``), and a hang would cost every attempt at the task the whole budget."""
+MAX_BUG_LINES_READ: Final = 2000
+"""Lines of a reference or buggy code the bug gates read at most (a diff of more is slow, and a bug-fix
+task is a function): longer is ``bug_too_large`` before any diff."""
+SYMPTOM_CHARS: Final = 300
+"""The longest ``symptom`` (one line, in a user's words)."""
 MIN_SECRET_CHARS: Final = 4
 """A changed line of the reference shorter than this (``i += 1`` is longer) is not looked for in the
 text around the bug: too short to tell anything apart."""
@@ -114,12 +116,13 @@ def bug_diff(task: Task) -> str:
 
 
 def duplicate_key(task: Task) -> str | None:
-    """The same bug on the same reference: the normalised reference and buggy code, hashed."""
+    """The same bug on the same reference: both programs normalised with their local names renamed alike
+    (``Language.renamed``), hashed, so renaming a variable in both makes no new task."""
     lang = language_of(task)
-    before, after = lang.normalised(task.reference_code), lang.normalised(task.buggy_code or "")
-    if before is None or after is None:
+    pair = lang.renamed(task.reference_code, task.buggy_code or "")
+    if pair is None:
         return None
-    return hashlib.sha256(f"{before}\0{after}".encode()).hexdigest()[:32]
+    return hashlib.sha256("\0".join(pair).encode()).hexdigest()[:32]
 
 
 # -- gates ---------------------------------------------------------------------------------------
@@ -135,12 +138,13 @@ def _gives_away(task: Task) -> str | None:
     for line in _lines(lang.prose(bug)):
         if line not in before and (line.lstrip().startswith("#") or len(_WORDS.findall(line)) >= 3):
             return f"the buggy code adds the comment or text {line.strip()[:80]!r}: it may tell the change"
+    said = lang.prose(task.reference_code)
     around = {"its comments and strings": lang.prose(bug), "the description": task.description}
     if task.symptom:
         around["the symptom report"] = task.symptom
     for secret in secret_lines(task):
-        if len(secret) < MIN_SECRET_CHARS:
-            continue
+        if len(secret) < MIN_SECRET_CHARS or secret in said:
+            continue  # too short to tell, or the author's own words said it before any bug (the spec)
         for where, text in around.items():
             if secret in text:
                 return f"{where} holds the reference's line {secret[:80]!r}, which the bug changed"
@@ -156,6 +160,11 @@ def static_bug_reason(validator: Validator, task: Task) -> tuple[str, str] | Non
     found = lang.static_error(bug, task.entry_point, validator.banned_imports, task.entry_class)
     if found is not None:
         return "bug_invalid", f"the buggy code: {found[1]}"
+    if task.symptom is not None and ("\n" in task.symptom.strip() or len(task.symptom) > SYMPTOM_CHARS):
+        return "bug_invalid", f"the symptom report must be one line of at most {SYMPTOM_CHARS} characters"
+    longest = max(len(bug.splitlines()), len(task.reference_code.splitlines()))
+    if longest > MAX_BUG_LINES_READ:
+        return "bug_too_large", f"{longest} lines: a bug-fix task is a function of at most {MAX_BUG_LINES_READ} lines"
     size = changed_lines(task)
     if size == 0:
         return "bug_equivalent", "the buggy code is the reference once comments and layout are left out"
@@ -169,6 +178,13 @@ def static_bug_reason(validator: Validator, task: Task) -> tuple[str, str] | Non
     if give is not None:
         return "bug_gives_away", give
     return None
+
+
+def _stderr_tail(stderr: str) -> str:
+    """The end of the buggy run's stderr as every prompt of the task shows it: clipped as feedback is."""
+    from ..solver import stderr_tail
+
+    return stderr_tail(stderr, STDERR_SHOWN_LINES)
 
 
 def _public_run(validator: Validator, task: Task) -> ExecutionResult | None:
@@ -206,10 +222,9 @@ def bug_gates(validator: Validator, filled: Task, proven: ValidationReport) -> V
     # every test, the check script of an imported benchmark counting as one more (``runner.run_check``)
     total = len(filled.tests) + (filled.check_code is not None)
     buggy = filled.buggy_code or ""
-    # one timeout ends the run: the bug hangs, and the tests after it would each wait as long
-    every = replace(validator.judge, test_timeout_s=min(BUG_TEST_BUDGET_S, validator.test_timeout_s), max_timeouts=1)(
-        filled, buggy, None
-    )
+    # the run's test budget, as the reference had; one timeout ends the run: the bug hangs, and the
+    # tests after it would each wait as long
+    every = replace(validator.judge, max_timeouts=1)(filled, buggy, None)
     failed = [r.index for r in every.test_results or [] if not r.passed]
     if every.load_error is not None and not failed:
         failed = list(range(total))
@@ -259,7 +274,7 @@ def bug_gates(validator: Validator, filled: Task, proven: ValidationReport) -> V
         "diff": bug_diff(filled),
         "failed_tests": len(failed),
         "shown": [{"index": r.index, "passed": r.passed, "output": r.output, "error": r.error} for r in shown_results],
-        "stderr": "\n".join(shown.stderr.splitlines()[-STDERR_SHOWN_LINES:]),
+        "stderr": _stderr_tail(shown.stderr),
     }
     return replace(proven, task_id=filled.task_id, task=filled.model_copy(update={"meta": meta}))
 
@@ -403,6 +418,7 @@ KIND = TaskKind(
     summary="find and fix the bug in a broken version of the function",
     tool_parse=tool_code,
     own_fields=frozenset({"buggy_code", "symptom"}),
+    required_fields=frozenset({"buggy_code"}),
     on_base=on_base,
     derive=derive,
     duplicate_key=duplicate_key,

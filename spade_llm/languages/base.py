@@ -111,6 +111,13 @@ class Language(ABC):
         that two texts of one program compare equal and a diff counts only real changes; None when it does
         not parse."""
 
+    @abstractmethod
+    def renamed(self, *codes: str) -> tuple[str, ...] | None:
+        """``codes`` normalised (``normalised``) with the names they bind (parameters, locals, their own
+        functions) renamed in order of first appearance, one renaming for all of them, so that two versions
+        of one program compare alike whatever their names, and still differ where one uses another
+        variable; None when one does not parse."""
+
     def bugs(
         self, code: str, count: int, max_edits: int, key: str = "", *, min_edits: int = 1, whole_program: bool = False
     ) -> Sequence[Bug]:

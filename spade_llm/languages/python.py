@@ -80,6 +80,24 @@ class PythonLanguage(Language):
 
         return edit_families(before, after)
 
+    def renamed(self, *codes: str) -> tuple[str, ...] | None:
+        try:
+            trees = [pyast.parse(code) for code in codes]
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        bound: dict[str, str] = {}
+        for tree in trees:
+            for node in ast.walk(tree):
+                name = _bound_name(node)
+                if name is not None and name not in bound:
+                    bound[name] = f"v{len(bound)}"
+        out = []
+        for tree in trees:
+            for node in ast.walk(tree):
+                _rename(node, bound)
+            out.append(ast.unparse(tree))
+        return tuple(out)
+
     def normalised(self, code: str) -> str | None:
         try:
             return ast.unparse(pyast.parse(code))
@@ -88,6 +106,28 @@ class PythonLanguage(Language):
 
 
 PYTHON: Final = PythonLanguage()
+
+
+def _bound_name(node: ast.AST) -> str | None:
+    """The name ``node`` binds in its program (a parameter, an assigned variable, a function or class it
+    defines), or None."""
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return node.id
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    return None
+
+
+def _rename(node: ast.AST, names: dict[str, str]) -> None:
+    """``node`` with each name of ``names`` replaced in place (reads, bindings, definitions)."""
+    if isinstance(node, ast.arg) and node.arg in names:
+        node.arg = names[node.arg]
+    elif isinstance(node, ast.Name) and node.id in names:
+        node.id = names[node.id]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names:
+        node.name = names[node.name]
 
 
 # -- static gates -------------------------------------------------------------------------------------

@@ -140,7 +140,9 @@ def _edits(tree: ast.Module, code: str, encoded: bytes, whole_program: bool) -> 
     line_starts = [0]
     for line in encoded.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
-    lines = code.splitlines()
+    # the lines the offsets count (the byte text's line ends), not str.splitlines's, which also breaks
+    # at form feeds and Unicode separators inside strings
+    lines = [line.decode("utf-8", "surrogatepass") for line in encoded.splitlines()]
     nodes = list(ast.walk(tree))
     bare = _bare_ok(nodes)
     inside = _inside_functions(nodes)

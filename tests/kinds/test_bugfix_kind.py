@@ -22,7 +22,7 @@ from spade_llm.llm.base import LLMRequest
 from spade_llm.sandbox.base import Limits
 from spade_llm.solver import first_messages
 from spade_llm.templates import Prompts
-from spade_llm.types import Message
+from spade_llm.types import Message, TestCase
 
 KIND = get_kind("bugfix")
 TRAPS = {
@@ -177,3 +177,73 @@ def test_a_generators_answer_cannot_claim_its_bug_was_made_procedurally(validato
     assert report.task is not None
     assert report.task.meta[BUG_META]["maker"] == "generator"
     assert report.task.meta[BUG_META]["edits"] == ["off_by_one"]  # read from the diff, not from the claim
+
+
+FIRST_NEGATIVE = '''def first_negative(xs):
+    """The index of the first negative item; if there is none, return -1."""
+    for i, x in enumerate(xs):
+        if x < 0:
+            return i
+    return -1
+'''
+
+
+def test_a_value_the_spec_states_is_no_give_away_but_a_comment_the_bug_adds_is(validator):
+    task = bugfix_task(
+        task_id="neg",
+        description="Return the index of the first negative item of xs, or -1. Example: first_negative([1, -2]) == 1.",
+        entry_point="first_negative",
+        reference_code=FIRST_NEGATIVE,
+        tests=[TestCase(input=repr((xs,))) for xs in ([1, -2], [], [3, 4], [-1], [5, 0, -7], [2], [0, 0])],
+        buggy_code=FIRST_NEGATIVE.replace("    return -1\n", "    return 0\n"),
+    )
+    report = run_gates(validator, task)
+    assert report.valid, report.detail
+    said = task.model_copy(update={"buggy_code": (task.buggy_code or "").replace("return 0", "return 0  # not -1")})
+    assert run_gates(validator, said).reason == "bug_gives_away"
+
+
+def test_a_symptom_is_one_short_line(validator):
+    assert run_gates(validator, bugfix_task(symptom="it is wrong\nin the loop")).reason == "bug_invalid"
+    assert run_gates(validator, bugfix_task(symptom="x" * 400)).reason == "bug_invalid"
+    assert run_gates(validator, bugfix_task(symptom="it comes up short for every n above zero")).valid
+
+
+def test_renaming_every_variable_makes_no_new_bug():
+    def rename(code: str) -> str:
+        return code.replace("s ", "acc ").replace("return s", "return acc").replace(" i ", " k ").replace("= i", "= k")
+
+    renamed = {"reference_code": rename(TOTAL_UPTO), "buggy_code": rename(TOTAL_UPTO_BUG)}
+    assert "acc += k" in renamed["buggy_code"] and "return acc" in renamed["buggy_code"]
+    first, again = bugfix_task(), bugfix_task(**renamed)
+    assert KIND.duplicate_key is not None
+    assert KIND.duplicate_key(first) == KIND.duplicate_key(again)
+    other = bugfix_task(buggy_code=TOTAL_UPTO.replace("s += i", "s += n"))  # another variable read: another bug
+    assert KIND.duplicate_key(other) != KIND.duplicate_key(first)
+
+
+def test_the_buggy_runs_stderr_is_clipped_as_feedback_is(validator):
+    from spade_llm.solver import FEEDBACK_STDERR_CHARS
+
+    noisy = TOTAL_UPTO_BUG.replace(
+        "    return s\n", "    import sys; print('x' * 30000, file=sys.stderr)\n    return s\n"
+    )
+    report = run_gates(validator, bugfix_task(buggy_code=noisy))
+    assert report.valid and report.task is not None, report.detail
+    assert len(report.task.meta[BUG_META]["stderr"]) <= FEEDBACK_STDERR_CHARS + 3
+    assert len(first_messages(Prompts(), report.task, 3)[-1].content) < 6000
+
+
+def test_the_tool_prompt_asks_for_the_corrected_function():
+    text = Prompts().render("solver/tools.j2", kind="bugfix", public=3)
+    assert "the full source of the corrected function" in text
+
+
+def test_a_grammar_constrained_answer_must_write_the_buggy_code():
+    from spade_llm.generator import ProposalContext, _schema
+
+    ctx = ProposalContext(0, 0, 2, 0.5, None, [], [], 1, kind="bugfix")
+    item = _schema(ctx)["schema"]["properties"]["tasks"]["items"]
+    assert "buggy_code" in item["required"] and "reference_code" in item["required"]
+    on_base = _schema(ProposalContext(0, 0, 2, 0.5, None, [], [], 1, kind="bugfix", base=bugfix_task()))
+    assert on_base["schema"]["properties"]["tasks"]["items"]["required"] == ["buggy_code"]

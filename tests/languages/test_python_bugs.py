@@ -129,3 +129,14 @@ def test_no_edit_lands_in_a_type_annotation() -> None:
 def test_a_whole_program_is_broken_at_its_top_level_only_when_asked(code: str) -> None:
     assert PYTHON.bugs(code, 5, 1, key="p") == []
     assert PYTHON.bugs(code, 5, 1, key="p", whole_program=True)
+
+
+def test_a_form_feed_or_line_separator_in_a_string_does_not_shift_the_line_edits() -> None:
+    code = (
+        'def f(xs):\n    sep = "a\x0cb\u2028c"\n    for x in xs:\n        if x:\n'
+        '            continue\n        else:\n            return sep\n    return ""\n'
+    )
+    made = PYTHON.bugs(code, 60, 1, key="ff")
+    dropped = [b for b in made if b.edits == ("dropped_branch",)]
+    assert any("continue" in b.source and "else" not in b.source for b in dropped)
+    assert any(b.edits == ("removed_return",) and "            pass\n" in b.source for b in made)
