@@ -152,6 +152,9 @@ def test_novelty_zero_for_copies_high_for_new():
     assert novelty([a], [a]) == 0.0
     assert novelty([c], [a]) > 0.7
     assert novelty([], [a]) == 0.0
+    # a keyed kind's task (bugs of one reference) has no fingerprint: new by its key, and no one's neighbour
+    assert novelty([None, a], [a]) == 0.5
+    assert novelty([None, a], []) == 1.0
 
 
 # -- metrics that warn ------------------------------------------------------------------------------
