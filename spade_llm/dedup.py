@@ -117,8 +117,9 @@ class Deduper:
         """Remember an accepted ``task`` with its code fingerprint, proposed as ``kind`` (the kind its
         behaviour is filed under)."""
         key = duplicate_key(task)
-        if key is not None:  # compared by key alone (``duplicate``); its fingerprint still counts for novelty
+        if key is not None:  # compared by key alone (``duplicate``); novelty counts it new (``evaluator.novelty``)
             self._keys.setdefault(f"{task.kind}:{key}", task.task_id)
+            return
         self._accepted.append(_Accepted(task.task_id, task.kind, fp))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)
