@@ -246,6 +246,11 @@ class TaskKind:
     """Whether judging an answer needs the task's reference program: the query kinds' (deduction
     reads the program's outputs, abduction runs it), so their ground truth and reward rows carry it
     (and the task's ``input_validator``, when it has one: a program abduction's judge runs it too)."""
+    judge_fields: frozenset[str] = frozenset()
+    """The text fields of ``Task`` beyond its tests that ``check_answer`` reads (a bug fix's ``buggy_code``:
+    an answer handing it back unchanged scores nothing), which a ground truth therefore carries
+    (``rewards.groundtruth``), so a trainer's reward judges as the loop does. verl's built-in judges, which
+    read tests alone, are given none of the kind's tasks (``sandbox_fusion``)."""
     own_fields: frozenset[str] = frozenset()
     """The kind-only ``Task`` fields (``generator.KIND_FIELDS``: a whole program's ``input_generator``,
     ``input_validator``, ``checker``; a bug fix's ``buggy_code``, ``symptom``) a generator's task of this
@@ -302,8 +307,9 @@ class TaskKind:
 
     @property
     def sandbox_fusion(self) -> bool:
-        """Whether verl's built-in judges (SandboxFusion, ``prime_code``) can judge it: code run on tests."""
-        return self.field_tests is not None
+        """Whether verl's built-in judges (SandboxFusion, ``prime_code``) can judge it: code run on tests,
+        and on nothing else (``judge_fields``)."""
+        return self.field_tests is not None and not self.judge_fields
 
     def read_strict(self, text: str) -> str:
         """A completion's answer as a trainer's reward reads it ('' when there is none)."""

@@ -419,6 +419,7 @@ KIND = TaskKind(
     tool_parse=tool_code,
     own_fields=frozenset({"buggy_code", "symptom"}),
     required_fields=frozenset({"buggy_code"}),
+    judge_fields=frozenset({"buggy_code"}),
     on_base=on_base,
     derive=derive,
     duplicate_key=duplicate_key,

@@ -201,8 +201,12 @@ def task_from_columns(tests: Any, entry_point: Any, kind: Any = None, **extra: A
         except ValueError as e:
             raise UserError(f"the tests column is not JSON: {e}") from None
     kind = kind or DEFAULT_KIND
-    if get_kind(str(kind)).needs_reference and not extra.get("reference_code"):
+    found = get_kind(str(kind))
+    if found.needs_reference and not extra.get("reference_code"):
         raise UserError(f"a {kind} task needs its program: use the `ground_truth` column (the `tests` column lacks it)")
+    if found.judge_fields:  # a bug fix's buggy code: without it an unchanged answer would be paid
+        names = ", ".join(sorted(found.judge_fields))
+        raise UserError(f"a {kind} task is judged with its {names}: use the `ground_truth` column (no column has it)")
     value: dict[str, Any] = {"tests": tests, "entry_point": entry_point, "kind": kind}
     for key in ROW_TASK_COLUMNS:
         if extra.get(key) is not None:

@@ -15,6 +15,8 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
   their question, and an abduction judge runs it); an induction task's reference is its answer and stays out;
 * ``input_validator``: for those kinds, when the task has one (a program abduction's judge accepts only an
   input it accepts);
+* the kind's ``judge_fields`` (``TaskKind.judge_fields``: a bug fix's ``buggy_code``, so an answer that
+  hands it back unchanged scores nothing, as in the loop);
 * ``check_code`` and ``examples``: an imported benchmark's assert script and docstring examples;
 * ``checker``: a ``program`` task's checker, when several outputs are right (``Task.checker``): the
   reward judges each test by it, as the loop does;
@@ -71,10 +73,16 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         "tests": [t.dump() for t in task.tests],
         "public": public,
     }
-    if get_kind(task.kind).needs_reference:
+    kind = get_kind(task.kind)
+    if kind.needs_reference:
         gt["reference_code"] = task.reference_code
         if task.input_validator is not None:  # a judge that runs the reference on an answer's input checks it first
             gt["input_validator"] = task.input_validator
+    for name in sorted(kind.judge_fields):  # what the kind's check_answer reads beside the tests
+        value = getattr(task, name)
+        if not value:
+            raise UserError(f"task {task.task_id}: a {task.kind} task is judged with its {name}, and it has none")
+        gt[name] = value
     if task.check_code:
         gt["check_code"] = task.check_code
     if task.examples:
@@ -139,8 +147,15 @@ def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
     except (KeyError, TypeError, ValueError) as e:
         why = f"missing {e}" if isinstance(e, KeyError) else str(e).splitlines()[0]
         raise UserError(f"not a spade_llm ground truth: {why}") from None
-    if get_kind(task.kind).needs_reference and not task.reference_code:
+    kind = get_kind(task.kind)
+    if kind.needs_reference and not task.reference_code:
         raise UserError(f"a {task.kind} ground truth needs its reference_code")
+    fields = {name: value.get(name) for name in sorted(kind.judge_fields)}
+    for name, text in fields.items():
+        if not isinstance(text, str) or not text.strip():
+            raise UserError(f"a {task.kind} ground truth needs its {name} (its judge reads it)")
+    if fields:
+        task = task.model_copy(update=fields)
     return task, max(0, min(public, len(tests)))
 
 
@@ -169,6 +184,7 @@ SANDBOX_FUSION_SCORED_TESTS = 10
 fraction passed of the first this many tests only."""
 
 LEFT_OUT_NOT_CODE = "its answer is not a program"
+LEFT_OUT_JUDGED_WITH_MORE = "judged with more than its tests (a bug fix: its buggy code handed back scores nothing)"
 LEFT_OUT_TRIVIAL_PROGRAM = "a trivial program passes every scored test"
 LEFT_OUT_CHECK_CODE = "judged by its own check code"
 LEFT_OUT_CHECKER = "judged by its own checker (several outputs are right)"
@@ -247,7 +263,10 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     * a task judged by its own ``checker`` (several outputs are right) is left out: verl's judges
       compare text, and would fail every right output but the reference's;
     * a task whose answer is a method of a class or runs after a ``prelude`` (LiveCodeBench's LeetCode
-      problems) is left out: the wrapper calls a module-level function of the answer as it stands.
+      problems) is left out: the wrapper calls a module-level function of the answer as it stands;
+    * a task of a kind judged with more than its tests (``TaskKind.judge_fields``: a bug fix, whose buggy
+      code handed back unchanged scores nothing in spade, but passes the tests the bug leaves passing) is
+      left out: verl's judges read the tests alone.
 
     The stand-ins are judged by their printed form, computed here, outside any sandbox (constants
     and the test's own first argument; nothing runs). No output is ever ``null`` (verl passes a
@@ -260,9 +279,12 @@ def sandbox_fusion_form(task: Task) -> SandboxFusionForm:
     from ..sandbox.verdict import passes
     from ..validation import STAND_INS
 
-    shape = get_kind(task.kind).field_tests
+    kind = get_kind(task.kind)
+    shape = kind.field_tests
     if shape is None:
         return SandboxFusionForm(None, LEFT_OUT_NOT_CODE)
+    if kind.judge_fields:  # verl's judges read the tests alone: they would pay what spade's judge refuses
+        return SandboxFusionForm(None, LEFT_OUT_JUDGED_WITH_MORE)
     if task.check_code:
         return SandboxFusionForm(None, LEFT_OUT_CHECK_CODE)
     if task.checker is not None:  # verl's judges compare text: they would fail another right output
@@ -333,7 +355,9 @@ def sandbox_fusion_ground_truth(task: Task) -> dict[str, Any] | None:
         UserError: a task whose answer is not a program, or a test without its expected value.
     """
     if not get_kind(task.kind).sandbox_fusion or task.check_code:
-        raise UserError(f"task {task.task_id}: only tasks whose answer is a program run on tests can be judged by verl")
+        raise UserError(
+            f"task {task.task_id}: only tasks whose answer is a program run on its tests alone can be judged by verl"
+        )
     return sandbox_fusion_form(task).truth
 
 

@@ -278,6 +278,36 @@ def test_get_reward_judges_the_last_tested_code_on_every_test() -> None:
     assert partial.get_reward() == 0.0  # partial credit pays hidden tests only: a copy of the shown ones earns nothing
 
 
+FIRST_NEG = (
+    "def first_negative(xs):\n    for i, x in enumerate(xs):\n        if x < 0:\n            return i\n    return -1\n"
+)
+BUG = make_task(  # the bug passes 2 of the 4 hidden tests: partial credit would pay it 0.5 but for the kind's rule
+    "bugfix",
+    FIRST_NEG,
+    "first_negative",
+    [("([3, -1, 2],)", 1), ("([],)", -1), ("([0, -5],)", 1), ("([1, 2, 3],)", -1), ("([0],)", -1),
+     ("([4, 0, -2, 7],)", 2), ("([-3],)", 0)],
+    buggy_code=FIRST_NEG.replace("x < 0", "x <= 0"),
+)  # fmt: skip
+
+
+def test_a_bugfix_row_refuses_the_bug_handed_back_and_pays_the_fix() -> None:
+    env = SpadeCodingEnv(partial_credit=True)
+    added = env.reset(**row(BUG))
+    assert "the full source of the corrected function, not the buggy one" in added  # tools.j2 knows the kind
+    assert BUG.buggy_code is not None
+    feedback = env.run_tests(BUG.buggy_code)
+    assert feedback.startswith("0/3 public tests passed.") and "the answer is the buggy code, unchanged" in feedback
+    assert env.get_reward() == 0.0 and env.verdict is not None and env.verdict.tests_passed == 0
+    env.run_tests("# fixed\n" + BUG.buggy_code.replace("    ", "  "))  # the same program, re-laid: still the bug
+    assert env.get_reward() == 0.0
+    assert env.run_tests(f"```python\n{FIRST_NEG}```").startswith("3/3 public tests passed.")
+    assert env.get_reward() == 1.0
+    bare = SpadeCodingEnv()  # a row without its prompt: the task rendered from the kind's template, bug included
+    shown = bare.reset(**{k: v for k, v in row(BUG).items() if k != "prompt"})
+    assert BUG.buggy_code.rstrip() in shown and "Fix the bug" in shown
+
+
 def test_every_kind_and_the_fallback_columns() -> None:
     env = SpadeCodingEnv()
     env.reset(**row(SEAL))
