@@ -8,7 +8,8 @@ questions; the controller records the decisions.
 
 A task that must not be shown (one of the solver's test split, in a generator's training row) can still
 be known *sealed*: its kind, its fingerprint with each shingle hashed (``seal``) and its behaviour
-fingerprint, which give the same verdicts and hold none of its code, tests or text (``sealed_entry``).
+fingerprint (and a keyed kind's ``duplicate_key``, itself a hash), which give the same verdicts and hold
+none of its code, tests or text (``sealed_entry``).
 """
 
 from __future__ import annotations
@@ -43,12 +44,16 @@ def sealed_entry(task: Task) -> dict[str, Any]:
     in a training row): its kind, its sealed code fingerprint and its behaviour fingerprint, no id,
     description, code or test. ``Deduper.accept_sealed`` reads it back."""
     behaviour = task.meta.get("behaviour")
-    return {
+    entry: dict[str, Any] = {
         SEALED_KEY: True,
         "kind": task.kind,
         "shingles": sorted(seal(task_fingerprint(task.reference_code))),
         "behaviour": behaviour if isinstance(behaviour, str) else None,
     }
+    key = duplicate_key(task)
+    if key is not None:  # a keyed kind's gate compares this alone; a hash of the code, which it does not show
+        entry["key"] = key
+    return entry
 
 
 HELD_OUT = "a held-out task"
@@ -136,6 +141,12 @@ class Deduper:
             raise ValueError("a sealed task needs its kind and its shingles (a list of strings)")
         if behaviour is not None and not isinstance(behaviour, str):
             raise ValueError("a sealed task's behaviour is a string or null")
+        key = entry.get("key")
+        if key is not None:
+            if not isinstance(key, str):
+                raise ValueError("a sealed task's key is a string")
+            self._keys.setdefault(f"{kind}:{key}", HELD_OUT)  # its kind's gate compares keys alone (``accept``)
+            return
         self._accepted.append(_Accepted(HELD_OUT, kind, frozenset(shingles), sealed=True))
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", HELD_OUT)

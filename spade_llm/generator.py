@@ -24,7 +24,7 @@ from .kinds.names import DEFAULT_KIND
 from .llm.base import LLM, TRUNCATED, LLMRequest, ResponseFormat
 from .llm.stats import LLMStats, RoleStats
 from .templates import Prompts
-from .types import Message, Task
+from .types import BASE_TASK, Message, Task
 
 JSON_SHAPE = json.dumps(
     {
@@ -425,7 +425,7 @@ def parse_task(
     meta: dict[str, Any] = data["meta"] if isinstance(data.get("meta"), dict) else {}
     data["meta"] = {**meta, "epoch": epoch, "target_difficulty": target}
     if base is not None:
-        data["meta"]["base_task"] = base.task_id
+        data["meta"][BASE_TASK] = base.task_id
     return Task.model_validate(data)
 
 

@@ -6,7 +6,7 @@ Every record written to a run directory is one of these models dumped as one JSO
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -487,3 +487,14 @@ def decision_key(request_index: int | None, position: int | None) -> tuple[int, 
 def task_epoch(task: Task) -> int:
     """The epoch that accepted a run's task (-1 for a task no epoch made: an imported one)."""
     return int(task.meta.get("epoch", -1))
+
+
+BASE_TASK: Final = "base_task"
+"""The key of ``Task.meta`` naming the accepted task a task was made on (``generator.parse_task``: a kind
+with ``on_base``, such as a bug hidden in that task's reference)."""
+
+
+def base_task_id(task: Task) -> str | None:
+    """The id of the task ``task`` was made on (``BASE_TASK``), or None: written from scratch."""
+    base = task.meta.get(BASE_TASK)
+    return base if isinstance(base, str) and base else None

@@ -48,7 +48,9 @@ Formats (JSON lines; TRL conversational):
   preference).
 * ``grpo``: one row per generation prompt (epoch, ``prompt_index``) with what ``proposal_reward``
   reads: ``prompt`` (messages), ``kind``, ``n`` (tasks asked), ``difficulty`` (the epoch's target),
-  ``known_tasks`` (a JSON string: a list of ``Task`` dumps, see below), ``epoch``, ``request_index``
+  ``known_tasks`` (a JSON string: a list of ``Task`` dumps, see below), ``base_task`` (a JSON string: the
+  ``Task`` dump of the accepted task the prompt showed, to be made on, for a kind with ``TaskKind.on_base``
+  such as a bug hidden in its reference; None for a prompt written from scratch), ``epoch``, ``request_index``
   (the prompt's first answer's) and ``seed`` (the run's): with them the reward gives that answer's tasks
   the ids the run gave them, so at the run's sample count it repeats the run's episodes; plus
   ``prompt_index``, ``split``, ``generator_model`` and ``mean_learnability`` (the mean ``learnability``
@@ -72,7 +74,10 @@ prompt that holds one (accepted, or rejected as its ``duplicate``) is left out o
 (``held_out``); a prompt's example line shows ``HELD_OUT_EXAMPLE`` instead of such a task's description
 (in every row: the rest of the prompt is as sent); and ``known_tasks`` carries such a task *sealed*
 (``dedup.sealed_entry``: its kind and fingerprints, no id, code, test or text), which the proposal reward's
-duplicate gate still recognises.
+duplicate gate still recognises. A train prompt that shows such a task as its base (a bug-fix prompt shows
+its statement, reference and tests whole: no scrubbing hides them) is in no row at all: its answers are
+left out (``held_out``) and so is its ``grpo`` row. A task made on a base is in its base's split
+(``exports.split_keys``), so its answers go with it.
 
 Filters: ``--split``, ``--test-fraction`` and ``--kinds`` (the prompt's kind) as for the solver;
 ``--min-difficulty``, ``--max-difficulty`` and ``--tier`` on the measured difficulty ``1 - p``, ``p``
@@ -83,7 +88,7 @@ none of: refused, as is ``--format verl`` (verl's dataset is one of tasks to sol
 
 As the solver's exports: rows in a stable order (epoch, prompt, sample), identical rows written once
 (``sft``: the messages; ``dpo``: prompt, chosen and rejected; ``grpo``: the prompt and the reward's
-columns ``kind``, ``n``, ``difficulty``, ``known_tasks``), ``--split`` taken after that, an atomic
+columns ``kind``, ``n``, ``difficulty``, ``known_tasks``, ``base_task``), ``--split`` taken after that, an atomic
 write. Answers recorded without their prompt (a spade before these exports) are left out and counted;
 a run none of whose answers has one is refused with a ``UserError`` saying so.
 """
@@ -92,7 +97,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -102,7 +107,7 @@ from ..errors import UserError
 from ..evaluator import learnability as task_learnability
 from ..kinds.names import DEFAULT_KIND
 from ..store import RunRecords, read_run
-from ..types import Task, TaskStats, decision_key, task_epoch
+from ..types import BASE_TASK, Task, TaskStats, decision_key, task_epoch
 from .names import GENERATOR_FORMATS
 from .solver_rows import (
     MAX_SAMPLE_PAIRS,
@@ -112,6 +117,7 @@ from .solver_rows import (
     atomic_write,
     check_filters,
     check_output,
+    split_keys,
     split_of,
     task_order,
     unique,
@@ -141,7 +147,8 @@ LEARNABLE, TRIVIAL, REJECTED, UNDECIDED, NO_ANSWER = "learnable", "trivial", "re
 class GeneratorExportResult(ExportResult):
     """What a generator export wrote. ``tasks`` counts the generation prompts the rows come from;
     ``without_prompt``: answers left out because their row records no prompt (an older spade);
-    ``held_out``: answers of train prompts left out because they hold a task of the solver's test split."""
+    ``held_out``: answers of train prompts left out because they hold a task of the solver's test split (for
+    ``grpo``, whose rows hold no answer: train prompts left out because they show one as their base)."""
 
     without_prompt: int = 0
     held_out: int = 0
@@ -166,9 +173,11 @@ class GeneratorExportResult(ExportResult):
             )
         if self.held_out:
             n = self.held_out
+            plural = "" if n == 1 else "s"
+            what = f"prompt{plural} showing" if self.fmt == "grpo" else f"answer{plural} holding"
             lines.append(
-                f"left out of train rows: {n} generator answer{'' if n == 1 else 's'} holding a task of the "
-                "solver's test split (at the same --test-fraction)"
+                f"left out of train rows: {n} generator {what} a task of the solver's test split (at the same "
+                "--test-fraction)"
             )
         return "\n".join(lines)
 
@@ -199,6 +208,9 @@ class Answer:
     kind: str
     target_difficulty: float | None
     generator_model: str | None
+    base_id: str | None = None
+    """The accepted task its prompt showed to be made on (``RequestPlan.base_id``: a bug hidden in its
+    reference), None: written from scratch."""
     status: str = UNDECIDED
     tasks: list[Task] = field(default_factory=list)
     """Its accepted tasks, in answer order."""
@@ -208,8 +220,8 @@ class Answer:
     learnability: float | None = None
     """What ``proposal_reward`` pays it (module docstring); None while anything is undecided."""
     holds_held_out: bool = False
-    """One of its tasks is in the solver's test split, or was rejected as a duplicate of one: its text
-    holds a held-out task, so it is in no train row."""
+    """One of its tasks is in the solver's test split, or was rejected as a duplicate of one, or its prompt
+    shows one as its base: its text holds a held-out task, so it is in no train row."""
 
     @property
     def pooled(self) -> Measured | None:
@@ -241,6 +253,11 @@ class Prompt:
         return next((a.prompt for a in self.answers if a.prompt is not None), None)
 
     @property
+    def base_id(self) -> str | None:
+        """The task its messages show to be made on (every answer to one prompt was shown the same)."""
+        return next((a.base_id for a in self.answers if a.base_id is not None), None)
+
+    @property
     def pooled(self) -> Measured | None:
         known = [m for m in (a.pooled for a in self.answers) if m is not None]
         if not known:
@@ -260,16 +277,28 @@ class GeneratorRun:
     without_prompt: int
     held_out: frozenset[str] = frozenset()
     """Task ids of the solver's test split (``exports.split_of`` at the export's ``test_fraction``)."""
+    bases: Mapping[str, Task] = field(default_factory=dict)
+    """The run's accepted tasks by id: the bases prompts showed (``Prompt.base_id``)."""
 
     def in_train(self, prompt: Prompt, answer: Answer) -> bool:
         """Whether ``answer`` may be in ``prompt``'s rows: any answer in the test split, in the train
         split only one that holds no task of the solver's test split."""
         return prompt.split == "test" or not answer.holds_held_out
 
+    def shows_held_out(self, prompt: Prompt) -> bool:
+        """Whether ``prompt`` is a train prompt whose messages show a held-out task whole (its base: the
+        statement, the reference and the tests): in no row, its answers' as well as its own (grpo)."""
+        return prompt.split == "train" and prompt.base_id is not None and prompt.base_id in self.held_out
+
     @property
     def withheld(self) -> int:
         """Answers of train prompts kept out of every row for holding a held-out task."""
         return sum(1 for p in self.prompts if p.split == "train" for a in p.answers if a.holds_held_out)
+
+    @property
+    def withheld_prompts(self) -> int:
+        """Train prompts kept out of the grpo rows for showing a held-out task (``shows_held_out``)."""
+        return sum(1 for p in self.prompts if self.shows_held_out(p))
 
 
 def generator_split(seed: int, epoch: int, prompt_index: int, test_fraction: float) -> str:
@@ -361,7 +390,8 @@ def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
     tasks = [t for _, t in sorted(enumerate(seen.values()), key=task_order)]
     # the solver's test split (exports.read_for_export's, at the same fraction): in no train row of either role
-    held_out = frozenset(t for t in seen if split_of(t, test_fraction) == "test")
+    keys = split_keys(seen.values())
+    held_out = frozenset(t for t in seen if split_of(keys[t], test_fraction) == "test")
     answers, without_prompt = _answers(records, seen, held_out)
     if answers == [] and without_prompt:
         raise UserError(
@@ -382,6 +412,7 @@ def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
         known_before=_known_tasks(tasks, held_out),
         without_prompt=without_prompt,
         held_out=held_out,
+        bases=seen,
     )
 
 
@@ -433,9 +464,10 @@ def _answers(
             kind=planned.kind if planned is not None else str(first_task.get("kind") or DEFAULT_KIND),
             target_difficulty=plan.target_difficulty if plan is not None else _target(first_task),
             generator_model=row.get("generator_model") if isinstance(row.get("generator_model"), str) else None,
+            base_id=planned.base_id if planned is not None else _base(first_task),
         )
         _judge(answer, row, candidates, accepted, refused, stats)
-        answer.holds_held_out = _holds(answer, held_out)
+        answer.holds_held_out = _holds(answer, held_out) or (answer.base_id is not None and answer.base_id in held_out)
         out.append(answer)
     out.sort(key=lambda a: (a.epoch, a.prompt_index, a.sample, a.request_index))
     return out, without_prompt
@@ -450,6 +482,13 @@ def _holds(answer: Answer, held_out: frozenset[str]) -> bool:
         return True
     named = [f.detail for f in answer.faults if f.reason == "duplicate"]
     return any(re.search(r"\b" + re.escape(t) + r"\b", detail) for detail in named for t in held_out)
+
+
+def _base(task: dict[str, Any]) -> str | None:
+    """The base a candidate was made on, as its meta says (rows whose plan is lost)."""
+    meta = task.get("meta")
+    value = meta.get(BASE_TASK) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _target(task: dict[str, Any]) -> float | None:
@@ -616,6 +655,9 @@ def grpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, A
         first = prompt.answers[0]
         if messages is None or not _kind_ok(first.kind, filters) or not _measured_ok(prompt.pooled, filters):
             continue
+        if run.shows_held_out(prompt):  # its messages show a held-out task whole: no scrubbing hides that
+            continue
+        base = run.bases.get(prompt.base_id) if prompt.base_id is not None else None
         paid = [a.learnability for a in prompt.answers if a.status != NO_ANSWER and a.learnability is not None]
         yield {
             "prompt": messages,
@@ -623,6 +665,7 @@ def grpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, A
             "n": first.n,
             "difficulty": first.target_difficulty,
             "known_tasks": run.known_before(prompt.epoch),
+            "base_task": json.dumps(base.dump(), ensure_ascii=False, sort_keys=True) if base is not None else None,
             "epoch": prompt.epoch,
             "request_index": first.request_index,
             "seed": run.seed,
@@ -642,7 +685,7 @@ def _content_key(fmt: str) -> Callable[[dict[str, Any]], str]:
         elif fmt == "dpo":
             content = [row["prompt"], row["chosen"], row["rejected"]]
         else:
-            content = [row["prompt"], row["kind"], row["n"], row["difficulty"], row["known_tasks"]]
+            content = [row["prompt"], row["kind"], row["n"], row["difficulty"], row["known_tasks"], row["base_task"]]
         return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
     return key
@@ -701,6 +744,6 @@ def export_generator(
         test=test,
         tasks=prompts,
         without_prompt=run.without_prompt,
-        held_out=run.withheld if fmt != "grpo" else 0,  # grpo rows carry no answer
+        held_out=run.withheld if fmt != "grpo" else run.withheld_prompts,  # grpo rows carry no answer
         most_answers=max((len(p.answers) for p in run.prompts), default=0),
     )

@@ -65,7 +65,9 @@ Filters (all optional, all must hold):
 
 Split: a task is in ``test`` when the first 64 bits of ``sha256(task_id)``, as a fraction of 2**64, are
 below ``test_fraction``: stable across runs, processes (unlike ``hash``) and formats, and every row of
-a task lands in the same split, so no test task leaks into training through another format.
+a task lands in the same split, so no test task leaks into training through another format. A task made
+on another (a bug hidden in an accepted task's reference: ``meta.base_task``) is split by that task's id
+(``split_keys``), so it lands beside it: its fix is that task's reference.
 
 Benchmark data: a task given to ``spade solve`` (any task of a directory it wrote: ``store.written_by``)
 or imported (``source`` other than ``generated``) is in ``test`` whatever its hash (``is_benchmark``):
@@ -99,7 +101,7 @@ from ..evaluator import measured
 from ..kinds import KIND_NAMES
 from ..rewards.groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
 from ..store import JOURNALS, read_run
-from ..types import Attempt, Message, Task, Trajectory
+from ..types import Attempt, Message, Task, Trajectory, base_task_id
 from .names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 
 __all__ = [
@@ -113,6 +115,7 @@ __all__ = [
     "export_run",
     "is_benchmark",
     "require_pyarrow",
+    "split_keys",
     "split_of",
     "task_split",
     "tier_of",
@@ -276,10 +279,30 @@ def is_benchmark(task: Task, given: bool) -> bool:
     return given or task.source != "generated"
 
 
-def task_split(task: Task, test_fraction: float, *, given: bool = False) -> str:
-    """The split of every row of ``task``: ``test`` for benchmark data (``is_benchmark``), else by its
-    id's hash (``split_of``). ``given``: the run directory was written by ``spade solve``."""
-    return "test" if is_benchmark(task, given) else split_of(task.task_id, test_fraction)
+def task_split(task: Task, test_fraction: float, *, given: bool = False, key: str | None = None) -> str:
+    """The split of every row of ``task``: ``test`` for benchmark data (``is_benchmark``), else by the
+    hash (``split_of``) of ``key`` (``split_keys``: the id of the task it was made on), else of its id.
+    ``given``: the run directory was written by ``spade solve``."""
+    return "test" if is_benchmark(task, given) else split_of(key or task.task_id, test_fraction)
+
+
+def split_keys(tasks: Iterable[Task]) -> dict[str, str]:
+    """Each task's id -> the id its split is drawn by: its own, or for a task made on a base (``types.
+    base_task_id``: a bug hidden in an accepted task's reference) its base's, followed back to a task made
+    from scratch. A task and the tasks made on it share its statement, tests and reference (a fix of the
+    bug *is* the reference): split apart, a train row would hand over a held-out task's solution."""
+    by_id = {t.task_id: t for t in tasks}
+    keys: dict[str, str] = {}
+    for task_id in by_id:
+        key, seen = task_id, set()
+        while key in by_id and key not in seen:
+            seen.add(key)
+            base = base_task_id(by_id[key])
+            if base is None:
+                break
+            key = base
+        keys[task_id] = key
+    return keys
 
 
 def tier_of(passed: int, samples: int) -> str:
@@ -321,7 +344,11 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
         seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
     ordered = sorted(enumerate(seen.values()), key=task_order)
     given = records.command == "solve"  # its tasks were given to it, often a benchmark's
-    by_id = {t.task_id: TaskRecord(task=t, split=task_split(t, test_fraction, given=given)) for _, t in ordered}
+    keys = split_keys(seen.values())  # a task made on another lands in that one's split
+    by_id = {
+        t.task_id: TaskRecord(task=t, split=task_split(t, test_fraction, given=given, key=keys[t.task_id]))
+        for _, t in ordered
+    }
     trajectory_ids: set[str] = set()
     for traj in records.trajectories:
         record = by_id.get(traj.task_id)

@@ -66,7 +66,10 @@ Use:
   JSON list of ``Task`` dumps, or a list: the run's accepted tasks, for the duplicate gate; missing or
   '': no check against earlier tasks; a task of the solver's test split comes *sealed*
   (``dedup.sealed_entry``: fingerprints, no code, test or text), and a proposal copying it is a
-  ``duplicate`` paying 0, so no reward teaches the generator to re-create held-out tasks), ``epoch``
+  ``duplicate`` paying 0, so no reward teaches the generator to re-create held-out tasks), ``base_task``
+  (for a kind whose tasks are made on another, ``TaskKind.on_base``: the ``Task`` dump, as JSON, the prompt
+  showed; each proposed task keeps its statement, reference and tests, as the loop's did; missing or None:
+  written from scratch), ``epoch``
   and ``request_index`` (default 0) and ``seed`` (the run's, which task ids derive from; default the
   reward's ``seed``): the generator's GRPO export
   (``spade export RUN --role generator --format grpo``) writes them. A row whose ``n`` is None gets
@@ -126,7 +129,7 @@ __all__ = [
 
 logger = logging.getLogger("spade_llm.proposal_reward")
 
-PROPOSAL_COLUMNS: Final = ("n", "kind", "difficulty", "known_tasks", "epoch", "request_index", "seed")
+PROPOSAL_COLUMNS: Final = ("n", "kind", "difficulty", "known_tasks", "base_task", "epoch", "request_index", "seed")
 """The dataset columns the proposal reward reads (the generator's GRPO export); ``n`` is required."""
 
 _SETTINGS: Final = frozenset(
@@ -259,6 +262,8 @@ class _Row:
     seed: int
     known: Deduper | None
     """The duplicate gate over the row's ``known_tasks`` (shared, never written to), None without them."""
+    base: Task | None = None
+    """The task the answer's tasks are made on (``base_task``: a kind with ``on_base``), None: from scratch."""
 
 
 def _integer(value: Any, name: str, minimum: int) -> int:
@@ -332,6 +337,7 @@ def _read_row(row: Mapping[str, Any], config: RunConfig) -> _Row | None:
         raise UserError(f"column 'difficulty' must be within 0..1, got {target}")
     known = row.get("known_tasks")
     gate = None if known is None else _known_gate(config.controller.novelty_threshold, _known_text(known))[0]
+    base = _base_task(row.get("base_task"), str(kind))
     seed = row.get("seed")
     return _Row(
         n=_integer(row["n"], "n", 1),
@@ -341,7 +347,28 @@ def _read_row(row: Mapping[str, Any], config: RunConfig) -> _Row | None:
         request_index=0 if row.get("request_index") is None else _integer(row["request_index"], "request_index", 0),
         seed=config.seed if seed is None else _integer(seed, "seed", -(2**63)),
         known=gate,
+        base=base,
     )
+
+
+def _base_task(value: Any, kind: str) -> Task | None:
+    """A ``base_task`` value (a ``Task`` dump as JSON or a mapping, or a Task; None or '': none) as the task
+    the answer's tasks are made on, as the loop made them (``generator.parse_task``)."""
+    if value is None or (isinstance(value, (str, bytes)) and not value.strip()):
+        return None
+    if get_kind(kind).on_base is None:
+        raise UserError(f"column 'base_task' is for a kind whose tasks are made on another; {kind} tasks are not")
+    if isinstance(value, Task):
+        return value
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise UserError(f"column 'base_task' is not JSON: {e}") from None
+    try:
+        return Task.model_validate(value)
+    except ValueError as e:
+        raise UserError(f"column 'base_task' is not a task: {first_error(e)}") from None
 
 
 def _columns_rows(count: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -395,6 +422,7 @@ def _candidates(text: str, row: _Row) -> list[_Candidate] | BadAnswer:
         epoch=row.epoch,
         difficulty=row.difficulty,
         kind=row.kind,
+        base=row.base,
     )
     return [_Candidate(c.position[1], c.task, c.reason, c.detail) for c in parsed]
 
