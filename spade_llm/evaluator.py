@@ -400,6 +400,60 @@ def count_reasons(reasons: Iterable[str]) -> dict[str, int]:
     return dict(sorted(Counter(reasons).items()))
 
 
+FacetCounts = dict[str, dict[str, dict[str, dict[str, int]]]]
+"""kind -> facet -> label -> ``proposed``, ``accepted``, ``episodes``, ``passed`` (``facet_counts``)."""
+
+
+def proposed_tasks(proposals: Iterable[Mapping[str, Any]]) -> list[Task]:
+    """Every candidate of ``proposals.jsonl`` rows that parsed into a task (its ``task``), in row order."""
+    out = []
+    for row in proposals:
+        for cand in row.get("candidates") or []:
+            if isinstance(cand, Mapping) and isinstance(cand.get("task"), Mapping):
+                try:
+                    out.append(Task.model_validate(cand["task"]))
+                except ValueError:  # a row an older spade wrote: not counted
+                    continue
+    return out
+
+
+def facet_counts(
+    proposed: Iterable[Task], accepted: Iterable[Task], trajectories: Mapping[str, Sequence[Trajectory]]
+) -> FacetCounts:
+    """Tasks of the kinds with ``TaskKind.facets`` counted under each label they carry (a bug fix: by its bug's
+    maker and edit families): how many were ``proposed`` (candidates that parsed), ``accepted``, and of the
+    accepted ones' measured episodes, how many were played (``episodes``) and ``passed``. So a bug-fix run
+    says which makers' bugs and which kinds of bug are made, kept and fixed. Empty when no task has a facet."""
+    from .kinds import get_kind
+
+    out: FacetCounts = {}
+
+    def add(task: Task, key: str, n: int = 1) -> None:
+        labelled = get_kind(task.kind).facets
+        if labelled is None:
+            return
+        by_facet = out.setdefault(task.kind, {})
+        for facet, labels in labelled(task).items():
+            for label in labels:
+                by_facet.setdefault(facet, {}).setdefault(label, dict.fromkeys(FACET_KEYS, 0))[key] += n
+
+    for task in proposed:
+        add(task, "proposed")
+    for task in accepted:
+        played = measured(trajectories.get(task.task_id, ()))
+        add(task, "accepted")
+        add(task, "episodes", len(played))
+        add(task, "passed", sum(t.final_status == "passed" for t in played))
+    return {
+        kind: {facet: dict(sorted(labels.items())) for facet, labels in sorted(by_facet.items())}
+        for kind, by_facet in sorted(out.items())
+    }
+
+
+FACET_KEYS = ("proposed", "accepted", "episodes", "passed")
+""":func:`facet_counts`' counts per label, in this order."""
+
+
 # -- metrics that warn ------------------------------------------------------------------------------
 
 ANSWER_REASONS = frozenset(
@@ -607,6 +661,7 @@ def epoch_metrics(
         kinds=count_reasons(t.kind for t in tasks),
         mutants=mutant_summary([t.meta.get("mutants") for t in tasks]),
         mutation_s=mean_or_none(list(mutation_s)),
+        facets=facet_counts(proposed_tasks(proposals), tasks, trajectories),
     )
     signs = warning_signs([*earlier_metrics, row], controller.band)
     return row.model_copy(update={"warnings": [*said, *signs]})

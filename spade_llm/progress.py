@@ -278,7 +278,7 @@ def run_summary(
     """A run's ``summary.json``: where it stands, from its records (``llm``: the request counters)."""
     from collections import Counter
 
-    from .evaluator import count_reasons, mean_reward, pass_rate
+    from .evaluator import count_reasons, facet_counts, mean_reward, pass_rate, proposed_tasks
     from .types import TokenUsage
 
     trajs = state.trajectories
@@ -286,6 +286,7 @@ def run_summary(
     solver_usage = sum((t.usage for t in trajs), TokenUsage())
     rows = list(state.proposals.values())
     costs = [r["cost"] for r in rows if r.get("cost") is not None]
+    facets = facet_counts(proposed_tasks(rows), state.tasks, state.by_task)
     return {
         "complete": done,
         **({"stopped_because": stopped_because} if stopped_because else {}),
@@ -299,6 +300,7 @@ def run_summary(
         "pass_rate": pass_rate(trajs),
         "mean_reward": mean_reward(trajs),
         "difficulty": [m.difficulty for m in state.metrics],
+        **({"facets": facets} if facets else {}),  # a kind with TaskKind.facets ran: its counts by label
         "usage": {
             "solver": solver_usage.model_dump(),
             "generator": {

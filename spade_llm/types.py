@@ -455,6 +455,10 @@ class EpochMetrics(BaseModel):
     mutation_s: float | None = None
     """Mean seconds the mutation gate added to validating one of the epoch's candidates (timing:
     measured by the process that validated them)."""
+    facets: dict[str, dict[str, dict[str, dict[str, int]]]] = Field(default_factory=dict, exclude_if=lambda d: not d)
+    """The epoch's tasks of a kind with ``TaskKind.facets`` by kind, facet and label (a bug fix's ``maker`` and
+    ``edit`` families): ``proposed``, ``accepted``, ``episodes``, ``passed`` (``evaluator.facet_counts``);
+    written only when not empty."""
 
 
 class TaskStats(BaseModel):

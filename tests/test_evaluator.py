@@ -1,5 +1,6 @@
 import math
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -237,3 +238,63 @@ def test_warning_signs_of_a_run_going_wrong():
     assert warning_signs([_row(0, 0.5, 0.5), _row(1, 0.5, 0.5), _row(2, 0.5, 0.5)], band) == []  # in band: fine
     assert any("novelty collapsing" in w for w in warning_signs([_row(0, 0.5, novelty=0.1)], band))
     assert any("validity collapsing" in w for w in warning_signs([_row(0, 0.5, proposed=10, accepted=1)], band))
+
+
+# -- counts by facet (a bug fix's maker and edit families) ---------------------------------------------
+
+from spade_llm.evaluator import facet_counts, proposed_tasks  # noqa: E402
+from spade_llm.types import ABANDONED, Task, TestCase  # noqa: E402
+
+
+def _bug(task_id: str, maker: str | None, edits: list[str] | None) -> Task:
+    meta = {} if maker is None else {"bug": {"maker": maker, "edits": edits or []}}
+    return Task(
+        task_id=task_id, kind="bugfix", description="d", entry_point="f", reference_code="def f(x):\n    return x\n",
+        tests=[TestCase(input="(1,)", expected=1)], buggy_code="def f(x):\n    return x + 1\n", meta=meta,
+    )  # fmt: skip
+
+
+def _played(task_id: str, *statuses: str) -> list[Trajectory]:
+    """Episodes ending so (``abandoned``: an ``error`` a serve-env client left)."""
+    return [
+        Trajectory.model_validate({
+            "trajectory_id": f"{task_id}-{i}", "task_id": task_id, "epoch": 0, "messages": [], "attempts": [],
+            "final_status": "error" if s == "abandoned" else s, "reward": 0.0,
+            "flags": [ABANDONED] if s == "abandoned" else [],
+        })
+        for i, s in enumerate(statuses)
+    ]  # fmt: skip
+
+
+def test_bugs_are_counted_made_kept_and_fixed_by_maker_and_edit_family():
+    procedural = _bug("p", "procedural", ["off_by_one", "wrong_variable"])
+    modelled = _bug("g", "generator", ["off_by_one"])
+    unjudged = _bug("c", None, None)  # a candidate as proposed: its maker the generator, its family not told
+    induction = Task(task_id="i", description="d", entry_point="f", reference_code="def f(x):\n    return x\n",
+                     tests=[TestCase(input="(1,)", expected=1)])  # fmt: skip
+    trajectories = {
+        "p": _played("p", "passed", "failed", "abandoned"),  # an abandoned episode measures nothing
+        "g": _played("g", "passed", "passed"),
+        "i": _played("i", "passed"),
+    }
+    counts = facet_counts([procedural, modelled, unjudged, induction], [procedural, modelled, induction], trajectories)
+    assert list(counts) == ["bugfix"]  # a kind without facets is counted by kind alone
+    assert counts["bugfix"]["maker"] == {
+        "generator": {"proposed": 2, "accepted": 1, "episodes": 2, "passed": 2},
+        "procedural": {"proposed": 1, "accepted": 1, "episodes": 2, "passed": 1},
+    }
+    assert counts["bugfix"]["edit"] == {  # a bug of two families counts under each
+        "off_by_one": {"proposed": 2, "accepted": 2, "episodes": 4, "passed": 3},
+        "unclassified": {"proposed": 1, "accepted": 0, "episodes": 0, "passed": 0},
+        "wrong_variable": {"proposed": 1, "accepted": 1, "episodes": 2, "passed": 1},
+    }
+    assert facet_counts([induction], [induction], trajectories) == {}
+
+
+def test_the_proposed_tasks_are_the_candidates_that_parsed():
+    rows: list[dict[str, Any]] = [
+        {"candidates": [{"task": _bug("a", None, None).dump()}, {"task": None, "raw": "x", "reason": "invalid_task"}]},
+        {"failure": "bad_json", "candidates": []},
+        {"candidates": [{"task": {"not": "a task"}}]},  # a row no reader takes: not counted
+    ]
+    assert [t.task_id for t in proposed_tasks(rows)] == ["a"]

@@ -298,6 +298,10 @@ class TaskKind:
     """What makes two tasks of this kind the same task, as a key (the duplicate gate: an accepted task with
     the same key is a copy), or None: the shared gate (similar reference code, or the same behaviour). A
     kind whose tasks share a reference (bugs of one function) keys them on what differs."""
+    facets: Callable[[Task], Mapping[str, Sequence[str]]] | None = None
+    """The labels metrics count a task of this kind under, by facet (a bug fix: its bug's ``maker`` and its
+    ``edit`` families), read from a candidate as proposed and from the task as accepted: per label, how many
+    were proposed, accepted, played and passed (``evaluator.facet_counts``); None: counted by kind alone."""
     colour: str = "#2563eb"
     """The kind's colour in the report's charts."""
     sample_first: Mapping[str, Any] = field(default_factory=dict)

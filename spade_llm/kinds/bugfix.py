@@ -400,6 +400,23 @@ def shown_text(task: Task, public_tests: int) -> dict[str, str]:
     return parts
 
 
+UNCLASSIFIED: Final = "unclassified"
+"""The ``edit`` facet of a bug whose edits no family of the language's recognises (``Language.edit_families``)."""
+
+
+def facets(task: Task) -> dict[str, list[str]]:
+    """What metrics count a bug under: its ``maker`` (the generator's unless the gates or the maker said
+    otherwise) and its ``edit`` families, as the gates measured them or, on a candidate not yet judged, as
+    the language tells them (``UNCLASSIFIED`` when none is told)."""
+    bug = _bug(task)
+    edits = [str(e) for e in bug.get("edits") or []]
+    if not edits and task.buggy_code:
+        lang = language_of(task)
+        if lang.normalised(task.reference_code) is not None and lang.normalised(task.buggy_code) is not None:
+            edits = list(lang.edit_families(task.reference_code, task.buggy_code))
+    return {"maker": [str(bug.get("maker") or GENERATOR_MAKER)], "edit": sorted(set(edits)) or [UNCLASSIFIED]}
+
+
 def on_base(task: Task) -> bool:
     """A task of the run a bug can be made in: a function with a reference and tests that are its own
     (not an imported benchmark's asserts)."""
@@ -423,6 +440,7 @@ KIND = TaskKind(
     on_base=on_base,
     derive=derive,
     duplicate_key=duplicate_key,
+    facets=facets,
     colour="#dc2626",
     sample_first={
         "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},

@@ -86,6 +86,15 @@ def test_the_run_is_a_real_bugfix_run(run: Path, tasks: dict[str, Task]) -> None
     assert all(b is None or tasks[b].meta["epoch"] == 0 for b in made_on.values())
     assert [m.novelty for m in records.metrics] == [1.0, 1.0]  # keyed tasks: new by their bug, not their code
     assert {s.passed for s in records.task_stats} == {3} and {s.samples for s in records.task_stats} == {4}
+    # bugs made, kept and fixed: 2 answers a prompt, one kept, each fixed by 3 of its 4 episodes
+    # (the edit families are the language's to tell: each bug here is one edit, under one label or more)
+    made = {"proposed": 4, "accepted": 2, "episodes": 8, "passed": 6}
+    whole = {"proposed": 8, "accepted": 4, "episodes": 16, "passed": 12}
+    for facets, counts in [*((row.facets, made) for row in records.metrics), (records.summary["facets"], whole)]:
+        assert list(facets) == ["bugfix"] and facets["bugfix"]["maker"] == {"generator": counts}
+        edits = facets["bugfix"]["edit"].values()
+        assert edits and all(e["proposed"] <= counts["proposed"] and e["passed"] <= e["episodes"] for e in edits)
+        assert max(e["accepted"] for e in edits) <= counts["accepted"] <= sum(e["accepted"] for e in edits)
 
 
 @pytest.mark.parametrize("fmt", ["sft", "dpo", "grpo"])
