@@ -302,6 +302,10 @@ class TaskKind:
     """The labels metrics count a task of this kind under, by facet (a bug fix: its bug's ``maker`` and its
     ``edit`` families), read from a candidate as proposed and from the task as accepted: per label, how many
     were proposed, accepted, played and passed (``evaluator.facet_counts``); None: counted by kind alone."""
+    beside_answer: Callable[[Task, str], Sequence[tuple[str, Sequence[str]]]] | None = None
+    """What the report shows of an answer (its code) beside the task, as labelled columns of lines (a bug fix:
+    the reference's lines the bug changed, the buggy lines, and the lines the answer wrote in their place),
+    or None: nothing beyond the trajectory."""
     colour: str = "#2563eb"
     """The kind's colour in the report's charts."""
     sample_first: Mapping[str, Any] = field(default_factory=dict)

@@ -115,6 +115,47 @@ def bug_diff(task: Task) -> str:
     return "\n".join(diff)
 
 
+def _replaced(before: str, after: str) -> tuple[list[str], list[str]]:
+    """The lines of ``before`` a line diff takes out and the lines of ``after`` it puts in, in order."""
+    a, b = before.splitlines(), after.splitlines()
+    out: list[str] = []
+    put: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op != "equal":
+            out += a[i1:i2]
+            put += b[j1:j2]
+    return out, put
+
+
+def _diff_sides(diff: str) -> tuple[list[str], list[str]]:
+    """A unified diff's taken-out and put-in lines (``bug_diff``'s shape: two header lines, then hunks)."""
+    out: list[str] = []
+    put: list[str] = []
+    for n, line in enumerate(diff.splitlines()):
+        if (n < 2 and line.startswith(("--- ", "+++ "))) or line.startswith("@@"):
+            continue
+        if line.startswith("-"):
+            out.append(line[1:])
+        elif line.startswith("+"):
+            put.append(line[1:])
+    return out, put
+
+
+FIX_VIEW_LINES: Final = 12
+"""Lines the report shows at most in each column of a fix (``beside_answer``): a rewrite is no small diff."""
+
+
+def beside_answer(task: Task, code: str) -> list[tuple[str, list[str]]]:
+    """The bug beside an answer's fix, for the report: the reference's lines the bug changed and the buggy
+    lines (``meta["bug"]["diff"]``, else the diff now), and the lines the answer wrote in place of the buggy
+    code's (none: it handed the bug back), each column at most ``FIX_VIEW_LINES`` lines."""
+    diff = _bug(task).get("diff")
+    reference, buggy = _diff_sides(diff if isinstance(diff, str) and diff else bug_diff(task))
+    _, fixed = _replaced(task.buggy_code or "", code)
+    columns = [("reference", reference), ("bug", buggy), ("fix", fixed)]
+    return [(label, lines[:FIX_VIEW_LINES]) for label, lines in columns]
+
+
 def duplicate_key(task: Task) -> str | None:
     """The same bug on the same reference: both programs normalised with their local names renamed alike
     (``Language.renamed``), hashed, so renaming a variable in both makes no new task."""
@@ -441,6 +482,7 @@ KIND = TaskKind(
     derive=derive,
     duplicate_key=duplicate_key,
     facets=facets,
+    beside_answer=beside_answer,
     colour="#dc2626",
     sample_first={
         "task": {"description": "d", "entry_point": "f", "difficulty": 0.5, "tags": []},

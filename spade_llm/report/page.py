@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._util.redact import redact_text
 from .._util.text import to_utf8
 from ..errors import UserError
+from ..evaluator import FACET_KEYS
 from ..types import Rejection
 from .charts import (
     chart_coverage,
@@ -51,7 +52,15 @@ from .reading import (
     top,
     total_tokens,
 )
-from .sampling import CATEGORY_LABELS, DEFAULT_MAX_TRAJECTORIES, PER_TASK, Sample, sample_details
+from .sampling import (
+    CATEGORY_LABELS,
+    DEFAULT_MAX_TRAJECTORIES,
+    PER_TASK,
+    Beside,
+    Sample,
+    beside_answers,
+    sample_details,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -361,6 +370,70 @@ SECTIONS = [
 ]
 
 
+def beside_html(run: RunData) -> str:
+    """Answers beside their task, for the kinds that show one (a bug fix: the reference's lines, the buggy
+    lines and the solver's fix, side by side), a table per kind; '' when the run has none. Every line escaped."""
+    shown, total = beside_answers(run)
+    if not shown:
+        return ""
+    by_kind: dict[str, list[Beside]] = defaultdict(list)
+    for b in shown:
+        by_kind[b.kind].append(b)
+
+    def cell(lines: list[str]) -> str:
+        body = "\n".join(esc(line) for line in lines) if lines else "<span class='muted'>(no line)</span>"
+        return f"<td><pre class='beside'>{body}</pre></td>"
+
+    tables = []
+    for kind, rows in sorted(by_kind.items()):
+        labels = "".join(f"<th>{esc(label)}</th>" for label, _ in rows[0].columns)
+        body = "".join(
+            f"<tr><td class='mono'>{esc(clip(b.task_id, 80))}</td>"
+            f"<td><span class='pill {esc(b.status)}'>{esc(b.status)}</span> {_turns(b.turns)}</td>"
+            + "".join(cell(lines) for _, lines in b.columns)
+            + "</tr>"
+            for b in rows
+        )
+        tables.append(
+            f"<table class='small beside' data-kind='{esc(kind)}'><caption>{esc(kind)}</caption>"
+            f"<tr><th>task</th><th>episode</th>{labels}</tr>{body}</table>"
+        )
+    more = f", {len(shown):,} shown" if len(shown) < total else ""
+    return (
+        f"<details class='beside' open><summary>The answer beside the task: {total:,} tasks{more} (a passing "
+        f"episode's last answer where there is one)</summary>{''.join(tables)}</details>"
+    )
+
+
+def _turns(n: int) -> str:
+    return f"{n} turn{'' if n == 1 else 's'}"
+
+
+def facets_html(run: RunData) -> str:
+    """The run's tasks by facet (``metrics.jsonl``'s ``facets`` summed over epochs: a bug fix by its maker and
+    edit family), made (proposed), kept (accepted) and fixed (episodes passed); '' when no epoch has any."""
+    totals: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for m in run.metrics:
+        for kind, facets in m.facets.items():
+            for facet, labels in facets.items():
+                for label, counts in labels.items():
+                    totals[kind, facet, label].update({k: to_int(v) for k, v in counts.items()})
+    if not totals:
+        return ""
+    keys = FACET_KEYS
+    head = "<tr><th>kind</th><th>facet</th><th>label</th>" + "".join(f"<th class='num'>{k}</th>" for k in keys)
+    body = "".join(
+        f"<tr><td>{esc(kind)}</td><td>{esc(facet)}</td><td class='mono'>{esc(clip(label, 80))}</td>"
+        + "".join(f"<td class='num'>{_count(counts[k])}</td>" for k in keys)
+        + "</tr>"
+        for (kind, facet, label), counts in sorted(totals.items())
+    )
+    return (
+        "<details class='facets' open><summary>Tasks by facet: made (proposed), kept (accepted), played and fixed "
+        f"(passed)</summary><table class='small'>{head}</tr>{body}</table></details>"
+    )
+
+
 def _flags_line(run: RunData) -> str:
     if not run.episodes.flags:
         return ""
@@ -376,8 +449,8 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
     for (anchor, _, title, caption, wide), svg in zip(CHARTS, svgs, strict=True):
         charts[anchor].append(chart_figure(svg, title, caption, wide))
     extra = {
-        "generation": rejected_html(run),
-        "solving": _flags_line(run),
+        "generation": facets_html(run) + rejected_html(run),
+        "solving": _flags_line(run) + beside_html(run),
         "coverage": tags_html(run),
         "cost": faults_html(run),
     }

@@ -162,6 +162,50 @@ def task_detail(task: Task | None) -> dict[str, Any]:
     }
 
 
+# -- answers beside their task (a kind's ``beside_answer``) --------------------------------------------
+
+MAX_BESIDE_ROWS = 60
+"""Tasks whose answer the page shows beside the task (``beside_answers``) at most."""
+
+
+@dataclass(frozen=True)
+class Beside:
+    """One task's answer beside it, as its kind shows it (``TaskKind.beside_answer``), every line clipped."""
+
+    task_id: str
+    kind: str
+    status: str
+    """The final status of the episode whose last answer is shown."""
+    turns: int
+    columns: list[tuple[str, list[str]]]
+
+
+def beside_answers(run: RunData, limit: int = MAX_BESIDE_ROWS) -> tuple[list[Beside], int]:
+    """For the tasks of kinds that show an answer beside the task (a bug fix: the buggy lines beside the fix),
+    the last answer of one episode, a passing one when there is one (the fix), else the last played; at most
+    ``limit`` tasks, in an order hashed from their ids (spread over the run); and how many had one."""
+    from ..kinds import get_kind
+
+    played: dict[str, list[Trajectory]] = {}
+    for t in run.trajectories:
+        if t.attempts:
+            played.setdefault(t.task_id, []).append(t)
+    found = []
+    for task in run.tasks:
+        view = get_kind(task.kind).beside_answer
+        episodes = played.get(task.task_id)
+        if view is None or not episodes:
+            continue
+        shown = next((t for t in episodes if t.final_status == "passed"), episodes[-1])
+        columns = [
+            (clip(label, SHORT_LIMIT), [clip(line, SHORT_LIMIT) for line in lines])
+            for label, lines in view(task, shown.attempts[-1].code)
+        ]
+        found.append(Beside(task.task_id, task.kind, shown.final_status, len(shown.attempts), columns))
+    kept = sorted(found, key=lambda b: _spread_key(b.task_id))[:limit]
+    return kept, len(found)
+
+
 # -- the sample ----------------------------------------------------------------------------------------
 
 
