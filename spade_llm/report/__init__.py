@@ -34,7 +34,9 @@ The package, one module per job (each imports only those above it):
 - ``common``: text limits, ``clip``, ``embed_json``, reading a value without trusting it;
 - ``reading``: the run, read once through ``spade_llm.store.read_run(path, tolerant=True)``, and
   what the page needs computed from its records (``RunData``, episode counts, the tasks' rows);
-- ``sampling``: which task details and trajectories are embedded, slimmed, within the budget;
+- ``sampling``: which task details and trajectories are embedded, slimmed, within the budget, and which
+  answers are shown beside their task (``beside_answers``: a kind's ``TaskKind.beside_answer``, a bug fix's
+  buggy lines beside the solver's fix, at most ``MAX_BESIDE_ROWS`` tasks);
 - ``charts``: matplotlib figures as inline SVG (matplotlib is imported only there, when drawing);
 - ``page``: the HTML, ``render_report``, ``epoch_hook``; the styles and script are package data
   (``static/report.css``, ``static/report.js``), inlined into the page.

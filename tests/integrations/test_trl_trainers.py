@@ -49,10 +49,11 @@ from trainer_kit import (
     train_tokenizer,
 )
 
+from spade_llm import read_run
 from spade_llm.integrations.trl import SpadeCodingEnv
 from spade_llm.kinds.induction import extract_code
 from spade_llm.kinds.queries import call_text
-from spade_llm.rewards.code import Rewarder, code_reward, completion_text, parse_ground_truth
+from spade_llm.rewards.code import Rewarder, code_reward, completion_text, make_code_reward, parse_ground_truth
 
 pytestmark = [pytest.mark.trl, pytest.mark.slow]
 
@@ -625,3 +626,92 @@ def test_grpo_step_with_the_coding_environment(
     assert log["tools/call_frequency"] == pytest.approx(4 / 6) and log["tools/failure_frequency"] == 0.0
     assert math.isfinite(log["loss"])
     assert_all_changed(before, trainer.model)
+
+
+# -- 6. a bug-fix run's exports -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bugfix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``bugfix_kit``'s run (the loop played by scripted fakes: the fake model makes no bug-fix task yet) and its
+    sft, dpo and grpo exports, through the CLI."""
+    from bugfix_kit import make_bugfix_run
+
+    from spade_llm.cli.app import main
+
+    base = tmp_path_factory.mktemp("trl-bugfix")
+    run = make_bugfix_run(base / "run", backend=BACKEND)
+    paths = {fmt: base / f"{fmt}.jsonl" for fmt in ("sft", "dpo", "grpo")}
+    for fmt, path in paths.items():
+        assert main(["export", str(run), "--format", fmt, "-o", str(path)]) == 0
+    return {"run": run, **paths}
+
+
+def test_a_bugfix_runs_exports_train_in_trl_and_the_bug_handed_back_earns_nothing(
+    bugfix: dict[str, Path], sft_tokenizer: Any, qwen3_tokenizer: Any, judge: Rewarder, tmp_path: Path
+) -> None:
+    """SFT, DPO and GRPO steps on a bug-fix run's exports, as on the other kinds': the documented columns, the
+    buggy code in every prompt. GRPO's two scripted completions per task, the fix and the buggy code handed back,
+    are paid 1.0 and 0.0 by ``code_reward`` and by its partial-credit form alike (the bug passes some hidden
+    tests: without the kind's rule partial credit would pay it)."""
+    from trl import DPOConfig, DPOTrainer, GRPOConfig, GRPOTrainer
+
+    sft, dpo, grpo = load_jsonl(bugfix["sft"]), load_jsonl(bugfix["dpo"]), load_jsonl(bugfix["grpo"])
+    for ds, columns in ((sft, SFT_COLUMNS), (dpo, DPO_COLUMNS), (grpo, GRPO_COLUMNS)):
+        assert set(ds.column_names) == columns and len(ds) > 0 and set(ds["kind"]) == {"bugfix"}
+    rows = list(grpo)
+    buggy = {r["task_id"]: parse_ground_truth(r["ground_truth"])[0].buggy_code or "" for r in rows}
+    for r in rows:
+        assert buggy[r["task_id"]].rstrip() in r["prompt"][-1]["content"]
+
+    trainer = sft_trainer(sft_tokenizer, sft, tmp_path / "sft", max_length=512)
+    before = snapshot(trainer.model)
+    trainer.train()
+    assert math.isfinite(step_log(trainer)["loss"])
+    assert_all_changed(before, trainer.model)
+
+    path = save_tiny(tmp_path / "tiny", sft_tokenizer)
+    config = DPOConfig(output_dir=str(tmp_path / "dpo"), per_device_train_batch_size=2, max_length=1024, **CPU_ARGS)
+    dpo_trainer: Any = DPOTrainer(model=str(path), args=config, train_dataset=dpo, processing_class=sft_tokenizer)
+    assert len(dpo_trainer.train_dataset) == len(dpo)  # no pair dropped
+    dpo_trainer.train()
+    assert step_log(dpo_trainer)["loss"] == pytest.approx(math.log(2), abs=1e-4)
+
+    # the reference is the fix (the ground truth of a bug fix holds no reference: it is read from the run)
+    fixes = {t.task_id: f"```python\n{t.reference_code}```" for t in read_run(bugfix["run"]).tasks}
+    handed_back = {task_id: f"```python\n{code}```" for task_id, code in buggy.items()}
+    seen: dict[str, int] = {}
+
+    def answer(prompt: str) -> str:  # a task's first rollout fixes the bug, its second hands it back
+        task_id = row_of(prompt, rows)["task_id"]
+        seen[task_id] = seen.get(task_id, 0) + 1
+        return (fixes, handed_back)[(seen[task_id] - 1) % 2][task_id]
+
+    partial = make_code_reward(partial_credit=True)
+    tokenizer = copy.deepcopy(qwen3_tokenizer)
+    grpo_config = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        per_device_train_batch_size=8,
+        num_generations=2,
+        max_completion_length=256,
+        **CPU_ARGS,
+    )
+    grpo_trainer: Any = GRPOTrainer(
+        model=tiny_model(tokenizer),
+        reward_funcs=[code_reward, partial],
+        args=grpo_config,
+        train_dataset=grpo,
+        processing_class=tokenizer,
+    )
+    with patch.object(grpo_trainer.model, "generate", side_effect=ScriptedGenerate(tokenizer, answer)):
+        grpo_trainer.train()
+    assert seen == dict.fromkeys(fixes, 2)
+    completions = [completion_text(c) for c in grpo_trainer._logs["completion"]]
+    want = [1.0 if text in fixes.values() else 0.0 for text in completions]
+    assert sorted(want) == [0.0] * 4 + [1.0] * 4
+    assert list(grpo_trainer._logs["rewards"]["code_reward"]) == want
+    assert list(grpo_trainer._logs["rewards"]["code_reward_partial"]) == want
+    task = parse_ground_truth(rows[0]["ground_truth"])[0]
+    unrepaired = judge.run(task, buggy[rows[0]["task_id"]])
+    assert unrepaired.tests_passed == 0 and unrepaired.load_error  # the kind's rule, not the bug's own verdicts
+    assert math.isfinite(step_log(grpo_trainer)["loss"])

@@ -302,6 +302,33 @@ def test_the_episode_is_the_loops_own_conversation(fake_run: Path, fake_server: 
     assert repaired == {"induction", "deduction", "abduction"}
 
 
+def test_a_bugfix_episode_is_the_loops_own_conversation(tmp_path: Path, fake_server: Callable[..., Any]) -> None:
+    """A bug-fix run (the kit's: the loop played by scripted fakes), replayed: the bug handed back unchanged gets
+    the loop's own repair prompt, the fix after it passes, and the reward is the loop's verdict."""
+    from bugfix_kit import make_bugfix_run
+
+    from spade_llm.kinds.bugfix import UNCHANGED
+
+    run = make_bugfix_run(tmp_path / "run")
+    handed_back = {  # per task, the episode whose first answer was the bug itself
+        t.messages[1].content: t for t in read_run(run).trajectories if t.attempts[0].result.load_error == UNCHANGED
+    }
+    assert len(handed_back) == 4
+
+    def replay(messages: list[dict[str, str]]) -> str:
+        answers = [m.content for m in handed_back[messages[1]["content"]].messages if m.role == "assistant"]
+        return answers[sum(m["role"] == "assistant" for m in messages)]
+
+    server = fake_server(backend=Scripted(replay))
+    traces = play(load_environment(run_dir=run, split=None), server.url)
+    assert len(traces) == 4
+    for trace in traces:
+        loop = handed_back[trace.messages[1].content]
+        assert conversation(trace) == [(m.role, m.content) for m in loop.messages]
+        assert UNCHANGED in trace.messages[3].content  # the feedback on the bug handed back
+        assert trace.reward == 1.0 and loop.final_status == "passed" and trace.info["spade"]["kind"] == "bugfix"
+
+
 def test_a_wrong_first_answer_gets_the_public_feedback_and_the_second_can_pass(
     tmp_path: Path, fake_server: Callable[..., Any]
 ) -> None:

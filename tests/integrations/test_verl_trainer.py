@@ -634,3 +634,64 @@ def test_verls_sandbox_fusion_judge_over_serve_sandbox_with_the_docs_keys(
         for answer in pair
     ]
     assert spade == scores
+
+
+# -- a bug-fix run's export ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bugfix(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """``bugfix_kit``'s run (the loop played by scripted fakes: the fake model makes no bug-fix task yet), its
+    verl export and its ``--verl-reward sandbox_fusion`` export, through the CLI."""
+    from bugfix_kit import make_bugfix_run
+
+    from spade_llm.cli.app import main
+
+    base = tmp_path_factory.mktemp("verl-bugfix")
+    run = make_bugfix_run(base / "run", backend=BACKEND)
+    spade, fusion = base / "verl.parquet", base / "verl_sf.parquet"
+    assert main(["export", str(run), "--format", "verl", "-o", str(spade)]) == 0
+    assert main(["export", str(run), "--format", "verl", "--verl-reward", "sandbox_fusion", "-o", str(fusion)]) == 0
+    return run, spade, fusion
+
+
+@pytest.mark.usefixtures("judge")
+def test_a_bugfix_runs_export_loads_in_verl_and_its_reward_loop_refuses_the_bug_handed_back(
+    bugfix: tuple[Path, Path, Path], model_dir: Path, section: str
+) -> None:
+    """The docs' first main_ppo line on a bug-fix run's verl export: ``RLHFDataset`` loads every row, the buggy
+    code in its prompt; verl's reward loop pays the fix 1.0 and the buggy code handed back 0.0, with the docs'
+    partial credit too (the bug passes some hidden tests), each exactly spade's ``compute_score``. verl's own
+    judges, which read the tests alone, are given no row (the sandbox_fusion export is empty)."""
+    import pyarrow.parquet as pq
+
+    run, spade, fusion = bugfix
+    assert pq.read_table(fusion).num_rows == 0
+    found = pq.read_table(spade).to_pylist()
+    tasks = {t.task_id: t for t in read_run(run).tasks}
+    assert len(found) == len(tasks) == 4 and {r["extra_info"]["kind"] for r in found} == {"bugfix"}
+    answers = []
+    for row in found:
+        task = tasks[row["extra_info"]["task_id"]]
+        assert task.buggy_code is not None and task.buggy_code.rstrip() in row["prompt"][-1]["content"]
+        answers.append([f"```python\n{task.reference_code}```", f"```python\n{task.buggy_code}```"])
+    command = docs_command(section, 0)
+    for partial in (False, True):
+        config = compose_main_ppo([*ours(command, spade, model_dir), *([PARTIAL] if partial else [])])
+        dataset = rl_dataset(config)
+        assert len(dataset) == len(found)
+        assert [dataset[i]["raw_prompt"] for i in range(len(dataset))] == [r["prompt"] for r in found]
+        batch = rollout(config, dataset, answers)
+        _, outputs, rm_scores = reward_loop(config, batch)
+        scores = [o["reward_score"] for o in outputs]
+        assert scores == [1.0, 0.0] * len(found), partial
+        assert_rm_scores(batch, rm_scores, scores)
+        want = [
+            rewards.compute_score(
+                row["data_source"], answer, row["reward_model"]["ground_truth"], partial_credit=partial
+            )
+            for row, pair in zip(found, answers, strict=True)
+            for answer in pair
+        ]
+        assert [o["reward_extra_info"] for o in outputs] == want
+        assert {w["status"] for w in want[1::2]} == {"error"}  # the kind's rule: the bug handed back

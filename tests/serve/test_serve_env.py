@@ -217,6 +217,65 @@ def test_no_observation_holds_a_hidden_test_of_any_kind(tmp_path):
     assert len(data.trajectories) == 3 and all(t.source == "env" for t in data.trajectories)
 
 
+def test_bugfix_episodes_show_the_bug_refuse_it_handed_back_and_pay_the_fix(tmp_path, monkeypatch):
+    """A run of bug-fix tasks (the kit's scripted generator) served to openenv-core's client and to
+    ``SpadeLiveEnv``: the opening shows the buggy code, the bug handed back gets the loop's feedback and no
+    pass, the fix ends the episode passed, paid 1.0; the run records both episodes as bug fixes."""
+    from bugfix_kit import TASKS, fenced, propose
+
+    from spade_llm.config import load_config
+    from spade_llm.fake.scripted import FunctionLLM
+    from spade_llm.integrations.trl import SpadeLiveEnv
+    from spade_llm.kinds.bugfix import UNCHANGED, secret_lines
+
+    config = load_config(
+        None,
+        {
+            "seed": 3,
+            "controller": {"epochs": 1, "tasks_per_epoch": 2, "concurrency": 2},
+            "curriculum": {"kinds": ["bugfix"]},
+            "generator": {"samples_per_request": 2},
+            "solver": {"max_turns": 3, "public_tests": 3, "samples_per_task": 1},
+            "sandbox": {"backend": "subprocess", "timeout_s": 5.0, "test_timeout_s": 1.0},
+        },
+    )
+    server = InProcess(config, tmp_path / "run", FunctionLLM(propose, model="scripted"))
+    served: dict[str, Task] = {}
+
+    def the_task(task_id: str) -> Task:
+        return next(t for t in read_run(tmp_path / "run", tolerant=True).tasks if t.task_id == task_id)
+
+    try:
+        with env_client(server.url) as env:
+            result = env.reset()
+            task = served.setdefault("client", the_task(result.observation["task_id"]))
+            opening = result.observation["messages"][-1]["content"]
+            assert result.observation["kind"] == "bugfix"
+            assert task.buggy_code is not None and task.buggy_code.rstrip() in opening
+            assert not set(secret_lines(task)) & {line.strip() for line in opening.splitlines()}  # the line it broke
+            result = env.step({"answer": fenced(task.buggy_code)})  # the bug, handed back
+            assert not result.done and UNCHANGED in result.observation["messages"][-1]["content"]
+            result = env.step({"answer": fenced(task.reference_code)})
+            assert result.done and result.reward == 1.0 and result.observation["final_status"] == "passed"
+        monkeypatch.delenv("SPADE_ENV_TOKEN", raising=False)
+        live = SpadeLiveEnv(server.url, model="live-policy")
+        text = live.reset()
+        task = served.setdefault("live", the_task(live.task_id or ""))
+        assert task.task_id != served["client"].task_id and live.kind == "bugfix"
+        assert (task.buggy_code or "").rstrip() in text and "the full source of the corrected function" in text
+        feedback = live.run_tests(task.buggy_code or "")
+        assert not live.done and UNCHANGED in feedback
+        live.run_tests(TASKS[task.entry_point]["reference_code"])
+        assert live.done and live.final_status == "passed" and live.get_reward() == 1.0
+        live._drop()
+    finally:
+        server.close()
+    trajectories = read_run(tmp_path / "run").trajectories
+    assert {t.task_id for t in trajectories} == {t.task_id for t in served.values()}
+    assert all(t.kind == "bugfix" and t.source == "env" and t.final_status == "passed" for t in trajectories)
+    assert all(t.attempts[0].result.load_error == UNCHANGED and len(t.attempts) == 2 for t in trajectories)
+
+
 # -- abandoned episodes, sessions, stop and resume -----------------------------------------------
 
 
