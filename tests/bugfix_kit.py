@@ -65,13 +65,14 @@ BREAKS_ALL: dict[str, str] = {
 }
 """A bug every test catches: rejected as ``bug_breaks_all``."""
 WRONG_FIX: dict[str, str] = {
-    "total_upto": "def total_upto(n):\n    return n * (n - 1) // 2\n",
+    "total_upto": "def total_upto(n):\n    return n * n\n",  # wrong otherwise than the bug (n * (n - 1) // 2 is it)
     "first_negative": "def first_negative(xs):\n    return -1\n",
 }
 CONFIG: dict[str, Any] = {
     "seed": 3,
     "controller": {"epochs": 2, "tasks_per_epoch": 2, "concurrency": 2},
     "curriculum": {"kinds": ["bugfix"]},
+    "bugfix": {"base_share": 1.0},  # every epoch-1 prompt on a base
     "generator": {"samples_per_request": 2},
     "solver": {"samples_per_task": 4, "max_turns": 2, "public_tests": 3},
 }

@@ -269,7 +269,7 @@ def _played(task_id: str, *statuses: str) -> list[Trajectory]:
 def test_bugs_are_counted_made_kept_and_fixed_by_maker_and_edit_family():
     procedural = _bug("p", "procedural", ["off_by_one", "wrong_variable"])
     modelled = _bug("g", "generator", ["off_by_one"])
-    unjudged = _bug("c", None, None)  # a candidate as proposed: its maker the generator, its family not told
+    unjudged = _bug("c", None, None)  # a candidate as proposed: its maker the generator, its family read from its diff
     induction = Task(task_id="i", description="d", entry_point="f", reference_code="def f(x):\n    return x\n",
                      tests=[TestCase(input="(1,)", expected=1)])  # fmt: skip
     trajectories = {
@@ -284,8 +284,7 @@ def test_bugs_are_counted_made_kept_and_fixed_by_maker_and_edit_family():
         "procedural": {"proposed": 1, "accepted": 1, "episodes": 2, "passed": 1},
     }
     assert counts["bugfix"]["edit"] == {  # a bug of two families counts under each
-        "off_by_one": {"proposed": 2, "accepted": 2, "episodes": 4, "passed": 3},
-        "unclassified": {"proposed": 1, "accepted": 0, "episodes": 0, "passed": 0},
+        "off_by_one": {"proposed": 3, "accepted": 2, "episodes": 4, "passed": 3},  # x + 1 for x: an off-by-one
         "wrong_variable": {"proposed": 1, "accepted": 1, "episodes": 2, "passed": 1},
     }
     assert facet_counts([induction], [induction], trajectories) == {}

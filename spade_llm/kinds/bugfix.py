@@ -62,6 +62,8 @@ PROCEDURAL_MAKER: Final = "procedural"
 """``meta["bug"]["maker"]`` of a bug the language's procedural maker made (``Language.bugs``)."""
 UNCHANGED: Final = "the answer is the buggy code, unchanged"
 """Why an answer that returns the buggy code as it was scores nothing, whatever tests it passes."""
+BEHAVES_AS_BUG: Final = "the answer does on these tests just what the buggy code does"
+"""Why an answer rewritten to behave as the buggy code on every chosen test scores nothing."""
 STDERR_SHOWN_LINES: Final = 12
 MAX_BUG_LINES_READ: Final = 2000
 """Lines of a reference or buggy code the bug gates read at most (a diff of more is slow, and a bug-fix
@@ -388,27 +390,42 @@ def derive(validator: Validator, base: Task, request: DeriveRequest) -> Derived:
 
 
 def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
-    """The fix run on the task's tests as induction's code is; the buggy code handed back unchanged
-    scores nothing (an ``error`` on every test), whatever tests the bug left passing."""
+    """The fix run on the task's tests as induction's code is. The buggy code handed back scores nothing
+    (an ``error`` on every test), whatever tests the bug left passing: handed back as it was (the same
+    program once comments and layout are left out, judged without running), or rewritten so that on every
+    chosen test it does just what the bug does (a ``pass`` added, a variable renamed: the buggy code then
+    runs beside it, only when the answer fails some test, so a fix costs one run)."""
     lang = language_of(task)
-    if (
-        task.buggy_code
-        and lang.normalised(code) is not None
-        and lang.normalised(code) == lang.normalised(task.buggy_code)
-    ):
-        from ..types import ExecutionResult, TestResult
+    mine = lang.normalised(code)
+    if task.buggy_code and mine is not None and mine == lang.normalised(task.buggy_code):
+        return _handed_back(task, tests, UNCHANGED)
+    result = run_code(judge, task, code, tests)
+    if not task.buggy_code or result.all_passed or not result.test_results:
+        return result
+    bug = run_code(judge, task, task.buggy_code, tests)
+    if _same_verdicts(result, bug):
+        return _handed_back(task, tests, BEHAVES_AS_BUG)
+    return result
 
-        chosen = list(range(len(task.tests))) if tests is None else list(tests)
-        results = [TestResult(index=i, input=task.tests[i].input, status="error", error=UNCHANGED) for i in chosen]
-        return ExecutionResult(
-            status="error",
-            stderr=f"{UNCHANGED}\n",
-            tests_passed=0,
-            tests_total=len(chosen),
-            test_results=results,
-            load_error=UNCHANGED,
-        )
-    return run_code(judge, task, code, tests)
+
+def _same_verdicts(a: ExecutionResult, b: ExecutionResult) -> bool:
+    """Whether two runs gave every test the same verdict, output and error (a test neither loaded: alike)."""
+    if (a.load_error is None) != (b.load_error is None):
+        return False
+    mine = {r.index: (r.status, r.output, r.error) for r in a.test_results or []}
+    theirs = {r.index: (r.status, r.output, r.error) for r in b.test_results or []}
+    return bool(mine) and mine == theirs
+
+
+def _handed_back(task: Task, tests: Sequence[int] | None, why: str) -> ExecutionResult:
+    """The verdict on the bug handed back: an ``error`` on every chosen test, saying ``why``."""
+    from ..types import ExecutionResult, TestResult
+
+    chosen = list(range(len(task.tests))) if tests is None else list(tests)
+    results = [TestResult(index=i, input=task.tests[i].input, status="error", error=why) for i in chosen]
+    return ExecutionResult(
+        status="error", stderr=f"{why}\n", tests_passed=0, tests_total=len(chosen), test_results=results, load_error=why
+    )
 
 
 # -- prompts -------------------------------------------------------------------------------------

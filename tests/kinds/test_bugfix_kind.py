@@ -247,3 +247,18 @@ def test_a_grammar_constrained_answer_must_write_the_buggy_code():
     assert "buggy_code" in item["required"] and "reference_code" in item["required"]
     on_base = _schema(ProposalContext(0, 0, 2, 0.5, None, [], [], 1, kind="bugfix", base=bugfix_task()))
     assert on_base["schema"]["properties"]["tasks"]["items"]["required"] == ["buggy_code"]
+
+
+def test_the_bug_rewritten_to_do_the_same_scores_nothing_and_a_partial_fix_keeps_its_credit(accepted, judge):
+    from spade_llm.kinds.bugfix import BEHAVES_AS_BUG
+
+    padded = (
+        TOTAL_UPTO_BUG.replace("    s = 0\n", '    """Sum it up."""\n    total = 0\n    pass\n')
+        .replace("s += i", "total += i")
+        .replace("return s", "return total")
+    )
+    result = KIND.check_answer(judge, accepted, padded, None)
+    assert (result.tests_passed, result.load_error) == (0, BEHAVES_AS_BUG)
+    half = TOTAL_UPTO.replace("s += i", "s += i if i < 6 else 0")  # right up to n = 5: some tests fixed
+    partial = KIND.check_answer(judge, accepted, half, None)
+    assert partial.load_error is None and 0 < (partial.tests_passed or 0) < len(accepted.tests)
