@@ -262,3 +262,31 @@ def test_the_bug_rewritten_to_do_the_same_scores_nothing_and_a_partial_fix_keeps
     half = TOTAL_UPTO.replace("s += i", "s += i if i < 6 else 0")  # right up to n = 5: some tests fixed
     partial = KIND.check_answer(judge, accepted, half, None)
     assert partial.load_error is None and 0 < (partial.tests_passed or 0) < len(accepted.tests)
+
+
+def test_a_run_rejects_the_trap_set_each_for_its_reason(tmp_path: Path):
+    """The same traps proposed by a generator in a run: each rejected for its reason, the second copy of a
+    bug as a duplicate, the good bug accepted and solved."""
+    from spade_llm.config import load_config
+    from spade_llm.fake.scripted import FunctionLLM
+    from spade_llm.session import Session
+    from spade_llm.store import RunDir
+
+    traps = {k: v for k, v in TRAPS.items() if k != "bug_hangs"}  # a hang costs the whole test budget
+    proposed = [bugfix_task().dump(), bugfix_task().dump()] + [bugfix_task(buggy_code=c).dump() for c in traps.values()]
+    answer = json.dumps({"tasks": [{k: v for k, v in t.items() if k not in ("task_id", "kind")} for t in proposed]})
+    n = len(proposed)
+    overrides = {
+        "controller": {"epochs": 1, "tasks_per_epoch": n, "proposals_per_request": n, "concurrency": 2},
+        "curriculum": {"kinds": ["bugfix"]},
+        "solver": {"samples_per_task": 1},
+        "sandbox": {"backend": "subprocess"},
+    }
+    with Session(load_config(None, overrides), solver_model=FunctionLLM(lambda r: f"```python\n{TOTAL_UPTO}```")) as s:
+        s.gen_llm = FunctionLLM(lambda r: answer)
+        s.run(RunDir.create(tmp_path / "run"), log=lambda _line: None)
+    rejected = [json.loads(line) for line in (tmp_path / "run" / "rejected.jsonl").read_text().splitlines()]
+    assert sorted(r["reason"] for r in rejected) == sorted(["duplicate", *traps])
+    tasks = (tmp_path / "run" / "tasks.jsonl").read_text().splitlines()
+    runs = [json.loads(line) for line in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
+    assert len(tasks) == 1 and [t["final_status"] for t in runs] == ["passed"]
