@@ -88,6 +88,7 @@ def _pick_bugs(
         bug
         for edits in range(1, MAX_EDITS + 1)
         for bug in PYTHON.bugs(reference, CANDIDATES, edits, key, min_edits=edits)
+        if not set(bug.edits) & CRUDE
     ]
     ranked = sorted(drawn, key=lambda b: (abs(bug_difficulty(base_difficulty, b.edits) - target), b.source))
     near = [b for b in ranked if abs(bug_difficulty(base_difficulty, b.edits) - target) <= NEAR] or ranked[: 3 * n]

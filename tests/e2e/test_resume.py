@@ -45,6 +45,7 @@ def _config(
     }
     if kinds is not None:
         overrides["curriculum"] = {"kinds": kinds}
+        overrides["bugfix"] = {"base_share": 1.0}  # after epoch 0 every bug is made on a base
     return load_config(None, overrides)
 
 
