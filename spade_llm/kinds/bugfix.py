@@ -47,6 +47,7 @@ from .base import NO_REFERENCE, Derived, DeriveRequest, TaskKind, induction_text
 from .induction import KIND as INDUCTION
 from .induction import check_answer as run_code
 from .induction import extract_code, tool_code
+from .queries import chosen_tests, malformed
 
 if TYPE_CHECKING:
     from ..judge import Judge
@@ -398,13 +399,13 @@ def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | Non
     lang = language_of(task)
     mine = lang.normalised(code)
     if task.buggy_code and mine is not None and mine == lang.normalised(task.buggy_code):
-        return _handed_back(task, tests, UNCHANGED)
+        return malformed(task, chosen_tests(task, tests), UNCHANGED)
     result = run_code(judge, task, code, tests)
     if not task.buggy_code or result.all_passed or not result.test_results:
         return result
     bug = run_code(judge, task, task.buggy_code, tests)
     if _same_verdicts(result, bug):
-        return _handed_back(task, tests, BEHAVES_AS_BUG)
+        return malformed(task, chosen_tests(task, tests), BEHAVES_AS_BUG)
     return result
 
 
@@ -415,17 +416,6 @@ def _same_verdicts(a: ExecutionResult, b: ExecutionResult) -> bool:
     mine = {r.index: (r.status, r.output, r.error) for r in a.test_results or []}
     theirs = {r.index: (r.status, r.output, r.error) for r in b.test_results or []}
     return bool(mine) and mine == theirs
-
-
-def _handed_back(task: Task, tests: Sequence[int] | None, why: str) -> ExecutionResult:
-    """The verdict on the bug handed back: an ``error`` on every chosen test, saying ``why``."""
-    from ..types import ExecutionResult, TestResult
-
-    chosen = list(range(len(task.tests))) if tests is None else list(tests)
-    results = [TestResult(index=i, input=task.tests[i].input, status="error", error=why) for i in chosen]
-    return ExecutionResult(
-        status="error", stderr=f"{why}\n", tests_passed=0, tests_total=len(chosen), test_results=results, load_error=why
-    )
 
 
 # -- prompts -------------------------------------------------------------------------------------
@@ -468,10 +458,8 @@ def facets(task: Task) -> dict[str, list[str]]:
     the language tells them (``UNCLASSIFIED`` when none is told)."""
     bug = _bug(task)
     edits = [str(e) for e in bug.get("edits") or []]
-    if not edits and task.buggy_code:
-        lang = language_of(task)
-        if lang.normalised(task.reference_code) is not None and lang.normalised(task.buggy_code) is not None:
-            edits = list(lang.edit_families(task.reference_code, task.buggy_code))
+    if not edits and task.buggy_code:  # () when either side does not parse
+        edits = list(language_of(task).edit_families(task.reference_code, task.buggy_code))
     return {"maker": [str(bug.get("maker") or GENERATOR_MAKER)], "edit": sorted(set(edits)) or [UNCLASSIFIED]}
 
 

@@ -99,10 +99,9 @@ class PythonLanguage(Language):
         return tuple(out)
 
     def normalised(self, code: str) -> str | None:
-        try:
-            return ast.unparse(pyast.parse(code))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            return None
+        from .python_mutants import normalised
+
+        return normalised(code)
 
 
 PYTHON: Final = PythonLanguage()

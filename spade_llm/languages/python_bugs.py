@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from . import pyast
 from .base import Bug
-from .python_mutants import _bare_ok, _replacement, _sites, _span, _stable
+from .python_mutants import _bare_ok, _diff, _replacement, _sites, _span, _stable, normalised
 
 __all__ = ["FAMILIES", "bugs", "edit_families"]
 
@@ -67,7 +67,7 @@ def bugs(
         tree = pyast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
-    base = _normalised(code)
+    base = normalised(code)
     encoded = code.encode("utf-8", "surrogatepass")
     edits = _edits(tree, code, encoded, whole_program)
     if not edits or count <= 0:
@@ -88,7 +88,7 @@ def bugs(
         if len(chosen) != size:
             continue
         source = _apply(encoded, chosen)
-        normal = _normalised(source)
+        normal = normalised(source)
         if normal is None or normal in seen:
             continue
         seen.add(normal)
@@ -119,18 +119,6 @@ def _apply(encoded: bytes, edits: Sequence[_Edit]) -> str:
     for edit in sorted(edits, key=lambda e: e.start, reverse=True):
         out = out[: edit.start] + edit.text.encode("utf-8", "surrogatepass") + out[edit.end :]
     return out.decode("utf-8", "surrogatepass")
-
-
-def _normalised(code: str) -> str | None:
-    try:
-        return ast.unparse(pyast.parse(code))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-
-
-def _diff(before: str, after: str) -> str:
-    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))[2:]
-    return "\n".join(f"line {ln.split()[1].lstrip('-').split(',')[0]}:" if ln.startswith("@@") else ln for ln in lines)
 
 
 # -- where edits apply ---------------------------------------------------------------------------
@@ -356,7 +344,7 @@ _EXITS = ("return", "break", "continue")
 def edit_families(before: str, after: str) -> tuple[str, ...]:
     """The families of the edits that turn ``before`` into ``after`` (normalised first), one per changed
     block of lines; ``other`` for a change none describes; ``()`` when either does not parse."""
-    a, b = _normalised(before), _normalised(after)
+    a, b = normalised(before), normalised(after)
     if a is None or b is None:
         return ()
     old, new = a.splitlines(), b.splitlines()

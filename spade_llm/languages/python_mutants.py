@@ -216,12 +216,17 @@ def _apply(node: ast.AST, site: _Site) -> None:
 
 
 def _diff(before: str, after: str) -> str:
-    """The changed lines as ``line N:`` then the unified diff's -/+ lines."""
+    """The changed lines, each block as ``line N:`` then the unified diff's -/+ lines."""
     lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))[2:]
-    if lines and lines[0].startswith("@@"):
-        where = lines[0].split()[1].lstrip("-").split(",")[0]
-        lines[0] = f"line {where}:"
-    return "\n".join(lines)
+    return "\n".join(f"line {ln.split()[1].lstrip('-').split(',')[0]}:" if ln.startswith("@@") else ln for ln in lines)
+
+
+def normalised(code: str) -> str | None:
+    """``code`` unparsed from its tree (comments and layout gone), or None when it does not parse."""
+    try:
+        return ast.unparse(pyast.parse(code))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
 
 
 def probe_inputs(args_list: Sequence[tuple[Any, ...]], limit: int = MAX_PROBES) -> list[tuple[Any, ...]]:
