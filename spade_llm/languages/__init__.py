@@ -11,12 +11,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from .base import Bug, Language, Mutant, Statement
-from .python import PYTHON
+from .cpp import CPP
+from .go import GO
+from .java import JAVA
+from .javascript import NODEJS
+from .python import PYTHON, PYTHON_ANSWERS
+from .rust import RUST
+from .toolchain import Toolchain
 
 if TYPE_CHECKING:
     from ..types import Task
 
 __all__ = [
+    "DEFAULT_ANSWER_LANGUAGE",
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
     "PYTHON",
@@ -24,7 +31,10 @@ __all__ = [
     "Language",
     "Mutant",
     "Statement",
+    "TOOLCHAINS",
+    "Toolchain",
     "get_language",
+    "get_toolchain",
     "language_of",
 ]
 
@@ -46,3 +56,18 @@ def get_language(name: str) -> Language:
 def language_of(task: Task) -> Language:
     """The language of ``task``'s reference and tests (Python for every task so far)."""
     return LANGUAGES[DEFAULT_LANGUAGE]
+
+
+TOOLCHAINS: Final[dict[str, Toolchain]] = {t.name: t for t in (PYTHON_ANSWERS, CPP, JAVA, NODEJS, GO, RUST)}
+"""Every language a whole-program answer may be written in, by name: the one list (``toolchain.py``)."""
+DEFAULT_ANSWER_LANGUAGE: Final = PYTHON_ANSWERS.name
+
+
+def get_toolchain(name: str) -> Toolchain:
+    """The answer language called ``name``; a ``UserError`` naming the known ones otherwise."""
+    try:
+        return TOOLCHAINS[name]
+    except KeyError:
+        from ..errors import UserError
+
+        raise UserError(f"unknown answer language {name!r}; known: {', '.join(TOOLCHAINS)}") from None

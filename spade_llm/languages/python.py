@@ -18,8 +18,9 @@ from typing import Any, Final
 
 from . import pyast
 from .base import Bug, Language, Mutant, Statement
+from .toolchain import Toolchain
 
-__all__ = ["PYTHON", "PythonLanguage"]
+__all__ = ["PYTHON", "PYTHON_ANSWERS", "PythonLanguage"]
 
 FENCE_TAGS: Final = ("python", "py", "python3")
 
@@ -280,3 +281,14 @@ def _code_tokens(source: str) -> list[str]:
 
 
 _BUILTINS = frozenset(dir(builtins))
+
+
+PYTHON_ANSWERS: Final = Toolchain(
+    name="python",
+    label="Python 3",
+    fence_tags=FENCE_TAGS,
+    source_file="main.py",
+    run=("python3", "{source}"),
+    in_harness=True,
+)
+"""Python answers run by the harness's own interpreter as ``__main__`` (``sandbox.runner.run_program``)."""

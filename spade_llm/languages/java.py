@@ -1,0 +1,31 @@
+"""Java answers: ``javac`` compiles the public class (``Main`` unless the answer names another) and
+``java`` runs it, with a heap sized to the sandbox's memory and the JVM's start-up granted as CPU."""
+
+from __future__ import annotations
+
+from .toolchain import CLASS_NAME, Toolchain
+
+
+def _main_class(code: str) -> str:
+    found = CLASS_NAME.search(code)
+    return found.group(1) if found else "Main"
+
+
+# one GC thread and the C1 compiler only: a judged program is short, and a JVM's background threads
+# would otherwise spend the CPU budget (every thread counts) before the answer's code does
+_JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Xss64m", "-Xshare:auto")
+
+JAVA = Toolchain(
+    name="java",
+    label="Java 17",
+    fence_tags=("java",),
+    source_file="Main.java",
+    source_name=lambda code: _main_class(code) + ".java",
+    main_name=_main_class,
+    compile=("/usr/bin/javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-encoding", "UTF-8",
+             "-nowarn", "{source}"),  # fmt: skip
+    run=("/usr/bin/java", "-Xmx256m", *_JVM, "-cp", ".", "{main}"),
+    artifacts=("*.class",),
+    packages=("default-jdk-headless",),
+    startup_cpu_s=1.0,
+)

@@ -1,0 +1,90 @@
+"""The ``Toolchain`` contract: how an answer written in one language is compiled and run in the sandbox.
+
+A task's own code (its reference, input generator, validator, checker) is Python and read through the
+``Language`` contract; a whole-program answer may be written in any language of ``TOOLCHAINS``. A
+toolchain says which fence tags mark the answer, the file its source is written to, the command that
+compiles it (None: nothing to compile), the command that runs it, which files a compile leaves that
+the runs need, the Debian packages that provide it, and how much CPU a run spends before the program's
+own code starts (a JVM's start-up), which each test's budget grants on top. Commands are argv lists
+with ``{source}`` (the source file's name) and ``{main}`` (the class or binary name) filled in; they
+run inside the sandbox as the answer does, under the same limits. One module per language
+(``cpp.py``, ``java.py``...) ends with its instance; ``TOOLCHAINS`` in ``__init__.py`` is the one list.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+__all__ = ["Toolchain"]
+
+
+def _fixed_name(name: str) -> Callable[[str], str]:
+    return lambda code: name
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """One answer language: its fences, its compile and run commands, and what provides them."""
+
+    name: str
+    """The name in configs, records and ``serve-sandbox`` requests (SandboxFusion's: ``cpp``, ``java``,
+    ``nodejs``, ``go``, ``rust``, ``python``)."""
+    label: str
+    """How prompts name it (``C++17``)."""
+    fence_tags: tuple[str, ...]
+    """Tags of a fenced block holding an answer in it; the first is the one prompts ask for."""
+    source_file: str
+    """The file the answer is written to in the sandbox's scratch directory."""
+    run: tuple[str, ...]
+    """The command that runs the answer (after its compile), with ``{source}`` and ``{main}`` filled in."""
+    compile: tuple[str, ...] | None = None
+    """The command that compiles it (None: an interpreted language, nothing to compile)."""
+    artifacts: tuple[str, ...] = ()
+    """What a compile leaves that the runs need: file names, or ``*.ext`` for every file so ending."""
+    executables: tuple[str, ...] = ()
+    """Artifacts a run executes directly (made executable when written back)."""
+    packages: tuple[str, ...] = ()
+    """The Debian packages that provide the toolchain (what a ``SandboxUnavailable`` tells to install)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of its compile and run beyond the sandbox's own (``HOME`` and ``TMPDIR`` are the scratch
+    directory)."""
+    startup_cpu_s: float = 0.0
+    """CPU a run spends before the answer's own code runs (a JVM's start): added to each test's budget."""
+    compile_memory_mb: int = 1024
+    """Memory a compile may hold (compilers need more than the programs they build)."""
+    in_harness: bool = False
+    """Run by the harness's own interpreter as ``__main__`` (Python), not by ``run``'s command."""
+    main_name: Callable[[str], str] = _fixed_name("main")
+    """The ``{main}`` of a given source (Java: its public class)."""
+    source_name: Callable[[str], str] | None = None
+    """The source file's name for a given source, when it depends on it (Java: ``<public class>.java``)."""
+
+    def source_for(self, code: str) -> str:
+        """The file ``code`` is written to."""
+        return self.source_file if self.source_name is None else self.source_name(code)
+
+    def argv(self, command: tuple[str, ...], code: str) -> list[str]:
+        """``command`` with ``{source}`` and ``{main}`` filled in for ``code``."""
+        values = {"source": self.source_for(code), "main": self.main_name(code)}
+        return [part.format(**values) for part in command]
+
+    def commands(self) -> tuple[str, ...]:
+        """The programs its commands start (their first words), the compile's own output left out."""
+        return tuple(c[0] for c in (self.compile, self.run) if c is not None and not c[0].startswith("./"))
+
+    def missing(self) -> list[str]:
+        """The programs of its commands not found on this machine (absolute paths are checked as given)."""
+        return [c for c in self.commands() if not _found(c)]
+
+
+def _found(command: str) -> bool:
+    return os.access(command, os.X_OK) if os.path.isabs(command) else shutil.which(command) is not None
+
+
+CLASS_NAME: Final = re.compile(r"^\s*public\s+(?:final\s+)?class\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
+"""A Java source's public class (the file must be named after it)."""
