@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .languages import DEFAULT_ANSWER_LANGUAGE
 from .sandbox.base import Limits, Sandbox
+from .sandbox.compiled import DEFAULT_COMPILE_TIMEOUT_S
 from .sandbox.registry import AUTO
 from .sandbox.runner import (
     DEFAULT_TEST_TIMEOUT_S,
@@ -61,6 +63,8 @@ class Judge:
     limits: Limits
     test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S
     max_timeouts: int | None = MAX_TEST_TIMEOUTS
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
+    """Wall seconds an answer's compile may take (answers in a compiled language)."""
 
     def __call__(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
         """``run_task_tests`` in this judge's sandbox, under its limits."""
@@ -68,11 +72,14 @@ class Judge:
             self.sandbox, task, code, self.limits, self.test_timeout_s, tests=tests, max_timeouts=self.max_timeouts
         )
 
-    def stdio(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+    def stdio(
+        self, task: Task, code: str, tests: Sequence[int] | None = None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> ExecutionResult:
         """``code`` as a whole program on the task's (stdin, expected stdout) tests (a subset by index, or
         all), one run per test under the task's ``time_limit_s`` of CPU (default: this judge's
         ``test_timeout_s``), judged by the output rule, or by the task's ``checker`` when it has one
-        (``sandbox/stdio.py``)."""
+        (``sandbox/stdio.py``). ``language``: the answer's (``languages.TOOLCHAINS``); one in another language than
+        Python is compiled once and each test runs the build, with its start-up CPU granted on top."""
         from .sandbox.stdio import run_stdio_tests
 
         chosen = list(range(len(task.tests))) if tests is None else list(tests)
@@ -80,7 +87,7 @@ class Judge:
         cases = [task.tests[i] for i in chosen]
         return run_stdio_tests(
             self.sandbox, code, cases, self.limits, cpu_s, indices=chosen, max_timeouts=self.max_timeouts,
-            checker=task.checker,
+            checker=task.checker, language=language, compile_timeout_s=self.compile_timeout_s,
         )  # fmt: skip
 
     def outputs(self, task: Task, code: str, *, hash_seed: int = 0) -> CallsOutcome:

@@ -14,5 +14,6 @@ GO = Toolchain(
     artifacts=("main",),
     executables=("main",),
     packages=("golang-go",),
+    address_space_mb=1024,
     env={"GO111MODULE": "off", "GOFLAGS": "", "GOPROXY": "off", "CGO_ENABLED": "0", "GOMAXPROCS": "1"},
 )

@@ -12,8 +12,14 @@ def _main_class(code: str) -> str:
 
 
 # one GC thread and the C1 compiler only: a judged program is short, and a JVM's background threads
-# would otherwise spend the CPU budget (every thread counts) before the answer's code does
-_JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-Xss64m", "-Xshare:auto")
+# would otherwise spend the CPU budget (every thread counts) before the answer's code does; its class
+# space, code cache and metaspace capped so that its reservations fit an address-space limit
+_JVM = (
+    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-XX:CompressedClassSpaceSize=64m",
+    "-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=192m",
+)  # fmt: skip
+
+_JAVAC = ("/usr/bin/javac", "-J-Xmx384m", *(f"-J{flag}" for flag in _JVM), "-encoding", "UTF-8", "-nowarn", "{source}")
 
 JAVA = Toolchain(
     name="java",
@@ -22,10 +28,12 @@ JAVA = Toolchain(
     source_file="Main.java",
     source_name=lambda code: _main_class(code) + ".java",
     main_name=_main_class,
-    compile=("/usr/bin/javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1", "-encoding", "UTF-8",
-             "-nowarn", "{source}"),  # fmt: skip
-    run=("/usr/bin/java", "-Xmx256m", *_JVM, "-cp", ".", "{main}"),
+    compile=_JAVAC,
+    run=("/usr/bin/java", "-Xmx256m", "-Xss16m", *_JVM, "-cp", ".", "{main}"),
     artifacts=("*.class",),
     packages=("default-jdk-headless",),
+    host_paths=("/etc/java-*-openjdk",),
+    env={"MALLOC_ARENA_MAX": "2"},  # glibc's 64 MiB arena per JVM thread would not fit an address-space limit
     startup_cpu_s=1.0,
+    address_space_mb=1024,
 )

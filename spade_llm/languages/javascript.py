@@ -15,4 +15,5 @@ NODEJS = Toolchain(
     artifacts=(),
     packages=("nodejs",),
     startup_cpu_s=0.2,
+    address_space_mb=1536,
 )

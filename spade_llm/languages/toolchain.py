@@ -13,18 +13,15 @@ run inside the sandbox as the answer does, under the same limits. One module per
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["Toolchain"]
-
-
-def _fixed_name(name: str) -> Callable[[str], str]:
-    return lambda code: name
+__all__ = ["Toolchain", "host_paths"]
 
 
 @dataclass(frozen=True)
@@ -50,17 +47,21 @@ class Toolchain:
     """Artifacts a run executes directly (made executable when written back)."""
     packages: tuple[str, ...] = ()
     """The Debian packages that provide the toolchain (what a ``SandboxUnavailable`` tells to install)."""
+    host_paths: tuple[str, ...] = ()
+    """Paths outside ``/usr`` its commands read (glob patterns): an isolating backend binds the ones present
+    read-only (a JDK's ``conf/`` links into ``/etc/java-17-openjdk``)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment of its compile and run beyond the sandbox's own (``HOME`` and ``TMPDIR`` are the scratch
     directory)."""
     startup_cpu_s: float = 0.0
     """CPU a run spends before the answer's own code runs (a JVM's start): added to each test's budget."""
-    compile_memory_mb: int = 1024
-    """Memory a compile may hold (compilers need more than the programs they build)."""
+    address_space_mb: int | None = None
+    """Address space its runs and compile need where no memory cgroup bounds them (``Limits.address_space_mb``):
+    a runtime that reserves more than it uses (a JVM, Go's, V8) does not start below it."""
     in_harness: bool = False
     """Run by the harness's own interpreter as ``__main__`` (Python), not by ``run``'s command."""
-    main_name: Callable[[str], str] = _fixed_name("main")
-    """The ``{main}`` of a given source (Java: its public class)."""
+    main_name: Callable[[str], str] | None = None
+    """The ``{main}`` of a given source (Java: its public class); None: ``main``."""
     source_name: Callable[[str], str] | None = None
     """The source file's name for a given source, when it depends on it (Java: ``<public class>.java``)."""
 
@@ -70,7 +71,8 @@ class Toolchain:
 
     def argv(self, command: tuple[str, ...], code: str) -> list[str]:
         """``command`` with ``{source}`` and ``{main}`` filled in for ``code``."""
-        values = {"source": self.source_for(code), "main": self.main_name(code)}
+        main = "main" if self.main_name is None else self.main_name(code)
+        values = {"source": self.source_for(code), "main": main}
         return [part.format(**values) for part in command]
 
     def commands(self) -> tuple[str, ...]:
@@ -88,3 +90,12 @@ def _found(command: str) -> bool:
 
 CLASS_NAME: Final = re.compile(r"^\s*public\s+(?:final\s+)?class\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
 """A Java source's public class (the file must be named after it)."""
+
+
+def host_paths(toolchains: Iterable[Toolchain]) -> list[str]:
+    """The ``host_paths`` of ``toolchains`` present on this machine, each once, in order."""
+    found: list[str] = []
+    for toolchain in toolchains:
+        for pattern in toolchain.host_paths:
+            found.extend(p for p in sorted(glob.glob(pattern)) if p not in found and os.path.exists(p))
+    return found

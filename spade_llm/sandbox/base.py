@@ -46,6 +46,11 @@ class Limits:
     max_processes: int = 64
     scratch_mb: int = 64
     output_limit_bytes: int = 1 << 20
+    address_space_mb: int | None = None
+    """Where no memory cgroup bounds an execution (the subprocess backend, bwrap without cgroups), the
+    address space each of its processes may map (None: ``memory_mb``). Runtimes that reserve far more
+    address space than they use (a JVM, Go's, V8) need more to start at all (``Toolchain.address_space_mb``);
+    their memory is then bounded by this, and by their own heap flags, not by ``memory_mb``."""
 
 
 @dataclass(frozen=True)

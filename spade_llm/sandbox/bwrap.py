@@ -506,6 +506,11 @@ class BwrapSandbox(WorkerPool):
         for path in ETC_FILES:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
+        from ..languages import TOOLCHAINS
+        from ..languages.toolchain import host_paths
+
+        for path in host_paths(TOOLCHAINS.values()):  # what answer languages' commands read outside /usr
+            args += ["--ro-bind", path, path]
         shadow: dict[str, list[str]] = {}
         if self.root:
             for src in binds:
@@ -724,6 +729,8 @@ class BwrapSandbox(WorkerPool):
             return execution_rlimits(limits, (limits.memory_mb << 20) + THREAD_HEADROOM_BYTES)
         # no memory cgroup: the address-space limit is the memory limit, on top of what the forked
         # interpreter has mapped already; and the user's task count bounds processes
-        address = (limits.memory_mb << 20) + int(worker.ready.get("vm_kb") or 0) * 1024
+        address = (max(limits.memory_mb, limits.address_space_mb or 0) << 20) + int(
+            worker.ready.get("vm_kb") or 0
+        ) * 1024
         nproc = user_tasks(self.uid) + limits.max_processes
         return [*execution_rlimits(limits, address), (resource.RLIMIT_NPROC, nproc, nproc)]

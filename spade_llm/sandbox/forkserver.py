@@ -549,6 +549,8 @@ class Supervisor:
             cpu = next((soft for res, soft, _ in job["rlimits"] if res == 0), None)  # RLIMIT_CPU
             opened.remove(pidfd)  # _supervise closes it
             report = harness._supervise(pid, req, pipes, t0, reap=self.reap, cpu_limit=cpu, pidfd=pidfd)
+            if req["mode"] == "exec":
+                harness.finish_exec(report, req, scratch)
             _write_all(out_job, harness.report_line(report, req, token, secret))
         except BaseException as e:
             _kill(pid)

@@ -72,6 +72,15 @@ Modes
     The child runs the code as ``__main__`` from its real file (tracebacks show real lines); its
     exit code and signal are the program's. At the end it does what an interpreter exit visibly
     does (joins non-daemon threads, runs ``atexit``, flushes) and then calls ``_exit``.
+``exec`` (answers in other languages: their compile, then each test's run)
+    The child becomes the request's ``argv`` (``execve``, absolute path) with the request's
+    environment (``HOME`` and ``TMPDIR`` the scratch directory), signal dispositions and mask reset
+    as a fresh process has them, the files named ``executables`` made executable, and the results
+    pipe closed: the command's exit status, signal and streams are the result. A ``cpu_s`` budget is
+    an ``ITIMER_PROF`` armed just before ``execve`` (it survives it). After the run the parent reads
+    back the regular files of the scratch directory named by ``collect`` (exact names, or
+    ``*.ext``), up to ``collect_limit`` bytes in all, into the report's ``files`` (base64): what a
+    compile leaves for the runs (``compiled.py``).
 
 Tracebacks are printed by Python's own C printer (``sys.__excepthook__``) without the harness's
 frames, so the solver sees what plain ``python`` would show.
@@ -717,6 +726,8 @@ class _Child:
             return self.tests()
         if mode == "check":
             return self.check()
+        if mode == "exec":
+            return self.exec_command()
         return self.program()
 
     def failed_load(self, e: BaseException, memory: bool) -> int:
@@ -989,6 +1000,48 @@ class _Child:
             _print_traceback(e)
             return 1
         return 0
+
+    def exec_command(self) -> int:
+        """Become the request's command (``exec`` mode: a compiler, or a compiled answer), with the
+        dispositions and mask a fresh process has: Python ignores SIGPIPE and SIGXFSZ, and an ignored
+        signal stays ignored across ``execve``. The results pipe is closed first, so the command
+        cannot write records; its verdict is its exit status and its output. Returns only when the
+        command cannot be started (127, with why on stderr)."""
+        import _signal
+
+        req = self.req
+        for name in ("SIGPIPE", "SIGXFSZ", "SIGPROF", "SIGINT", "SIGTERM", "SIGALRM", "SIGCHLD"):
+            number = _getattr(_signal, name, None)
+            if number is not None:
+                try:
+                    _signal.signal(number, _signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+        try:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, [])
+        except (AttributeError, OSError):
+            pass
+        for name in req.get("executables") or ():
+            try:
+                posix.chmod(name, 0o755)
+            except OSError:
+                pass
+        env = _dict(req.get("env") or {})
+        cwd = posix.getcwd()
+        env["HOME"] = cwd
+        env["TMPDIR"] = cwd
+        argv = _list(req["argv"])
+        cpu_s = req.get("cpu_s")
+        if cpu_s:
+            # CPU time of every thread, and it survives execve: SIGPROF's default action ends the
+            # command at its budget, which the parent reports as a timeout
+            _signal.setitimer(_signal.ITIMER_PROF, float(cpu_s))
+        posix.close(self.res)
+        try:
+            posix.execve(argv[0], argv, env)
+        except OSError as e:
+            _write_all(2, ("spade: cannot run %s: %s\n" % (argv[0], e.strerror)).encode("utf-8", "replace"))
+        return 127
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -1351,6 +1404,52 @@ def report_line(report: "dict[str, Any]", req: "dict[str, Any]", token: str, sec
     return line.encode("ascii")
 
 
+def finish_exec(report: "dict[str, Any]", req: "dict[str, Any]", directory: str) -> None:
+    """An ``exec`` run's report completed: the files it was asked to leave, and its stderr without the
+    scratch directory's path (a runtime's traces name ``/tmp/<random>/main.js``; the records of a run
+    must not change with where it ran)."""
+    if req.get("collect"):
+        report["files"] = collect_files(req, directory)
+    if "err" in report:
+        report["err"] = report["err"].replace(directory + "/", "")
+
+
+def collect_files(req: "dict[str, Any]", directory: str) -> "dict[str, str]":
+    """The regular files of ``directory`` that ``req["collect"]`` names (``*.ext``: every file so
+    ending), base64, at most ``req["collect_limit"]`` bytes in all (past it: none of them, and
+    ``"!"`` says so); links, FIFOs and devices are never read. Called once every process of the run
+    is gone, so nothing changes the files while they are read."""
+    wanted = req.get("collect")
+    if not wanted:
+        return {}
+    import binascii
+
+    limit = int(req.get("collect_limit") or 0)
+    suffixes = [w[1:] for w in wanted if w.startswith("*")]
+    names = [n for n in sorted(posix.listdir(directory)) if n in wanted or any(n.endswith(x) for x in suffixes)]
+    out: dict[str, str] = {}
+    total = 0
+    for name in names:
+        try:
+            fd = open_regular(directory + "/" + name)
+        except OSError:
+            continue
+        try:
+            data = b""
+            while True:
+                chunk = posix.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+                if total + _len(data) > limit:
+                    return {"!": "the compile's output is larger than %d bytes" % limit}
+        finally:
+            posix.close(fd)
+        total += _len(data)
+        out[name] = binascii.b2a_base64(data, newline=False).decode("ascii")
+    return out
+
+
 def new_pipes() -> "dict[str, int]":
     """The child's stdout, stderr and results pipes."""
     out_r, out_w = posix.pipe()
@@ -1369,6 +1468,8 @@ def main() -> None:
     posix.close(0)
     try:
         report = _supervise(pid, req, fds, t0)
+        if req["mode"] == "exec":
+            finish_exec(report, req, posix.getcwd())
     except BaseException as e:  # a harness bug: still end the child and say so
         _killpg(pid)
         report = {"v": PROTOCOL, "harness_error": _describe(e)}

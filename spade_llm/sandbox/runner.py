@@ -18,7 +18,7 @@ from typing import Any
 from ..languages import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
-from .common import HARNESS_MODULE, HARNESS_STUB, frame, harness_program
+from .common import HARNESS_MODULE, HARNESS_STUB, PATH, frame, harness_program
 from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, passes, show
 
 SOLUTION_FILE = "solution.py"
@@ -33,12 +33,14 @@ __all__ = [
     "HARNESS_MODULE",
     "HARNESS_STUB",
     "CallsOutcome",
+    "CommandRun",
     "Output",
     "compare_outputs",
     "execute_calls",
     "harness_program",
     "parse_input",
     "run_check",
+    "run_command",
     "run_program",
     "run_tests",
 ]
@@ -132,7 +134,7 @@ def _depth(value: Any) -> int:
 def _execute(
     sandbox: Sandbox,
     mode: Mode,
-    files: dict[str, str],
+    files: dict[str, str] | dict[str, bytes],
     request: dict[str, Any],
     limits: Limits,
     *,
@@ -140,6 +142,7 @@ def _execute(
     hash_seed: int = 0,
     marker: str | None = None,
     max_timeouts: int | None = None,
+    report_room: int = 0,
 ) -> Interpretation:
     nonce = secrets.token_hex(16)
     request = {
@@ -156,11 +159,15 @@ def _execute(
     program = Program(
         source=stub,
         stdin=stdin,
-        files={**harness_files, **{name: text.encode("utf-8", "surrogatepass") for name, text in files.items()}},
+        files={**harness_files, **{name: _bytes(data) for name, data in files.items()}},
         env={"PYTHONHASHSEED": str(hash_seed)},
     )
-    raw = sandbox.run(program, replace(limits, output_limit_bytes=_report_cap(limits)))
+    raw = sandbox.run(program, replace(limits, output_limit_bytes=_report_cap(limits) + report_room))
     return interpret(raw, nonce, mode, n, marker, max_timeouts)
+
+
+def _bytes(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
 
 
 def _report_cap(limits: Limits) -> int:
@@ -206,6 +213,52 @@ def timed_program(
         request["cpu_s"] = float(cpu_s)
     seen = _execute(sandbox, "main", files, request, limits, hash_seed=hash_seed)
     return seen.result, seen.cpu_s
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """One ``run_command``: what happened, the CPU it used, and the files it was asked to leave."""
+
+    result: ExecutionResult
+    cpu_s: float | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    files_error: str | None = None
+    """Why ``files`` is empty although files were asked for (they were larger than allowed)."""
+
+
+def run_command(
+    sandbox: Sandbox,
+    argv: list[str],
+    files: dict[str, bytes],
+    limits: Limits,
+    *,
+    stdin: str | None = None,
+    cpu_s: float | None = None,
+    env: dict[str, str] | None = None,
+    executables: tuple[str, ...] = (),
+    collect: tuple[str, ...] = (),
+    collect_limit: int = 0,
+) -> CommandRun:
+    """Run ``argv`` (an absolute program path, or one of ``files``) in the sandbox's scratch directory
+    holding ``files``, as the harness's child under ``limits`` (the harness's ``exec`` mode); its exit
+    status and streams are the result's. ``stdin``, ``cpu_s``: as ``run_program``. ``env``: the
+    command's environment (``HOME`` and ``TMPDIR`` are the scratch directory). ``executables``: files
+    made executable first. ``collect``: files to bring back after the run (names, or ``*.ext``), at
+    most ``collect_limit`` bytes in all (a compile's output)."""
+    all_files: dict[str, bytes] = dict(files)
+    command_env = {"PATH": PATH, "LANG": "C.UTF-8", **(env or {})}
+    request: dict[str, Any] = {"argv": list(argv), "env": command_env, "executables": list(executables)}
+    if stdin is not None:
+        all_files[STDIN_FILE] = stdin.encode("utf-8", "surrogatepass")
+        request["stdin_file"] = STDIN_FILE
+    if cpu_s is not None:
+        request["cpu_s"] = float(cpu_s)
+    if collect:
+        request["collect"] = list(collect)
+        request["collect_limit"] = int(collect_limit)
+    # base64 and JSON make the collected files ~4/3 their size in the report
+    seen = _execute(sandbox, "exec", all_files, request, limits, report_room=collect_limit * 4 // 3 + 4096)
+    return CommandRun(seen.result, seen.cpu_s, seen.files, seen.files_error)
 
 
 def execute_calls(

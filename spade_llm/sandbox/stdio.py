@@ -34,9 +34,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from ..languages import pyast
+from ..languages import DEFAULT_ANSWER_LANGUAGE, get_toolchain, pyast
 from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Sandbox
+from .compiled import DEFAULT_COMPILE_TIMEOUT_S, Build, build, run_built
 from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
 __all__ = [
@@ -275,6 +276,8 @@ def run_stdio_tests(
     indices: Sequence[int] | None = None,
     max_timeouts: int | None = 2,
     checker: str | None = None,
+    language: str = DEFAULT_ANSWER_LANGUAGE,
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
 ) -> ExecutionResult:
     """``code`` run once per test on its input, its stdout judged by ``same_output``, or with a
     ``checker`` by the checker (the module docstring): one ``ExecutionResult`` over all (``indices``:
@@ -284,16 +287,24 @@ def run_stdio_tests(
     the public tests. ``status`` is ``ok`` unless every test ran into the same limit.
     """
     chosen = list(range(len(tests))) if indices is None else list(indices)
-    per_test = per_test_limits(cpu_s, limits)
-    load_error = _syntax_error(code)
+    toolchain = get_toolchain(language)
+    per_test = per_test_limits(cpu_s + toolchain.startup_cpu_s, limits)
+    built: Build | None = None
+    if toolchain.in_harness:
+        load_error = _syntax_error(code)
+        stderr = load_error
+    else:
+        built = build(sandbox, toolchain, code, limits, compile_timeout_s)
+        load_error = None if built.ok else built.error
+        stderr = built.result.stderr if built.result is not None else load_error
     if load_error is not None:  # it would fail every test the same way: no run needed
         not_run = [
             TestResult(index=i, input=t.input, status="error", error=load_error)
             for i, t in zip(chosen, tests, strict=True)
         ]
         return ExecutionResult(
-            status="error", stderr=load_error, tests_passed=0, tests_total=len(not_run), test_results=not_run,
-            load_error=load_error,
+            status="error", stderr=stderr or load_error, tests_passed=0, tests_total=len(not_run),
+            test_results=not_run, load_error=load_error,
         )  # fmt: skip
     check = None if checker is None else _checking(sandbox, checker, limits)
     results: list[TestResult] = []
@@ -303,7 +314,10 @@ def run_stdio_tests(
         if max_timeouts is not None and timeouts >= max_timeouts:
             results.append(TestResult(index=index, input=test.input, status="timeout", error=NOT_RUN_AFTER_TIMEOUTS))
             continue
-        run = run_program(sandbox, code, per_test, stdin=test.input, cpu_s=cpu_s)
+        if built is None:
+            run = run_program(sandbox, code, per_test, stdin=test.input, cpu_s=cpu_s)
+        else:
+            run = run_built(sandbox, built, per_test, stdin=test.input, cpu_s=cpu_s).result
         verdict = _verdict(index, test, run, check)
         timeouts += verdict.status == "timeout"
         results.append(verdict)

@@ -170,7 +170,7 @@ class SubprocessSandbox(Sandbox):
 
     def _rlimits(self, limits: Limits, run_uid: int | None = None) -> list[tuple[str, int, int]]:
         cpu = math.ceil(limits.timeout_s) + 1
-        mem = limits.memory_mb << 20
+        mem = max(limits.memory_mb, limits.address_space_mb or 0) << 20
         fsize = limits.scratch_mb << 20
         out = [
             ("CPU", cpu, cpu + 1),

@@ -34,6 +34,7 @@ than judged on a lossy copy.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import json.scanner
@@ -63,7 +64,7 @@ NOTE = "[spade] "
 
 _HEX_INT = re.compile(r"-?0x[0-9a-f]+")
 
-Mode = Literal["tests", "check", "main"]
+Mode = Literal["tests", "check", "main", "exec"]
 
 
 class UnsupportedOutput(ValueError):
@@ -376,6 +377,10 @@ class Report:
     marker: str | None
     cpu_s: float | None = None
     """CPU time the child and what it waited for used (user + system), when the report says."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """``exec`` mode: the scratch files the request asked to collect (``harness.collect_files``)."""
+    files_error: str | None = None
+    """Why they were not collected (larger than the request allowed)."""
 
 
 _REPORT_FIELDS: dict[str, tuple[type, ...]] = {
@@ -415,6 +420,7 @@ def parse_report(stdout: str, nonce: str) -> Report:
         raise ProtocolError("report field 'marker' mistyped")
     cpu = data.get("cpu")
     cpu_s = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and cpu >= 0 else None
+    files, files_error = _files(data.get("files"))
     return Report(
         return_code=data["rc"],
         signal=data["sig"],
@@ -429,7 +435,23 @@ def parse_report(stdout: str, nonce: str) -> Report:
         output_limit=data["output_limit"],
         marker=marker,
         cpu_s=cpu_s,
+        files=files,
+        files_error=files_error,
     )
+
+
+def _files(raw: Any) -> tuple[dict[str, bytes], str | None]:
+    """The report's collected files, decoded (``harness.collect_files``)."""
+    if raw is None:
+        return {}, None
+    if type(raw) is not dict or not all(type(k) is str and type(v) is str for k, v in raw.items()):
+        raise ProtocolError("report field 'files' mistyped")
+    if "!" in raw:
+        return {}, raw["!"]
+    try:
+        return {name: base64.b64decode(text, validate=True) for name, text in raw.items()}, None
+    except ValueError:
+        raise ProtocolError("report field 'files' is not base64") from None
 
 
 @dataclass(frozen=True)
@@ -579,6 +601,9 @@ class Interpretation:
     """Tests mode: the harness stopped after ``max_timeouts`` timed-out calls (see ``Records``)."""
     cpu_s: float | None = None
     """CPU time the program's process used (``main`` mode's time limits), when the report says."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """``exec`` mode: the files collected from the scratch directory after the run."""
+    files_error: str | None = None
 
 
 def _note(stderr: str, message: str) -> str:
@@ -624,7 +649,7 @@ def interpret(
     stderr = report.stderr
     try:
         records = parse_records(report.results, n, cut=cut or report.results_truncated, max_timeouts=max_timeouts)
-        if mode == "main" and (records.outputs or records.load_error is not None):
+        if mode in ("main", "exec") and (records.outputs or records.load_error is not None):
             raise ProtocolError("test records in main mode")
         if mode == "tests" and records.done:
             raise ProtocolError("done line in tests mode")
@@ -662,7 +687,10 @@ def interpret(
     check_passed = mode == "check" and marker is not None and report.marker == marker and records.done
     # check mode stops before its script too, so a stop after the last test still left something unrun
     stopped = records.stopped and (len(records.outputs) < n or mode == "check")
-    return Interpretation(result, records.outputs, records.load_error, check_passed, stopped, report.cpu_s)
+    return Interpretation(
+        result, records.outputs, records.load_error, check_passed, stopped, report.cpu_s, report.files,
+        report.files_error,
+    )  # fmt: skip
 
 
 def _status(report: Report, records: Records, mode: Mode, n: int, marker: str | None) -> tuple[ExecStatus, str]:
