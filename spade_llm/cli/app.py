@@ -415,10 +415,23 @@ def cmd_exec(args: argparse.Namespace) -> int:
             stdin = read_input(args.stdin, "--stdin file").decode("utf-8")
         except UnicodeDecodeError as e:
             raise UserError(f"{args.stdin}: not UTF-8 text (byte at offset {e.start}): --stdin takes text") from None
+    from ..languages import get_toolchain, toolchain_for_file
+
+    toolchain = get_toolchain(args.language) if args.language else toolchain_for_file(where)
     sandbox = _sandbox(args.sandbox)
     try:
         limits = Limits(timeout_s=args.timeout, memory_mb=args.memory_mb)
-        result = run_program(sandbox, source, limits, stdin=stdin, cpu_s=args.cpu_s)
+        if toolchain.in_harness:
+            result = run_program(sandbox, source, limits, stdin=stdin, cpu_s=args.cpu_s)
+        else:
+            from ..sandbox.compiled import build, run_built
+
+            built = build(sandbox, toolchain, source, limits)
+            if built.ok:
+                result = run_built(sandbox, built, limits, stdin=stdin, cpu_s=args.cpu_s).result
+            else:  # the compiler's verdict is the result: what it said, and that nothing ran
+                assert built.result is not None
+                result = built.result.model_copy(update={"status": "error", "load_error": built.error})
     finally:
         sandbox.close()
     print(result.model_dump_json(exclude_none=False))

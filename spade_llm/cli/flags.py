@@ -215,7 +215,7 @@ VERSION = _flag("--version", action=_VersionAction, help="print the version (and
 
 # positionals
 TASKS = _flag("tasks", help="tasks JSONL file")
-FILE = _flag("file", help="Python file, or - for stdin")
+FILE = _flag("file", help="source file (its ending tells its language), or - for stdin (Python unless --language)")
 RUN_DIR = _flag("run_dir", help="run directory (of spade run or spade solve)")
 IMPORT_FORMAT = _flag(
     "format",
@@ -325,6 +325,12 @@ PROGRAM_STDIN = _flag(
     metavar="FILE",
     help="file the program reads as its standard input",
     default_text="none: the program reads end of file",
+)
+EXEC_LANGUAGE = _flag(
+    "--language",
+    metavar="NAME",
+    help="the program's language (docs/languages.md lists them): compiled in the sandbox first when it is not Python",
+    default_text="from the file's ending; python for stdin",
 )
 CPU_S = _flag(
     "--cpu-s",
@@ -578,7 +584,16 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     ),
     "exec": CommandSpec(
         help="run one program in the sandbox, print its ExecutionResult as JSON",
-        flags=(FILE, SANDBOX.but(default=AUTO, sets=()), TIMEOUT, MEMORY_MB, PROGRAM_STDIN, CPU_S, CHECK),
+        flags=(
+            FILE,
+            EXEC_LANGUAGE,
+            SANDBOX.but(default=AUTO, sets=()),
+            TIMEOUT,
+            MEMORY_MB,
+            PROGRAM_STDIN,
+            CPU_S,
+            CHECK,
+        ),
     ),
     "verify": CommandSpec(
         help="validate tasks: one JSON line per task, a summary on stderr",

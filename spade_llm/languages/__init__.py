@@ -36,6 +36,7 @@ __all__ = [
     "get_language",
     "get_toolchain",
     "language_of",
+    "toolchain_for_file",
 ]
 
 LANGUAGES: Final[dict[str, Language]] = {PYTHON.name: PYTHON}
@@ -71,3 +72,10 @@ def get_toolchain(name: str) -> Toolchain:
         from ..errors import UserError
 
         raise UserError(f"unknown answer language {name!r}; known: {', '.join(TOOLCHAINS)}") from None
+
+
+def toolchain_for_file(path: str) -> Toolchain:
+    """The answer language a source file's name says (its ending), Python when none does."""
+    lowered = path.lower()
+    found = next((t for t in TOOLCHAINS.values() if lowered.endswith(t.extensions)), None)
+    return found or TOOLCHAINS[DEFAULT_ANSWER_LANGUAGE]

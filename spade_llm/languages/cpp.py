@@ -9,6 +9,7 @@ CPP = Toolchain(
     label="C++17",
     fence_tags=("cpp", "c++", "cc", "cxx"),
     source_file="main.cpp",
+    extensions=(".cpp", ".cc", ".cxx", ".c++"),
     compile=("/usr/bin/g++", "-std=c++17", "-O2", "-pipe", "-o", "main", "{source}"),
     run=("./main",),
     artifacts=("main",),

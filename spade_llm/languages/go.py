@@ -9,6 +9,7 @@ GO = Toolchain(
     label="Go",
     fence_tags=("go", "golang"),
     source_file="main.go",
+    extensions=(".go",),
     compile=("/usr/bin/go", "build", "-o", "main", "{source}"),
     run=("./main",),
     artifacts=("main",),

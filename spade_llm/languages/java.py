@@ -26,6 +26,7 @@ JAVA = Toolchain(
     label="Java 17",
     fence_tags=("java",),
     source_file="Main.java",
+    extensions=(".java",),
     source_name=lambda code: _main_class(code) + ".java",
     main_name=_main_class,
     compile=_JAVAC,

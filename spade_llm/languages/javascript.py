@@ -10,6 +10,7 @@ NODEJS = Toolchain(
     label="JavaScript (Node.js)",
     fence_tags=("javascript", "js", "node", "nodejs"),
     source_file="main.js",
+    extensions=(".js", ".cjs"),
     compile=("/usr/bin/node", "--check", "{source}"),
     run=("/usr/bin/node", "--max-old-space-size=256", "{source}"),
     artifacts=(),

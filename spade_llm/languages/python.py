@@ -288,6 +288,7 @@ PYTHON_ANSWERS: Final = Toolchain(
     label="Python 3",
     fence_tags=FENCE_TAGS,
     source_file="main.py",
+    extensions=(".py",),
     run=("python3", "{source}"),
     in_harness=True,
 )

@@ -9,6 +9,7 @@ RUST = Toolchain(
     label="Rust",
     fence_tags=("rust", "rs"),
     source_file="main.rs",
+    extensions=(".rs",),
     compile=("/usr/bin/rustc", "--edition", "2021", "-O", "-C", "strip=symbols", "-o", "main", "{source}"),
     run=("./main",),
     artifacts=("main",),

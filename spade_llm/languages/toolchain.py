@@ -37,6 +37,8 @@ class Toolchain:
     """Tags of a fenced block holding an answer in it; the first is the one prompts ask for."""
     source_file: str
     """The file the answer is written to in the sandbox's scratch directory."""
+    extensions: tuple[str, ...]
+    """File name endings of its source (``spade exec main.cpp`` runs it as this language)."""
     run: tuple[str, ...]
     """The command that runs the answer (after its compile), with ``{source}`` and ``{main}`` filled in."""
     compile: tuple[str, ...] | None = None

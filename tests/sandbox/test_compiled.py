@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from polyglot_programs import BROKEN, RIGHT, SLOW, WRONG, sample_tests
+from sandbox_backends import unavailable
 
 from spade_llm.errors import SandboxUnavailable
 from spade_llm.languages import TOOLCHAINS
@@ -18,8 +20,6 @@ from spade_llm.sandbox.compiled import build, compile_error_line, run_built
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import run_command
 from spade_llm.sandbox.stdio import run_stdio_tests
-from tests.polyglot_programs import BROKEN, RIGHT, SLOW, WRONG, sample_tests
-from tests.sandbox_backends import unavailable
 
 REQUIRE_LANGUAGES = "SPADE_TEST_REQUIRE_LANGUAGES"
 COMPILED = [name for name, t in TOOLCHAINS.items() if not t.in_harness]
