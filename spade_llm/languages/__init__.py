@@ -28,6 +28,7 @@ __all__ = [
     "LANGUAGES",
     "PYTHON",
     "TOOLCHAINS",
+    "TOOLCHAIN_ALIASES",
     "Bug",
     "Language",
     "Mutant",
@@ -62,6 +63,8 @@ def language_of(task: Task) -> Language:
 TOOLCHAINS: Final[dict[str, Toolchain]] = {t.name: t for t in (PYTHON_ANSWERS, CPP, JAVA, NODEJS, GO, RUST)}
 """Every language a whole-program answer may be written in, by name: the one list (``toolchain.py``)."""
 DEFAULT_ANSWER_LANGUAGE: Final = PYTHON_ANSWERS.name
+TOOLCHAIN_ALIASES: Final[dict[str, str]] = {"python3": PYTHON_ANSWERS.name}
+"""Other names a client may give a toolchain (SandboxFusion's clients send ``python3`` too): alias -> name."""
 
 
 def get_toolchain(name: str) -> Toolchain:

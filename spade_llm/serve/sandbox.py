@@ -79,9 +79,22 @@ dropped: a request still waiting for a slot never starts (``cancelled`` in ``/st
 program running is killed (``killed``) where the backend's ``run`` takes a ``cancel`` hook; on
 a backend without one it runs to its end for nobody (``orphaned``), holding its slot until then.
 
-Python only (``python``, and ``python3`` as an alias); another language is a ``SandboxError``
-naming it. Limits per request: ``run_timeout`` (default 10 s, clamped to
-``ServeLimits.max_run_timeout_s``) is ``Limits.timeout_s``, as the backends enforce it: CPU time
+Languages: SandboxFusion's names, from ``languages.TOOLCHAINS`` (and ``TOOLCHAIN_ALIASES``: a
+client may say ``python3``); another is a ``SandboxError`` listing them. Python runs as below. Any other
+is compiled by its toolchain (``sandbox/compiled.py``: in the sandbox, under ``compile_timeout``, default
+10 s as SandboxFusion's, and at least 1 GiB: compilers need it; kept by the answer's hash, so verl's one
+request per test compiles once), then its build runs on ``stdin`` under ``run_timeout`` (its CPU budget,
+plus a JVM's start-up) and ``memory_limit_MB``. The answer is SandboxFusion's ``run_commands``':
+``compile_result`` the compile's ``{status, execution_time, return_code, stdout, stderr}``; a compile
+that fails or runs out of time is ``Failed`` with ``run_result`` null (verl: a compile error, -4);
+otherwise ``run_result`` is the program's, as for Python. A compile is not cancelled when its client
+leaves (other requests of the same answer share it); the run is. ``files`` reach the run (not the
+compile); ``fetch_files`` is Python's only (a ``SandboxError`` otherwise). Node.js answers get a
+``compile_result`` (``node --check``, spade's own judge's compile step), where SandboxFusion has none:
+a syntax error is a compile error here, as spade scores it, not a runtime one.
+
+Limits per request: ``run_timeout`` (default 10 s, clamped to ``ServeLimits.max_run_timeout_s``) is
+``Limits.timeout_s``, as the backends enforce it: CPU time
 ``ceil(t) + 1`` s, and a wall-clock backstop their ``grace_s`` (2 s) past ``t``, so a program
 that sleeps is cut a little later than ``run_timeout`` (the fetch_files wrapper cuts at it).
 ``memory_limit_MB`` is the memory limit (<= 0, SandboxFusion's "no limit", means
@@ -89,7 +102,7 @@ that sleeps is cut a little later than ``run_timeout`` (the fetch_files wrapper 
 one and a half times them: never more than asked, but for ``min_memory_mb``) and clamped to
 ``max_memory_mb``: the bwrap backend keeps a pool of
 warm workers per memory limit, and a client sending many distinct values would otherwise start a
-worker for each. ``compile_timeout`` is accepted and unused (nothing compiles).
+worker for each. ``compile_timeout`` is unused for Python (nothing compiles).
 The network is closed by the backend (bwrap's own network namespace, docker's ``--network none``).
 
 ``files`` are written into the program's working (scratch) directory through ``Program.files``;
@@ -118,6 +131,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import dataclasses
 import functools
 import hmac
 import inspect
@@ -136,8 +150,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..languages import TOOLCHAIN_ALIASES, TOOLCHAINS, Toolchain
 from ..sandbox.base import Limits, Program, Sandbox
 from ..sandbox.common import PROGRAM_FILE
+from ..sandbox.compiled import Build, build, run_built
 from ..sandbox.registry import AUTO
 from .httpbase import HTTPError, HTTPServer, HTTPStats, Request, run_server
 from .netguard import DEFAULT_MAX_JSON_ITEMS
@@ -145,7 +161,11 @@ from .netguard import DEFAULT_MAX_JSON_ITEMS
 if TYPE_CHECKING:
     from ..types import ExecutionResult
 
-LANGUAGES = frozenset({"python", "python3"})
+LANGUAGES: dict[str, Toolchain] = {
+    **TOOLCHAINS,
+    **{alias: TOOLCHAINS[name] for alias, name in TOOLCHAIN_ALIASES.items()},
+}
+"""The ``language`` values served, SandboxFusion's names (``TOOLCHAINS``, and their aliases)."""
 CODE_FILE = "_spade_code.py"
 """Where the user's code goes when the fetch_files wrapper runs it."""
 RESERVED_FILES = frozenset({PROGRAM_FILE, CODE_FILE})
@@ -167,6 +187,9 @@ class ServeLimits:
     how much the server takes in at once (queue, bytes held, one body)."""
 
     default_run_timeout_s: float = 10.0
+    default_compile_timeout_s: float = 10.0
+    """SandboxFusion's ``compile_timeout`` when a request leaves it out."""
+    max_compile_timeout_s: float = 120.0
     min_run_timeout_s: float = 0.1
     max_run_timeout_s: float = 120.0
     default_memory_mb: int = 1024
@@ -493,20 +516,28 @@ _main()
 
 @dataclass(frozen=True)
 class Job:
-    """What one request runs: the program, its limits, and whether it is the fetch_files wrapper."""
+    """What one request runs: the program, its limits, and whether it is the fetch_files wrapper.
+
+    ``toolchain``: a language the harness does not run itself (``Toolchain.in_harness`` false): the
+    program's source is compiled by it (``compile_timeout_s``, kept by the answer's hash) and its build
+    run on the program's stdin, with the program's files beside it; None: the program is Python."""
 
     program: Program
     limits: Limits
     wrapped: bool
+    toolchain: Toolchain | None = None
+    compile_timeout_s: float = 0.0
 
 
 def plan(request: RunRequest, bounds: ServeLimits) -> Job:
     """The sandbox run for a request; ``Refused`` when it cannot be run (language, file names),
     ``HTTPError(422)`` for a file that is not base64."""
-    if request.language not in LANGUAGES:
+    toolchain = LANGUAGES.get(request.language)
+    if toolchain is None:
+        aliases = "".join(f", {alias!r} as an alias of {name!r}" for alias, name in TOOLCHAIN_ALIASES.items())
         raise Refused(
-            f"language {request.language!r} is not supported by spade serve-sandbox (Python only: "
-            "'python' or 'python3')"
+            f"language {request.language!r} is not supported by spade serve-sandbox (supported: "
+            f"{', '.join(map(repr, TOOLCHAINS))}{aliases})"
         )
     files = decode_files(request.files)
     fetch = [[name, _check_name(name, "fetch_files entry")] for name in request.fetch_files]
@@ -514,6 +545,17 @@ def plan(request: RunRequest, bounds: ServeLimits) -> Job:
     timeout = max(bounds.min_run_timeout_s, min(asked, bounds.max_run_timeout_s))
     memory = memory_bucket(request.memory_limit_mb, bounds)
     stdin = (request.stdin or "").encode("utf-8", "surrogatepass")
+    if not toolchain.in_harness:
+        if fetch:  # the wrapper that reads them runs Python code only
+            raise Refused(f"fetch_files is served for Python only, not for {request.language!r}")
+        compile_asked = bounds.default_compile_timeout_s if request.compile_timeout is None else request.compile_timeout
+        compile_timeout = max(bounds.min_run_timeout_s, min(compile_asked, bounds.max_compile_timeout_s))
+        # the run's wall limit grants the runtime's start (a JVM's) on top, as spade's judge does
+        limits = Limits(
+            timeout_s=timeout + toolchain.startup_cpu_s, memory_mb=memory, output_limit_bytes=bounds.output_limit_bytes
+        )
+        program = Program(source=request.code, stdin=stdin, files=files)
+        return Job(program, limits, wrapped=False, toolchain=toolchain, compile_timeout_s=compile_timeout)
     if not fetch:
         limits = Limits(timeout_s=timeout, memory_mb=memory, output_limit_bytes=bounds.output_limit_bytes)
         return Job(Program(source=request.code, stdin=stdin, files=files), limits, wrapped=False)
@@ -527,12 +569,16 @@ def plan(request: RunRequest, bounds: ServeLimits) -> Job:
 
 
 def _response(
-    status: str, message: str = "", run: dict[str, Any] | None = None, files: dict[str, str] | None = None
+    status: str,
+    message: str = "",
+    run: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
+    compiled: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
         "message": message,
-        "compile_result": None,
+        "compile_result": compiled,
         "run_result": run,
         "executor_pod_name": os.environ.get("MY_POD_NAME"),  # as SandboxFusion fills it (null off Kubernetes)
         "files": files or {},
@@ -544,10 +590,12 @@ def sandbox_error(message: str) -> dict[str, Any]:
     return _response("SandboxError", message)
 
 
-def _finished(run: dict[str, Any], message: str, files: dict[str, str] | None = None) -> dict[str, Any]:
+def _finished(
+    run: dict[str, Any], message: str, files: dict[str, str] | None = None, compiled: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """SandboxFusion's ``parse_run_status``: a timeout or a non-zero code is ``Failed``, else ``Success``."""
     failed = run["status"] == "TimeLimitExceeded" or run["return_code"] != 0
-    return _response("Failed" if failed else "Success", message if failed else "", run, files)
+    return _response("Failed" if failed else "Success", message if failed else "", run, files, compiled)
 
 
 _NOTES = {
@@ -557,18 +605,32 @@ _NOTES = {
 }
 
 
-def to_response(result: ExecutionResult) -> dict[str, Any]:
-    """The ``/run_code`` answer for a plain (unwrapped) run."""
+def command_result(result: ExecutionResult) -> dict[str, Any]:
+    """SandboxFusion's ``CommandRunResult`` of one execution (a compile's or a run's)."""
     timed_out = result.status == "timeout"
     code = result.return_code if result.return_code is not None else -(result.signal or 9)
-    run = {
+    return {
         "status": "TimeLimitExceeded" if timed_out else "Finished",
         "execution_time": round(result.duration_ms / 1000, 6),
         "return_code": None if timed_out else code,
         "stdout": result.stdout,
         "stderr": result.stderr,
     }
-    return _finished(run, _NOTES.get(result.status, ""))
+
+
+def to_response(result: ExecutionResult, compiled: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``/run_code`` answer for a plain (unwrapped) run, after ``compiled`` (its compile's result)."""
+    return _finished(command_result(result), _NOTES.get(result.status, ""), compiled=compiled)
+
+
+def compile_failed(built: Build) -> dict[str, Any]:
+    """SandboxFusion's answer to a compile that failed or ran out of time: ``Failed``, the compile's
+    result, no ``run_result`` (nothing ran). verl reads it as a compile error (-4)."""
+    assert built.result is not None
+    compiled = command_result(built.result)
+    if compiled["return_code"] == 0:  # it exited 0 but left nothing to run: still the compile's failure
+        compiled["return_code"] = 1
+    return _response("Failed", built.error, compiled=compiled)
 
 
 def wrapped_response(result: ExecutionResult) -> dict[str, Any]:
@@ -659,6 +721,44 @@ def accepts_cancel(sandbox: Sandbox) -> bool:
         return False
 
 
+class CancellingSandbox(Sandbox):
+    """``sandbox`` with ``cancel`` passed to each of its runs: how a build's run (``run_built``, which
+    calls ``run`` itself) is killed when its client leaves."""
+
+    def __init__(self, sandbox: Sandbox, cancel: RunCancel) -> None:
+        self.sandbox = sandbox
+        self.cancel = cancel
+        self.name = sandbox.name
+        self.isolating = sandbox.isolating
+
+    def run(self, program: Program, limits: Limits) -> ExecutionResult:
+        run: Callable[..., ExecutionResult] = self.sandbox.run  # the ``cancel`` parameter is a backend's own
+        return run(program, limits, cancel=self.cancel)
+
+
+def execute_built(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -> dict[str, Any]:
+    """Compile ``job``'s source with its toolchain, then run the build on its stdin: SandboxFusion's
+    ``compile_result`` and ``run_result``. ``SandboxUnavailable`` when the toolchain is missing.
+
+    The compile is not cancelled with its client: it is kept by the answer's hash and shared with
+    every request of the same answer (verl sends one per test), which a kill would fail for all."""
+    assert job.toolchain is not None
+    toolchain, program = job.toolchain, job.program
+    built = build(sandbox, toolchain, program.source, job.limits, job.compile_timeout_s)
+    if not built.ok:
+        return compile_failed(built)
+    compiled = None if built.result is None else command_result(built.result)
+    if cancel is not None:
+        if cancel.cancelled:  # its client left during the compile
+            return sandbox_error("cancelled: the client went away")
+        sandbox = CancellingSandbox(sandbox, cancel)
+    if program.files:  # the request's files beside the build's (the build's own names win)
+        built = dataclasses.replace(built, files={**program.files, **built.files})
+    stdin = program.stdin.decode("utf-8", "surrogatepass")
+    seen = run_built(sandbox, built, job.limits, stdin=stdin, cpu_s=job.limits.timeout_s - toolchain.startup_cpu_s)
+    return to_response(seen.result, compiled)
+
+
 def execute(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -> dict[str, Any]:
     """Run ``job`` (blocking: in a worker thread) and answer it; a sandbox failure is a ``SandboxError``.
 
@@ -668,6 +768,8 @@ def execute(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -> dict
     if cancel is not None and cancel.cancelled:  # its client left between the slot and the thread
         return sandbox_error("cancelled: the client went away")
     try:
+        if job.toolchain is not None:
+            return execute_built(sandbox, job, cancel)
         if cancel is not None:
             run: Callable[..., ExecutionResult] = sandbox.run  # the ``cancel`` parameter is a backend's own
             result = run(job.program, job.limits, cancel=cancel)
