@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import polyglot_programs as polyglot
 import pytest
 from sandbox_backends import unavailable
 from sandbox_serving import serving
 
 from spade_llm.errors import UserError
+from spade_llm.languages import TOOLCHAINS
 from spade_llm.sandbox import registry
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.serve.sandbox import (
@@ -145,7 +147,7 @@ def test_fetch_files_keeps_failures_and_timeouts(client: httpx.Client, server: S
 @pytest.mark.parametrize(
     ("fields", "needle"),
     [
-        ({"language": "cpp"}, "language 'cpp' is not supported"),
+        ({"language": "php"}, "language 'php' is not supported"),
         ({"files": {"../escape": b64(b"x")}}, "'../escape'"),
         ({"files": {"/etc/x": b64(b"x")}}, "'/etc/x'"),
         ({"files": {"program.py": b64(b"x")}}, "server's own"),
@@ -564,12 +566,75 @@ def test_sandbox_fusion_export_is_judged_like_spade(client: httpx.Client, server
 
 def test_an_unknown_language_is_a_sandbox_error_not_a_422(client: httpx.Client, server: SandboxServer) -> None:
     """SandboxFusion validates ``language`` against its list (FastAPI: 422); here it is the protocol's own
-    ``SandboxError`` with a 200, whose message a client such as verl logs."""
+    ``SandboxError`` with a 200, whose message a client such as verl logs, naming every language served."""
     response = client.post(server.url, json={"code": "print(1)", "language": "cobol"})
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "SandboxError" and body["run_result"] is None
-    assert "language 'cobol' is not supported" in body["message"] and "'python'" in body["message"]
+    assert "language 'cobol' is not supported" in body["message"]
+    assert all(repr(name) in body["message"] for name in TOOLCHAINS), body["message"]
+
+
+# -- SandboxFusion's other languages ---------------------------------------------------------------------
+
+COMPILED = [name for name, toolchain in TOOLCHAINS.items() if not toolchain.in_harness]
+
+
+def needs_toolchain(language: str) -> None:
+    missing = TOOLCHAINS[language].missing()
+    if missing:
+        pytest.skip(f"{language}: {', '.join(missing)} not installed on this machine")
+
+
+def run_in(client: httpx.Client, server: SandboxServer, language: str, code: str, **fields: Any) -> dict[str, Any]:
+    defaults = {"language": language, "memory_limit_MB": 1024, "compile_timeout": 60}
+    return run_code(client, server, code, **{**defaults, **fields})
+
+
+@pytest.mark.parametrize("language", COMPILED)
+def test_other_languages_answer_as_sandboxfusion(language: str, client: httpx.Client, server: SandboxServer) -> None:
+    """Right, wrong, too slow and not compiling, in SandboxFusion's shapes: a compile_result beside the
+    run's; a failed compile is ``Failed`` with no run_result (verl: a compile error)."""
+    needs_toolchain(language)
+    small, _, large = polyglot.sample_tests()
+    right = run_in(client, server, language, polyglot.RIGHT[language], stdin=small.input, run_timeout=10)
+    assert right["status"] == "Success", right
+    assert right["compile_result"]["status"] == "Finished" and right["compile_result"]["return_code"] == 0
+    assert set(right["compile_result"]) == {"status", "execution_time", "return_code", "stdout", "stderr"}
+    assert right["run_result"]["status"] == "Finished" and right["run_result"]["stdout"] == small.expected
+    wrong = run_in(client, server, language, polyglot.WRONG[language], stdin=small.input, run_timeout=10)
+    assert wrong["status"] == "Success" and wrong["run_result"]["stdout"] != small.expected
+    slow = run_in(client, server, language, polyglot.SLOW[language], stdin=large.input, run_timeout=1)
+    assert slow["status"] == "Failed" and slow["compile_result"]["return_code"] == 0, slow
+    assert slow["run_result"]["status"] == "TimeLimitExceeded" and slow["run_result"]["return_code"] is None
+    code, line = polyglot.BROKEN[language]
+    broken = run_in(client, server, language, code, stdin=small.input, run_timeout=10)
+    assert broken["status"] == "Failed" and broken["run_result"] is None, broken
+    assert broken["compile_result"]["status"] == "Finished" and broken["compile_result"]["return_code"] != 0
+    assert broken["compile_result"]["stderr"] and f":{line}" in broken["message"], broken["message"]
+
+
+def test_compile_timeout_and_memory_limit_are_honoured(client: httpx.Client, server: SandboxServer) -> None:
+    language = "cpp"
+    needs_toolchain(language)
+    code = polyglot.RIGHT[language] + "\n// a compile no other test has kept\n"
+    late = run_in(client, server, language, code, stdin="0\n", compile_timeout=0.01)
+    assert late["status"] == "Failed" and late["run_result"] is None, late
+    assert late["compile_result"]["status"] == "TimeLimitExceeded" and late["compile_result"]["return_code"] is None
+    assert late["message"] == "compile time limit exceeded"
+    # touches 512 MiB and prints what it read back, so the compiler cannot drop the allocation
+    hog = "#include <cstdio>\n#include <cstdlib>\nint main() { size_t n = 512u << 20; char* p = (char*) malloc(n);"
+    hog += " if (!p) return 3; long s = 0; for (size_t i = 0; i < n; i += 4096) p[i] = (char) i;"
+    hog += ' for (size_t i = 0; i < n; i += 4096) s += p[i]; printf("%ld\\n", s); }\n'
+    for memory, ok in ((128, False), (1024, True)):
+        body = run_code(client, server, hog, language=language, memory_limit_MB=memory, run_timeout=10)
+        assert (body["status"] == "Success") is ok, (memory, body)
+        assert body["compile_result"]["return_code"] == 0
+
+
+def test_fetch_files_is_refused_for_a_compiled_language(client: httpx.Client, server: SandboxServer) -> None:
+    body = run_in(client, server, "cpp", "int main() {}\n", fetch_files=["out.txt"])
+    assert body["status"] == "SandboxError" and "fetch_files is served for Python only" in body["message"]
 
 
 def test_a_stdout_flood_is_killed_with_its_first_mib_kept(client: httpx.Client, server: SandboxServer) -> None:
