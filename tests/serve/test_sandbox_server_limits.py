@@ -438,3 +438,52 @@ def test_verls_client_works_with_and_without_a_token(server: SandboxServer) -> N
         with_token = f"http://spade:tok-verl@127.0.0.1:{srv.port}/run_code"
         answer, error = verl.call_sandbox_api(with_token, "print(6 * 7)", None, 10, 10, 1024)
         assert error is None and answer["run_result"]["stdout"] == "42\n"
+
+
+def spade_verdicts(sandbox: Sandbox, language: str, code: str, tests: list[Any], timeout: int) -> list[Any]:
+    """spade's own judge of ``code`` on ``tests``, in verl's terms: True, False, -2 (error), -3 (timeout),
+    -4 (compile error)."""
+    from spade_llm.sandbox.base import Limits
+    from spade_llm.sandbox.stdio import run_stdio_tests
+
+    result = run_stdio_tests(
+        sandbox, code, tests, Limits(timeout_s=timeout, memory_mb=1024), float(timeout), language=language,
+        compile_timeout_s=timeout, max_timeouts=None,
+    )  # fmt: skip
+    if result.load_error is not None:
+        return [-4] * len(tests)
+    codes = {"timeout": -3, "error": -2}
+    return [True if r.passed else codes.get(r.status, False) for r in result.test_results]
+
+
+@pytest.mark.verl
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["cpp", "java", "go", "nodejs", "rust"])
+def test_verls_check_correctness_scores_other_languages_as_spades_judge(language: str, server: SandboxServer) -> None:
+    """verl 0.9.1's own ``check_correctness`` with a ``language``, through serve-sandbox: right answers
+    pass, wrong ones fail, a quadratic one times out on the large test, one that does not compile is a
+    compile error (-4) on every test; and each verdict is spade's own judge's."""
+    import polyglot_programs as polyglot
+
+    from spade_llm.languages import TOOLCHAINS
+
+    missing = TOOLCHAINS[language].missing()
+    if missing:
+        pytest.skip(f"{language}: {', '.join(missing)} not installed")
+    verl = verl_sandbox_utils()
+    tests = polyglot.sample_tests()
+    in_outs = {"inputs": [t.input for t in tests], "outputs": [t.expected for t in tests]}
+    timeout = 8  # verl's one timeout for the compile and each run
+    answers = {
+        "right": (polyglot.RIGHT[language], [True, True, True]),
+        "wrong": (polyglot.WRONG[language], None),
+        "slow": (polyglot.SLOW[language], [True, True, -3]),
+        "broken": (polyglot.BROKEN[language][0], [-4, -4, -4]),
+    }
+    for name, (code, want) in answers.items():
+        got, metadata = verl.check_correctness(server.url, in_outs, code, timeout, 1024, language)
+        if want is None:
+            assert False in got and all(v in (True, False) for v in got), (name, got)
+        else:
+            assert got == want, (name, got, metadata)
+        assert got == spade_verdicts(server.sandbox, language, code, tests, timeout), name
