@@ -453,7 +453,7 @@ def spade_verdicts(sandbox: Sandbox, language: str, code: str, tests: list[Any],
     if result.load_error is not None:
         return [-4] * len(tests)
     codes = {"timeout": -3, "error": -2}
-    return [True if r.passed else codes.get(r.status, False) for r in result.test_results]
+    return [True if r.passed else codes.get(r.status, False) for r in result.test_results or []]
 
 
 @pytest.mark.verl
