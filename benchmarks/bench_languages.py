@@ -20,6 +20,12 @@ Each figure is the median over ``--repeat`` repeats, and each language's beside 
 sandbox's workers and brings each compiler into the page cache first. A language whose toolchain the
 sandbox does not have is a row saying so.
 
+Measured on the 2-core VM (2026-12-06, load average 9 to 11 from others' test suites; ``--repeat 5``):
+per distinct answer a compiled language judges 0.1x to 0.3x Python's completions/s (a compile costs
+more than Python's whole judgement); with K=8 samples of one answer C++ matches Python, Rust and Go
+reach 0.6x to 0.8x and 0.5x; Java and Node stay at 0.1x to 0.2x (a JVM's or V8's start on every
+test). The table and its reading: docs/sandbox.md, "Answer languages: speed".
+
 Prints a table and one JSON line (also written to ``--json``, default ``runs/bench_languages.json``).
 
     python benchmarks/bench_languages.py [--sandbox bwrap] [--repeat 3] [--tests 10] [--size 20000]
