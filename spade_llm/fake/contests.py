@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROBLEMS", "Problem", "identify", "pick", "solve", "spoil", "task_json"]
+__all__ = ["PROBLEMS", "Problem", "choose", "identify", "pick", "solve", "spoil", "task_json"]
 
 
 @dataclass(frozen=True)
@@ -445,13 +445,28 @@ def solve(
     the problem's mistakes; on a repair, a mistake is fixed with ``p_fix(p_solve, clarity)``, clarity
     1.0 when the feedback names its symptom (a timeout for the slow version; a wrong output for the
     others), 0.6 otherwise."""
+    return choose(problem.reference, problem.slow, problem.mistakes, rng, p_solve, p_fix, previous, feedback)
+
+
+def choose(
+    right: str,
+    slow: str,
+    mistakes: tuple[str, ...],
+    rng: random.Random,
+    p_solve: float,
+    p_fix: Callable[[float, float], float],
+    previous: str | None,
+    feedback: str,
+) -> str:
+    """:func:`solve`'s choice among programs in any language: ``right``, or one of ``mistakes`` (``slow``
+    among them), given the ``previous`` answer (None on a first turn) and the ``feedback`` on it."""
     if previous is None:
-        return problem.reference if rng.random() < p_solve else rng.choice(problem.mistakes)
-    if previous.strip() == problem.reference.strip():
-        return problem.reference
-    slow = previous.strip() == problem.slow.strip()
-    clarity = 1.0 if (bool(_SYMPTOM.search(feedback)) == slow and feedback) else 0.6
+        return right if rng.random() < p_solve else rng.choice(mistakes)
+    if previous.strip() == right.strip():
+        return right
+    is_slow = previous.strip() == slow.strip()
+    clarity = 1.0 if (bool(_SYMPTOM.search(feedback)) == is_slow and feedback) else 0.6
     if rng.random() < p_fix(p_solve, clarity):
-        return problem.reference
-    others = [m for m in problem.mistakes if m.strip() != previous.strip()]
+        return right
+    others = [m for m in mistakes if m.strip() != previous.strip()]
     return previous if not others or rng.random() < 0.5 else rng.choice(others)
