@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..llm.base import LLMRequest
-from .programs import SOLVER_MARKER, WRITING_MARKER
+from .polyglot import asked_language
+from .programs import WRITING_MARKER
 
 __all__ = ["CHECKED_SHARE", "PROBLEMS", "CheckedProblem", "identify", "play", "task_json"]
 
@@ -339,7 +340,8 @@ def _solve(model: Player, request: LLMRequest) -> tuple[str, str] | None:
     messages = request.messages
     first_answer = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
     task_prompt = "\n\n".join(m.content for m in messages[:first_answer] if m.role != "assistant")
-    problem = identify(task_prompt) if SOLVER_MARKER in task_prompt else None
+    # asked in another language, the fake still answers in Python (polyglot's docstring says why)
+    problem = identify(task_prompt) if asked_language(task_prompt) is not None else None
     if problem is None:
         return None
     answers = [m.content for m in messages if m.role == "assistant"]

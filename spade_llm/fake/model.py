@@ -76,9 +76,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
+from ..languages import TOOLCHAINS
 from ..llm.base import LLMRequest, LLMResponse, Role
 from ..types import Message, TokenUsage
-from . import bank, bugfix, contests, noisy, programs
+from . import bank, bugfix, contests, noisy, polyglot, programs
 from .kinds import answer_kind
 
 __all__ = ["PROFILES", "FakeLLM", "Profile", "estimate_tokens", "infer_role", "profile_for_model"]
@@ -181,8 +182,11 @@ def profile_for_model(name: str) -> str:
 # Role inference
 # --------------------------------------------------------------------------------------------
 
+_OTHER_FENCES = "|".join(re.escape(tag) for t in TOOLCHAINS.values() if t.name != "python" for tag in t.fence_tags)
 _CODE_IN_ANSWER = re.compile(
-    r"```(?:python|py)\b|```[ \t]*\n\s*(?:def|import|from|class)\b|^[^\S\n]*def \w+\s*\(", re.M
+    r"```(?:python|py)\b|```[ \t]*\n\s*(?:def|import|from|class)\b|^[^\S\n]*def \w+\s*\("
+    rf"|```(?:{_OTHER_FENCES})[ \t]*\n",  # a program answer in another language (``polyglot``) is code too
+    re.M,
 )  # [^\S\n]*: leading blanks within one line, so a megabyte of newlines is scanned once, not once per line
 _DEF_SIGNATURE = re.compile(r"\bdef\s+[A-Za-z_]\w*\s*\(")
 _BACKTICKED_CALL = re.compile(r"`[A-Za-z_]\w*\([^`\n]*\)`")
@@ -384,12 +388,15 @@ class FakeLLM:
         answers = [m.content for m in messages if m.role == "assistant"]
         turn = len(answers) + 1
         epoch = int(_number(request.metadata.get("epoch"), None, 0))  # not on the wire: see the docstring
-        problem = contests.identify(task_prompt) if programs.SOLVER_MARKER in task_prompt else None
+        language = polyglot.asked_language(task_prompt)  # None: not a whole-program task
+        problem = contests.identify(task_prompt) if language is not None else None
         task_key = (
             f"contest|{problem.key}"
             if problem
             else ident and f"{ident.variant.key}|{ident.params_index}|{ident.entry_point}"
         )
+        if task_key and language not in (None, "python"):  # Python's keys stay as they were before languages
+            task_key = f"{task_key}|{language}"
         rng = self._rng(request, "solver", task_key, turn)
 
         if self.profile.noisy:
@@ -402,8 +409,14 @@ class FakeLLM:
 
         if problem is not None:
             p_contest = self.p_first_try(problem.difficulty, epoch)
-            previous = _extract_code(answers[-1]) if answers else None
             feedback = next((m.content for m in reversed(messages) if m.role == "user"), "")
+            written = polyglot.programs_for(problem, language) if language is not None else None
+            if written is not None and language is not None:  # else Python: see polyglot's docstring
+                previous = polyglot.extract(answers[-1], language) if answers else None
+                code = polyglot.solve(written, rng, p_contest, self.p_fix, previous, feedback if answers else "")
+                tag = TOOLCHAINS[language].fence_tags[0]
+                return _answer(rng, code, repair=previous is not None, bare=bare, tag=tag), "stop"
+            previous = _extract_code(answers[-1]) if answers else None
             code = contests.solve(problem, rng, p_contest, self.p_fix, previous, feedback if answers else "")
             return _answer(rng, code, repair=previous is not None, bare=bare), "stop"
 
@@ -411,7 +424,7 @@ class FakeLLM:
             code = _generic_attempt(task_prompt or "\n".join(m.content for m in messages))
             return _answer(rng, code, repair=bool(answers), bare=bare), "stop"
 
-        as_program = programs.SOLVER_MARKER in task_prompt  # a whole program around the function
+        as_program = language is not None  # a whole program around the function (in Python whatever is asked)
         p_solve = self.p_first_try(ident.difficulty, epoch)
         reference = ident.reference()
         previous = _extract_code(answers[-1]) if answers else None
@@ -562,11 +575,11 @@ _SENTENCES_REPAIR = (
 )
 
 
-def _answer(rng: random.Random, code: str, *, repair: bool, bare: bool) -> str:
+def _answer(rng: random.Random, code: str, *, repair: bool, bare: bool, tag: str = "python") -> str:
     sentence = rng.choice(_SENTENCES_REPAIR if repair else _SENTENCES_FIRST)
     if bare:
         return f"{sentence}\n\n{code}"
-    return f"{sentence}\n\n```python\n{code}```"
+    return f"{sentence}\n\n```{tag}\n{code}```"
 
 
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
