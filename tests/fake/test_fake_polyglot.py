@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import languages_available
 import pytest
 from languages_available import require
 
@@ -174,3 +175,16 @@ def test_a_problem_without_programs_is_answered_in_python() -> None:
     cpp = TOOLCHAINS["cpp"]
     answers = [_ask([Message(role="user", content=_first(contests.ZERO_PAIRS, cpp))], seed) for seed in range(10)]
     assert all("```python\n" in a and "```cpp" not in a for a in answers)
+
+
+def test_a_missing_toolchain_skips_unless_the_environment_requires_its_language(monkeypatch) -> None:
+    monkeypatch.setattr(Toolchain, "missing", lambda self: ["/usr/bin/g++"])
+    monkeypatch.delenv(languages_available.REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="install g\\+\\+"):
+        require("cpp")
+    monkeypatch.setenv(languages_available.REQUIRE_ENV, "cpp,rust")
+    with pytest.raises(pytest.fail.Exception, match="SPADE_TEST_REQUIRE_LANGUAGES names 'cpp'"):
+        require("cpp")
+    monkeypatch.setenv(languages_available.REQUIRE_ENV, "c++")
+    with pytest.raises(RuntimeError, match="unknown languages"):
+        languages_available.required()
