@@ -4,11 +4,11 @@ builds are kept by the answer's hash; a missing toolchain is a clear ``SandboxUn
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from languages_available import require
 from polyglot_programs import BROKEN, RIGHT, SLOW, WRONG, sample_tests
 from sandbox_backends import unavailable
 
@@ -21,21 +21,13 @@ from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import run_command
 from spade_llm.sandbox.stdio import run_stdio_tests
 
-REQUIRE_LANGUAGES = "SPADE_TEST_REQUIRE_LANGUAGES"
 COMPILED = [name for name, t in TOOLCHAINS.items() if not t.in_harness]
 LIMITS = Limits(timeout_s=30.0)
 CPU_S = 1.0
 
 
 def _toolchain_or_skip(name: str) -> None:
-    missing = TOOLCHAINS[name].missing()
-    if not missing:
-        return
-    why = f"{name}: {', '.join(missing)} not installed (apt-get install {' '.join(TOOLCHAINS[name].packages)})"
-    required = {n.strip() for n in os.environ.get(REQUIRE_LANGUAGES, "").split(",") if n.strip()}
-    if name in required:
-        pytest.fail(f"{REQUIRE_LANGUAGES} names {name!r}, but {why}")
-    pytest.skip(why)
+    require(name)
 
 
 @pytest.fixture(scope="module", params=["bwrap", "docker"])
