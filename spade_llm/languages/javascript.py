@@ -12,7 +12,7 @@ NODEJS = Toolchain(
     source_file="main.js",
     extensions=(".js", ".cjs"),
     compile=("/usr/bin/node", "--check", "{source}"),
-    run=("/usr/bin/node", "--max-old-space-size=256", "{source}"),
+    run=("/usr/bin/node", "--max-old-space-size={heap_mb}", "{source}"),
     artifacts=(),
     packages=("nodejs",),
     startup_cpu_s=0.2,

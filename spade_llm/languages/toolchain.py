@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["Toolchain", "host_paths"]
+__all__ = ["Toolchain", "heap_mb", "host_paths"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class Toolchain:
     extensions: tuple[str, ...]
     """File name endings of its source (``spade exec main.cpp`` runs it as this language)."""
     run: tuple[str, ...]
-    """The command that runs the answer (after its compile), with ``{source}`` and ``{main}`` filled in."""
+    """The command that runs the answer (after its compile), with ``{source}``, ``{main}`` and ``{heap_mb}``
+    filled in."""
     compile: tuple[str, ...] | None = None
     """The command that compiles it (None: an interpreted language, nothing to compile)."""
     artifacts: tuple[str, ...] = ()
@@ -71,10 +72,11 @@ class Toolchain:
         """The file ``code`` is written to."""
         return self.source_file if self.source_name is None else self.source_name(code)
 
-    def argv(self, command: tuple[str, ...], code: str) -> list[str]:
-        """``command`` with ``{source}`` and ``{main}`` filled in for ``code``."""
+    def argv(self, command: tuple[str, ...], code: str, memory_mb: int = 512) -> list[str]:
+        """``command`` with ``{source}`` and ``{main}`` filled in for ``code``, and ``{heap_mb}`` for a run
+        allowed ``memory_mb`` (``heap_mb``)."""
         main = "main" if self.main_name is None else self.main_name(code)
-        values = {"source": self.source_for(code), "main": main}
+        values = {"source": self.source_for(code), "main": main, "heap_mb": str(heap_mb(memory_mb))}
         return [part.format(**values) for part in command]
 
     def commands(self) -> tuple[str, ...]:
@@ -92,6 +94,13 @@ def _found(command: str) -> bool:
 
 CLASS_NAME: Final = re.compile(r"^\s*public\s+(?:final\s+)?class\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
 """A Java source's public class (the file must be named after it)."""
+
+
+def heap_mb(memory_mb: int) -> int:
+    """The heap a garbage-collected runtime (a JVM, V8) is given in a run allowed ``memory_mb``: five
+    eighths of it, leaving the rest to its code, stacks and own structures, so that the heap running out
+    is the program's ``OutOfMemoryError`` rather than the sandbox's kill."""
+    return max(32, memory_mb * 5 // 8)
 
 
 def host_paths(toolchains: Iterable[Toolchain]) -> list[str]:

@@ -224,7 +224,7 @@ def run_built(
     budget = None if cpu_s is None else cpu_s + toolchain.startup_cpu_s
     return run_command(
         sandbox,
-        toolchain.argv(toolchain.run, built.code),
+        toolchain.argv(toolchain.run, built.code, limits.memory_mb),
         built.files,
         run_limits(toolchain, limits),
         stdin=stdin,
