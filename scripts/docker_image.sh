@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the docker sandbox's image offline, from this machine's own interpreter: no registry needed.
 #
-#   scripts/docker_image.sh [PYTHON] [TAG]
+#   scripts/docker_image.sh [--no-languages] [PYTHON] [TAG]
 #
 # PYTHON (default python3) is the interpreter whose version the image carries: the sandbox sends the
 # harness as bytecode, so the image's Python must have the caller's minor version. TAG defaults to
@@ -12,14 +12,26 @@
 # (at their own paths, plus an ld.so.cache), a small userland (sh, coreutils, grep, sed, awk: what
 # programs under test call), a passwd with nobody, and a world-writable /tmp. No package manager.
 # It is put together in a folder and loaded with `docker import`. Where a registry is reachable,
-# `docker pull python:X.Y-slim` gives an equivalent image.
+# `docker pull python:X.Y-slim` gives an equivalent image (without the toolchains below).
+#
+# The answer languages' toolchains (spade_llm.languages.TOOLCHAINS: g++, the JDK, Node, Go, rustc) go in
+# too, each one whose commands are installed here: the files of the Debian packages that provide it and
+# of the installed packages they depend on, at their own paths (scripts/docker_image_languages.py says
+# which), and each is then checked by compiling and running a hello-world in the image as the sandbox
+# runs it. SPADE_IMAGE_LANGUAGES=cpp,go picks some; --no-languages (or SPADE_IMAGE_LANGUAGES=none)
+# leaves them all out, for a small image that runs Python answers only.
 set -euo pipefail
 trap 'echo "docker_image.sh: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
 
+LANGUAGES=${SPADE_IMAGE_LANGUAGES:-}
 case "${1:-}" in
 -h | --help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 0
+    ;;
+--no-languages)
+    LANGUAGES=none
+    shift
     ;;
 esac
 
@@ -38,11 +50,23 @@ print(real, "%d.%d" % sys.version_info[:2], stdlib, dynload, sysconfig.get_confi
 ')
 TAG=${2:-python:$VERSION-slim}
 
+STARTED=$SECONDS
+HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(mktemp -d)
-trap 'rm -rf "$ROOT"' EXIT
+LIST=$(mktemp)
+trap 'rm -rf "$ROOT" "$LIST"' EXIT
 DEST=$ROOT/usr/local
-mkdir -p "$DEST/bin" "$DEST/lib/python$VERSION" "$ROOT/etc" "$ROOT/tmp"
+mkdir -p "$DEST/bin" "$DEST/lib/python$VERSION" "$ROOT/etc" "$ROOT/tmp" "$ROOT/usr/bin" "$ROOT/usr/lib"
 chmod 1777 "$ROOT/tmp"
+# /bin is usr/bin as in the python images; /lib, /lib64 and /sbin too where this machine's /usr is merged,
+# so a library reached by either path is one file, and the packages copied below land where they do here
+ln -s usr/bin "$ROOT/bin"
+for dir in lib lib64 sbin; do
+  if [ -L "/$dir" ]; then
+    mkdir -p "$ROOT/$(readlink -f "/$dir")"
+    ln -s "$(readlink "/$dir")" "$ROOT/$dir"
+  fi
+done
 
 cp -L "$REAL" "$DEST/bin/python$VERSION"
 ln -s "python$VERSION" "$DEST/bin/python3"
@@ -80,8 +104,6 @@ done
 TOOLS="sh bash sleep cat echo ls true false env head tail wc sort uniq cut tr mkdir rmdir rm cp mv ln grep
   sed awk find xargs id uname date printf test expr seq tee touch chmod dirname basename pwd readlink stat
   kill timeout nproc yes"
-mkdir -p "$ROOT/usr/bin"
-ln -s usr/bin "$ROOT/bin"
 for tool in $TOOLS; do
   found=$(command -v "$tool" 2>/dev/null) || continue
   [[ $found == /* ]] || continue # a shell builtin with no binary
@@ -95,7 +117,15 @@ done
 # pipefail that ends this script, silently, whenever the pipe still held some of it)
 gcc_s=$(ldconfig -p 2>/dev/null | awk '/libgcc_s\.so\.1 .*=>/ && !found {print $NF; found = 1}')
 [ -n "$gcc_s" ] && copy_lib "$gcc_s"
-echo /usr/local/lib >"$ROOT/etc/ld.so.conf"
+
+# the answer languages' toolchains: their packages' files as they are here (links kept), a tar pipe
+INCLUDED=
+if [ "$LANGUAGES" != none ]; then
+  INCLUDED=$("$PYTHON" -S "$HERE/docker_image_languages.py" files "$LIST" "$LANGUAGES")
+  tar -C / --no-recursion -cf - -T "$LIST" | tar -C "$ROOT" --keep-directory-symlink -xf -
+fi
+# the packages' own library folders (/etc/ld.so.conf.d) as well as the interpreter's
+printf '/usr/local/lib\ninclude /etc/ld.so.conf.d/*.conf\n' >"$ROOT/etc/ld.so.conf"
 ldconfig -r "$ROOT"
 
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$ROOT/etc/passwd"
@@ -112,4 +142,9 @@ if [ "$got" != "$VERSION" ]; then
   echo "docker_image.sh: the image runs Python $got, not $VERSION" >&2
   exit 1
 fi
-echo "$TAG ($(docker image inspect --format '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1 / 1e6}'), Python $VERSION)"
+if [ -n "$INCLUDED" ]; then
+  "$PYTHON" -S "$HERE/docker_image_languages.py" verify "$TAG" "$INCLUDED" ||
+    { echo "docker_image.sh: a toolchain in $TAG does not work (above)" >&2; exit 1; }
+fi
+echo "$TAG ($(docker image inspect --format '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1 / 1e6}'), Python $VERSION," \
+  "languages: python${INCLUDED:+,$INCLUDED}; built in $((SECONDS - STARTED)) s)"
