@@ -1,8 +1,9 @@
 """Which answer languages' toolchains are on this machine, and the languages a run insists on.
 
-``SPADE_TEST_REQUIRE_LANGUAGES=cpp,java,nodejs,go,rust`` (CI sets it once it has installed the toolchains)
-turns "skipped: no g++ here" into a failure for those languages, as ``SPADE_TEST_REQUIRE_BACKENDS`` does for
-sandbox backends (``sandbox_backends.py``): a toolchain CI installed must not hide behind skips.
+``SPADE_TEST_REQUIRE_LANGUAGES=cpp,java,nodejs,go,rust`` (CI sets it once it has installed the toolchains'
+packages) turns "skipped: g++ is not installed" into a failure for those languages, as
+``SPADE_TEST_REQUIRE_BACKENDS`` does for sandbox backends (``sandbox_backends.py``): a toolchain CI made
+available and that then stops working must not hide behind skips.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import os
 
 import pytest
 
-from spade_llm.languages import TOOLCHAINS
+from spade_llm.languages import TOOLCHAINS, Toolchain
+from spade_llm.languages.available import install_hint
 
 REQUIRE_ENV = "SPADE_TEST_REQUIRE_LANGUAGES"
 
@@ -27,20 +29,30 @@ def required() -> set[str]:
 
 
 def unavailable(name: str) -> str | None:
-    """None when the toolchain of language ``name`` is on this machine, else why not."""
+    """None when toolchain ``name``'s commands are all on this machine, else what is missing and the fix."""
     toolchain = TOOLCHAINS[name]
     missing = toolchain.missing()
     if not missing:
         return None
-    return f"{name}: {', '.join(missing)} not found (install {', '.join(toolchain.packages) or 'it'})"
+    return f"{toolchain.label} ({name}): {', '.join(dict.fromkeys(missing))} not found; {install_hint(toolchain)}"
+
+
+def toolchain_or_skip(name: str) -> Toolchain:
+    """Toolchain ``name`` when it is installed here; else skip the test with what to install, or fail it
+    when ``SPADE_TEST_REQUIRE_LANGUAGES`` names it.
+
+    Raises:
+        KeyError: ``name`` is no toolchain (a typo in a test is no skip).
+    """
+    toolchain = TOOLCHAINS[name]
+    reason = unavailable(name)
+    if reason is None:
+        return toolchain
+    if name in required():
+        pytest.fail(f"{REQUIRE_ENV} names {name!r}, but it is not installed: {reason}")
+    pytest.skip(reason)
 
 
 def require(name: str) -> None:
-    """Skip the calling test (with the reason) unless language ``name``'s toolchain is here; fail it instead
-    when ``SPADE_TEST_REQUIRE_LANGUAGES`` names the language."""
-    reason = unavailable(name)
-    if reason is None:
-        return
-    if name in required():
-        pytest.fail(f"{REQUIRE_ENV} names {name!r}, but {reason}")
-    pytest.skip(reason)
+    """``toolchain_or_skip`` for a test that needs only the skip."""
+    toolchain_or_skip(name)
