@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SpadeError, UserError
+from ..errors import EmptyEpochs, EndpointDown, ExecutorError, Exit, SandboxUnavailable, SpadeError, UserError
 from ..sandbox.registry import AUTO
 from .flags import COMMAND_SPECS, build_parser, command_parser, config_pairs
 
@@ -398,6 +398,12 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from ..sandbox.runner import run_program
     from ..tasksets.taskfile import read_input
 
+    if args.languages:
+        if args.file is not None:
+            raise UserError("spade exec --languages runs no FILE: give one or the other")
+        return _exec_languages(args)
+    if args.file is None:
+        raise UserError("spade exec needs a FILE to run (or - for stdin), or --languages")
     if args.file == "-":
         where, data = "<stdin>", sys.stdin.buffer.read()
     else:
@@ -436,6 +442,70 @@ def cmd_exec(args: argparse.Namespace) -> int:
         sandbox.close()
     print(result.model_dump_json(exclude_none=False))
     return _checked(args, result.status == "ok")
+
+
+def _exec_languages(args: argparse.Namespace) -> int:
+    """``spade exec --languages``: per answer language (or the ``--language`` one), what this machine has
+    of it (packages, commands, the compiler's version) and whether its hello-world compiles and runs in
+    the sandbox, by the path answers take (``run_stdio_tests``); a table on stdout."""
+    from ..languages import TOOLCHAINS, get_toolchain
+    from ..languages.available import GREETING, HELLO, host_check, install_hint
+    from ..sandbox.base import Limits
+    from ..sandbox.stdio import run_stdio_tests
+    from ..types import TestCase
+
+    chosen = [get_toolchain(args.language)] if args.language else list(TOOLCHAINS.values())
+    checks = [host_check(t) for t in chosen]
+    sandbox, why_not = None, ""
+    try:
+        sandbox = _sandbox(args.sandbox)
+    except SandboxUnavailable as e:
+        why_not = f"not tried: {e}"
+    where = f"in {sandbox.name if sandbox is not None else args.sandbox}"
+    rows = [("LANGUAGE", "LABEL", "PACKAGES", "COMMANDS", "VERSION", where.upper())]
+    works = 0
+    try:
+        limits = Limits(timeout_s=args.timeout, memory_mb=args.memory_mb)
+        for check in checks:
+            toolchain = check.toolchain
+            commands = [*check.found, *(f"missing {c}" for c in check.missing)]
+            if not check.ok:
+                trial = f"not tried: {install_hint(toolchain) or 'not installed'}"
+            elif sandbox is None:
+                trial = why_not
+            else:
+                started = time.monotonic()
+                try:
+                    result = run_stdio_tests(
+                        sandbox, HELLO[toolchain.name], [TestCase(input="", expected=f"{GREETING}\n")], limits,
+                        args.cpu_s or args.timeout, language=toolchain.name,
+                    )  # fmt: skip
+                except SandboxUnavailable as e:
+                    trial = f"failed: {_first_line(str(e))}"
+                else:
+                    took = time.monotonic() - started
+                    if result.tests_passed == 1:
+                        works += 1
+                        trial = f"ok ({took:.1f} s)"
+                    else:
+                        tested = result.test_results[0].error if result.test_results else None
+                        error = result.load_error or tested or result.stderr
+                        trial = f"failed: {_first_line(error or result.status)}"
+            version = check.version or ("-" if not check.ok else "?")
+            rows.append((toolchain.name, toolchain.label, " ".join(toolchain.packages) or "-", ", ".join(commands),
+                         version, trial))  # fmt: skip
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    print(f"{works} of {len(checks)} languages compile and run {where}", file=sys.stderr)
+    return _checked(args, works == len(checks))
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _checked(args: argparse.Namespace, held: bool) -> int:
