@@ -118,18 +118,28 @@ done
 gcc_s=$(ldconfig -p 2>/dev/null | awk '/libgcc_s\.so\.1 .*=>/ && !found {print $NF; found = 1}')
 [ -n "$gcc_s" ] && copy_lib "$gcc_s"
 
-# the answer languages' toolchains: their packages' files as they are here (links kept), a tar pipe
+# the answer languages' toolchains: their packages' files as they are here (links kept), hard-linked
+# (writing and then deleting a 1.3 GB copy costs a minute of a busy disk); copied where /tmp is another
+# filesystem or links are refused. From here on, a file of ROOT may be one of this machine's: ROOT is
+# only read, and a file written into it is removed first (never written through a link).
 INCLUDED=
 if [ "$LANGUAGES" != none ]; then
   INCLUDED=$("$PYTHON" -S "$HERE/docker_image_languages.py" files "$LIST" "$LANGUAGES")
-  tar -C / --no-recursion -cf - -T "$LIST" | tar -C "$ROOT" --keep-directory-symlink -xf -
+  if ! (cd / && xargs -d '\n' -a "$LIST" cp -P -l --parents --remove-destination -t "$ROOT") 2>/dev/null; then
+    # the links made so far go first: unlinking one while tar reads its file would change that file's ctime
+    (cd "$ROOT" && xargs -d '\n' -a "$LIST" rm -f)
+    tar -C / --no-recursion -cf - -T "$LIST" | tar -C "$ROOT" --keep-directory-symlink --unlink-first -xf -
+  fi
 fi
+put() { rm -f "$1" && cat >"$1"; }
 # the packages' own library folders (/etc/ld.so.conf.d) as well as the interpreter's
-printf '/usr/local/lib\ninclude /etc/ld.so.conf.d/*.conf\n' >"$ROOT/etc/ld.so.conf"
+printf '/usr/local/lib\ninclude /etc/ld.so.conf.d/*.conf\n' | put "$ROOT/etc/ld.so.conf"
+rm -f "$ROOT/etc/ld.so.cache"
 ldconfig -r "$ROOT"
 
-printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$ROOT/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' >"$ROOT/etc/group"
+printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' |
+  put "$ROOT/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' | put "$ROOT/etc/group"
 
 tar -C "$ROOT" --numeric-owner --owner=0 --group=0 -cf - . |
   docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'ENV LANG=C.UTF-8' \

@@ -134,7 +134,8 @@ def files(listing: str, names: str) -> int:
     listed = subprocess.run(["dpkg", "-L", *packages], capture_output=True, text=True, check=False).stdout
     paths: set[str] = set()
     for path in listed.splitlines():
-        if not path.startswith("/") or any(fnmatch.fnmatch(path, p) for p in LEFT_OUT):
+        # the top's links (/lib -> usr/lib) are the image's own, made as this machine's are
+        if not path.startswith("/") or path.count("/") == 1 or any(fnmatch.fnmatch(path, p) for p in LEFT_OUT):
             continue
         if os.path.islink(path) or os.path.isfile(path):
             paths.add(_normal(path))
