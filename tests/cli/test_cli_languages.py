@@ -16,6 +16,7 @@ ABSENT = Toolchain(
     label="Absent 1",
     fence_tags=("absent",),
     source_file="main.ab",
+    extensions=(".ab",),
     compile=("/nonexistent/abc", "{source}"),
     run=("./main",),
     packages=("abc-compiler",),

@@ -21,6 +21,7 @@ ABSENT = Toolchain(
     label="Absent 1",
     fence_tags=("absent",),
     source_file="main.ab",
+    extensions=(".ab",),
     compile=("/nonexistent/abc", "{source}"),
     run=("./main",),
     packages=("abc-compiler", "abc-runtime"),
