@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from .config import SandboxConfig
 from .judge import Judge
 from .kinds import DEFAULT_PUBLIC_TESTS, get_kind, run_gates
+from .languages import DEFAULT_ANSWER_LANGUAGE
 from .sandbox.base import Sandbox
 from .types import ExecutionResult, Task
 from .validation import ValidationReport, Validator
@@ -52,14 +53,19 @@ class CodeChecker:
         self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    def check_answer_sync(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
-        """The kind's ``check_answer`` on the task's tests (``tests``: a subset by index), or its ``check_code``."""
-        return get_kind(task.kind).check_answer(self.judge, task, code, tests)
+    def check_answer_sync(
+        self, task: Task, code: str, tests: Sequence[int] | None = None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> ExecutionResult:
+        """The kind's ``check_answer`` on the task's tests (``tests``: a subset by index), or its ``check_code``,
+        the code written in ``language``."""
+        return get_kind(task.kind).check_answer(self.judge, task, code, tests, language=language)
 
-    async def check_answer(self, task: Task, code: str, tests: Sequence[int] | None = None) -> ExecutionResult:
+    async def check_answer(
+        self, task: Task, code: str, tests: Sequence[int] | None = None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> ExecutionResult:
         """``check_answer_sync`` in a worker thread, at most ``concurrency`` at once."""
         async with self._slots:
-            return await asyncio.to_thread(self.check_answer_sync, task, code, tests)
+            return await asyncio.to_thread(self.check_answer_sync, task, code, tests, language=language)
 
     async def validate(self, task: Task) -> ValidationReport:
         """The task's gates and the leak gate (``kinds.run_gates``), in a worker thread."""

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .errors import UserError
 from .export.names import ExportFormat, GeneratorFormat
 from .kinds.names import DEFAULT_KIND
+from .languages import DEFAULT_ANSWER_LANGUAGE, TOOLCHAINS
 from .sandbox.base import Limits
 from .sandbox.registry import AUTO, BACKEND_NAMES
 from .types import TaskKind
@@ -262,6 +263,10 @@ def _default_kinds() -> list[TaskKind]:
     return [DEFAULT_KIND]
 
 
+def _default_languages() -> list[str]:
+    return [DEFAULT_ANSWER_LANGUAGE]
+
+
 class CurriculumConfig(_Section):
     """What the generator is asked for, epoch after epoch."""
 
@@ -273,6 +278,11 @@ class CurriculumConfig(_Section):
     kinds: dict[TaskKind, float] | list[TaskKind] = Field(default_factory=_default_kinds)
     """Task kinds to propose: a mix ``{induction: 0.6, deduction: 0.2, abduction: 0.2}`` (weights), or a
     list of names (equal weights); an epoch's requests get their kinds by ``kinds.allocate_kinds``."""
+    languages: dict[str, float] | list[str] = Field(default_factory=_default_languages)
+    """Languages a whole-program answer is asked in (``program`` tasks: ``TaskKind.answer_languages``): a mix
+    ``{cpp: 1, python: 1}`` (weights) or a list of names (equal weights), each a name of
+    ``languages.TOOLCHAINS``; each episode gets one by its key (seed, epoch, task, sample:
+    ``kinds.mix.episode_language``). Every other kind's answer is Python, whatever this says."""
 
     @model_validator(mode="after")
     def _topics_not_empty(self) -> CurriculumConfig:
@@ -283,6 +293,12 @@ class CurriculumConfig(_Section):
         from .kinds.mix import normalize_mix
 
         normalize_mix(self.kinds)  # ValueError: a negative weight, or none positive
+        if not self.languages:
+            raise ValueError("languages must name at least one answer language")
+        unknown = [name for name in self.languages if name not in TOOLCHAINS]
+        if unknown:
+            raise ValueError(f"unknown answer language {unknown[0]!r}; known: {', '.join(TOOLCHAINS)}")
+        normalize_mix(self.languages, "language")
         return self
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +24,8 @@ from .judge import final_status
 from .kinds import get_kind
 from .kinds.base import MIN_HIDDEN_TESTS, public_indices
 from .kinds.induction import extract_code
+from .kinds.mix import episode_language
+from .languages import DEFAULT_ANSWER_LANGUAGE, get_toolchain
 from .llm.base import LLM, TRUNCATED, LLMRequest
 from .llm.stats import RoleStats
 from .templates import Prompts
@@ -49,8 +51,22 @@ FEEDBACK_STDERR_CHARS = 4000
 FEEDBACK_FAILING = 10
 """Failing tests a turn's feedback lists at most (its counts still say how many failed)."""
 
-JudgeTests = Callable[[Task, str, "Sequence[int] | None"], Awaitable[ExecutionResult]]
-"""Judges code on a task's tests (indices into ``task.tests``; None: all, or its ``check_code``)."""
+
+class JudgeTests(Protocol):
+    """Judges code on a task's tests (indices into ``task.tests``; None: all, or its ``check_code``), written
+    in ``language`` (a name of ``languages.TOOLCHAINS``: the episode's answer language)."""
+
+    async def __call__(
+        self, task: Task, code: str, tests: Sequence[int] | None, /, *, language: str = ...
+    ) -> ExecutionResult: ...
+
+
+def language_variables(language: str = DEFAULT_ANSWER_LANGUAGE) -> dict[str, str]:
+    """What the solver's templates are told of the answer language: ``language`` (its name in
+    ``languages.TOOLCHAINS``), ``label`` (how a prompt names it: ``Python``, ``C++17``) and ``fence`` (the
+    fence tag the answer is asked in: ``python``, ``cpp``). Python's render every template as before."""
+    toolchain = get_toolchain(language)
+    return {"language": toolchain.name, "label": toolchain.shown_name, "fence": toolchain.fence}
 
 
 def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:
@@ -162,9 +178,11 @@ def expected_text(test: TestCase) -> str:
     return test.expected if isinstance(test.expected, str) else test.expected_repr
 
 
-def first_messages(prompts: Prompts, task: Task, public_tests: int) -> list[Message]:
-    """The conversation's opening (system prompt, then the task as the solver sees it): what an
-    episode starts from, and what exports hand a trainer as a task's prompt."""
+def first_messages(
+    prompts: Prompts, task: Task, public_tests: int, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> list[Message]:
+    """The conversation's opening (system prompt, then the task as the solver sees it, asking for the answer
+    in ``language``): what an episode starts from, and what exports hand a trainer as a task's prompt."""
     shown = [
         {"input": t.input, "expected": t.expected_repr, "expected_text": expected_text(t)}
         for t in public_cases(task, public_tests)
@@ -176,11 +194,12 @@ def first_messages(prompts: Prompts, task: Task, public_tests: int) -> list[Mess
         "tags": task.tags,
     }
     kind = get_kind(task.kind)
+    named = language_variables(kind.answer_language(language))
     return [
-        Message(role="system", content=prompts.render("solver/system.j2")),
+        Message(role="system", content=prompts.render("solver/system.j2", **named)),
         Message(
             role="user",
-            content=prompts.render(kind.first_template, task=task_view, public_tests=shown, **kind.view(task)),
+            content=prompts.render(kind.first_template, task=task_view, public_tests=shown, **named, **kind.view(task)),
         ),
     ]
 
@@ -224,9 +243,22 @@ class LLMSolver:
         stderr_lines: int = 15,
         reward: RewardConfig | None = None,
         stats: RoleStats | None = None,
+        languages: Mapping[str, float] | Iterable[str] | None = None,
+        samples_per_task: int = 1,
     ) -> None:
-        """``stats``, when given, counts the content faults of answers (``truncated``, ``no_code``)."""
+        """``stats``, when given, counts the content faults of answers (``truncated``, ``no_code``).
+        ``languages``: the run's ``curriculum.languages`` (default: Python alone), from which an episode of a
+        kind with ``answer_languages`` gets its language by its key, spread over ``samples_per_task``
+        (``kinds.mix.episode_language``)."""
         self.stats = stats
+        self.languages: Mapping[str, float] | list[str] = (
+            [DEFAULT_ANSWER_LANGUAGE]
+            if languages is None
+            else languages
+            if isinstance(languages, Mapping)
+            else list(languages)
+        )
+        self.samples_per_task = samples_per_task
         self.llm = llm
         self.prompts = prompts
         self.judge_tests = judge_tests
@@ -238,8 +270,22 @@ class LLMSolver:
         self.stderr_lines = stderr_lines
         self.reward = reward or RewardConfig()
 
-    def first_messages(self, task: Task) -> list[Message]:
-        return first_messages(self.prompts, task, self.public_tests)
+    def first_messages(self, task: Task, language: str = DEFAULT_ANSWER_LANGUAGE) -> list[Message]:
+        return first_messages(self.prompts, task, self.public_tests, language)
+
+    def language_of(self, task: Task, epoch: int, sample_index: int) -> str:
+        """The episode's answer language: from the run's mix by its key for a kind with ``answer_languages``
+        (``kinds.mix.episode_language``), else Python."""
+        if not get_kind(task.kind).answer_languages:
+            return DEFAULT_ANSWER_LANGUAGE
+        return episode_language(
+            self.languages,
+            seed=self.seed,
+            epoch=epoch,
+            task_id=task.task_id,
+            sample_index=sample_index,
+            samples=self.samples_per_task,
+        )
 
     def repair_message(self, task: Task, attempt: Attempt, public_result: ExecutionResult) -> Message:
         """The next prompt, built from the public execution alone (for an imported benchmark: the run
@@ -260,7 +306,7 @@ class LLMSolver:
             if not r.passed and r.index < len(cases)
         ][:FEEDBACK_FAILING]
         if not attempt.code.strip():
-            tail = "No code found: put the function in a ```python code block."
+            tail = _no_code_note(attempt.language)
         elif asserts_only:
             # the benchmark's asserts are its hidden tests: their traceback would quote them
             tail = clip(public_result.load_error or "", FEEDBACK_STDERR_CHARS)
@@ -277,21 +323,29 @@ class LLMSolver:
             total=len(public),
             failing=failing,
             stderr_tail=tail,
+            **language_variables(attempt.language),
             **kind.view(task),
         )
         return Message(role="user", content=content)
 
     async def _judge_turn(
-        self, task: Task, code: str, public_idx: list[int], hidden_idx: list[int], last: bool
+        self,
+        task: Task,
+        code: str,
+        public_idx: list[int],
+        hidden_idx: list[int],
+        last: bool,
+        language: str = DEFAULT_ANSWER_LANGUAGE,
     ) -> TurnVerdict:
-        """How one attempt's code did: on the public tests alone, then (when needed) on the hidden ones."""
+        """How one attempt's code (in ``language``) did: on the public tests alone, then (when needed) on the
+        hidden ones."""
         if task.shows_examples:  # an imported benchmark: its asserts are all hidden, and decide
-            result = await self.judge_tests(task, code, None)
+            result = await self.judge_tests(task, code, None, language=language)
             public = result
             if task.examples:  # its docstring examples are the public tests: fed back, never a verdict
-                public = await self.judge_tests(examples_task(task), code, None)
+                public = await self.judge_tests(examples_task(task), code, None, language=language)
             return TurnVerdict(public=public, result=result, public_ok=result.all_passed, hidden_passed=None)
-        public = await self.judge_tests(task, code, public_idx)
+        public = await self.judge_tests(task, code, public_idx, language=language)
         public_ok = bool(public.test_results) and all(r.passed for r in public.test_results or [])
         hidden: ExecutionResult | None = None
         timed_out = public.status == "timeout" or any(r.status == "timeout" for r in public.test_results or [])
@@ -306,7 +360,7 @@ class LLMSolver:
                     load_error=public.load_error,
                 )
             else:
-                hidden = await self.judge_tests(task, code, hidden_idx)
+                hidden = await self.judge_tests(task, code, hidden_idx, language=language)
         return TurnVerdict(
             public=public,
             result=merge_results(task, public, hidden, hidden_idx),
@@ -317,7 +371,8 @@ class LLMSolver:
     async def solve(self, task: Task, epoch: int, sample_index: int = 0, deadline: float | None = None) -> Trajectory:
         started = time.monotonic()
         kind = get_kind(task.kind)
-        messages = self.first_messages(task)
+        language = self.language_of(task, epoch, sample_index)
+        messages = self.first_messages(task, language)
         attempts: list[Attempt] = []
         usage = TokenUsage()
         error: str | None = None
@@ -350,13 +405,13 @@ class LLMSolver:
                 break
             usage = usage + response.usage
             messages.append(Message(role="assistant", content=response.text))
-            code = kind.parse_answer(response.text)
+            code = kind.read_answer(response.text, language)
             last = turn == self.max_turns
             cut = response.finish_reason in TRUNCATED
             if self.stats is not None and (cut or not code):
                 self.stats.fault("truncated" if cut else "no_code")
             if code:
-                verdict = await self._judge_turn(task, code, public_idx, hidden_idx, last)
+                verdict = await self._judge_turn(task, code, public_idx, hidden_idx, last, language)
             else:
                 why = "the answer was cut off" if cut else "no code in the answer"
                 failed = ExecutionResult(
@@ -379,6 +434,7 @@ class LLMSolver:
                 raw=response.text,
                 finish_reason=response.finish_reason,
                 message_index=len(messages) - 1,
+                language=language,
             )
             attempts.append(attempt)
             if verdict.result.all_passed or verdict.public_ok or last:
@@ -407,6 +463,7 @@ class LLMSolver:
             epoch=epoch,
             sample_index=sample_index,
             kind=task.kind,
+            language=language,
             messages=messages,
             attempts=attempts,
             final_status=status,
@@ -418,3 +475,10 @@ class LLMSolver:
             error=error,
             wall_s=round(time.monotonic() - started, 3),
         )
+
+
+def _no_code_note(language: str) -> str:
+    """A repair prompt's note when a reply held no code: where to put it (Python's words as they always were)."""
+    if language == DEFAULT_ANSWER_LANGUAGE:
+        return "No code found: put the function in a ```python code block."
+    return f"No code found: put the complete program in a ```{get_toolchain(language).fence} code block."

@@ -124,6 +124,8 @@ class SolverSession:
             stderr_lines=c.solver.stderr_tail_lines,
             reward=c.reward,
             stats=self.stats.view("solver"),
+            languages=c.curriculum.languages,
+            samples_per_task=c.solver.samples_per_task,
         )
         return checker, solver
 

@@ -28,8 +28,11 @@ def _template_variables() -> dict[str, dict[str, Any]]:
     these sample values, so a template that uses an undefined variable fails there, not mid-run. Each
     kind's first and repair templates take the samples its ``TaskKind`` gives."""
     from .kinds import DEFAULT_KIND, KIND_NAMES, get_kind
+    from .languages import DEFAULT_ANSWER_LANGUAGE, get_toolchain
 
     kinds = [get_kind(name) for name in KIND_NAMES]
+    answers = get_toolchain(DEFAULT_ANSWER_LANGUAGE)  # the solver's templates are told the answer's language
+    named = {"language": answers.name, "label": answers.shown_name, "fence": answers.fence}
     return {
         "generator/system.j2": {},
         "generator/propose.j2": {
@@ -71,10 +74,10 @@ def _template_variables() -> dict[str, dict[str, Any]]:
             },
             KIND_VARIABLE: DEFAULT_KIND,
         },
-        "solver/system.j2": {},
+        "solver/system.j2": dict(named),
         "solver/tools.j2": {KIND_VARIABLE: DEFAULT_KIND, "public": 3},
-        **{kind.first_template: dict(kind.sample_first) for kind in kinds},
-        **{kind.repair_template: dict(kind.sample_repair) for kind in kinds},
+        **{kind.first_template: {**named, **kind.sample_first} for kind in kinds},
+        **{kind.repair_template: {**named, **kind.sample_repair} for kind in kinds},
     }
 
 

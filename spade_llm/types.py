@@ -22,6 +22,7 @@ from pydantic import (
 
 from .kinds.names import DEFAULT_KIND, KIND_NAMES, known_kind
 from .languages import pyast
+from .languages.python import PYTHON_ANSWERS
 
 TaskKind = Annotated[str, AfterValidator(known_kind), WithJsonSchema({"type": "string", "enum": list(KIND_NAMES)})]
 """A kind's name (``kinds.names.KIND_NAMES``: the registry's one list); another is a validation error
@@ -341,6 +342,9 @@ class Attempt(BaseModel):
     finish_reason: str | None = None
     message_index: int | None = None
     """Index in the trajectory's ``messages`` of the answer this attempt came from."""
+    language: str = PYTHON_ANSWERS.name  # languages.DEFAULT_ANSWER_LANGUAGE: that package reads Task
+    """The language the code is written in and was judged in (a name of ``languages.TOOLCHAINS``): the
+    episode's; Python for every kind but those whose answer is a whole program (``TaskKind.answer_languages``)."""
 
 
 class Trajectory(BaseModel):
@@ -352,6 +356,9 @@ class Trajectory(BaseModel):
     sample_index: int = 0
     """Which of the task's ``samples_per_task`` independent episodes this is (0..K-1)."""
     kind: TaskKind = DEFAULT_KIND
+    language: str = PYTHON_ANSWERS.name  # languages.DEFAULT_ANSWER_LANGUAGE: that package reads Task
+    """The language the episode asked its answers in (``curriculum.languages``, by the episode's key, for a
+    kind whose answer is a whole program; else Python): every attempt's ``language``."""
     messages: list[Message]
     attempts: list[Attempt]
     final_status: FinalStatus

@@ -55,6 +55,17 @@ def _kinds(text: str) -> list[str]:
     return kinds
 
 
+def _languages(text: str) -> list[str]:
+    """A comma-separated list of answer languages for argparse (names of ``languages.TOOLCHAINS``)."""
+    from ..languages import TOOLCHAINS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in TOOLCHAINS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"answer languages are {', '.join(TOOLCHAINS)}, got {text!r}")
+    return names
+
+
 class _DerivableKinds:
     """``--derive``'s choices, the kinds with a ``TaskKind.derive`` (``tasksets.derive.derivable_kinds``),
     looked up only when needed (a value to check, ``--help``): the kind modules take a third of a second
@@ -272,6 +283,12 @@ KINDS = _flag(
     type=_kinds,
     help="comma-separated task kinds to propose (induction,deduction,abduction)",
     sets=("curriculum.kinds",),
+)
+LANGUAGES = _flag(
+    "--languages",
+    type=_languages,
+    help="comma-separated languages whole-program answers are asked in, equal shares (python,cpp)",
+    sets=("curriculum.languages",),
 )
 SANDBOX = _flag("--sandbox", choices=BACKEND_NAMES, help="sandbox backend", sets=("sandbox.backend",))
 EXECUTOR = _flag(
@@ -577,6 +594,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             SAMPLES_PER_TASK,
             GOAL,
             KINDS,
+            LANGUAGES,
             SANDBOX,
             *EXECUTION,
             PROMPTS,
@@ -622,6 +640,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             API_BASE.but(help="endpoint of an OpenAI-compatible server", sets=("solver.api_base",)),
             MAX_TURNS.but(help="attempts per task"),
             SAMPLES_PER_TASK.but(help="independent episodes per task (K)"),
+            LANGUAGES,
             CONCURRENCY.but(help="requests and executions in flight"),
             SANDBOX,
             *EXECUTION,
@@ -745,6 +764,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             SAMPLES_PER_TASK.but(help="episodes per task (K)"),
             GOAL,
             KINDS,
+            LANGUAGES,
             SANDBOX.but(help="sandbox backend the replies run in"),
             PROMPTS,
             SEED.but(help="root seed"),

@@ -11,7 +11,7 @@ Formats:
   passing trajectory. A repair conversation (failed answer, feedback, fix) is kept whole, as the
   process signal, and flagged ``repair: true``; ``turns`` is how many answers the episode took to
   pass. ``--final-only`` keeps the first prompt (system + user) and the passing answer alone. Also
-  ``task_id``, ``kind``, ``trajectory_id``, ``sample_index``, ``split``, ``difficulty``.
+  ``task_id``, ``kind``, ``language``, ``trajectory_id``, ``sample_index``, ``split``, ``difficulty``.
 * ``dpo`` (TRL preference, conversational): ``{"prompt", "chosen", "rejected"}`` as message lists,
   chosen and rejected one assistant message each, chosen always a passing answer and rejected a
   failing one. ``pair_type`` says where a pair comes from:
@@ -27,25 +27,32 @@ Formats:
   A pair whose two answers hold the same text or code, or whose rejected code passed in another
   attempt at the task (a flaky verdict, not a preference), is skipped.
 * ``grpo`` (TRL prompt-only): ``{"prompt": [...]}`` and what a reward function needs: ``task_id``,
-  ``kind``, ``entry_point``, ``tests`` and ``ground_truth`` (JSON strings, see ``groundtruth``),
-  ``split``, ``difficulty``; one row per task.
-* ``verl`` (parquet, verl's RL dataset): ``data_source`` (``"spade_llm"``), ``prompt`` (messages),
-  ``ability: "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index,
-  task_id, kind, difficulty}`` (``index``: the row number); one row per task. Needs pyarrow
+  ``kind``, ``language``, ``entry_point``, ``tests`` and ``ground_truth`` (JSON strings, see
+  ``groundtruth``), ``split``, ``difficulty``; one row per task and answer language.
+* ``verl`` (parquet, verl's RL dataset): ``data_source`` (``"spade_llm"``), ``prompt`` (messages), ``ability:
+  "code"``, ``reward_model: {style: "rule", ground_truth}``, ``extra_info: {split, index, task_id, kind,
+  language, difficulty}`` (``index``: the row number); one row per task and answer language. Needs pyarrow
   (``pip install 'spade-selfplay[parquet]'``). ``--verl-reward sandbox_fusion`` writes rows for verl's
-  built-in judges instead, data source ``codecontests``: a function task's ground truth as ``fn_name``,
-  JSON argument lines and printed outputs (tasks whose arguments JSON can carry), for the SandboxFusion
-  judge; a whole program's as ``{inputs, outputs}`` stdin and stdout texts, which SandboxFusion reads
-  and so does verl's ``prime_code`` (where no ``reward.sandbox_fusion.url`` is set), and so does spade's
-  ``compute_score`` (``rewards.field_formats``). SandboxFusion compares printed text and its ``fn_name``
-  wrapper prints nothing for an answer that raises or exits, so tests a crash or a trivial stand-in
-  would pass there but not in spade's verdict are left out, and so are tasks left with no test or passed
-  by a stand-in (a trivial program, for a program's task) on the tests verl scores
-  (``groundtruth.sandbox_fusion_form``); the summary line says what was left out, per reason, with task
-  ids (``LeftOut``).
+  built-in judges instead, data source ``codecontests``: a function task's ground truth as ``fn_name``, JSON
+  argument lines and printed outputs (tasks whose arguments JSON can carry), for the SandboxFusion judge; a
+  whole program's as ``{inputs, outputs}`` stdin and stdout texts, which SandboxFusion reads and so does
+  verl's ``prime_code`` (where no ``reward.sandbox_fusion.url`` is set), and so does spade's ``compute_score``
+  (``rewards.field_formats``). SandboxFusion compares printed text and its ``fn_name`` wrapper prints nothing
+  for an answer that raises or exits, so tests a crash or a trivial stand-in would pass there but not in
+  spade's verdict are left out, and so are tasks left with no test or passed by a stand-in (a trivial program,
+  for a program's task) on the tests verl scores (``groundtruth.sandbox_fusion_form``); the summary line says
+  what was left out, per reason, with task ids (``LeftOut``).
 
 A prompt is the opening the solver actually saw, taken from one of the task's trajectories; a task
 with none yet is rendered from the run's templates (``prompts_dir``, else the packaged ones).
+
+Languages: every row has the answer language (``language``; verl: in ``extra_info``): an ``sft`` or ``dpo``
+row its trajectory's, a ``grpo`` or ``verl`` row the one its prompt asks in. A whole-program task
+(``TaskKind.answer_languages``) gets a ``grpo``/``verl`` row per language its episodes were asked in (in
+sample order), each with the opening of an episode in it and a ground truth that carries it (so a trainer's
+reward judges in it); one with no episode yet, a row in the language its first episode gets
+(``kinds.mix.episode_language`` on the run's ``curriculum.languages``). Every other task's rows are Python.
+verl's built-in judges run Python only: ``--verl-reward sandbox_fusion`` leaves the other languages' rows out.
 
 Filters (all optional, all must hold):
 
@@ -98,10 +105,17 @@ from typing import Any
 
 from ..errors import UserError, pip_install
 from ..evaluator import measured
-from ..kinds import KIND_NAMES
-from ..rewards.groundtruth import SANDBOX_FUSION_DATA_SOURCE, ground_truth, sandbox_fusion_form
+from ..kinds import KIND_NAMES, get_kind
+from ..kinds.mix import episode_language
+from ..languages import DEFAULT_ANSWER_LANGUAGE
+from ..rewards.groundtruth import (
+    LEFT_OUT_LANGUAGE,
+    SANDBOX_FUSION_DATA_SOURCE,
+    ground_truth,
+    sandbox_fusion_form,
+)
 from ..store import JOURNALS, read_run
-from ..types import Attempt, Message, Task, Trajectory, base_task_id
+from ..types import Attempt, Message, Task, Trajectory, base_task_id, task_epoch
 from .names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 
 __all__ = [
@@ -264,6 +278,25 @@ class ExportRun:
     tasks: list[TaskRecord]
     benchmark: int = 0
     """How many of the tasks are benchmark data (``is_benchmark``): in the test split, whatever their hash."""
+    languages: Any = (DEFAULT_ANSWER_LANGUAGE,)
+    """The run's ``curriculum.languages`` (a mix or a list): the language of a task's row with no episode."""
+    seed: int = 0
+    samples_per_task: int = 1
+
+    def languages_of(self, record: TaskRecord) -> list[str]:
+        """The answer languages of ``record``'s rows (``grpo``, ``verl``): those its episodes were asked in, in
+        sample order; with no episode, the one its first would get; Python for a kind answering in Python."""
+        if not get_kind(record.task.kind).answer_languages:
+            return [DEFAULT_ANSWER_LANGUAGE]
+        played = list(dict.fromkeys(t.language for t in record.trajectories))
+        if played:
+            return played
+        task = record.task
+        first = episode_language(
+            self.languages, seed=self.seed, epoch=task_epoch(task), task_id=task.task_id, sample_index=0,
+            samples=self.samples_per_task,
+        )  # fmt: skip
+        return [first]
 
 
 def split_of(task_id: str, test_fraction: float) -> str:
@@ -338,6 +371,10 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
     solver = config.get("solver") if isinstance(config.get("solver"), dict) else {}
     public_tests = solver.get("public_tests", 3) if isinstance(solver, dict) else 3
     prompts_dir = config.get("prompts_dir")
+    curriculum = config.get("curriculum") if isinstance(config.get("curriculum"), dict) else {}
+    languages = (curriculum or {}).get("languages") or [DEFAULT_ANSWER_LANGUAGE]
+    seed = config.get("seed", 0)
+    samples = solver.get("samples_per_task", 1) if isinstance(solver, dict) else 1
 
     seen: dict[str, Task] = {}
     for task in records.tasks:
@@ -372,6 +409,9 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
         prompts_dir=prompts_dir if isinstance(prompts_dir, str) else None,
         tasks=list(by_id.values()),
         benchmark=sum(is_benchmark(r.task, given) for r in by_id.values()),
+        languages=languages,
+        seed=seed if isinstance(seed, int) else 0,
+        samples_per_task=samples if isinstance(samples, int) and samples > 0 else 1,
     )
 
 
@@ -491,30 +531,32 @@ class Openings:
         self.run = run
         self._prompts: Any = None
 
-    def of(self, record: TaskRecord) -> list[Message]:
+    def of(self, record: TaskRecord, language: str = DEFAULT_ANSWER_LANGUAGE) -> list[Message]:
+        """The opening of the task's first episode asked in ``language``, else one rendered in it."""
         for traj in record.trajectories:
             first = opening(traj)
-            if first and first[-1].role == "user":
+            if traj.language == language and first and first[-1].role == "user":
                 return first
-        return self.render(record.task)
+        return self.render(record.task, language)
 
-    def render(self, task: Task) -> list[Message]:
+    def render(self, task: Task, language: str = DEFAULT_ANSWER_LANGUAGE) -> list[Message]:
         from ..solver import first_messages
         from ..templates import Prompts
 
         if self._prompts is None:
             folder = self.run.prompts_dir
             self._prompts = Prompts(folder if folder and Path(folder).is_dir() else None)
-        return first_messages(self._prompts, task, self.run.public_tests)
+        return first_messages(self._prompts, task, self.run.public_tests, language)
 
 
 # -- rows ---------------------------------------------------------------------------------------
 
 
-def _task_columns(record: TaskRecord) -> dict[str, Any]:
+def _task_columns(record: TaskRecord, language: str) -> dict[str, Any]:
     return {
         "task_id": record.task.task_id,
         "kind": record.task.kind,
+        "language": language,
         "split": record.split,
         "difficulty": record.difficulty,
     }
@@ -532,7 +574,7 @@ def sft_rows(records: Iterable[TaskRecord], final_only: bool) -> Iterator[dict[s
             messages = [*opening(traj), traj.messages[i]] if final_only else traj.messages[: i + 1]
             yield {
                 "messages": _messages(messages),
-                **_task_columns(record),
+                **_task_columns(record, traj.language),
                 "trajectory_id": traj.trajectory_id,
                 "sample_index": traj.sample_index,
                 "repair": turns > 1 and not final_only,
@@ -563,7 +605,7 @@ def _pair(
         "chosen": _messages([good.messages[gi]]),
         "rejected": _messages([bad.messages[bi]]),
         "pair_type": pair_type,
-        **_task_columns(record),
+        **_task_columns(record, good.language),
         "chosen_trajectory_id": good.trajectory_id,
         "rejected_trajectory_id": bad.trajectory_id,
     }
@@ -603,31 +645,33 @@ def dpo_rows(records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
                 yield _pair(record, "repair", good.messages[:fi], (good, gi), (good, fi))
 
 
-def _truth(run: ExportRun, task: Task) -> dict[str, Any]:
+def _truth(run: ExportRun, task: Task, language: str = DEFAULT_ANSWER_LANGUAGE) -> dict[str, Any]:
     from ..solver import split_tests
 
-    return ground_truth(task, len(split_tests(task, run.public_tests)[0]))
+    return ground_truth(task, len(split_tests(task, run.public_tests)[0]), language)
 
 
-def _ground_truth(run: ExportRun, task: Task) -> str:
-    return json.dumps(_truth(run, task), ensure_ascii=False, sort_keys=True)
+def _ground_truth(run: ExportRun, task: Task, language: str = DEFAULT_ANSWER_LANGUAGE) -> str:
+    return json.dumps(_truth(run, task, language), ensure_ascii=False, sort_keys=True)
 
 
 def grpo_rows(run: ExportRun, records: Iterable[TaskRecord]) -> Iterator[dict[str, Any]]:
-    """One prompt per task, with the columns TRL hands a reward function."""
+    """One prompt per task and answer language, with the columns TRL hands a reward function."""
     openings = Openings(run)
     for record in records:
         task = record.task
-        yield {
-            "prompt": _messages(openings.of(record)),
-            "task_id": task.task_id,
-            "kind": task.kind,
-            "entry_point": task.entry_point,
-            "tests": json.dumps([t.dump() for t in task.tests], ensure_ascii=False),
-            "ground_truth": _ground_truth(run, task),
-            "split": record.split,
-            "difficulty": record.difficulty,
-        }
+        for language in run.languages_of(record):
+            yield {
+                "prompt": _messages(openings.of(record, language)),
+                "task_id": task.task_id,
+                "kind": task.kind,
+                "language": language,
+                "entry_point": task.entry_point,
+                "tests": json.dumps([t.dump() for t in task.tests], ensure_ascii=False),
+                "ground_truth": _ground_truth(run, task, language),
+                "split": record.split,
+                "difficulty": record.difficulty,
+            }
 
 
 def verl_rows(
@@ -645,29 +689,35 @@ def verl_rows(
     ``split`` (None: both) is added to ``left_out``."""
     openings = Openings(run)
     for record in records:
-        if reward == "sandbox_fusion":
-            form = sandbox_fusion_form(record.task)
-            if left_out is not None and split in (None, record.split):
-                left_out.add(record.task.task_id, form.reason, form.tests_left_out)
-            if form.truth is None:
-                continue
-            source = SANDBOX_FUSION_DATA_SOURCE
-            truth = json.dumps(form.truth, ensure_ascii=False, sort_keys=True)
-        else:
-            source, truth = DATA_SOURCE, _ground_truth(run, record.task)
-        yield {
-            "data_source": source,
-            "prompt": _messages(openings.of(record)),
-            "ability": "code",
-            "reward_model": {"style": "rule", "ground_truth": truth},
-            "extra_info": {
-                "split": record.split,
-                "index": 0,
-                "task_id": record.task.task_id,
-                "kind": record.task.kind,
-                "difficulty": record.difficulty,
-            },
-        }
+        for language in run.languages_of(record):
+            if reward == "sandbox_fusion":
+                if language != DEFAULT_ANSWER_LANGUAGE:  # verl's built-in judges run every answer as Python
+                    if left_out is not None and split in (None, record.split):
+                        left_out.add(f"{record.task.task_id} ({language})", LEFT_OUT_LANGUAGE, {})
+                    continue
+                form = sandbox_fusion_form(record.task)
+                if left_out is not None and split in (None, record.split):
+                    left_out.add(record.task.task_id, form.reason, form.tests_left_out)
+                if form.truth is None:
+                    continue
+                source = SANDBOX_FUSION_DATA_SOURCE
+                truth = json.dumps(form.truth, ensure_ascii=False, sort_keys=True)
+            else:
+                source, truth = DATA_SOURCE, _ground_truth(run, record.task, language)
+            yield {
+                "data_source": source,
+                "prompt": _messages(openings.of(record, language)),
+                "ability": "code",
+                "reward_model": {"style": "rule", "ground_truth": truth},
+                "extra_info": {
+                    "split": record.split,
+                    "index": 0,
+                    "task_id": record.task.task_id,
+                    "kind": record.task.kind,
+                    "language": language,
+                    "difficulty": record.difficulty,
+                },
+            }
 
 
 def _content_key(fmt: str, run: ExportRun) -> Callable[[dict[str, Any]], str]:
@@ -684,7 +734,7 @@ def _content_key(fmt: str, run: ExportRun) -> Callable[[dict[str, Any]], str]:
         elif fmt == "dpo":
             content = [row["prompt"], row["chosen"], row["rejected"]]
         else:
-            truth = _truth(run, tasks[_task_id(row)])
+            truth = _truth(run, tasks[_task_id(row)], _language_column(row))
             content = [row["prompt"], {k: v for k, v in truth.items() if k != "task_id"}]
         return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
@@ -816,6 +866,7 @@ def verl_schema(pa: Any) -> Any:
                         ("index", pa.int64()),
                         ("task_id", pa.string()),
                         ("kind", pa.string()),
+                        ("language", pa.string()),
                         ("difficulty", pa.float64()),
                     ]
                 ),
@@ -871,6 +922,10 @@ def _split_column(row: dict[str, Any]) -> str:
 
 def _task_id(row: dict[str, Any]) -> str:
     return str(row["extra_info"]["task_id"] if "extra_info" in row else row["task_id"])
+
+
+def _language_column(row: dict[str, Any]) -> str:
+    return str(row["extra_info"]["language"] if "extra_info" in row else row["language"])
 
 
 def export_run(

@@ -48,9 +48,10 @@ from typing import Any, TypeVar
 from ..errors import UserError, pip_install
 from ..evaluator import credited_fraction, outcome_reward, shown_tests
 from ..kinds import DEFAULT_KIND, get_kind
-from ..rewards.code import Rewarder, Verdict, default_rewarder, no_code, row_task
+from ..languages import DEFAULT_ANSWER_LANGUAGE
+from ..rewards.code import Rewarder, Verdict, default_rewarder, no_code, row_language, row_task
 from ..serve.env import TOKEN_ENV
-from ..solver import examples_task, first_messages, stderr_tail
+from ..solver import examples_task, first_messages, language_variables, stderr_tail
 from ..types import ExecutionResult, Message, Task
 
 __all__ = ["AsyncSpadeCodingEnv", "SpadeCodingEnv", "SpadeLiveEnv", "live_dataset", "live_rows"]
@@ -80,6 +81,8 @@ class SpadeCodingEnv:
         self.stderr_lines = stderr_lines
         self.task: Task | None = None
         self.public = 0
+        self.language = DEFAULT_ANSWER_LANGUAGE
+        """The row's answer language (its ground truth's, else its ``language`` column): asked, read and judged in."""
         self.prompt: list[dict[str, str]] = []
         self.last_code: str | None = None
         self.calls = 0
@@ -101,6 +104,7 @@ class SpadeCodingEnv:
         if row.get("description"):
             task = task.model_copy(update={"description": str(row["description"])})
         self.task, self.public = task, public
+        self.language = row_language(row, task)
         self.last_code, self.calls, self.verdict = None, 0, None
         shown = len(task.examples) if task.shows_examples else public
         tools = _render("solver/tools.j2", kind=task.kind, public=shown)
@@ -109,7 +113,7 @@ class SpadeCodingEnv:
             self.prompt = _messages(given)
             before = ""
         else:
-            self.prompt = [m.model_dump() for m in _first_messages(task, public)]
+            self.prompt = [m.model_dump() for m in _first_messages(task, public, self.language)]
             before, self.prompt[-1]["content"] = self.prompt[-1]["content"], ""
         last = self.prompt[-1]["content"] + before
         added = before + ("\n" if last.endswith("\n") or not last else "\n\n") + tools  # a blank line before it
@@ -154,12 +158,12 @@ class SpadeCodingEnv:
             if not task.examples:
                 return "This task has no public tests; your solution was recorded and will be graded on hidden tests."
             shown = examples_task(task)
-            result = self._rewarder_().run(shown, answer)
+            result = self._rewarder_().run(shown, answer, language=self.language)
             return self._feedback(shown, result, list(range(len(shown.tests))))
         public = list(range(self.public))
         if not public:
             return "This task has no public tests; your solution was recorded and will be graded on hidden tests."
-        result = self._rewarder_().run(task, answer, public)
+        result = self._rewarder_().run(task, answer, public, language=self.language)
         return self._feedback(task, result, public)
 
     # -- the rest is private: TRL exposes every public method as a tool --
@@ -175,12 +179,12 @@ class SpadeCodingEnv:
     def _answer(self, task: Task, code: str) -> str:
         """The answer in a tool argument: lenient, unlike a completion (the argument *is* the code):
         a fenced block is unwrapped, bare source taken whole."""
-        return get_kind(task.kind).read_tool_argument(code)
+        return get_kind(task.kind).read_tool_argument(code, self.language)
 
     def _judge_all(self, task: Task, answer: str) -> Verdict:
         # the last answer was written after feedback on the public tests when it was not the first call
         return self._rewarder_().judge_answer(
-            task, answer, partial_credit=self.partial_credit, after_feedback=self.calls > 1
+            task, answer, partial_credit=self.partial_credit, after_feedback=self.calls > 1, language=self.language
         )
 
     def _feedback(self, task: Task, result: ExecutionResult, shown: Sequence[int]) -> str:
@@ -510,7 +514,7 @@ def live_rows(
     ``{key}-{i}``, ``group_size``), so the rollouts TRL makes of one row play one task (GRPO's group).
     ``key``: tells the groups of two trainers sharing one server apart (every process of one trainer
     must use the same)."""
-    system = system_prompt if system_prompt is not None else _render("solver/system.j2").strip()
+    system = system_prompt if system_prompt is not None else _render("solver/system.j2", **language_variables()).strip()
     rows: list[dict[str, Any]] = []
     for i in range(n):
         row: dict[str, Any] = {"prompt": [{"role": "system", "content": system}, {"role": "user", "content": ""}]}
@@ -564,9 +568,9 @@ def _render(name: str, **variables: Any) -> str:
     return Prompts().render(name, **variables)
 
 
-def _first_messages(task: Task, public: int) -> list[Message]:
+def _first_messages(task: Task, public: int, language: str = DEFAULT_ANSWER_LANGUAGE) -> list[Message]:
     """The solver's opening for ``task``, its first ``public`` tests shown (exports took the count from
-    the same split, ``split_tests``, so it comes back unchanged)."""
+    the same split, ``split_tests``, so it comes back unchanged), its answer asked in ``language``."""
     from ..templates import Prompts
 
-    return first_messages(Prompts(), task, public)
+    return first_messages(Prompts(), task, public, language)

@@ -61,8 +61,10 @@ from pydantic import field_validator
 from ..errors import UserError, pip_install
 from ..export.solver_rows import ExportFilters, build_rows, check_filters, read_for_export
 from ..kinds import DEFAULT_KIND, KIND_NAMES
+from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..llm.base import LLMRequest, LLMResponse
 from ..rewards.code import Rewarder, Verdict, default_rewarder, extract_answer, parse_ground_truth
+from ..rewards.groundtruth import ground_truth_language
 from ..serve.env import TOKEN_ENV
 from ..solver import LLMSolver, examples_task
 from ..templates import Prompts
@@ -144,7 +146,10 @@ class SpadeTask(vf.Task[SpadeData, vf.State, SpadeTaskConfig]):  # type: ignore[
         task, _ = parse_ground_truth(data.ground_truth)
         text = final_text(trace)
         rewarder = default_rewarder()
-        judge = functools.partial(rewarder.judge_text, task, text, partial_credit=self.config.partial_credit)
+        language = ground_truth_language(data.ground_truth)
+        judge = functools.partial(
+            rewarder.judge_text, task, text, partial_credit=self.config.partial_credit, language=language
+        )
         verdict: Verdict = await _off_loop(rewarder, judge)
         trace.record_metrics(
             {
@@ -390,7 +395,8 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):  # type: ignore[misc]  # see SpadeData
     async def _local(self, task: Any, agent: Any, max_turns: int) -> None:
         data: SpadeData = task.data
         spade_task, public = parse_ground_truth(data.ground_truth)
-        feedback = Feedback(spade_task, public, Prompts(data.prompts_dir), self.config.stderr_lines)
+        language = ground_truth_language(data.ground_truth or "{}")
+        feedback = Feedback(spade_task, public, Prompts(data.prompts_dir), self.config.stderr_lines, language)
         rewarder = default_rewarder()
         turns = 0
         async with agent.interaction(task) as interaction:
@@ -452,9 +458,12 @@ class Feedback:
     """The environment's reply to one answer: the loop's repair prompt over the public execution, or
     None when the public tests all pass (for an imported benchmark: its asserts, as the loop decides)."""
 
-    def __init__(self, task: Task, public: int, prompts: Prompts, stderr_lines: int = 15) -> None:
+    def __init__(
+        self, task: Task, public: int, prompts: Prompts, stderr_lines: int = 15, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> None:
         self.task = task
         self.public = public
+        self.language = language
         self.solver = LLMSolver(
             _NoModel(),
             prompts,
@@ -470,7 +479,7 @@ class Feedback:
     def after(self, rewarder: Rewarder, text: str, turn: int) -> str | None:
         """The reply to the answer ``text`` of turn ``turn`` (blocking: runs in the sandbox)."""
         task = self.task
-        answer = extract_answer(task, text)
+        answer = extract_answer(task, text, self.language)
         if not answer.strip():
             why = "no code in the answer"
             result = ExecutionResult(
@@ -478,16 +487,17 @@ class Feedback:
             )
             passed = False
         elif task.shows_examples:  # the loop's rule: the asserts decide, the examples' run is what is shown
-            judged = rewarder.run(task, answer)
+            judged = rewarder.run(task, answer, language=self.language)
             passed = judged.all_passed
-            result = rewarder.run(examples_task(task), answer) if task.examples else judged  # then: its load error
+            examples = rewarder.run(examples_task(task), answer, language=self.language) if task.examples else None
+            result = judged if examples is None else examples  # without examples: the asserts' run, its load error
         else:
-            result = rewarder.run(task, answer, list(range(self.public)))
+            result = rewarder.run(task, answer, list(range(self.public)), language=self.language)
             shown: Sequence[TestResult] = result.test_results or []
             passed = bool(shown) and all(r.passed for r in shown)
         if passed:
             return None
-        attempt = Attempt(turn=turn, code=answer, result=result, raw=text)
+        attempt = Attempt(turn=turn, code=answer, result=result, raw=text, language=self.language)
         return str(self.solver.repair_message(task, attempt, result).content)
 
 
@@ -500,7 +510,9 @@ class _NoModel:
         raise AssertionError("spade_llm.verifiers never asks the solver's model")
 
 
-async def _no_judge(task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+async def _no_judge(
+    task: Task, code: str, tests: Sequence[int] | None, /, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     raise AssertionError("spade_llm.verifiers judges through its rewarder")
 
 

@@ -37,10 +37,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..languages import Statement
+from ..languages import DEFAULT_ANSWER_LANGUAGE, Statement
 from ..sandbox.runner import NOT_RUN_AFTER_TIMEOUTS, CallsOutcome, execute_calls, parse_input
 from ..sandbox.verdict import Output, Unsupported, passes, show
 from ..types import TestCase, TestResult
+from .base import python_only
 from .queries import (
     all_same,
     answer_text,
@@ -200,9 +201,12 @@ def _confirm(
     ]
 
 
-def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, answer: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """The reference run on each chosen query's proposed input, its output compared outside; the inputs
     that pass run once more, and pass only if the reference gives their output again (``_confirm``)."""
+    python_only("abduction", language)
     chosen = chosen_tests(task, tests)
     found = proposals(task, answer)
     if isinstance(found, str):

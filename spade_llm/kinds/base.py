@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
-from ..languages import PYTHON, language_of
+from ..languages import DEFAULT_ANSWER_LANGUAGE, PYTHON, get_toolchain, language_of
 
 if TYPE_CHECKING:
     from ..judge import Judge
@@ -54,10 +54,64 @@ def strict_python_block(text: str) -> str:
 
     Stricter than the loop's ``extract_code`` (no untagged block, no bare code): a reward for code
     without the asked-for block would teach the policy that the format does not matter."""
-    bodies = [body for lang, body in fenced_blocks(text) if lang in CODE_TAGS]
+    return strict_block(text, CODE_TAGS)
+
+
+def strict_block(text: str, tags: Sequence[str]) -> str:
+    """The last fenced block tagged with one of ``tags`` (an answer language's ``fence_tags``), or ''."""
+    bodies = [body for lang, body in fenced_blocks(text) if lang in tags]
     if not bodies or not bodies[-1].strip():
         return ""
     return bodies[-1].strip("\n") + "\n"
+
+
+def lenient_block(text: str, tags: Sequence[str]) -> str:
+    """The loop's reading of a whole program in another language than Python: the last fenced block tagged
+    with one of ``tags``, else the last fenced block (a wrong tag then fails as the language's compile
+    error, which the repair prompt shows), else ''."""
+    blocks = fenced_blocks(text)
+    tagged = [body for lang, body in blocks if lang in tags]
+    body = tagged[-1] if tagged else blocks[-1][1] if blocks else ""
+    return body.strip("\n") + "\n" if body.strip() else ""
+
+
+def fenced_answer(text: str, language: str | None = None) -> tuple[str, str] | None:
+    """(code, language) of a reply's answer as its fence tells it: the last block tagged for ``language``
+    when one is named, else the last block whose tag is one of an answer language's (``languages.TOOLCHAINS``'
+    ``fence_tags``); None when there is no such block."""
+    from ..languages import TOOLCHAINS
+
+    if language is not None:
+        body = strict_block(text, get_toolchain(language).fence_tags)
+        return (body, language) if body else None
+    by_tag = {tag: name for name, toolchain in TOOLCHAINS.items() for tag in toolchain.fence_tags}
+    for tag, body in reversed(fenced_blocks(text)):
+        if tag in by_tag and body.strip():
+            return body.strip("\n") + "\n", by_tag[tag]
+    return None
+
+
+class CheckAnswer(Protocol):
+    """A kind's ``check_answer``: an answer (already parsed) judged on the task's tests (a subset by index,
+    or all), in its answer ``language`` (a name of ``languages.TOOLCHAINS``; only a kind with
+    ``answer_languages`` takes another than Python)."""
+
+    def __call__(
+        self, judge: Judge, task: Task, code: str, tests: Sequence[int] | None, /, *, language: str = ...
+    ) -> ExecutionResult: ...
+
+
+def python_only(kind: str, language: str) -> None:
+    """Refuse an answer language other than Python for a kind whose answers are Python (a function, a value).
+
+    Raises:
+        UserError: ``language`` is not Python.
+    """
+    if language != DEFAULT_ANSWER_LANGUAGE:
+        from ..errors import UserError
+
+        raise UserError(f"a {kind} task's answer is {DEFAULT_ANSWER_LANGUAGE}, not {language}: only whole programs "
+                        "are answered in other languages")  # fmt: skip
 
 
 def call_text(entry_point: str, test_input: str) -> str:
@@ -216,9 +270,9 @@ class TaskKind:
     """The model's answer text -> the answer to check ('' when there is none)."""
     gates: Callable[[Validator, Task], ValidationReport]
     """Proves a proposed task of this kind sound (the gates in order: docs/records.md, "Rejection reasons")."""
-    check_answer: Callable[[Judge, Task, str, Sequence[int] | None], ExecutionResult]
-    """Checks an answer (already parsed) on the task's tests (a subset by index, or all): each
-    test's verdict, as an ``ExecutionResult``."""
+    check_answer: CheckAnswer
+    """Checks an answer (already parsed) on the task's tests (a subset by index, or all), in its answer
+    ``language`` (keyword; default Python): each test's verdict, as an ``ExecutionResult``."""
     summary: str = ""
     view: Callable[[Task], dict[str, Any]] = _no_view
     """Extra variables for this kind's first and repair templates (built from public information
@@ -312,6 +366,11 @@ class TaskKind:
     """Sample variables of ``first_template`` (``spade prompts check`` renders a user's override with them)."""
     sample_repair: Mapping[str, Any] = field(default_factory=dict)
     """Sample variables of ``repair_template``, as ``sample_first``."""
+    answer_languages: bool = False
+    """Whether an answer is a whole program that may be written in any language of ``languages.TOOLCHAINS``
+    (``program``): each episode is then asked in the language the run's ``curriculum.languages`` gives it
+    (``kinds.mix.episode_language``), its prompts name that language, its answer is read from that
+    language's fenced block and judged in it. False: always Python (a function, a value, a fix of Python)."""
 
     @property
     def sandbox_fusion(self) -> bool:
@@ -319,12 +378,39 @@ class TaskKind:
         and on nothing else (``judge_fields``)."""
         return self.field_tests is not None and not self.judge_fields
 
-    def read_strict(self, text: str) -> str:
-        """A completion's answer as a trainer's reward reads it ('' when there is none)."""
+    def answer_language(self, language: str | None) -> str:
+        """The language this kind's answer is in when ``language`` is asked: ``language`` (default Python)
+        for a kind with ``answer_languages``.
+
+        Raises:
+            UserError: an unknown language, or one other than Python for a kind whose answers are Python.
+        """
+        language = language or DEFAULT_ANSWER_LANGUAGE
+        get_toolchain(language)
+        if not self.answer_languages:
+            python_only(self.name, language)
+        return language
+
+    def read_answer(self, text: str, language: str = DEFAULT_ANSWER_LANGUAGE) -> str:
+        """A model's reply's answer as the loop reads it ('' when there is none): Python's by ``parse_answer``,
+        another language's by ``lenient_block`` on its fence tags."""
+        if language == DEFAULT_ANSWER_LANGUAGE:
+            return self.parse_answer(text)
+        return lenient_block(text, get_toolchain(language).fence_tags)
+
+    def read_strict(self, text: str, language: str = DEFAULT_ANSWER_LANGUAGE) -> str:
+        """A completion's answer as a trainer's reward reads it ('' when there is none): in another language
+        than Python, the last block tagged for it (``strict_block``)."""
+        if language != DEFAULT_ANSWER_LANGUAGE:
+            return strict_block(text, get_toolchain(language).fence_tags)
         return (self.strict_parse or self.parse_answer)(text)
 
-    def read_tool_argument(self, text: str) -> str:
-        """A tool argument's answer ('' when there is none)."""
+    def read_tool_argument(self, text: str, language: str = DEFAULT_ANSWER_LANGUAGE) -> str:
+        """A tool argument's answer ('' when there is none): the argument is the answer, a fenced block unwrapped."""
+        if language != DEFAULT_ANSWER_LANGUAGE:
+            return lenient_block(text, get_toolchain(language).fence_tags) or (
+                text.strip("\n") + "\n" if text.strip() else ""
+            )
         return (self.tool_parse or self.parse_answer)(text)
 
     def shown_tests(self, public_passed: int, public_total: int, *, after_feedback: bool) -> tuple[int, int]:

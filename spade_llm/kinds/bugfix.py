@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from ..languages import language_of
-from .base import NO_REFERENCE, Derived, DeriveRequest, TaskKind, induction_text, public_indices
+from ..languages import DEFAULT_ANSWER_LANGUAGE, language_of
+from .base import NO_REFERENCE, Derived, DeriveRequest, TaskKind, induction_text, public_indices, python_only
 from .induction import KIND as INDUCTION
 from .induction import check_answer as run_code
 from .induction import extract_code, tool_code
@@ -390,12 +390,15 @@ def derive(validator: Validator, base: Task, request: DeriveRequest) -> Derived:
 # -- answers -------------------------------------------------------------------------------------
 
 
-def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, code: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """The fix run on the task's tests as induction's code is. The buggy code handed back scores nothing
     (an ``error`` on every test), whatever tests the bug left passing: handed back as it was (the same
     program once comments and layout are left out, judged without running), or rewritten so that on every
     chosen test it does just what the bug does (a ``pass`` added, a variable renamed: the buggy code then
     runs beside it, only when the answer fails some test, so a fix costs one run)."""
+    python_only("bugfix", language)
     lang = language_of(task)
     mine = lang.normalised(code)
     if task.buggy_code and mine is not None and mine == lang.normalised(task.buggy_code):

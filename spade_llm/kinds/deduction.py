@@ -31,10 +31,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..languages import Statement
+from ..languages import DEFAULT_ANSWER_LANGUAGE, Statement
 from ..sandbox.runner import parse_input
 from ..sandbox.verdict import passes, show
 from ..types import TestResult
+from .base import python_only
 from .queries import (
     all_same,
     answer_text,
@@ -100,8 +101,11 @@ def _verdict(task: Task, i: int, item: Statement | None) -> TestResult:
     return TestResult(index=i, input=test.input, status="passed" if right else "failed", output=show(item.value))
 
 
-def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, answer: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """Each chosen query's prediction against its expected value, outside the sandbox; nothing runs."""
+    python_only("deduction", language)
     chosen = chosen_tests(task, tests)
     found = predictions(task, answer)
     if isinstance(found, str):

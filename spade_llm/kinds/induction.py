@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .base import CODE_TAGS, TaskKind, fenced_blocks
+from ..languages import DEFAULT_ANSWER_LANGUAGE
+from .base import CODE_TAGS, TaskKind, fenced_blocks, python_only
 
 if TYPE_CHECKING:
     from ..judge import Judge
@@ -47,8 +48,11 @@ def view(task: Task) -> dict[str, Any]:
     return {"entry_class": task.entry_class}
 
 
-def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, code: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """The code run on the task's tests (or its ``check_code``) in the judge's sandbox."""
+    python_only("induction", language)
     return judge(task, code, tests)
 
 

@@ -14,6 +14,18 @@ that a resumed run plans the same epoch again:
   requests than kinds the epochs take turns rather than always dropping the same kind;
 * the requests of each kind are spread evenly over the list (10/3/3 interleaves), the order a
   pure function of the counts and the mix's order.
+
+``curriculum.languages`` is a mix of the same shape (``{cpp: 1, python: 1}``, or a list), read by the same
+``normalize_mix``. An episode's answer language (``episode_language``) is drawn per episode rather than per
+request, from the episode's own key, so it never depends on which episode ran or finished first:
+
+* a task's ``samples`` episodes (``solver.samples_per_task``) are a systematic sample of the mix: one
+  point in each of ``samples`` equal slices of [0, 1), all shifted by a hash of (seed, epoch, task id),
+  each point naming the language whose share of [0, 1) holds it; so with K samples a language of weight
+  share ``w`` gets ``floor(K w)`` or ``ceil(K w)`` of them, and over tasks exactly its share on average
+  (one sample a task: each task draws by the hash alone);
+* sample indices past ``samples`` start another such block with a shift of its own;
+* the languages' slices are laid out in name order, so writing the mix in another order changes nothing.
 """
 
 from __future__ import annotations
@@ -22,12 +34,13 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping
 
-__all__ = ["allocate_kinds", "normalize_mix"]
+__all__ = ["allocate_kinds", "episode_language", "normalize_mix"]
 
 
-def normalize_mix(kinds: Mapping[str, float] | Iterable[str]) -> dict[str, float]:
-    """The mix as ``{kind: weight}`` in its given order; a list of names gives each name one
-    weight per mention. ValueError for a negative or non-finite weight, or no positive weight."""
+def normalize_mix(kinds: Mapping[str, float] | Iterable[str], what: str = "kind") -> dict[str, float]:
+    """The mix as ``{name: weight}`` in its given order; a list of names gives each name one
+    weight per mention. ValueError for a negative or non-finite weight, or no positive weight
+    (``what`` names the mix's members in the message: ``kind``, ``language``)."""
     mix: dict[str, float] = {}
     if isinstance(kinds, Mapping):
         for name, weight in kinds.items():
@@ -37,9 +50,9 @@ def normalize_mix(kinds: Mapping[str, float] | Iterable[str]) -> dict[str, float
             mix[str(name)] = mix.get(str(name), 0.0) + 1.0
     for name, weight in mix.items():
         if not math.isfinite(weight) or weight < 0:
-            raise ValueError(f"kind {name!r}: weight must be a finite number >= 0, got {weight}")
+            raise ValueError(f"{what} {name!r}: weight must be a finite number >= 0, got {weight}")
     if not any(w > 0 for w in mix.values()):
-        raise ValueError("the kind mix needs at least one kind with a positive weight")
+        raise ValueError(f"the {what} mix needs at least one {what} with a positive weight")
     top = max(mix.values())
     return {name: weight / top for name, weight in mix.items()}  # 1e308 + 1e308 must not overflow
 
@@ -79,3 +92,36 @@ def allocate_kinds(mix: Mapping[str, float] | Iterable[str], n: int, epoch: int,
     order = {k: i for i, k in enumerate(weights)}
     slots = [((i + 0.5) / c, order[k], k) for k, c in counts.items() for i in range(c)]
     return [k for _, _, k in sorted(slots)]
+
+
+def _unit(*key: object) -> float:
+    """A number in [0, 1) from the key's sha256: the same key, the same number, in every process."""
+    digest = hashlib.sha256(":".join(map(str, key)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def episode_language(
+    mix: Mapping[str, float] | Iterable[str],
+    *,
+    seed: int,
+    epoch: int,
+    task_id: str,
+    sample_index: int,
+    samples: int = 1,
+) -> str:
+    """The answer language of one episode, from its key alone (the module docstring); deterministic.
+
+    ``samples``: the task's episodes (``solver.samples_per_task``), over which the languages are spread."""
+    weights = normalize_mix(mix, "language")
+    live = sorted(name for name, weight in weights.items() if weight > 0)
+    if len(live) == 1:
+        return live[0]
+    block, slot = divmod(max(0, sample_index), max(1, samples))
+    point = (slot + _unit(seed, epoch, task_id, block)) / max(1, samples)
+    total = sum(weights[name] for name in live)
+    edge = 0.0
+    for name in live:
+        edge += weights[name] / total
+        if point < edge:
+            return name
+    return live[-1]  # a rounding short of 1.0 at the last edge

@@ -45,7 +45,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..languages import language_of
+from ..languages import DEFAULT_ANSWER_LANGUAGE, language_of
 from ..sandbox.runner import run_program, timed_program
 from ..sandbox.stdio import (
     accepted,
@@ -123,9 +123,14 @@ def shown_text(task: Task, public_tests: int) -> dict[str, str]:
     return parts
 
 
-def check_answer(judge: Judge, task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
-    """The answer run as a whole program on each chosen test's stdin, its stdout judged by the output rule."""
-    return judge.stdio(task, code, tests)
+def check_answer(
+    judge: Judge, task: Task, code: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
+    """The answer run as a whole program in ``language`` (compiled once first, when the language compiles) on
+    each chosen test's stdin, its stdout judged by the output rule."""
+    if language == DEFAULT_ANSWER_LANGUAGE:  # the judge's own default: a Judge of any version takes it
+        return judge.stdio(task, code, tests)
+    return judge.stdio(task, code, tests, language=language)  # type: ignore[call-arg,unused-ignore]
 
 
 def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:
@@ -594,6 +599,7 @@ KIND = TaskKind(
     fill_expected=fill_expected,
     field_tests=STDIN_TESTS,
     own_fields=frozenset({"input_generator", "input_validator", "checker"}),
+    answer_languages=True,
     colour="#059669",
     sample_first={
         "task": {"description": "d", "entry_point": "", "difficulty": 0.5, "tags": []},

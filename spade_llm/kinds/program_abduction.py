@@ -44,11 +44,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..sandbox.runner import run_program
 from ..sandbox.stdio import per_test_limits, same_output
 from ..types import TestCase, TestResult
 from .abduction import CONFIRMATIONS
-from .base import TaskKind, every_test
+from .base import TaskKind, every_test, python_only
 from .program import HELPER_CPU_S, MAX_STDIN_CHARS, clip, fill_expected
 from .program_queries import (
     SAMPLE_PROGRAM,
@@ -144,9 +145,12 @@ def _confirm(judge: Judge, task: Task, shown: dict[int, str], results: list[Test
     ]
 
 
-def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, answer: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """The reference run on each chosen query's proposed stdin (once the task's validator accepts it), its
     stdout judged by the output rule; the stdins that pass run again and pass only if it agrees (``_confirm``)."""
+    python_only("program_abduction", language)
     chosen = chosen_tests(task, tests)
     found = proposals(task, answer)
     if isinstance(found, str):

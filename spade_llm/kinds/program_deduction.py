@@ -34,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..sandbox.stdio import SHOWN_OUTPUT_CHARS, same_output
 from ..types import TestResult
-from .base import TaskKind, every_test
+from .base import TaskKind, every_test, python_only
 from .program import clip, fill_expected
 from .program_queries import (
     SAMPLE_PROGRAM,
@@ -84,8 +85,11 @@ def _verdict(task: Task, i: int, said: str | None) -> TestResult:
     return TestResult(index=i, input=test.input, status="passed" if right else "failed", output=shown)
 
 
-def check_answer(judge: Judge, task: Task, answer: str, tests: Sequence[int] | None) -> ExecutionResult:
+def check_answer(
+    judge: Judge, task: Task, answer: str, tests: Sequence[int] | None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+) -> ExecutionResult:
     """Each chosen query's prediction against the reference's stdout by the output rule; nothing runs."""
+    python_only("program_deduction", language)
     chosen = chosen_tests(task, tests)
     found = predictions(task, answer)
     if isinstance(found, str):

@@ -291,5 +291,6 @@ PYTHON_ANSWERS: Final = Toolchain(
     extensions=(".py",),
     run=("python3", "{source}"),
     in_harness=True,
+    prompt_name="Python",
 )
 """Python answers run by the harness's own interpreter as ``__main__`` (``sandbox.runner.run_program``)."""

@@ -67,6 +67,19 @@ class Toolchain:
     """The ``{main}`` of a given source (Java: its public class); None: ``main``."""
     source_name: Callable[[str], str] | None = None
     """The source file's name for a given source, when it depends on it (Java: ``<public class>.java``)."""
+    prompt_name: str = ""
+    """How a solver's prompt names it when not by ``label`` (Python: ``Python``, the words prompts always
+    used); '' : the label."""
+
+    @property
+    def shown_name(self) -> str:
+        """The language's name in a solver's prompt: "Write a complete <shown_name> program"."""
+        return self.prompt_name or self.label
+
+    @property
+    def fence(self) -> str:
+        """The fence tag prompts ask the answer to be in (the first of ``fence_tags``)."""
+        return self.fence_tags[0]
 
     def source_for(self, code: str) -> str:
         """The file ``code`` is written to."""

@@ -17,7 +17,9 @@ Scoring (one rule for both trainers):
 * **0.0** for an answer with nothing to judge: for ``induction`` tasks the code is the *last*
   fenced block tagged ``python``/``py``/``python3`` and there is no fallback (the loop's
   ``extract_code`` also takes untagged blocks and bare code; a trainer should teach the format it
-  is asked for); for ``deduction`` and ``abduction`` the kind's own ``parse_answer``. Code that does
+  is asked for); for ``deduction`` and ``abduction`` the kind's own ``parse_answer``. A whole program
+  asked in another language (the ground truth's ``language``, else the row's ``language`` column) is the
+  last block tagged for that language (``languages.TOOLCHAINS``' ``fence_tags``), judged in it. Code that does
   not load, crashes, times out or runs out of memory scores what it passed: 0.0 when binary.
 * **Errors raise**, they are never a silent 0.0 (which a trainer would read as a weak policy): a
   malformed ground truth raises one ``UserError`` before anything runs, as does a bad setting (an
@@ -69,10 +71,11 @@ from ..evaluator import credited_fraction, outcome_reward, shown_tests
 from ..judge import DEFAULT_TEST_TIMEOUT_S, MAX_TEST_TIMEOUTS, Judge, final_status
 from ..kinds import DEFAULT_KIND, get_kind
 from ..kinds.base import strict_python_block
+from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..sandbox.base import Limits, Sandbox
 from ..sandbox.registry import AUTO
 from ..types import ExecutionResult, Task
-from .groundtruth import task_from_ground_truth
+from .groundtruth import ground_truth_language, task_from_ground_truth
 
 __all__ = [
     "STATUS_CODES",
@@ -88,6 +91,7 @@ __all__ = [
     "extract_answer",
     "make_code_reward",
     "parse_ground_truth",
+    "row_language",
     "row_task",
     "strict_python_block",
     "task_from_columns",
@@ -100,7 +104,7 @@ STATUS_CODES: Final[dict[str, int]] = {"passed": 0, "failed": 1, "timeout": 2, "
 """``status_code`` in ``compute_score``'s dict: a number for each status, for loggers that keep numbers only."""
 ROW_TASK_COLUMNS: Final = ("reference_code", "public", "task_id", "checker")
 """The columns beside ``tests``, ``entry_point`` and ``kind`` a row's task is read from when it has them."""
-ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", *ROW_TASK_COLUMNS)
+ROW_COLUMNS: Final = ("ground_truth", "tests", "entry_point", "kind", "language", *ROW_TASK_COLUMNS)
 """The dataset columns a reward reads; TRL passes every column, and its own objects, as keywords."""
 SANDBOX_ENV: Final = "SPADE_SANDBOX"
 """Environment variable naming the default rewarder's backend (``auto``, ``bwrap``, ``subprocess``, ``docker``)."""
@@ -109,11 +113,12 @@ SANDBOX_ENV: Final = "SPADE_SANDBOX"
 # -- reading answers ---------------------------------------------------------------------------------
 
 
-def extract_answer(task: Task, text: str) -> str:
+def extract_answer(task: Task, text: str, language: str = DEFAULT_ANSWER_LANGUAGE) -> str:
     """What gets judged in a model's answer ``text``, as the task's kind reads a whole completion
     (``TaskKind.read_strict``: the strict python block for ``induction``, the kind's
-    ``parse_answer`` for the others); '' when there is nothing to judge."""
-    return get_kind(task.kind).read_strict(text)
+    ``parse_answer`` for the others, the last block tagged for ``language`` for a whole program in
+    another); '' when there is nothing to judge."""
+    return get_kind(task.kind).read_strict(text, language)
 
 
 def completion_text(completion: Any) -> str:
@@ -231,6 +236,31 @@ def row_task(row: Mapping[str, Any]) -> tuple[Task, int] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _language_cached(text: str) -> str:
+    return ground_truth_language(text)
+
+
+def row_language(row: Mapping[str, Any], task: Task | None = None) -> str:
+    """The language a row's answer is judged in: its ground truth's ``language``, else its ``language``
+    column (an export's rows carry both), else Python.
+
+    Raises:
+        UserError: an unknown language, or another than Python for a kind whose answers are Python.
+    """
+    truth = row.get("ground_truth")
+    if isinstance(truth, bytes):
+        truth = truth.decode()
+    found = _language_cached(truth) if isinstance(truth, str) else ground_truth_language(truth) if truth else None
+    if found is not None and found != DEFAULT_ANSWER_LANGUAGE:
+        return found
+    column = row.get("language")
+    if column is None:
+        return DEFAULT_ANSWER_LANGUAGE
+    kind = get_kind(task.kind if task is not None else str(row.get("kind") or DEFAULT_KIND))
+    return kind.answer_language(str(column))
+
+
 def given_columns(columns: Mapping[str, Any]) -> str:
     """The columns a reward was handed, for the error that says which it lacks (TRL's private ones left out)."""
     return ", ".join(sorted(k for k in columns if not k.startswith("_"))) or "none"
@@ -269,13 +299,14 @@ def _rows(n: int, columns: Mapping[str, Any]) -> list[dict[str, Any]]:
     return column_rows(n, columns, ROW_COLUMNS)
 
 
-def _tasks(rows: Sequence[Mapping[str, Any]]) -> list[tuple[Task, int] | None]:
-    """Every row's task, parsed before anything runs: a bad row is one clear error, not a batch
-    half-judged."""
-    out = []
+def _tasks(rows: Sequence[Mapping[str, Any]]) -> list[tuple[Task, int, str] | None]:
+    """Every row's task and answer language, parsed before anything runs: a bad row is one clear error,
+    not a batch half-judged."""
+    out: list[tuple[Task, int, str] | None] = []
     for i, row in enumerate(rows):
         try:
-            out.append(row_task(row))
+            found = row_task(row)
+            out.append(None if found is None else (*found, row_language(row, found[0])))
         except UserError as e:
             raise UserError(f"row {i}: {e}") from None
     return out
@@ -536,10 +567,12 @@ class Rewarder:
 
     # -- judging --
 
-    def run(self, task: Task, answer: str, tests: Sequence[int] | None = None) -> ExecutionResult:
-        """The kind's ``check_answer`` on ``answer`` (already extracted) over ``tests`` (default all), in the
-        sandbox; a sandbox failure is retried once on a fresh sandbox, then raised (at once when the
-        sandbox that failed is itself a replacement no run has finished on: another thread's restart
+    def run(
+        self, task: Task, answer: str, tests: Sequence[int] | None = None, *, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> ExecutionResult:
+        """The kind's ``check_answer`` on ``answer`` (already extracted, written in ``language``) over ``tests``
+        (default all), in the sandbox; a sandbox failure is retried once on a fresh sandbox, then raised (at
+        once when the sandbox that failed is itself a replacement no run has finished on: another thread's restart
         did not help, and a broken backend must not be restarted once per answer).
 
         Raises:
@@ -549,7 +582,7 @@ class Rewarder:
         for retry in (True, False):
             judge, generation = self._lease()
             try:
-                result = kind.check_answer(judge, task, answer, tests)
+                result = kind.check_answer(judge, task, answer, tests, language=language)
                 if self._unproven:
                     with self._lock:
                         self._unproven.discard(generation)
@@ -566,14 +599,21 @@ class Rewarder:
         raise AssertionError("unreachable")
 
     def judge_answer(
-        self, task: Task, answer: str, *, partial_credit: bool = False, after_feedback: bool = False
+        self,
+        task: Task,
+        answer: str,
+        *,
+        partial_credit: bool = False,
+        after_feedback: bool = False,
+        language: str = DEFAULT_ANSWER_LANGUAGE,
     ) -> Verdict:
-        """The verdict on an extracted answer over all the task's tests (no answer: ``no_code``);
-        ``after_feedback``: the answer was written after feedback on the public tests (``verdict_of``)."""
+        """The verdict on an extracted answer (in ``language``) over all the task's tests (no answer:
+        ``no_code``); ``after_feedback``: the answer was written after feedback on the public tests
+        (``verdict_of``)."""
         if not answer.strip():
             return no_code(task)
         try:
-            result = self.run(task, answer)
+            result = self.run(task, answer, language=language)
         except (SandboxUnavailable, UserError):  # the setup's fault, not the answer's
             raise
         except Exception as e:  # an answer our readers choke on scores 0, loudly
@@ -581,9 +621,12 @@ class Rewarder:
             return Verdict(0.0, "error", 0, max(1, len(task.tests)))
         return verdict_of(task, result, partial_credit, after_feedback=after_feedback)
 
-    def judge_text(self, task: Task, text: str, *, partial_credit: bool = False) -> Verdict:
-        """The verdict on a model's whole answer ``text`` (see ``extract_answer``)."""
-        return self.judge_answer(task, extract_answer(task, text), partial_credit=partial_credit)
+    def judge_text(
+        self, task: Task, text: str, *, partial_credit: bool = False, language: str = DEFAULT_ANSWER_LANGUAGE
+    ) -> Verdict:
+        """The verdict on a model's whole answer ``text``, asked in ``language`` (see ``extract_answer``)."""
+        answer = extract_answer(task, text, language)
+        return self.judge_answer(task, answer, partial_credit=partial_credit, language=language)
 
     def score(self, text: str, ground_truth: Any, *, partial_credit: bool = False) -> Verdict:
         """The verdict on ``text`` for the task ``ground_truth`` describes.
@@ -593,18 +636,30 @@ class Rewarder:
             SandboxUnavailable: the sandbox failed twice.
         """
         task, _ = parse_ground_truth(ground_truth)
-        return self.judge_text(task, text, partial_credit=partial_credit)
+        return self.judge_text(task, text, partial_credit=partial_credit, language=_truth_language(ground_truth))
 
     def judge_many(
-        self, texts: Sequence[str], tasks: Sequence[Task | None], *, partial_credit: bool = False
+        self,
+        texts: Sequence[str],
+        tasks: Sequence[Task | None],
+        *,
+        partial_credit: bool = False,
+        languages: Sequence[str] | None = None,
     ) -> list[Verdict | None]:
-        """Verdicts on each text against its task (None where the task is), concurrently."""
-        jobs = [(t, task) for t, task in zip(texts, tasks, strict=True) if task is not None]
+        """Verdicts on each text against its task (None where the task is), each in its answer language
+        (``languages``; default all Python), concurrently."""
+        langs = languages if languages is not None else [DEFAULT_ANSWER_LANGUAGE] * len(tasks)
+        jobs = [(t, task, lang) for t, task, lang in zip(texts, tasks, langs, strict=True) if task is not None]
         if len(jobs) <= 1:
-            done = iter([self.judge_text(task, t, partial_credit=partial_credit) for t, task in jobs])
+            done = iter(
+                [self.judge_text(task, t, partial_credit=partial_credit, language=lang) for t, task, lang in jobs]
+            )
         else:
             pool = self._executor()
-            futures = [pool.submit(self.judge_text, task, t, partial_credit=partial_credit) for t, task in jobs]
+            futures = [
+                pool.submit(self.judge_text, task, t, partial_credit=partial_credit, language=lang)
+                for t, task, lang in jobs
+            ]
             try:
                 done = iter([f.result() for f in futures])
             except BaseException:  # a failed sandbox: the answers not judged yet are not started
@@ -614,14 +669,22 @@ class Rewarder:
         return [None if task is None else next(done) for task in tasks]
 
     async def judge_many_async(
-        self, texts: Sequence[str], tasks: Sequence[Task | None], *, partial_credit: bool = False
+        self,
+        texts: Sequence[str],
+        tasks: Sequence[Task | None],
+        *,
+        partial_credit: bool = False,
+        languages: Sequence[str] | None = None,
     ) -> list[Verdict | None]:
         """``judge_many`` without blocking the event loop: the same pool, awaited."""
         loop = asyncio.get_running_loop()
         pool = self._executor()
+        langs = languages if languages is not None else [DEFAULT_ANSWER_LANGUAGE] * len(tasks)
         futures = [
-            loop.run_in_executor(pool, functools.partial(self.judge_text, task, text, partial_credit=partial_credit))
-            for text, task in zip(texts, tasks, strict=True)
+            loop.run_in_executor(
+                pool, functools.partial(self.judge_text, task, text, partial_credit=partial_credit, language=lang)
+            )
+            for text, task, lang in zip(texts, tasks, langs, strict=True)
             if task is not None
         ]
         try:
@@ -680,11 +743,15 @@ class CodeReward:
     def _rewarder(self) -> Rewarder:
         return self.rewarder or default_rewarder()
 
-    def _inputs(self, completions: Sequence[Any], columns: Mapping[str, Any]) -> tuple[list[str], list[Task | None]]:
+    def _inputs(
+        self, completions: Sequence[Any], columns: Mapping[str, Any]
+    ) -> tuple[list[str], list[Task | None], list[str]]:
         texts = [completion_text(c) for c in completions]
         rows = _rows(len(texts), columns)
-        tasks = [None if t is None else t[0] for t in _tasks(rows)]
-        return texts, tasks
+        found = _tasks(rows)
+        tasks = [None if t is None else t[0] for t in found]
+        languages = [DEFAULT_ANSWER_LANGUAGE if t is None else t[2] for t in found]
+        return texts, tasks, languages
 
     def _finish(self, verdicts: list[Verdict | None], columns: Mapping[str, Any]) -> list[float | None]:
         log_extra = columns.get("log_extra")
@@ -695,16 +762,18 @@ class CodeReward:
     def __call__(
         self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
     ) -> list[float | None]:
-        texts, tasks = self._inputs(completions or [], kwargs)
-        verdicts = self._rewarder().judge_many(texts, tasks, partial_credit=self.partial_credit)
+        texts, tasks, languages = self._inputs(completions or [], kwargs)
+        verdicts = self._rewarder().judge_many(texts, tasks, partial_credit=self.partial_credit, languages=languages)
         return self._finish(verdicts, kwargs)
 
     async def call_async(
         self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
     ) -> list[float | None]:
         """``__call__``, awaitable: answers judged on the rewarder's pool, the event loop free."""
-        texts, tasks = self._inputs(completions or [], kwargs)
-        verdicts = await self._rewarder().judge_many_async(texts, tasks, partial_credit=self.partial_credit)
+        texts, tasks, languages = self._inputs(completions or [], kwargs)
+        verdicts = await self._rewarder().judge_many_async(
+            texts, tasks, partial_credit=self.partial_credit, languages=languages
+        )
         return self._finish(verdicts, kwargs)
 
     def __repr__(self) -> str:
@@ -798,6 +867,16 @@ async def compute_score_async(
     rewarder = default_rewarder()
     task, _ = parse_ground_truth(ground_truth)
     loop = asyncio.get_running_loop()
-    call = functools.partial(rewarder.judge_text, task, solution_str or "", partial_credit=partial_credit)
+    language = _truth_language(ground_truth)
+    call = functools.partial(
+        rewarder.judge_text, task, solution_str or "", partial_credit=partial_credit, language=language
+    )
     verdict = await loop.run_in_executor(rewarder._executor(), call)
     return verdict.as_verl()
+
+
+def _truth_language(ground_truth: Any) -> str:
+    """``ground_truth_language`` of a ground truth as a reward is handed it (text, bytes or a mapping)."""
+    if isinstance(ground_truth, bytes):
+        ground_truth = ground_truth.decode()
+    return _language_cached(ground_truth) if isinstance(ground_truth, str) else ground_truth_language(ground_truth)

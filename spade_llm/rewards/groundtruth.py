@@ -23,7 +23,9 @@ The shape, a JSON object (exports store it as a JSON string, as verl and ``datas
 * ``time_limit_s``: the CPU seconds each test's run may take, when the task sets them (a ``program``
   task's contest limit); absent, the rewarder's ``test_timeout_s``, as the loop's default;
 * ``entry_class`` and ``prelude``: when the task sets them (LiveCodeBench's LeetCode problems), the
-  class whose method the entry point is, and the code run before the answer (``Task``).
+  class whose method the entry point is, and the code run before the answer (``Task``);
+* ``language``: the language the answer is asked in and judged in (a name of ``languages.TOOLCHAINS``),
+  when not Python (a whole program's row in another language: ``TaskKind.answer_languages``); absent, Python.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 from ..errors import UserError
 from ..kinds import DEFAULT_KIND, get_kind
 from ..kinds.base import STDIN_TESTS
+from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..sandbox.verdict import json_exact
 from ..types import Task, TestCase, python_literal
 from .field_formats import field_ground_truth, read_field_ground_truth
@@ -47,6 +50,7 @@ __all__ = [
     "SANDBOX_FUSION_SCORED_TESTS",
     "SandboxFusionForm",
     "ground_truth",
+    "ground_truth_language",
     "sandbox_fusion_form",
     "sandbox_fusion_ground_truth",
     "task_from_ground_truth",
@@ -55,8 +59,9 @@ __all__ = [
 GROUND_TRUTH_VERSION = 1
 
 
-def ground_truth(task: Task, public: int) -> dict[str, Any]:
-    """``task``'s ground truth, its first ``public`` tests public (see ``solver.split_tests``).
+def ground_truth(task: Task, public: int, language: str = DEFAULT_ANSWER_LANGUAGE) -> dict[str, Any]:
+    """``task``'s ground truth, its first ``public`` tests public (see ``solver.split_tests``), its answer in
+    ``language``.
 
     Every test must have its expected value (accepted tasks do: validation fills them from the
     reference), unless the task is judged by its ``check_code``.
@@ -95,7 +100,29 @@ def ground_truth(task: Task, public: int) -> dict[str, Any]:
         gt["entry_class"] = task.entry_class
     if task.prelude:  # the loop ran the answer after it: so does the reward
         gt["prelude"] = task.prelude
+    if kind.answer_language(language) != DEFAULT_ANSWER_LANGUAGE:  # the loop judged it in this language
+        gt["language"] = language
     return gt
+
+
+def ground_truth_language(value: str | Mapping[str, Any]) -> str:
+    """The answer language a ground truth asks for: its ``language``, Python when it has none (an older
+    export's, or one of the field's shapes).
+
+    Raises:
+        UserError: not JSON, an unknown language, or another than Python for a kind whose answers are Python.
+    """
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise UserError(f"ground truth is not JSON: {e}") from None
+    if not isinstance(value, Mapping) or value.get("language") is None:
+        return DEFAULT_ANSWER_LANGUAGE
+    language = value["language"]
+    if not isinstance(language, str):
+        raise UserError(f"a ground truth's language is a name, got {type(language).__name__}")
+    return get_kind(str(value.get("kind") or DEFAULT_KIND)).answer_language(language)
 
 
 def task_from_ground_truth(value: str | Mapping[str, Any]) -> tuple[Task, int]:
@@ -184,6 +211,7 @@ SANDBOX_FUSION_SCORED_TESTS = 10
 fraction passed of the first this many tests only."""
 
 LEFT_OUT_NOT_CODE = "its answer is not a program"
+LEFT_OUT_LANGUAGE = "asked in another language than Python, which verl's built-in judges run every answer as"
 LEFT_OUT_JUDGED_WITH_MORE = "judged with more than its tests (a bug fix: its buggy code handed back scores nothing)"
 LEFT_OUT_TRIVIAL_PROGRAM = "a trivial program passes every scored test"
 LEFT_OUT_CHECK_CODE = "judged by its own check code"

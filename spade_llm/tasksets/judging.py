@@ -8,7 +8,7 @@ against tasks. The CLI commands read files (``taskfile.py``), call these and pri
         print(report.task_id, report.valid, report.reason)
     result = evaluate_samples(tasks)             # each task's reference answer when no samples
     print(result.scores)                         # {"pass@1": 1.0}
-    samples = read_samples("samples.jsonl", {t.task_id: t for t in tasks})  # or a solve's run directory
+    samples = read_samples("samples.jsonl", {t.task_id: t for t in tasks})  # (task, code, language) triples
     result = evaluate_samples(tasks, samples, ks=(1, 5))
     print(result.pass_at_k.summary())            # per task n, c, pass@1, pass@5; overall
 
@@ -176,15 +176,20 @@ class Evaluation:
     pass_at_k: PassAtK = field(default_factory=_no_scores)
 
 
-def samples_per_task(tasks: Sequence[Task], samples: Sequence[tuple[Task, str]] | None) -> dict[str, int]:
+Sample = tuple["Task", str] | tuple["Task", str, str]
+"""A sample to judge: (task, code), written in Python, or (task, code, language), ``language`` a name of
+``languages.TOOLCHAINS`` (``read_samples`` gives these)."""
+
+
+def samples_per_task(tasks: Sequence[Task], samples: Sequence[Sample] | None) -> dict[str, int]:
     """Task id -> how many samples it has (one, its reference, without ``samples``: none for a judge-only
     task, which has no reference), in the tasks' order; tasks without a sample are left out (nothing of
     theirs is judged or counted)."""
     if samples is None:
         return {t.task_id: 1 for t in tasks if not t.judge_only}
     counts = {t.task_id: 0 for t in tasks}
-    for task, _code in samples or ():
-        counts[task.task_id] = counts.get(task.task_id, 0) + 1
+    for sample in samples or ():
+        counts[sample[0].task_id] = counts.get(sample[0].task_id, 0) + 1
     return {task_id: n for task_id, n in counts.items() if n}
 
 
@@ -218,7 +223,7 @@ def chosen_ks(counts: dict[str, int], ks: Sequence[int] | None) -> tuple[int, ..
 
 def evaluate_samples(
     tasks: Sequence[Task],
-    samples: Sequence[tuple[Task, str]] | None = None,
+    samples: Sequence[Sample] | None = None,
     *,
     config: str | Path | RunConfig | None = None,
     sandbox: str | Sandbox | None = None,
@@ -228,8 +233,9 @@ def evaluate_samples(
     on_row: Callable[[dict[str, Any]], None] | None = None,
     ks: Sequence[int] | None = None,
 ) -> Evaluation:
-    """Judge each (task, answer) of ``samples`` (default: each task's reference answer; a judge-only task,
-    which has none, is left out) on every test of its task, by its kind, as the loop judges, and give
+    """Judge each (task, answer[, language]) of ``samples`` (default: each task's reference answer, in Python; a
+    judge-only task, which has none, is left out) on every test of its task, by its kind, in the answer's
+    language (a row's ``language``), as the loop judges, and give
     pass@k for each of ``ks`` (default: those of 1, 10, 100 every task has the samples for) over the
     tasks with samples. A test given without an expected value gets the reference's first.
     ``on_leaks`` hears the leaking tasks before judging starts; ``on_row`` each row as it is judged.
@@ -242,6 +248,7 @@ def evaluate_samples(
     from ..evaluator import pass_at_k_table
     from ..judge import Judge, final_status
     from ..kinds import get_kind, mark_leaks
+    from ..languages import DEFAULT_ANSWER_LANGUAGE
     from .expected import fill_expected
 
     counts = samples_per_task(tasks, samples)
@@ -258,20 +265,27 @@ def evaluate_samples(
         filled, out.leaking = mark_leaks(filled, public_tests(loaded))
         by_id = {t.task_id: t for t in filled}
         chosen = (
-            [(by_id[task.task_id], code) for task, code in samples]
+            [(by_id[s[0].task_id], s[1], s[2] if len(s) > 2 else DEFAULT_ANSWER_LANGUAGE) for s in samples]
             if samples is not None
-            else [(t, get_kind(t.kind).reference_answer(t)) for t in filled if t.task_id in counts]
+            else [
+                (t, get_kind(t.kind).reference_answer(t), DEFAULT_ANSWER_LANGUAGE)
+                for t in filled
+                if t.task_id in counts
+            ]
         )
         if out.leaking and on_leaks is not None:
             on_leaks(out.leaking)
         per_task: dict[str, list[bool]] = {}
-        verdicts = in_order(lambda s: get_kind(s[0].kind).check_answer(judge, s[0], s[1], None), chosen, concurrency)
-        for (task, _code), result in zip(chosen, verdicts, strict=True):
+        verdicts = in_order(
+            lambda s: get_kind(s[0].kind).check_answer(judge, s[0], s[1], None, language=s[2]), chosen, concurrency
+        )
+        for (task, _code, language), result in zip(chosen, verdicts, strict=True):
             status = final_status(result)
             passed = status == "passed"
             per_task.setdefault(task.task_id, []).append(passed)
             row: dict[str, Any] = {
                 "task_id": task.task_id,
+                "language": language,
                 "passed": passed,
                 "status": status,
                 "exec_status": result.status,

@@ -2,8 +2,8 @@
 
 ``spade solve``, ``evaluate`` and ``verify`` read their input here, and so can Python: ``read_tasks``
 gives the tasks of a file (one clear ``UserError`` naming ``FILE:LINE`` for a malformed line, or the
-line skipped with ``skip_invalid``), ``read_samples`` the (task, code) pairs of a samples file or of
-a run directory's episodes, ``scan_tasks`` every line with its task or why it is none (``verify``
+line skipped with ``skip_invalid``), ``read_samples`` the (task, code, language) triples of a samples
+file or of a run directory's episodes, ``scan_tasks`` every line with its task or why it is none (``verify``
 reports each).
 """
 
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..kinds import get_kind
+from ..kinds.base import fenced_answer
 from ..types import Task
 
 __all__ = ["TaskLine", "read_samples", "read_tasks", "run_samples", "scan_tasks"]
@@ -160,15 +162,18 @@ def read_tasks(path: str | Path, *, skip_invalid: bool = False, command: str = "
 
 def read_samples(
     path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
-) -> list[tuple[Task, str]]:
-    """(task, code) of each sample line: ``{"task_id", "code"}`` (or ``"solution"``, EvalPlus's name for
-    it), or ``{"task_id", "completion"}`` appended to the task's ``meta.prompt`` (HumanEval's way).
-    ``path`` a directory: a run's episodes (``run_samples``).
+) -> list[tuple[Task, str, str]]:
+    """(task, code, language) of each sample line: ``{"task_id", "code"}`` (or ``"solution"``, EvalPlus's name
+    for it), or ``{"task_id", "completion"}``: a model's reply, whose last block fenced for an answer language
+    (``languages.TOOLCHAINS``' ``fence_tags``) is the code and tells its language, else appended to the task's
+    ``meta.prompt`` (HumanEval's way). A line's ``language`` (a name of ``TOOLCHAINS``) says which language the
+    code is in (a completion's block is then the last one fenced for it); without one, Python or what the
+    completion's fence tells. ``path`` a directory: a run's episodes (``run_samples``), each in its language.
 
     Raises:
         UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
-            unknown ``task_id``, neither ``code`` nor ``completion``), named ``FILE:LINE``, and
-            ``skip_invalid`` is off.
+            unknown ``task_id``, neither ``code`` nor ``completion``, an unknown ``language`` or one the task's
+            kind is not answered in), named ``FILE:LINE``, and ``skip_invalid`` is off.
     """
     if Path(path).is_dir():
         return run_samples(path, tasks, skip_invalid=skip_invalid, command=command)
@@ -193,8 +198,8 @@ def read_samples(
 
 def run_samples(
     path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
-) -> list[tuple[Task, str]]:
-    """(task, answer) of each episode a run directory (``spade solve --samples-per-task N``, or ``spade
+) -> list[tuple[Task, str, str]]:
+    """(task, answer, language) of each episode a run directory (``spade solve --samples-per-task N``, or ``spade
     run``) recorded, in file order: its last attempt's answer (``""`` for an episode that ended without
     one: it fails), so judging them gives pass@k over the run's N episodes per task. Episodes a
     ``serve-env`` client abandoned measure nothing and are left out, as the run's own pass rate does.
@@ -221,11 +226,15 @@ def run_samples(
             file=sys.stderr,
             flush=True,
         )
-    return [(tasks[t.task_id], t.attempts[-1].code if t.attempts else "") for t in episodes if t.task_id in tasks]
+    return [
+        (tasks[t.task_id], t.attempts[-1].code if t.attempts else "", t.language)
+        for t in episodes
+        if t.task_id in tasks
+    ]
 
 
-def _sample(text: str, tasks: Mapping[str, Task]) -> tuple[Task, str]:
-    """One sample line as (task, code); ValueError says why it is not one."""
+def _sample(text: str, tasks: Mapping[str, Task]) -> tuple[Task, str, str]:
+    """One sample line as (task, code, language); ValueError says why it is not one."""
     try:
         row = json.loads(text)
     except json.JSONDecodeError as e:
@@ -240,10 +249,25 @@ def _sample(text: str, tasks: Mapping[str, Task]) -> tuple[Task, str]:
     if task is None:
         shown = repr(row.get("task_id"))
         raise ValueError(f"unknown task_id {shown[:80]}" if "task_id" in row else 'not a sample: no "task_id"')
+    given = row.get("language")
+    if given is not None and not isinstance(given, str):
+        raise ValueError(f'"language" must be a language\'s name, got {type(given).__name__}')
+    try:
+        code, language = _code(row, task, given)
+        return task, code, get_kind(task.kind).answer_language(language)
+    except UserError as e:
+        raise ValueError(str(e)) from None
+
+
+def _code(row: dict[str, Any], task: Task, language: str | None) -> tuple[str, str | None]:
+    """A sample line's code and its language (None: the default), as ``read_samples`` reads them."""
     if isinstance(row.get("code"), str):
-        return task, row["code"]
+        return row["code"], language
     if isinstance(row.get("solution"), str):  # EvalPlus's samples: the whole code, as "code"
-        return task, row["solution"]
+        return row["solution"], language
     if isinstance(row.get("completion"), str):
-        return task, str(task.meta.get("prompt", "")) + row["completion"]
+        fenced = fenced_answer(row["completion"], language)
+        if fenced is not None:  # a model's reply: its fenced block is the answer, its tag the language
+            return fenced
+        return str(task.meta.get("prompt", "")) + row["completion"], language
     raise ValueError('not a sample: it needs "completion" or "code" (a string)')
