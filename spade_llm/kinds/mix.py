@@ -1,4 +1,5 @@
-"""Which kind each of an epoch's generator requests asks for, from a weighted mix.
+"""Which kind each of an epoch's generator requests asks for, and which language each whole-program
+episode answers in, from weighted mixes.
 
 ``curriculum.kinds`` is a mix such as ``{induction: 0.6, deduction: 0.2, abduction: 0.2}`` (the
 old list form, e.g. ``[induction, deduction]``, means equal weights; a repeated name counts

@@ -128,9 +128,7 @@ def check_answer(
 ) -> ExecutionResult:
     """The answer run as a whole program in ``language`` (compiled once first, when the language compiles) on
     each chosen test's stdin, its stdout judged by the output rule."""
-    if language == DEFAULT_ANSWER_LANGUAGE:  # the judge's own default: a Judge of any version takes it
-        return judge.stdio(task, code, tests)
-    return judge.stdio(task, code, tests, language=language)  # type: ignore[call-arg,unused-ignore]
+    return judge.stdio(task, code, tests, language=language)
 
 
 def feedback_line(task: Task, test: TestCase, r: TestResult | None) -> str:

@@ -69,7 +69,7 @@ def test_evaluate_reports_the_estimator_per_task_and_overall_in_the_table_and_th
     assert code == 0
     # stdout: the per-sample rows as before, one per sample, nothing else
     assert len(rows) == 30 and Counter(r["task_id"] for r in rows if r["passed"]) == {"a": 5, "c": 9}
-    assert set(rows[0]) == {"task_id", "passed", "status", "exec_status", "tests_passed", "tests_total"}
+    assert set(rows[0]) == {"task_id", "language", "passed", "status", "exec_status", "tests_passed", "tests_total"}
 
     data = json.loads(summary.read_text())
     assert data["k"] == [1, 5, 10] and data["tasks"] == 3 and data["samples"] == 30 and data["passed"] == 14

@@ -188,7 +188,10 @@ def test_grpo_one_row_per_task_with_a_ground_truth_that_round_trips(
     assert [r["task_id"] for r in rows] == list(records["tasks"])  # every task once, epoch order
     for row in rows:
         task: Task = records["tasks"][row["task_id"]]
-        assert set(row) == {"prompt", "task_id", "kind", "entry_point", "tests", "ground_truth", "split", "difficulty"}
+        assert set(row) == {
+            "prompt", "task_id", "kind", "language", "entry_point", "tests", "ground_truth", "split", "difficulty"
+        }  # fmt: skip
+        assert row["language"] == "python"  # a function's answer: Python, the ground truth saying nothing more
         assert row["kind"] == task.kind and row["entry_point"] == task.entry_point
         assert json.loads(row["tests"]) == [t.dump() for t in task.tests]
         judged, public = task_from_ground_truth(row["ground_truth"])
@@ -207,7 +210,9 @@ def test_verl_parquet_has_the_nested_fields(run: Path, records: dict[str, Any], 
     grpo = {r["task_id"]: r for r in export(run, tmp_path / "grpo.jsonl", "grpo")}
     schema = pq.read_schema(tmp_path / "verl.parquet")
     assert schema.field("reward_model").type == pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
-    assert [f.name for f in schema.field("extra_info").type] == ["split", "index", "task_id", "kind", "difficulty"]
+    assert [f.name for f in schema.field("extra_info").type] == [
+        "split", "index", "task_id", "kind", "language", "difficulty"
+    ]  # fmt: skip
     assert len(rows) == len(records["tasks"])
     for index, row in enumerate(rows):
         extra, task_id = row["extra_info"], row["extra_info"]["task_id"]
@@ -219,6 +224,7 @@ def test_verl_parquet_has_the_nested_fields(run: Path, records: dict[str, Any], 
             "index": index,
             "task_id": task_id,
             "kind": records["tasks"][task_id].kind,
+            "language": "python",
             "difficulty": measured(records["stats"][task_id]),
         }
 

@@ -1,0 +1,160 @@
+"""``spade run --kinds program`` with ``curriculum.languages: {cpp: 1, python: 1}`` on the fake model, end to
+end (issue 40): episodes asked in both languages, recorded so, exported with the language in every row, judged
+again by ``spade evaluate`` in their language, and scored by the trainers' reward in the row's language."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade_llm.cli.app import main
+from spade_llm.export.solver_rows import ExportFilters, export_run
+from spade_llm.rewards.code import CodeReward, Rewarder
+from spade_llm.rewards.groundtruth import ground_truth
+from spade_llm.store import read_run
+from spade_llm.types import Task, TestCase
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the cpp toolchain)"),
+]
+POLYGLOT_FAKE = importlib.util.find_spec("spade_llm.fake.polyglot") is not None
+"""Whether the fake model answers in the language it is asked (``fake/polyglot.py``); before it, it answers in
+Python whatever the prompt asks, and every C++ episode fails to compile."""
+
+SUM = "n = int(input())\nprint(sum(map(int, input().split()[:n])))\n"
+SUM_CPP = (
+    '#include <cstdio>\nint main() { int n; long long s = 0, x; scanf("%d", &n);\n'
+    '  for (int i = 0; i < n; i++) { scanf("%lld", &x); s += x; }\n  printf("%lld\\n", s); }\n'
+)
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("languages")
+    config = root / "config.yaml"
+    config.write_text("curriculum:\n  kinds: [program]\n  languages: {cpp: 1, python: 1}\n")
+    out = root / "run"
+    code = main(
+        ["run", "--config", str(config), "--model", "fake/default", "--epochs", "1", "--tasks-per-epoch", "4",
+         "--samples-per-task", "2", "--sandbox", "subprocess", "--seed", "3", "--out", str(out), "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    return out
+
+
+def test_the_run_records_episodes_and_attempts_in_both_languages(run_dir: Path) -> None:
+    records = read_run(run_dir)
+    assert records.tasks and all(t.kind == "program" for t in records.tasks)
+    by_task: dict[str, list[str]] = {}
+    for trajectory in records.trajectories:
+        by_task.setdefault(trajectory.task_id, []).append(trajectory.language)
+        assert trajectory.attempts and {a.language for a in trajectory.attempts} == {trajectory.language}
+        asked = trajectory.messages[1].content
+        label = "C++17" if trajectory.language == "cpp" else "Python"
+        assert f"Write a complete {label} program that reads its input from standard input" in asked
+    assert all(sorted(langs) == ["cpp", "python"] for langs in by_task.values())  # two samples: one of each
+    cpp = [t for t in records.trajectories if t.language == "cpp"]
+    if POLYGLOT_FAKE:  # the fake answers C++ when asked: some C++ episode passes
+        assert any(t.final_status == "passed" for t in cpp)
+    else:  # it answers Python: g++ says so, as a compile error fed back
+        assert all(t.final_status != "passed" for t in cpp)
+        assert any("main.cpp" in a.result.stderr for t in cpp for a in t.attempts)
+
+
+@pytest.mark.parametrize("fmt", ["sft", "dpo", "grpo", "verl"])
+def test_every_exported_row_carries_its_language(run_dir: Path, tmp_path: Path, fmt: str) -> None:
+    if fmt == "verl":
+        pytest.importorskip("pyarrow")
+    out = tmp_path / f"{fmt}.out"
+    export_run(run_dir, fmt, out, ExportFilters())
+    if fmt == "verl":
+        import pyarrow.parquet as pq
+
+        exported = [{**r, **r["extra_info"]} for r in pq.read_table(str(out)).to_pylist()]
+    else:
+        exported = rows(out)
+    assert all(r["language"] in ("cpp", "python") for r in exported), exported[:1]
+    if fmt in ("grpo", "verl"):  # one row per task and language, each asking in it, its truth carrying it
+        assert {r["language"] for r in exported} == {"cpp", "python"}
+        for r in exported:
+            truth = json.loads(r["ground_truth"] if fmt == "grpo" else r["reward_model"]["ground_truth"])
+            assert truth.get("language") == (None if r["language"] == "python" else "cpp")
+            label = "C++17" if r["language"] == "cpp" else "Python"
+            assert f"Write a complete {label} program" in r["prompt"][1]["content"]
+    if fmt == "sft" and POLYGLOT_FAKE:
+        assert {r["language"] for r in exported} == {"cpp", "python"}
+
+
+def test_sandbox_fusion_rows_leave_the_other_languages_out(run_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    result = export_run(run_dir, "verl", tmp_path / "sf.parquet", ExportFilters(), verl_reward="sandbox_fusion")
+    assert "asked in another language than Python" in result.describe()
+
+
+def test_evaluate_judges_a_runs_episodes_in_their_language(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["evaluate", str(run_dir / "tasks.jsonl"), "--samples", str(run_dir), "--sandbox", "subprocess"])
+    assert code == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    recorded = {(t.task_id, t.language): t.final_status == "passed" for t in read_run(run_dir).trajectories}
+    assert {(r["task_id"], r["language"]) for r in printed} == set(recorded)
+    for r in printed:  # the same verdict as the run's
+        assert r["passed"] == recorded[r["task_id"], r["language"]]
+
+
+def sum_task() -> Task:
+    cases = [("3\n1 2 3\n", "6\n"), ("1\n7\n", "7\n"), ("2\n-5 5\n", "0\n"), ("4\n10 20 30 40\n", "100\n")]
+    return Task(
+        task_id="sum", kind="program", description="Sum n integers.", entry_point="", reference_code=SUM,
+        tests=[TestCase(input=i, expected=o) for i, o in cases], time_limit_s=2.0,
+    )  # fmt: skip
+
+
+def test_evaluate_reads_a_samples_language_from_the_line_or_the_completions_fence(tmp_path: Path) -> None:
+    from spade_llm.tasksets.judging import evaluate_samples
+    from spade_llm.tasksets.taskfile import read_samples
+
+    samples = tmp_path / "samples.jsonl"
+    lines = [
+        {"task_id": "sum", "code": SUM_CPP, "language": "cpp"},
+        {"task_id": "sum", "completion": f"My answer:\n```cpp\n{SUM_CPP}```"},
+        {"task_id": "sum", "code": SUM},
+        {"task_id": "sum", "code": SUM, "language": "cpp"},  # Python handed in as C++: it does not compile
+    ]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    read = read_samples(samples, {"sum": sum_task()})
+    assert [(code, language) for _, code, language in read] == [
+        (SUM_CPP, "cpp"), (SUM_CPP, "cpp"), (SUM, "python"), (SUM, "cpp")
+    ]  # fmt: skip
+    result = evaluate_samples([sum_task()], read, sandbox="subprocess", concurrency=2, ks=(1,))
+    assert [(r["language"], r["passed"]) for r in result.rows] == [
+        ("cpp", True), ("cpp", True), ("python", True), ("cpp", False)
+    ]  # fmt: skip
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task_id": "sum", "code": SUM, "language": "pascal"}) + "\n")
+    from spade_llm.errors import UserError
+
+    with pytest.raises(UserError, match=r"bad.jsonl:1: unknown answer language 'pascal'; known: python, cpp"):
+        read_samples(bad, {"sum": sum_task()})
+
+
+def test_the_trainers_reward_judges_in_the_rows_language(sandbox: Any) -> None:
+    truth = json.dumps(ground_truth(sum_task(), 1, "cpp"))
+    with Rewarder(sandbox=sandbox) as rewarder:
+        assert rewarder.score(f"```cpp\n{SUM_CPP}```", truth).status == "passed"
+        assert rewarder.score(f"```python\n{SUM}```", truth).status == "no_code"  # not the asked-for block
+        python_truth = json.dumps(ground_truth(sum_task(), 1))
+        assert rewarder.score(f"```python\n{SUM}```", python_truth).status == "passed"
+        # TRL: a row's `language` column names it when its ground truth (an older export's) does not
+        reward = CodeReward(rewarder)
+        assert reward(completions=[f"```cpp\n{SUM_CPP}```"], ground_truth=[python_truth], language=["cpp"]) == [1.0]
+        assert reward(completions=[f"```cpp\n{SUM_CPP}```"], ground_truth=[truth]) == [1.0]
