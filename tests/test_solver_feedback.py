@@ -156,7 +156,7 @@ def _solver() -> Any:
     from spade_llm.solver import LLMSolver
     from spade_llm.templates import Prompts
 
-    async def judge(task: Task, code: str, which: Any) -> ExecutionResult:
+    async def judge(task: Task, code: str, which: Any, *, language: str = "python") -> ExecutionResult:
         raise AssertionError("not judged here")
 
     llm = FunctionLLM(lambda _r: "", model="scripted")

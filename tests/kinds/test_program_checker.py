@@ -226,7 +226,9 @@ def test_the_prompts_say_any_right_output_is_accepted_and_that_the_checker_rejec
     assert "any correct output" not in plain
     public = PROGRAM.check_answer(judge, checked, ARGMIN, [0])
 
-    async def unused(task: Task, code: str, tests: Sequence[int] | None) -> ExecutionResult:
+    async def unused(
+        task: Task, code: str, tests: Sequence[int] | None, *, language: str = "python"
+    ) -> ExecutionResult:
         raise AssertionError("only the repair prompt is built here")
 
     solver = LLMSolver(
