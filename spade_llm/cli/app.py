@@ -398,12 +398,12 @@ def cmd_exec(args: argparse.Namespace) -> int:
     from ..sandbox.runner import run_program
     from ..tasksets.taskfile import read_input
 
-    if args.languages:
+    if args.list_languages:
         if args.file is not None:
-            raise UserError("spade exec --languages runs no FILE: give one or the other")
+            raise UserError("spade exec --list-languages runs no FILE: give one or the other")
         return _exec_languages(args)
     if args.file is None:
-        raise UserError("spade exec needs a FILE to run (or - for stdin), or --languages")
+        raise UserError("spade exec needs a FILE to run (or - for stdin), or --list-languages")
     if args.file == "-":
         where, data = "<stdin>", sys.stdin.buffer.read()
     else:
@@ -445,7 +445,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 
 def _exec_languages(args: argparse.Namespace) -> int:
-    """``spade exec --languages``: per answer language (or the ``--language`` one), what this machine has
+    """``spade exec --list-languages``: per answer language (or the ``--language`` one), what this machine has
     of it (packages, commands, the compiler's version) and whether its hello-world compiles and runs in
     the sandbox, by the path answers take (``run_stdio_tests``); a table on stdout."""
     from ..languages import TOOLCHAINS, get_toolchain

@@ -322,8 +322,8 @@ REPORT = _flag(
     "--report", action="store_const", const=True, help="write RUN_DIR/report.html after every epoch", sets=("report",)
 )
 QUIET = _flag("--quiet", action="store_true", help="print only the run directory")
-LANGUAGES = _flag(
-    "--languages",
+LIST_LANGUAGES = _flag(
+    "--list-languages",
     action="store_true",
     help="instead of running FILE, list the answer languages: each one's packages, commands and version "
     "here, and whether a hello-world compiles and runs in --sandbox (with --check: exit 6 if one does not)",
@@ -609,14 +609,14 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
     "exec": CommandSpec(
         help="run one program in the sandbox, print its ExecutionResult as JSON",
         flags=(
-            FILE.but(nargs="?", help=f"{FILE.help} (none with --languages)"),
+            FILE.but(nargs="?", help=f"{FILE.help} (none with --list-languages)"),
             EXEC_LANGUAGE,
             SANDBOX.but(default=AUTO, sets=()),
             TIMEOUT,
             MEMORY_MB,
             PROGRAM_STDIN,
             CPU_S,
-            LANGUAGES,
+            LIST_LANGUAGES,
             CHECK,
         ),
     ),

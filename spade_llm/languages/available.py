@@ -1,7 +1,7 @@
 """Which answer languages work on this machine: each toolchain's commands found or missing, its compiler's
 version, and a hello-world program to try it with in a sandbox.
 
-``spade exec --languages`` prints these; ``scripts/docker_image.sh`` compiles and runs the hello-worlds
+``spade exec --list-languages`` prints these; ``scripts/docker_image.sh`` compiles and runs the hello-worlds
 in the image it builds. Light on purpose (no model client, no sandbox): ``spade exec`` starts fast.
 """
 

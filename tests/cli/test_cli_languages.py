@@ -1,4 +1,4 @@
-"""``spade exec --languages``: a row per answer language with what this machine has of it and whether its
+"""``spade exec --list-languages``: a row per answer language with what this machine has of it and whether its
 hello-world compiles and runs in the sandbox; a missing toolchain says what to install; ``--check`` gates."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _rows(out: str) -> dict[str, str]:
 
 
 def test_every_language_has_a_row_and_python_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["exec", "--languages", "--sandbox", "subprocess"]) == Exit.OK
+    assert main(["exec", "--list-languages", "--sandbox", "subprocess"]) == Exit.OK
     captured = capsys.readouterr()
     rows = _rows(captured.out)
     assert list(rows) == list(TOOLCHAINS)
@@ -45,17 +45,17 @@ def test_every_language_has_a_row_and_python_runs(capsys: pytest.CaptureFixture[
 
 def test_a_missing_toolchain_is_named_with_its_package_and_fails_the_check(monkeypatch, capsys) -> None:
     monkeypatch.setattr("spade_llm.languages.TOOLCHAINS", {"python": TOOLCHAINS["python"], "absent": ABSENT})
-    assert main(["exec", "--languages", "--sandbox", "subprocess"]) == Exit.OK  # the table is the output
+    assert main(["exec", "--list-languages", "--sandbox", "subprocess"]) == Exit.OK  # the table is the output
     row = _rows(capsys.readouterr().out)["absent"]
     assert "missing /nonexistent/abc" in row and row.endswith("not tried: apt-get install abc-compiler")
-    assert main(["exec", "--languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
+    assert main(["exec", "--list-languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
 
 
 def test_a_compile_error_shows_its_first_line(monkeypatch, capsys) -> None:
     cpp = toolchain_or_skip("cpp")
     monkeypatch.setattr("spade_llm.languages.TOOLCHAINS", {"cpp": cpp})
     monkeypatch.setitem(HELLO, "cpp", "int main() { return missing_name; }\n")
-    assert main(["exec", "--languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
+    assert main(["exec", "--list-languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
     row = _rows(capsys.readouterr().out)["cpp"]
     assert "failed: compile error: main.cpp:1:" in row and "missing_name" in row
 
@@ -66,7 +66,7 @@ def test_a_toolchain_the_sandbox_lacks_says_so_in_its_row(monkeypatch, capsys) -
         raise SandboxUnavailable("Python 3 answers need python3, which this sandbox does not have: install it\nmore")
 
     monkeypatch.setattr("spade_llm.sandbox.stdio.run_stdio_tests", lacking)
-    assert main(["exec", "--languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
+    assert main(["exec", "--list-languages", "--sandbox", "subprocess", "--check"]) == Exit.CHECK_FAILED
     row = _rows(capsys.readouterr().out)["python"]
     assert row.endswith("failed: Python 3 answers need python3, which this sandbox does not have: install it")
 
@@ -76,12 +76,12 @@ def test_exec_takes_a_file_or_languages_not_both_nor_neither(tmp_path, capsys) -
     program.write_text("print(1)\n")
     assert main(["exec", "--sandbox", "subprocess"]) == Exit.USER
     assert "needs a FILE to run" in capsys.readouterr().err
-    assert main(["exec", str(program), "--languages", "--sandbox", "subprocess"]) == Exit.USER
+    assert main(["exec", str(program), "--list-languages", "--sandbox", "subprocess"]) == Exit.USER
     assert "runs no FILE" in capsys.readouterr().err
 
 
 def test_language_narrows_the_listing_to_one(capsys) -> None:
-    assert main(["exec", "--languages", "--language", "python", "--sandbox", "subprocess", "--check"]) == Exit.OK
+    assert main(["exec", "--list-languages", "--language", "python", "--sandbox", "subprocess", "--check"]) == Exit.OK
     assert list(_rows(capsys.readouterr().out)) == ["python"]
-    assert main(["exec", "--languages", "--language", "cobol", "--sandbox", "subprocess"]) == Exit.USER
+    assert main(["exec", "--list-languages", "--language", "cobol", "--sandbox", "subprocess"]) == Exit.USER
     assert "unknown answer language 'cobol'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""What ``spade exec --languages`` and CI's required languages stand on: the host check of a toolchain
+"""What ``spade exec --list-languages`` and CI's required languages stand on: the host check of a toolchain
 (found, missing with the package to install, its version), the tests' skip-or-fail helper, and the
 package closure scripts/docker_image.sh copies into the docker image."""
 
