@@ -65,8 +65,7 @@ def language_variables(language: str = DEFAULT_ANSWER_LANGUAGE) -> dict[str, str
     """What the solver's templates are told of the answer language: ``language`` (its name in
     ``languages.TOOLCHAINS``), ``label`` (how a prompt names it: ``Python``, ``C++17``) and ``fence`` (the
     fence tag the answer is asked in: ``python``, ``cpp``). Python's render every template as before."""
-    toolchain = get_toolchain(language)
-    return {"language": toolchain.name, "label": toolchain.shown_name, "fence": toolchain.fence}
+    return get_toolchain(language).prompt_variables()
 
 
 def split_tests(task: Task, public_tests: int) -> tuple[list[int], list[int]]:

@@ -31,8 +31,7 @@ def _template_variables() -> dict[str, dict[str, Any]]:
     from .languages import DEFAULT_ANSWER_LANGUAGE, get_toolchain
 
     kinds = [get_kind(name) for name in KIND_NAMES]
-    answers = get_toolchain(DEFAULT_ANSWER_LANGUAGE)  # the solver's templates are told the answer's language
-    named = {"language": answers.name, "label": answers.shown_name, "fence": answers.fence}
+    named = get_toolchain(DEFAULT_ANSWER_LANGUAGE).prompt_variables()  # the solver's are told the answer's language
     return {
         "generator/system.j2": {},
         "generator/propose.j2": {

@@ -81,6 +81,12 @@ class Toolchain:
         """The fence tag prompts ask the answer to be in (the first of ``fence_tags``)."""
         return self.fence_tags[0]
 
+    def prompt_variables(self) -> dict[str, str]:
+        """What the solver's templates are told of the answer language: ``language`` (its name), ``label``
+        (``shown_name``) and ``fence`` (the tag the answer is asked in). Python's render every template as
+        before answers had languages."""
+        return {"language": self.name, "label": self.shown_name, "fence": self.fence}
+
     def source_for(self, code: str) -> str:
         """The file ``code`` is written to."""
         return self.source_file if self.source_name is None else self.source_name(code)

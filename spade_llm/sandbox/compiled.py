@@ -7,7 +7,8 @@ own wall limit (``compile_timeout_s``) and room for a compiler's memory. What it
 class files) comes back to the host (``runner.run_command``'s ``collect``) and is written into each
 test's run, which is one more execution under the test's own limits. ``build`` keeps every build by
 the answer's hash, so K samples of one answer, or one answer judged on public and then hidden tests,
-compile once; a failed compile is kept too (it fails the same way again).
+compile once; a compiler's rejection is kept too (it rejects it the same way again), but not a compile cut
+by a limit, which a quieter moment may let through.
 
 A failed compile is data: ``Build.ok`` false and its ``result`` the compiler's (``status`` ``error``,
 its stderr naming the file and line: the solver's repair prompt shows it). A toolchain missing from
@@ -45,10 +46,13 @@ COMPILE_MEMORY_MB = 1024
 """Memory a compile may hold at least (rustc and javac need several hundred MiB)."""
 COMPILE_SCRATCH_MB = 256
 """Scratch room a compile may write (intermediate files, Go's build cache, the binary)."""
-ARTIFACT_BYTES = 64 << 20
-"""Most a compile may leave for the runs (a Go binary is ~2 MiB, a stripped Rust one less)."""
+ARTIFACT_BYTES = 16 << 20
+"""Most a compile may leave for the runs (a Go binary is ~2 MiB, a stripped Rust one less): a larger build
+(a 60 MiB static array) fails, rather than fill the host's memory and every test's scratch."""
 BUILDS_KEPT = 256
-"""Builds kept in memory (least recently used ones go first)."""
+"""Builds kept in memory (least recently used ones go first)..."""
+BUILD_BYTES_KEPT = 256 << 20
+"""... and at most this many bytes of their files in all."""
 CANNOT_RUN = "spade: cannot run "
 """How the harness says a command could not be started (``harness._Child.exec_command``)."""
 
@@ -105,11 +109,14 @@ _LOCK = threading.Lock()
 _BUILDING: dict[tuple[str, ...], threading.Lock] = {}
 
 
-def compile_limits(limits: Limits, compile_timeout_s: float) -> Limits:
+def compile_limits(limits: Limits, compile_timeout_s: float, max_memory_mb: int | None = None) -> Limits:
     """The limits of a compile: its own wall limit, at least ``COMPILE_MEMORY_MB`` and
-    ``COMPILE_SCRATCH_MB`` (whatever the tests' are), room for a compiler's address-space reservations,
-    and the process limit and output cap of ``limits``."""
+    ``COMPILE_SCRATCH_MB`` (whatever the tests' are) but never more memory than ``max_memory_mb`` (a
+    server's ceiling), room for a compiler's address-space reservations, and the process limit and output
+    cap of ``limits``."""
     memory_mb = max(limits.memory_mb, COMPILE_MEMORY_MB)
+    if max_memory_mb is not None:
+        memory_mb = min(memory_mb, max(max_memory_mb, limits.memory_mb))
     return replace(
         limits,
         timeout_s=float(compile_timeout_s),
@@ -132,9 +139,12 @@ def build(
     code: str,
     limits: Limits,
     compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+    *,
+    max_memory_mb: int | None = None,
 ) -> Build:
     """``code`` compiled by ``toolchain`` in ``sandbox`` (once per answer: later calls get the kept
-    build; concurrent ones wait for the first).
+    build; concurrent ones wait for the first); ``max_memory_mb`` caps the compile's memory
+    (``compile_limits``).
 
     Raises:
         SandboxUnavailable: the toolchain is not on this machine or in the sandbox.
@@ -142,7 +152,7 @@ def build(
     source = code.encode("utf-8", "surrogatepass")
     if toolchain.compile is None:
         return Build(toolchain, code, ok=True, files={toolchain.source_for(code): source})
-    box_limits = compile_limits(limits, compile_timeout_s)
+    box_limits = compile_limits(limits, compile_timeout_s, max_memory_mb)
     digest = hashlib.sha256(source).hexdigest()
     key = (sandbox.name, str(id(sandbox)), toolchain.name, repr(box_limits), digest)
     with _LOCK:
@@ -156,16 +166,35 @@ def build(
             kept = _BUILDS.get(key)
         if kept is not None:
             return kept
+        made: Build | None = None
         try:
             made = _compile(sandbox, toolchain, code, source, box_limits)
         finally:
             with _LOCK:
+                if made is not None and _settled(made):
+                    _keep(key, made)
                 _BUILDING.pop(key, None)
-        with _LOCK:
-            _BUILDS[key] = made
-            while len(_BUILDS) > BUILDS_KEPT:
-                _BUILDS.popitem(last=False)
     return made
+
+
+def _settled(made: Build) -> bool:
+    """Whether a build says something about the answer alone: it compiled, or its compiler rejected it.
+    A compile cut by a limit (time, memory, a sandbox's trouble) may go otherwise on a quieter machine: it
+    is not kept, so a load spike does not fail the answer for good."""
+    return made.ok or (made.result is not None and made.result.status == "ok" and made.result.return_code != 0)
+
+
+def _keep(key: tuple[str, ...], made: Build) -> None:
+    """Keep ``made``; drop the least recently used builds past ``BUILDS_KEPT`` or ``BUILD_BYTES_KEPT``."""
+    _BUILDS[key] = made
+    total = sum(_size(b) for b in _BUILDS.values())
+    while len(_BUILDS) > 1 and (len(_BUILDS) > BUILDS_KEPT or total > BUILD_BYTES_KEPT):
+        _, dropped = _BUILDS.popitem(last=False)
+        total -= _size(dropped)
+
+
+def _size(made: Build) -> int:
+    return sum(len(data) for data in made.files.values())
 
 
 def _compile(sandbox: Sandbox, toolchain: Toolchain, code: str, source: bytes, limits: Limits) -> Build:

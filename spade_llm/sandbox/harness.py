@@ -122,6 +122,9 @@ SIGKILL = 9
 SIGXCPU = 24
 SIGPROF = 27
 """Linux's: a ``program`` run with ``cpu_s`` is ended by it at its CPU budget."""
+BUDGET_SLACK_S = 0.1
+"""CPU seconds over a run's ``cpu_s`` budget its process may report before the run is a timeout however it
+ended: the child's own start (before the budget's timer is armed) counts in what it used."""
 
 # Captured before any untrusted code runs: patching builtins cannot change how values are encoded.
 _type = type
@@ -988,6 +991,7 @@ class _Child:
             # or ignores it meets the wall deadline instead)
             _signal.signal(_signal.SIGPROF, _signal.SIG_DFL)
             _signal.setitimer(_signal.ITIMER_PROF, float(cpu_s))
+            _cpu_backstop(float(cpu_s))
         try:
             _load(path, module, _CODE.pop(path, None))
         except SystemExit as e:
@@ -1036,12 +1040,30 @@ class _Child:
             # CPU time of every thread, and it survives execve: SIGPROF's default action ends the
             # command at its budget, which the parent reports as a timeout
             _signal.setitimer(_signal.ITIMER_PROF, float(cpu_s))
+            _cpu_backstop(float(cpu_s))
         posix.close(self.res)
         try:
             posix.execve(argv[0], argv, env)
         except OSError as e:
             _write_all(2, ("spade: cannot run %s: %s\n" % (argv[0], e.strerror)).encode("utf-8", "replace"))
         return 127
+
+
+def _cpu_backstop(cpu_s: float) -> None:
+    """``RLIMIT_CPU`` a second or two past a run's budget: a program that disarms, ignores or catches the
+    budget's SIGPROF is then killed near its budget rather than at the wall limit (ten times it); the
+    parent reports it as a timeout (``BUDGET_SLACK_S``)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(usage.ru_utime + usage.ru_stime + cpu_s + 0.999) + 1
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY and hard <= soft:
+        return  # the run's own limit is already as tight
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    except (OSError, ValueError):
+        pass
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -1288,7 +1310,12 @@ def _supervise(
         posix.close(pidfd)
     cpu_exceeded = False
     signal = posix.WTERMSIG(status) if posix.WIFSIGNALED(status) else None
-    if signal == SIGXCPU or (signal == SIGPROF and req.get("cpu_s")):
+    budget = req.get("cpu_s")
+    if signal == SIGXCPU or (signal == SIGPROF and budget):
+        cpu_exceeded = True
+    elif budget and cpu_s > float(budget) + BUDGET_SLACK_S:
+        # over its budget however it ended: a program that ignores, catches or disarms the budget's
+        # signal (Go's runtime swallows SIGPROF) must not pass by finishing before the wall limit
         cpu_exceeded = True
     elif signal == SIGKILL and not timed_out and not over:
         import resource

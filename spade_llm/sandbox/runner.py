@@ -244,7 +244,13 @@ def run_command(
     status and streams are the result's. ``stdin``, ``cpu_s``: as ``run_program``. ``env``: the
     command's environment (``HOME`` and ``TMPDIR`` are the scratch directory). ``executables``: files
     made executable first. ``collect``: files to bring back after the run (names, or ``*.ext``), at
-    most ``collect_limit`` bytes in all (a compile's output)."""
+    most ``collect_limit`` bytes in all (a compile's output).
+
+    Raises:
+        ValueError: a file of ``files`` has a name the sandbox keeps for itself (its harness, stdin)."""
+    taken = sorted(set(files) & {STDIN_FILE, *harness_program()[1]})
+    if taken:  # the harness's own files and the stdin it feeds: a caller's file must not replace them
+        raise ValueError(f"file name {taken[0]!r} is reserved for the sandbox's own use")
     all_files: dict[str, bytes] = dict(files)
     command_env = {"PATH": PATH, "LANG": "C.UTF-8", **(env or {})}
     request: dict[str, Any] = {"argv": list(argv), "env": command_env, "executables": list(executables)}

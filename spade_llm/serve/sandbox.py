@@ -527,6 +527,8 @@ class Job:
     wrapped: bool
     toolchain: Toolchain | None = None
     compile_timeout_s: float = 0.0
+    max_compile_memory_mb: int | None = None
+    """The server's memory ceiling, which a compile's own memory (more than a run's) must not pass."""
 
 
 def plan(request: RunRequest, bounds: ServeLimits) -> Job:
@@ -555,7 +557,10 @@ def plan(request: RunRequest, bounds: ServeLimits) -> Job:
             timeout_s=timeout + toolchain.startup_cpu_s, memory_mb=memory, output_limit_bytes=bounds.output_limit_bytes
         )
         program = Program(source=request.code, stdin=stdin, files=files)
-        return Job(program, limits, wrapped=False, toolchain=toolchain, compile_timeout_s=compile_timeout)
+        return Job(
+            program, limits, wrapped=False, toolchain=toolchain, compile_timeout_s=compile_timeout,
+            max_compile_memory_mb=bounds.max_memory_mb,
+        )  # fmt: skip
     if not fetch:
         limits = Limits(timeout_s=timeout, memory_mb=memory, output_limit_bytes=bounds.output_limit_bytes)
         return Job(Program(source=request.code, stdin=stdin, files=files), limits, wrapped=False)
@@ -744,7 +749,9 @@ def execute_built(sandbox: Sandbox, job: Job, cancel: RunCancel | None = None) -
     every request of the same answer (verl sends one per test), which a kill would fail for all."""
     assert job.toolchain is not None
     toolchain, program = job.toolchain, job.program
-    built = build(sandbox, toolchain, program.source, job.limits, job.compile_timeout_s)
+    built = build(
+        sandbox, toolchain, program.source, job.limits, job.compile_timeout_s, max_memory_mb=job.max_compile_memory_mb
+    )
     if not built.ok:
         return compile_failed(built)
     compiled = None if built.result is None else command_result(built.result)

@@ -164,11 +164,12 @@ def read_samples(
     path: str | Path, tasks: Mapping[str, Task], *, skip_invalid: bool = False, command: str = "evaluate"
 ) -> list[tuple[Task, str, str]]:
     """(task, code, language) of each sample line: ``{"task_id", "code"}`` (or ``"solution"``, EvalPlus's name
-    for it), or ``{"task_id", "completion"}``: a model's reply, whose last block fenced for an answer language
-    (``languages.TOOLCHAINS``' ``fence_tags``) is the code and tells its language, else appended to the task's
-    ``meta.prompt`` (HumanEval's way). A line's ``language`` (a name of ``TOOLCHAINS``) says which language the
-    code is in (a completion's block is then the last one fenced for it); without one, Python or what the
-    completion's fence tells. ``path`` a directory: a run's episodes (``run_samples``), each in its language.
+    for it), or ``{"task_id", "completion"}``: for a whole-program task a model's reply, whose last block fenced
+    for an answer language (``languages.TOOLCHAINS``' ``fence_tags``) is the code and tells its language; else
+    (and for every other kind) appended to the task's ``meta.prompt`` (HumanEval's way). A line's ``language``
+    (a name of ``TOOLCHAINS``) says which language the code is in (a completion's block is then the last one
+    fenced for it); without one, Python or what the completion's fence tells. ``path`` a directory: a run's
+    episodes (``run_samples``), each in its language.
 
     Raises:
         UserError: the file cannot be read, or a line is malformed (not UTF-8, not JSON, not an object, an
@@ -266,8 +267,11 @@ def _code(row: dict[str, Any], task: Task, language: str | None) -> tuple[str, s
     if isinstance(row.get("solution"), str):  # EvalPlus's samples: the whole code, as "code"
         return row["solution"], language
     if isinstance(row.get("completion"), str):
-        fenced = fenced_answer(row["completion"], language)
-        if fenced is not None:  # a model's reply: its fenced block is the answer, its tag the language
+        # a whole-program kind's reply: its fenced block is the answer, its tag the language; other kinds'
+        # completions are read as they always were (an illustration in another fence changes nothing)
+        polyglot = get_kind(task.kind).answer_languages
+        fenced = fenced_answer(row["completion"], language) if polyglot else None
+        if fenced is not None:
             return fenced
         return str(task.meta.get("prompt", "")) + row["completion"], language
     raise ValueError('not a sample: it needs "completion" or "code" (a string)')

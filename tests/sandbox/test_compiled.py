@@ -16,7 +16,7 @@ from spade_llm.errors import SandboxUnavailable
 from spade_llm.languages import TOOLCHAINS
 from spade_llm.sandbox import compiled
 from spade_llm.sandbox.base import Limits, Sandbox
-from spade_llm.sandbox.compiled import build, compile_error_line, run_built
+from spade_llm.sandbox.compiled import Build, build, compile_error_line, run_built
 from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import run_command
 from spade_llm.sandbox.stdio import run_stdio_tests
@@ -143,3 +143,78 @@ ERROR_LINES = [
 @pytest.mark.parametrize(("stderr", "source", "line"), ERROR_LINES)
 def test_a_compile_error_reads_as_one_line_naming_its_place(stderr: str, source: str, line: str) -> None:
     assert compile_error_line(stderr, source) == line
+
+
+DISARMING = {
+    # busy for 2.5 s of CPU against a budget of 1 s, each escaping the budget's SIGPROF its own way
+    "go": 'package main\nimport ("fmt";"time")\n'
+    "func main(){ t := time.Now(); x := 0; for time.Since(t) < 2500*time.Millisecond { x++ }; fmt.Println(x > 0) }\n",
+    "cpp": "#include <sys/time.h>\n#include <cstdio>\n#include <ctime>\nint main() {\n"
+    "    itimerval off{}; setitimer(ITIMER_PROF, &off, nullptr);\n"
+    "    clock_t start = clock(); volatile long x = 0; while (clock() - start < 5 * CLOCKS_PER_SEC / 2) x++;\n"
+    '    printf("1\\n");\n}\n',
+}
+
+
+@pytest.mark.parametrize("language", sorted(DISARMING))
+def test_a_program_that_escapes_its_budgets_signal_is_still_a_timeout(box: Sandbox, language: str) -> None:
+    """Go's runtime swallows SIGPROF and a C++ program may disarm the timer: past its budget the run is a
+    timeout however it ended, and a backstop rlimit ends it near the budget, not at the wall limit."""
+    _toolchain_or_skip(language)
+    built = build(box, TOOLCHAINS[language], DISARMING[language], LIMITS)
+    assert built.ok, built.result and built.result.stderr
+    seen = run_built(box, built, replace(LIMITS, timeout_s=20.0), cpu_s=1.0)
+    assert seen.result.status == "timeout", seen.result
+    assert seen.cpu_s is not None and seen.cpu_s < 4.0  # the backstop, well before the 20 s wall limit
+
+
+def test_a_python_program_that_disarms_its_budget_is_still_a_timeout(box: Sandbox) -> None:
+    from spade_llm.sandbox.runner import run_program
+
+    code = "import signal, time\nsignal.setitimer(signal.ITIMER_PROF, 0)\nt = time.process_time()\n"
+    code += "while time.process_time() - t < 2.5:\n    pass\nprint('done')\n"
+    result = run_program(box, code, replace(LIMITS, timeout_s=20.0), cpu_s=1.0)
+    assert result.status == "timeout", result
+
+
+def test_a_build_larger_than_allowed_fails_and_is_not_kept(box: Sandbox) -> None:
+    _toolchain_or_skip("cpp")
+    code = "char ballast[20 << 20] = {1};\nint main() { return ballast[0] - 1; }\n"
+    built = build(box, TOOLCHAINS["cpp"], code, LIMITS)
+    assert not built.ok and built.result is not None and "larger than" in built.result.stderr
+    assert not any(kept.code == code for kept in compiled._BUILDS.values())
+
+
+def test_a_file_named_as_the_sandboxs_own_is_refused(box: Sandbox) -> None:
+    for name in ("harness.py", "harness.bin", "stdin.txt"):
+        with pytest.raises(ValueError, match="reserved"):
+            run_command(box, ["/bin/true"], {name: b"x"}, LIMITS)
+
+
+def _build_of(size: int, ok: bool = True, status: str = "ok", rc: int = 0) -> Build:
+    from spade_llm.types import ExecutionResult
+
+    result = ExecutionResult(status=status, return_code=rc)  # type: ignore[arg-type]
+    return Build(TOOLCHAINS["cpp"], f"code {size} {status} {rc}", ok, result, {"main": b"\0" * size})
+
+
+def test_kept_builds_are_bounded_by_count_and_bytes_and_only_settled_ones_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(compiled, "_BUILDS", type(compiled._BUILDS)())
+    monkeypatch.setattr(compiled, "BUILD_BYTES_KEPT", 1000)
+    for i in range(5):
+        compiled._keep(("k", str(i)), _build_of(300))
+    assert list(compiled._BUILDS) == [("k", "2"), ("k", "3"), ("k", "4")]  # 900 bytes: the oldest went
+    assert compiled._settled(_build_of(1))  # it compiled
+    assert compiled._settled(_build_of(0, ok=False, rc=1))  # its compiler rejected it
+    assert not compiled._settled(_build_of(0, ok=False, status="timeout", rc=0))  # a limit cut it
+    assert not compiled._settled(_build_of(0, ok=False, status="memory", rc=0))
+
+
+def test_a_compile_never_gets_more_memory_than_a_servers_ceiling() -> None:
+    from spade_llm.sandbox.compiled import compile_limits
+
+    assert compile_limits(Limits(memory_mb=256), 10.0).memory_mb == compiled.COMPILE_MEMORY_MB
+    assert compile_limits(Limits(memory_mb=256), 10.0, max_memory_mb=512).memory_mb == 512
+    assert compile_limits(Limits(memory_mb=2048), 10.0, max_memory_mb=512).memory_mb == 2048  # never below the run's

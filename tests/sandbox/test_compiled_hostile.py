@@ -23,6 +23,7 @@ from spade_llm.languages import TOOLCHAINS, toolchain_for_file
 from spade_llm.sandbox.base import Limits, Sandbox
 from spade_llm.sandbox.compiled import Build, build, run_built
 from spade_llm.sandbox.registry import get_sandbox
+from spade_llm.sandbox.runner import run_program
 from spade_llm.sandbox.stdio import run_stdio_tests
 from spade_llm.types import ExecutionResult
 
@@ -81,10 +82,19 @@ def test_every_hostile_program_is_in_the_table() -> None:
     assert sorted(p.name for p in HOSTILE.iterdir()) == sorted(CONTAINED)
 
 
+def _processes(box: Sandbox) -> int:
+    """How many processes a program sees in its sandbox (its own included)."""
+    seen = run_program(box, "import os\nprint(sum(p.isdigit() for p in os.listdir('/proc')))\n", LIMITS)
+    assert seen.status == "ok", seen
+    return int(seen.stdout)
+
+
 def _fork_bomb(box: Sandbox, tmp_path: Path) -> None:
+    before = _processes(box)
     result, took = _run(box, "fork_bomb.cpp")
     assert took < LIMITS.timeout_s + 5
     assert result.status in ("ok", "timeout", "killed", "error", "memory")
+    assert _processes(box) <= before  # not one of its forks is left to the next run
 
 
 def _kill_everything(box: Sandbox, tmp_path: Path) -> None:
@@ -116,9 +126,11 @@ def _memory_bomb_java(box: Sandbox, tmp_path: Path) -> None:
 
 
 def _thread_storm(box: Sandbox, tmp_path: Path) -> None:
+    before = _processes(box)
     result, took = _run(box, "ThreadStorm.java")
     assert took < LIMITS.timeout_s + 5
     assert result.status in ("ok", "error", "timeout", "killed", "memory")
+    assert _processes(box) <= before
 
 
 def _network_out(box: Sandbox, tmp_path: Path) -> None:

@@ -61,3 +61,15 @@ def test_evaluate_samples_gives_pass_at_k_for_the_ks_asked_and_refuses_too_few_s
     assert result.scores == {"pass@1": pytest.approx(1 / 3), "pass@2": pytest.approx(2 / 3)}
     with pytest.raises(UserError, match=r"pass@4 needs 4 samples of every task; 1 of 1 tasks has fewer: add \(3\)"):
         evaluate_samples([GOOD], samples, sandbox="subprocess", ks=(1, 4))
+
+
+def test_a_function_tasks_completion_reads_as_it_always_did_whatever_its_fences(tmp_path: Path) -> None:
+    """Only a whole-program task's completion is read by its fence: a function task's, even one ending with an
+    illustrative block in another language, is the prompt plus the completion, as HumanEval's are."""
+    task = GOOD.model_copy(update={"meta": {"prompt": "def add(a, b):\n"}})
+    completion = "    return a + b\n\nx = '''\n```js\nconst add = (a, b) => a + b;\n```\n'''\n"
+    samples = read_samples(write(tmp_path / "s.jsonl", [json.dumps({"task_id": "add", "completion": completion})]),
+                           {"add": task})  # fmt: skip
+    [(_task, code, language)] = samples
+    assert language == "python" and code == "def add(a, b):\n" + completion
+    assert evaluate_samples([task], samples, sandbox="subprocess").scores == {"pass@1": 1.0}
