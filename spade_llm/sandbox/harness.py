@@ -1049,6 +1049,12 @@ class _Child:
         return 127
 
 
+def backstop_s(cpu_s: float) -> int:
+    """The CPU seconds at which ``_cpu_backstop`` ends a run with a budget of ``cpu_s``: its next whole
+    second, and one more."""
+    return int(cpu_s + 0.999) + 1
+
+
 def _cpu_backstop(cpu_s: float) -> None:
     """``RLIMIT_CPU`` a second or two past a run's budget: a program that disarms, ignores or catches the
     budget's SIGPROF is then killed near its budget rather than at the wall limit (ten times it); the
@@ -1056,7 +1062,7 @@ def _cpu_backstop(cpu_s: float) -> None:
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(usage.ru_utime + usage.ru_stime + cpu_s + 0.999) + 1
+    soft = backstop_s(cpu_s) + int(usage.ru_utime + usage.ru_stime)
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY and hard <= soft:
         return  # the run's own limit is already as tight
@@ -1313,9 +1319,12 @@ def _supervise(
     budget = req.get("cpu_s")
     if signal == SIGXCPU or (signal == SIGPROF and budget):
         cpu_exceeded = True
-    elif budget and cpu_s > float(budget) + BUDGET_SLACK_S:
+    elif (
+        budget and cpu_s > float(budget) + BUDGET_SLACK_S and (signal != SIGKILL or cpu_s >= backstop_s(budget) - 0.05)
+    ):
         # over its budget however it ended: a program that ignores, catches or disarms the budget's
-        # signal (Go's runtime swallows SIGPROF) must not pass by finishing before the wall limit
+        # signal (Go's runtime swallows SIGPROF) must not pass by finishing before the wall limit. A kill
+        # short of the backstop is someone else's (the memory cgroup's): the run is what that makes it
         cpu_exceeded = True
     elif signal == SIGKILL and not timed_out and not over:
         import resource
