@@ -4,8 +4,8 @@ again by ``spade evaluate`` in their language, and scored by the trainers' rewar
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,6 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the cpp toolchain)"),
 ]
-POLYGLOT_FAKE = importlib.util.find_spec("spade_llm.fake.polyglot") is not None
-"""Whether the fake model answers in the language it is asked (``fake/polyglot.py``); before it, it answers in
-Python whatever the prompt asks, and every C++ episode fails to compile."""
 
 SUM = "n = int(input())\nprint(sum(map(int, input().split()[:n])))\n"
 SUM_CPP = (
@@ -66,11 +63,10 @@ def test_the_run_records_episodes_and_attempts_in_both_languages(run_dir: Path) 
         assert f"Write a complete {label} program that reads its input from standard input" in asked
     assert all(sorted(langs) == ["cpp", "python"] for langs in by_task.values())  # two samples: one of each
     cpp = [t for t in records.trajectories if t.language == "cpp"]
-    if POLYGLOT_FAKE:  # the fake answers C++ when asked: some C++ episode passes
-        assert any(t.final_status == "passed" for t in cpp)
-    else:  # it answers Python: g++ says so, as a compile error fed back
-        assert all(t.final_status != "passed" for t in cpp)
-        assert any("main.cpp" in a.result.stderr for t in cpp for a in t.attempts)
+    assert any(t.final_status == "passed" for t in cpp)  # the fake answers C++ when asked (fake/polyglot.py)
+    broken = [a for t in cpp for a in t.attempts if a.result.load_error]
+    # a compile error is a failed attempt whose stderr names the line (the repair prompt shows it)
+    assert broken and all(re.search(r"main\.cpp:\d+", a.result.stderr) and a.result.tests_passed == 0 for a in broken)
 
 
 @pytest.mark.slow  # the fake run
@@ -94,7 +90,7 @@ def test_every_exported_row_carries_its_language(run_dir: Path, tmp_path: Path, 
             assert truth.get("language") == (None if r["language"] == "python" else "cpp")
             label = "C++17" if r["language"] == "cpp" else "Python"
             assert f"Write a complete {label} program" in r["prompt"][1]["content"]
-    if fmt == "sft" and POLYGLOT_FAKE:
+    if fmt == "sft":
         assert {r["language"] for r in exported} == {"cpp", "python"}
 
 
