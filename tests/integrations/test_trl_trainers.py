@@ -80,13 +80,14 @@ CPU_ARGS: dict[str, Any] = {
 
 # the columns docs/training.md's table lists, per format
 SFT_COLUMNS = {"messages", "repair", "turns", "task_id", "kind", "trajectory_id", "sample_index", "split", "difficulty"}
-DPO_COLUMNS = {"prompt", "chosen", "rejected", "pair_type", "task_id", "kind", "split", "difficulty"} | {
+SFT_COLUMNS |= {"language"}  # the answer's language, in every row of every export
+DPO_COLUMNS = {"prompt", "chosen", "rejected", "pair_type", "task_id", "kind", "split", "difficulty", "language"} | {
     "chosen_trajectory_id",
     "rejected_trajectory_id",
 }
-GRPO_COLUMNS = {"prompt", "task_id", "kind", "entry_point", "tests", "ground_truth", "split", "difficulty"}
+GRPO_COLUMNS = {"prompt", "task_id", "kind", "entry_point", "tests", "ground_truth", "split", "difficulty", "language"}
 VERL_COLUMNS = {"data_source", "prompt", "ability", "reward_model", "extra_info"}
-VERL_EXTRA_INFO = {"split", "index", "task_id", "kind", "difficulty"}
+VERL_EXTRA_INFO = {"split", "index", "task_id", "kind", "difficulty", "language"}
 
 CHATML_WITHOUT_MARKERS = (
     "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
