@@ -50,7 +50,7 @@ class CodeChecker:
             max_bug_lines=max_bug_lines,
             public_tests=public_tests,
         )
-        self.judge = Judge(sandbox, self.limits, config.test_timeout_s)
+        self.judge = Judge(sandbox, self.limits, config.test_timeout_s, compile_timeout_s=config.compile_timeout_s)
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
     def check_answer_sync(

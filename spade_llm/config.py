@@ -164,6 +164,10 @@ class SandboxConfig(_Section):
     """Size of the scratch directory, and the largest file a program may write, in MiB."""
     output_limit_bytes: int = Field(default=1 << 20, ge=1024)
     """Bytes kept per output stream; the rest is dropped and flagged as truncated."""
+    compile_timeout_s: float = Field(default=30.0, gt=0)
+    """Wall seconds the compile of an answer in a compiled language (C++, Java, Go, Rust; Node's syntax
+    check) may take, in the sandbox under at least 1 GiB; past it the answer fails as a compile error
+    (docs/languages.md)."""
     docker_image: str | None = None
     """Image for the docker backend; default a slim Python of the host's minor version."""
 

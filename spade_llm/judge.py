@@ -189,6 +189,8 @@ class JudgeSettings:
     """``bugfix.max_changed_lines`` of the run config (a bug's largest edit)."""
     max_bug_edits: int = 3
     """``bugfix.max_bugs`` of the run config (the most edits one procedural bug combines)."""
+    compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S
+    """``sandbox.compile_timeout_s`` of the run config (an answer in a compiled language)."""
 
 
 def load_settings(config_path: str | None = None, **overrides: Any) -> JudgeSettings:
@@ -222,6 +224,7 @@ def judge_settings(config: RunConfig | None, **overrides: Any) -> JudgeSettings:
             config.validation.max_mutants,
             config.bugfix.max_changed_lines,
             config.bugfix.max_bugs,
+            sandbox.compile_timeout_s,
         )
     given = {k: v for k, v in overrides.items() if v is not None}
     limits = {k: given.pop(k) for k in list(given) if k in Limits.__dataclass_fields__}

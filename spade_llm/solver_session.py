@@ -143,7 +143,9 @@ class SolverSession:
         if not any(needs_filling(t) for t in tasks):
             return list(tasks)
         c = self.config
-        judge = Judge(self.sandbox, c.sandbox.limits(), c.sandbox.test_timeout_s)
+        judge = Judge(
+            self.sandbox, c.sandbox.limits(), c.sandbox.test_timeout_s, compile_timeout_s=c.sandbox.compile_timeout_s
+        )
         return fill_expected(judge, tasks, c.controller.concurrency)
 
     def switched_role(self, role: _Role, name: str, switch: RoleSwitch) -> tuple[_Role, LLM]:

@@ -260,7 +260,7 @@ def evaluate_samples(
     box, ours = _open(settings, sandbox)
     out = Evaluation()
     try:
-        judge = Judge(box, settings.limits, settings.test_timeout_s)
+        judge = Judge(box, settings.limits, settings.test_timeout_s, compile_timeout_s=settings.compile_timeout_s)
         filled = fill_expected(judge, list(tasks), concurrency)  # tests given without an expected value
         filled, out.leaking = mark_leaks(filled, public_tests(loaded))
         by_id = {t.task_id: t for t in filled}

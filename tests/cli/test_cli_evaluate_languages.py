@@ -55,3 +55,34 @@ def test_evaluate_judges_samples_in_every_language(
     assert [(r["language"], r["status"], r["tests_passed"]) for r in rows] == [
         (language, *FLAVOURS[flavour]) for language, flavour, _ in asked
     ]
+
+
+def test_the_configs_compile_timeout_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sandbox.compile_timeout_s`` is the compile's wall limit: past it the answer fails every test."""
+    reason = unavailable("bwrap")
+    if reason is not None:
+        pytest.skip(f"bwrap: {reason}")
+    require("cpp")
+    task = {
+        "task_id": "zero_sum_pairs", "kind": "program", "entry_point": "", "reference_code": REFERENCE,
+        "description": "Read n, then n integers; print how many pairs i < j have a[i] + a[j] == 0.",
+        "tests": [t.model_dump() for t in sample_tests(large=10)],
+    }  # fmt: skip
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    sample = {"task_id": "zero_sum_pairs", "code": RIGHT["cpp"] + "// timed\n", "language": "cpp"}
+    (tmp_path / "samples.jsonl").write_text(json.dumps(sample) + "\n")
+    (tmp_path / "run.yaml").write_text("sandbox:\n  compile_timeout_s: 0.05\n")
+    args = [
+        "evaluate",
+        str(tmp_path / "tasks.jsonl"),
+        "--samples",
+        str(tmp_path / "samples.jsonl"),
+        "--sandbox",
+        "bwrap",
+    ]
+    assert main([*args, "--config", str(tmp_path / "run.yaml")]) == 0
+    [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert (row["status"], row["tests_passed"]) == ("error", 0)
+    assert main(args) == 0  # the default limit: the same answer compiles, not held back by the cut compile
+    [row] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert (row["status"], row["tests_passed"]) == ("passed", 3)

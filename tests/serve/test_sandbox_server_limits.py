@@ -473,7 +473,7 @@ def test_verls_check_correctness_scores_other_languages_as_spades_judge(language
     verl = verl_sandbox_utils()
     tests = polyglot.sample_tests()
     in_outs = {"inputs": [t.input for t in tests], "outputs": [t.expected for t in tests]}
-    timeout = 8  # verl's one timeout for the compile and each run
+    timeout = 5  # verl's one timeout for the compile and each run (the quadratic answer spends it twice a language)
     answers = {
         "right": (polyglot.RIGHT[language], [True, True, True]),
         "wrong": (polyglot.WRONG[language], None),
