@@ -16,6 +16,17 @@ from spade_llm.languages import TOOLCHAINS, Toolchain
 from spade_llm.languages.available import install_hint
 
 REQUIRE_ENV = "SPADE_TEST_REQUIRE_LANGUAGES"
+ABSENT = Toolchain(
+    name="absent",
+    label="Absent 1",
+    fence_tags=("absent",),
+    source_file="main.ab",
+    extensions=(".ab",),
+    compile=("/nonexistent/abc", "{source}"),
+    run=("./main",),
+    packages=("abc-compiler", "abc-runtime"),
+)
+"""A toolchain no machine has (its compiler's path does not exist), for the tests of what a missing one says."""
 
 
 def required() -> set[str]:

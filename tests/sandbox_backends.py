@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 
 import pytest
 
-from spade_llm.sandbox.registry import backend_availability
+from spade_llm.sandbox.base import Sandbox
+from spade_llm.sandbox.registry import backend_availability, get_sandbox
 
 REQUIRE_ENV = "SPADE_TEST_REQUIRE_BACKENDS"
 
@@ -39,3 +41,16 @@ def needs(name: str) -> pytest.MarkDecorator:
     """Skip (with the reason) unless backend ``name`` works here."""
     reason = unavailable(name)
     return pytest.mark.skipif(reason is not None, reason=f"{name}: {reason}")
+
+
+def started(name: str) -> Iterator[Sandbox]:
+    """Backend ``name`` started for a module's tests and closed after them (a fixture's body: ``yield from``);
+    the tests skip with the reason when it does not work here."""
+    reason = unavailable(name)
+    if reason is not None:
+        pytest.skip(f"{name}: {reason}")
+    sandbox = get_sandbox(name)
+    try:
+        yield sandbox
+    finally:
+        sandbox.close()

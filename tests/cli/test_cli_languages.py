@@ -3,24 +3,18 @@ hello-world compiles and runs in the sandbox; a missing toolchain says what to i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from languages_available import ABSENT as LISTED_ABSENT
 from languages_available import toolchain_or_skip
 
 from spade_llm.cli.app import main
 from spade_llm.errors import Exit, SandboxUnavailable
-from spade_llm.languages import TOOLCHAINS, Toolchain
+from spade_llm.languages import TOOLCHAINS
 from spade_llm.languages.available import HELLO
 
-ABSENT = Toolchain(
-    name="absent",
-    label="Absent 1",
-    fence_tags=("absent",),
-    source_file="main.ab",
-    extensions=(".ab",),
-    compile=("/nonexistent/abc", "{source}"),
-    run=("./main",),
-    packages=("abc-compiler",),
-)
+ABSENT = replace(LISTED_ABSENT, packages=("abc-compiler",))  # one package: the hint names it alone
 
 
 def _rows(out: str) -> dict[str, str]:

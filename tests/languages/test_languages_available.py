@@ -10,22 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from languages_available import REQUIRE_ENV, toolchain_or_skip, unavailable
+from languages_available import ABSENT, REQUIRE_ENV, toolchain_or_skip, unavailable
 
-from spade_llm.languages import TOOLCHAINS, Toolchain
+from spade_llm.languages import TOOLCHAINS
 from spade_llm.languages.available import GREETING, HELLO, host_check, install_hint
 
 ROOT = Path(__file__).resolve().parents[2]
-ABSENT = Toolchain(
-    name="absent",
-    label="Absent 1",
-    fence_tags=("absent",),
-    source_file="main.ab",
-    extensions=(".ab",),
-    compile=("/nonexistent/abc", "{source}"),
-    run=("./main",),
-    packages=("abc-compiler", "abc-runtime"),
-)
 
 
 def test_every_toolchain_has_a_hello_world_that_prints_the_greeting() -> None:

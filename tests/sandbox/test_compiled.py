@@ -10,14 +10,13 @@ from dataclasses import replace
 import pytest
 from languages_available import require
 from polyglot_programs import BROKEN, RIGHT, sample_tests
-from sandbox_backends import unavailable
+from sandbox_backends import started
 
 from spade_llm.errors import SandboxUnavailable
 from spade_llm.languages import TOOLCHAINS
 from spade_llm.sandbox import compiled
 from spade_llm.sandbox.base import Limits, Sandbox
 from spade_llm.sandbox.compiled import Build, build, compile_error_line, run_built
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import run_command
 from spade_llm.sandbox.stdio import run_stdio_tests
 
@@ -26,24 +25,15 @@ LIMITS = Limits(timeout_s=30.0)
 CPU_S = 1.0
 
 
-def _toolchain_or_skip(name: str) -> None:
-    require(name)
-
-
 @pytest.fixture(scope="module", params=["bwrap", "docker"])
 def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    reason = unavailable(request.param)
-    if reason is not None:
-        pytest.skip(f"{request.param}: {reason}")
-    sandbox = get_sandbox(request.param)
-    yield sandbox
-    sandbox.close()
+    yield from started(request.param)
 
 
 @pytest.mark.parametrize("language", COMPILED)
 def test_an_answer_that_does_not_compile_fails_every_test_naming_its_line(box: Sandbox, language: str) -> None:
     """(Right, wrong and quadratic answers in every language: ``tests/cli/test_cli_evaluate_languages.py``.)"""
-    _toolchain_or_skip(language)
+    require(language)
     cases = sample_tests(large=10)
     code, line = BROKEN[language]
     broken = run_stdio_tests(box, code, cases, LIMITS, CPU_S, language=language)
@@ -56,7 +46,7 @@ def test_an_answer_that_does_not_compile_fails_every_test_naming_its_line(box: S
 
 
 def test_an_answer_compiles_once_for_every_judging(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    _toolchain_or_skip("cpp")
+    require("cpp")
     compiles: list[list[str]] = []
     real = compiled.run_command
 
@@ -77,7 +67,7 @@ def test_an_answer_compiles_once_for_every_judging(box: Sandbox, monkeypatch: py
 def test_a_program_cannot_forge_records_or_keep_ignored_signals(box: Sandbox) -> None:
     """The command is exec'd with the results pipe closed and default signal dispositions: SIGPIPE ends a
     writer to a closed pipe as it would outside (Python ignores it; an ignored signal survives execve)."""
-    _toolchain_or_skip("cpp")
+    require("cpp")
     code = r"""#include <csignal>
 #include <cstdio>
 #include <unistd.h>
@@ -151,7 +141,7 @@ DISARMING = {
 def test_a_program_that_escapes_its_budgets_signal_is_still_a_timeout(box: Sandbox, language: str) -> None:
     """Go's runtime swallows SIGPROF and a C++ program may disarm the timer: past its budget the run is a
     timeout however it ended, and a backstop rlimit ends it near the budget, not at the wall limit."""
-    _toolchain_or_skip(language)
+    require(language)
     built = build(box, TOOLCHAINS[language], DISARMING[language], LIMITS)
     assert built.ok, built.result and built.result.stderr
     seen = run_built(box, built, replace(LIMITS, timeout_s=20.0), cpu_s=1.0)
@@ -169,7 +159,7 @@ def test_a_python_program_that_disarms_its_budget_is_still_a_timeout(box: Sandbo
 
 
 def test_a_build_larger_than_allowed_fails_and_is_not_kept(box: Sandbox) -> None:
-    _toolchain_or_skip("cpp")
+    require("cpp")
     code = "char ballast[20 << 20] = {1};\nint main() { return ballast[0] - 1; }\n"
     built = build(box, TOOLCHAINS["cpp"], code, LIMITS)
     assert not built.ok and built.result is not None and "larger than" in built.result.stderr

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 from languages_available import required
 from polyglot_programs import RIGHT, sample_tests
-from sandbox_backends import unavailable
+from sandbox_backends import started
 
 from spade_llm.errors import SandboxUnavailable
 from spade_llm.languages import TOOLCHAINS, toolchain_for_file
 from spade_llm.sandbox.base import Limits, Sandbox
 from spade_llm.sandbox.compiled import Build, build, run_built
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.sandbox.runner import run_program
 from spade_llm.sandbox.stdio import run_stdio_tests
 from spade_llm.types import ExecutionResult
@@ -37,12 +36,7 @@ BOMB_COMPILE_TIMEOUT_S = 8.0
 
 @pytest.fixture(scope="module", params=["bwrap", "docker"])
 def box(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    reason = unavailable(request.param)
-    if reason is not None:
-        pytest.skip(f"{request.param}: {reason}")
-    sandbox = get_sandbox(request.param)
-    yield sandbox
-    sandbox.close()
+    yield from started(request.param)
 
 
 def _build(
