@@ -28,7 +28,10 @@ Policy = Callable[[list[dict[str, str]]], str]
 def env_client(base_url: str) -> Any:
     """openenv-core's own client, sync: ``GenericEnvClient(base_url=...).sync()`` (imported here, not at
     collection: openenv-core's import takes seconds)."""
-    from openenv.core import GenericEnvClient
+    from spade_llm._util.lazy import import_without
+    from spade_llm.serve.env import OPENENV_WEB_INTERFACE
+
+    GenericEnvClient = import_without("openenv.core", OPENENV_WEB_INTERFACE).GenericEnvClient
 
     return GenericEnvClient(base_url=base_url).sync()
 

@@ -45,12 +45,13 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._util.lazy import import_without
 from ..errors import UserError, pip_install
 from ..evaluator import credited_fraction, outcome_reward, shown_tests
 from ..kinds import DEFAULT_KIND, get_kind
 from ..languages import DEFAULT_ANSWER_LANGUAGE
 from ..rewards.code import Rewarder, Verdict, default_rewarder, no_code, row_language, row_task
-from ..serve.env import TOKEN_ENV
+from ..serve.env import OPENENV_WEB_INTERFACE, TOKEN_ENV
 from ..solver import examples_task, first_messages, language_variables, stderr_tail
 from ..types import ExecutionResult, Message, Task
 
@@ -241,8 +242,8 @@ def serve_env_client(url: str, token: str | None, *, message_timeout_s: float) -
     Raises:
         UserError: openenv-core is not installed.
     """
-    try:
-        from openenv.core import GenericEnvClient
+    try:  # without openenv-core's server-side web interface, whose Gradio import takes seconds
+        generic_client: type[Any] = import_without("openenv.core", OPENENV_WEB_INTERFACE).GenericEnvClient
         from websockets.asyncio.client import connect as ws_connect
     except ImportError:
         raise UserError(f"talking to spade serve-env needs openenv-core: {pip_install('env')}") from None
@@ -251,7 +252,7 @@ def serve_env_client(url: str, token: str | None, *, message_timeout_s: float) -
     quiet = logging.getLogger("spade_llm.serve_env_client.websockets")
     quiet.setLevel(logging.INFO)  # never DEBUG: that level prints the Authorization header
 
-    class TokenEnvClient(GenericEnvClient):  # type: ignore[misc]  # openenv-core ships no type information
+    class TokenEnvClient(generic_client):  # type: ignore[misc]  # openenv-core ships no type information
         async def connect(self) -> Any:
             """openenv-core's connect, with the token as a header (its own sends no header of ours)."""
             if getattr(self, "_ws", None) is not None:

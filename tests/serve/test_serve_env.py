@@ -483,6 +483,23 @@ def test_the_cli_imports_no_openenv_until_serve_env_runs(monkeypatch, capsys):
     assert err.count("\n") == 1 and "pip install 'spade-selfplay[env]'" in err
 
 
+def test_the_server_and_the_client_load_openenv_without_its_gradio_web_interface():
+    """openenv-core's web interface imports Gradio (seconds of every serve-env start and client); spade
+    never mounts it. It stays unloaded, and a process that wants it afterwards still imports it."""
+    code = (
+        "import sys\n"
+        "import spade_llm.serve.env.server\n"
+        "from spade_llm.integrations.trl import serve_env_client\n"
+        "serve_env_client('http://127.0.0.1:9', None, message_timeout_s=1.0)\n"
+        "import openenv.core.env_server as server\n"
+        "assert 'gradio' not in sys.modules and server.create_web_interface_app is None, 'gradio loaded'\n"
+        "from openenv.core.env_server.web_interface import create_web_interface_app\n"
+        "assert 'gradio' in sys.modules and callable(create_web_interface_app)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_the_env_section_sizes_epochs_and_the_solver_is_the_clients():
     from spade_llm.config import load_config
     from spade_llm.serve.env.running import env_run_config

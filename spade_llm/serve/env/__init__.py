@@ -20,11 +20,16 @@ import importlib.util
 
 from ...errors import UserError, pip_install
 
-__all__ = ["TOKEN_ENV", "import_server", "require_openenv"]
+__all__ = ["OPENENV_WEB_INTERFACE", "TOKEN_ENV", "import_server", "require_openenv"]
 
 TOKEN_ENV = "SPADE_ENV_TOKEN"
 """The environment variable holding serve-env's bearer token: the server reads it (``--token-file`` keeps
 it out of ``ps``), and the clients (``trl.SpadeLiveEnv``, ``verifiers``' url mode) send it."""
+
+
+OPENENV_WEB_INTERFACE = "openenv.core.env_server.web_interface"
+"""openenv-core's Gradio web interface, which spade never mounts: its package is imported without it
+(``_util.lazy.import_without``), as the Gradio import was 5 to 7 s of CPU of a 9 s serve-env start."""
 
 
 def require_openenv() -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from ...kinds.names import DEFAULT_KIND
 from ...types import TaskKind
 from .broker import View
+from .openenv_server import Action, Observation, State
 
 __all__ = ["MAX_REPLY_CHARS", "SpadeAction", "SpadeObservation", "SpadeState", "observation"]
 

@@ -45,8 +45,6 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import EnvironmentMetadata
 
 from ...config import EnvConfig
 from ...errors import DISTRIBUTION
@@ -55,6 +53,7 @@ from ..netguard import AcceptErrors, accept_batch, connection_cap, deepen_backlo
 from .access import Guard
 from .broker import Bridge, EnvBroker, Episode, EpisodeGone, View
 from .models import SpadeAction, SpadeState, observation
+from .openenv_server import Environment, EnvironmentMetadata
 from .running import EnvSession, RunThread, sigterm_interrupts
 from .sessions import Gate, SpadeEnvServer
 from .wire import ClientNoise, Peer, Wire

@@ -34,15 +34,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from openenv.core.env_server.exceptions import SessionCapacityError
-from openenv.core.env_server.http_server import HTTPEnvServer
-from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse, WSMCPResponse
-from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
-
 from ..._util.text import clean_data
 from ..netguard import count_json_items
 from .access import ASGIApp, Message, Receive, Scope, Send, refuse
 from .models import SpadeAction, SpadeObservation
+from .openenv_server import (
+    HTTPEnvServer,
+    JsonRpcErrorCode,
+    JsonRpcResponse,
+    SessionCapacityError,
+    WSErrorCode,
+    WSErrorResponse,
+    WSMCPResponse,
+)
 from .wire import PEER, Peer
 
 __all__ = ["MAX_ITEMS", "MCP_OFF", "Gate", "SpadeEnvServer"]
