@@ -30,6 +30,9 @@ from spade_llm.sandbox import runner
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import Validator
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("test_validation_determinism")
+
 INPUTS = [(3, [1, 2]), (5, [4]), (8, [2, 2, 2]), (1, []), (13, [7, 1])]
 OWN = sorted(hashlib.sha256(repr(a).encode()).hexdigest() for a in INPUTS)
 HONEST = "def honest(n, xs):\n    return n * 3 + sum(xs) * 2 - len(xs)\n"

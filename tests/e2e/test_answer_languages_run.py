@@ -19,7 +19,9 @@ from spade_llm.rewards.groundtruth import ground_truth
 from spade_llm.store import read_run
 from spade_llm.types import Task, TestCase
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
 pytestmark = [
+    pytest.mark.xdist_group("e2e.test_answer_languages_run"),
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (the cpp toolchain)"),
 ]

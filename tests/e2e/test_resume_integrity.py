@@ -38,6 +38,9 @@ from spade_llm.templates import Prompts
 from spade_llm.types import Attempt, ExecutionResult, Task, Trajectory
 from spade_llm.validation import ValidationReport
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("e2e.test_resume_integrity")
+
 SEEDS = [2, 3]
 """fake/noisy runs whose epochs hold validation rejections and refusals (a whole request failed)."""
 RUN_JOURNALS = [

@@ -31,7 +31,8 @@ from spade_llm.sandbox.base import Limits
 from spade_llm.store import read_run
 from spade_llm.types import Task, base_task_id
 
-pytestmark = pytest.mark.slow
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("export.test_bugfix_exports")]
 
 
 @pytest.fixture(scope="module", autouse=True)

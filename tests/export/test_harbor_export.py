@@ -15,6 +15,9 @@ import tomllib
 
 from spade_llm.cli.app import main
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("export.test_harbor_export")
+
 MIX = "seed: 0\ncurriculum:\n  kinds: {induction: 0.4, deduction: 0.2, program: 0.4}\n"
 
 

@@ -41,6 +41,9 @@ CONFIG = (
     "controller:\n  proposals_per_request: 2\n"
     "curriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n"
 )
+
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("export.test_proposal_exports")
 SEED = 3
 
 

@@ -27,6 +27,9 @@ from spade_llm.errors import UserError
 from spade_llm.hooks import EpochEnd
 from spade_llm.types import EpochMetrics
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("report.test_report")
+
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]

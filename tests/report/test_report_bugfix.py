@@ -24,7 +24,8 @@ from spade_llm.report.sampling import beside_answers
 from spade_llm.types import Task, TestCase
 
 pytest.importorskip("matplotlib", reason="the report extra (matplotlib) is not installed")
-pytestmark = pytest.mark.slow
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report.test_report_bugfix")]
 
 HOSTILE = "</pre></td><script>alert(1)</script><img src=x onerror=alert(2)><!--"
 

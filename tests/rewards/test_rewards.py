@@ -36,6 +36,9 @@ from spade_llm.sandbox.runner import parse_input
 from spade_llm.solver import split_tests
 from spade_llm.types import ExecutionResult, Task, TestCase, Trajectory
 
+# with -n, one worker (--dist loadgroup): its module-scoped fixtures are made once, not once per worker
+pytestmark = pytest.mark.xdist_group("rewards.test_rewards")
+
 SPADE = [sys.executable, "-m", "spade_llm.cli"]
 TEST_TIMEOUT_S = 1.0
 
