@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -60,6 +61,18 @@ class _Site:
 
 
 def mutants(code: str, max_mutants: int = MAX_MUTANTS, key: str = "", *, whole_program: bool = False) -> list[Mutant]:
+    """Up to ``max_mutants`` distinct one-change mutants of ``code`` (:func:`_mutants`), a new list each
+    call; the last 64 asked for are kept: the fake model's generator and validation's mutation gate ask
+    for the same reference's, and finding them twice was a seventh of a fake run's own CPU time."""
+    return list(_kept_mutants(code, max_mutants, key, whole_program))
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_mutants(code: str, max_mutants: int, key: str, whole_program: bool) -> tuple[Mutant, ...]:
+    return tuple(_mutants(code, max_mutants, key, whole_program=whole_program))
+
+
+def _mutants(code: str, max_mutants: int = MAX_MUTANTS, key: str = "", *, whole_program: bool = False) -> list[Mutant]:
     """Up to ``max_mutants`` distinct one-change mutants of ``code`` (no mutant equals the reference);
     of its functions' code, or of all of it for a ``whole_program`` (whose top level is what runs).
 

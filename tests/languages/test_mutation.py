@@ -87,6 +87,17 @@ def test_the_mutant_choice_is_capped_and_stable(cap, key):
     assert [m.source for m in mutants(code, max_mutants=cap, key=key)] == [m.source for m in first]
 
 
+def test_mutants_asked_for_again_are_the_same_and_each_caller_gets_its_own_list():
+    from spade_llm.languages.python_mutants import _mutants
+
+    code = "def f(a, b):\n    return a + b if a < b else a - 1\n"
+    first = mutants(code, key="k")
+    first.clear()  # a caller's list is its own: the kept mutants are not touched
+    again = mutants(code, key="k")
+    assert again and again == _mutants(code, key="k") and again is not mutants(code, key="k")
+    assert [m.source for m in mutants(code, key="other")] == [m.source for m in _mutants(code, key="other")]
+
+
 def test_probe_inputs_are_the_tests_then_integer_neighbours():
     probes = probe_inputs([(3, [1, "a", 5]), ("s",)])
     assert probes[:2] == [(3, [1, "a", 5]), ("s",)]
