@@ -9,23 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from builders import run_records
+from sandbox_backends import run_backend
 
-from spade_llm.sandbox.registry import get_sandbox
 from spade_llm.store import RunDir
 
 RECORDS = ["tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "task_stats.jsonl", "metrics.jsonl"]
 """The record files a resumed run must write as the run that was never killed."""
 
 
-def _backend() -> str:
-    try:
-        get_sandbox("bwrap").close()
-        return "bwrap"
-    except Exception:
-        return "subprocess"
-
-
-BACKEND = _backend()
+BACKEND = run_backend()
 
 
 class Killed(BaseException):

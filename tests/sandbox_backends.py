@@ -37,6 +37,18 @@ def unavailable(name: str) -> str | None:
     return reason
 
 
+@functools.cache
+def run_backend() -> str:
+    """The backend for tests whose runs need a sandbox but do not test one: ``bwrap`` where it works (a warm
+    pool of forked workers), else ``subprocess`` (an interpreter started for every execution: a fake run
+    cost twice the CPU there, and those tests were a sixth of CI's CPU time).
+
+    Raises:
+        RuntimeError: bwrap does not work, and ``SPADE_TEST_REQUIRE_BACKENDS`` names it.
+    """
+    return "subprocess" if unavailable("bwrap") else "bwrap"
+
+
 def needs(name: str) -> pytest.MarkDecorator:
     """Skip (with the reason) unless backend ``name`` works here."""
     reason = unavailable(name)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sandbox_backends import run_backend
 
 from spade_llm.checking import CodeChecker
 from spade_llm.cli import app as cli
@@ -607,7 +608,7 @@ def test_verify_rejects_a_leaking_task_and_reports_a_benchmarks(tmp_path: Path, 
     honest = square_task(description="Return n squared.").model_copy(update={"task_id": "honest"})
     bench = square_task(description=">>> sq(5)\n25", public_tests=0).model_copy(update={"task_id": "bench"})
     tasks = _write(tmp_path / "t.jsonl", [leaking, honest, bench])
-    assert cli.main(["verify", str(tasks), "--sandbox", "subprocess"]) == 0
+    assert cli.main(["verify", str(tasks), "--sandbox", run_backend()]) == 0
     out, err = capsys.readouterr()
     rows = {r["task_id"]: r for r in map(json.loads, out.splitlines())}
     leaky = rows["leaky"]
@@ -617,7 +618,7 @@ def test_verify_rejects_a_leaking_task_and_reports_a_benchmarks(tmp_path: Path, 
     assert f"'{LEAK_REASON}': 1" in err
     config = tmp_path / "c.yaml"
     config.write_text("solver:\n  public_tests: 4\n")  # test 3 is public now
-    assert cli.main(["verify", str(tasks), "--sandbox", "subprocess", "--config", str(config)]) == 0
+    assert cli.main(["verify", str(tasks), "--sandbox", run_backend(), "--config", str(config)]) == 0
     rows = {r["task_id"]: r for r in map(json.loads, capsys.readouterr()[0].splitlines())}
     assert rows["leaky"]["valid"]
 
@@ -626,7 +627,7 @@ def test_evaluate_names_leaking_tasks_and_marks_their_rows(tmp_path: Path, capsy
     leaking = square_task(description="sq(5) returns 25").model_copy(update={"task_id": "leaky"})
     honest = square_task().model_copy(update={"task_id": "honest"})
     tasks = _write(tmp_path / "t.jsonl", [leaking, honest])
-    assert cli.main(["evaluate", str(tasks), "--sandbox", "subprocess"]) == 0
+    assert cli.main(["evaluate", str(tasks), "--sandbox", run_backend()]) == 0
     out, err = capsys.readouterr()
     rows = {r["task_id"]: r for r in map(json.loads, [x for x in out.splitlines() if x.startswith("{")])}
     assert rows["leaky"]["passed"] and rows["leaky"]["leaks_hidden_test"] == [3]  # judged as written
@@ -639,7 +640,7 @@ def test_solve_names_leaking_tasks_and_keeps_their_split(tmp_path: Path, capsys:
     leaking = square_task(description="Square it. sq(5) returns 25").model_copy(update={"task_id": "leaky"})
     tasks = _write(tmp_path / "t.jsonl", [leaking, square_task().model_copy(update={"task_id": "honest"})])
     out = tmp_path / "solved"
-    args = ["solve", str(tasks), "--model", "fake/strong-solver", "--sandbox", "subprocess", "--out", str(out)]
+    args = ["solve", str(tasks), "--model", "fake/strong-solver", "--sandbox", run_backend(), "--out", str(out)]
     assert cli.main(args) == 0
     err = capsys.readouterr().err
     assert any("1 task(s)" in x and "leaky" in x for x in err.splitlines())

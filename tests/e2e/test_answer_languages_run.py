@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend
 
 from spade_llm.cli.app import main
 from spade_llm.export.solver_rows import ExportFilters, export_run
@@ -46,7 +47,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # seed 1: the fake proposes two of the problems its polyglot module answers in C++ (fake/polyglot.py)
     code = main(
         ["run", "--config", str(config), "--model", "fake/default", "--epochs", "1", "--tasks-per-epoch", "8",
-         "--samples-per-task", "2", "--sandbox", "subprocess", "--seed", "1", "--out", str(out), "--quiet"]
+         "--samples-per-task", "2", "--sandbox", run_backend(), "--seed", "1", "--out", str(out), "--quiet"]
     )  # fmt: skip
     assert code == 0
     return out
@@ -105,7 +106,7 @@ def test_sandbox_fusion_rows_leave_the_other_languages_out(run_dir: Path, tmp_pa
 
 @pytest.mark.slow  # the fake run
 def test_evaluate_judges_a_runs_episodes_in_their_language(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["evaluate", str(run_dir / "tasks.jsonl"), "--samples", str(run_dir), "--sandbox", "subprocess"])
+    code = main(["evaluate", str(run_dir / "tasks.jsonl"), "--samples", str(run_dir), "--sandbox", run_backend()])
     assert code == 0
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     recorded = {(t.task_id, t.language): t.final_status == "passed" for t in read_run(run_dir).trajectories}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_backends import run_backend
 
 SPADE = [sys.executable, "-m", "spade_llm.cli"]
 
@@ -26,7 +27,7 @@ def rows(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def run_a(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "a"
-    proc = spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(out))
+    proc = spade("run", "--epochs", "3", "--seed", "7", "--sandbox", run_backend(), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out, proc
 
@@ -115,7 +116,7 @@ def test_same_seed_same_tasks_and_resume_adds_epochs(run_a, tmp_path):
     out, _ = run_a
     b = tmp_path / "b"
     assert (
-        spade("run", "--epochs", "3", "--seed", "7", "--sandbox", "subprocess", "--out", str(b), "--quiet").returncode
+        spade("run", "--epochs", "3", "--seed", "7", "--sandbox", run_backend(), "--out", str(b), "--quiet").returncode
         == 0
     )
     key = lambda p: sorted((t["task_id"], t["reference_code"], json.dumps(t["tests"])) for t in rows(p))  # noqa: E731
@@ -136,7 +137,7 @@ def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
     full = tmp_path / "full"
     assert (
         spade(
-            "run", "--epochs", "2", "--seed", "11", "--sandbox", "subprocess", "--out", str(full), "--quiet"
+            "run", "--epochs", "2", "--seed", "11", "--sandbox", run_backend(), "--out", str(full), "--quiet"
         ).returncode
         == 0
     )
@@ -174,7 +175,7 @@ def test_resume_after_a_kill_mid_epoch_loses_and_repeats_nothing(tmp_path):
 )
 def test_bad_input_is_one_line_no_traceback(tmp_path, args, message):
     proc = (
-        spade(*args, "--sandbox", "subprocess", cwd=tmp_path)
+        spade(*args, "--sandbox", run_backend(), cwd=tmp_path)
         if args[0] in ("exec", "verify", "evaluate")
         else spade(*args, "--out", str(tmp_path / "o"), cwd=tmp_path)
     )
@@ -214,7 +215,7 @@ def test_help_for_every_command():
 @pytest.mark.slow
 def test_resume_after_a_kill_mid_proposals_matches_an_uninterrupted_run(tmp_path):
     full = tmp_path / "full"
-    args = ("--epochs", "2", "--seed", "5", "--sandbox", "subprocess", "--quiet")
+    args = ("--epochs", "2", "--seed", "5", "--sandbox", run_backend(), "--quiet")
     assert spade("run", *args, "--out", str(full)).returncode == 0
     tasks, rejected = rows(full / "tasks.jsonl"), rows(full / "rejected.jsonl")
     cut = tmp_path / "cut"
@@ -258,7 +259,7 @@ def test_samples_per_task_gives_k_trajectories_and_agreeing_task_stats(tmp_path)
     out = tmp_path / "k4"
     proc = spade(
         "run", "--epochs", "2", "--tasks-per-epoch", "4", "--samples-per-task", "4", "--seed", "3",
-        "--goal", "string manipulation", "--sandbox", "subprocess", "--out", str(out), "--quiet",
+        "--goal", "string manipulation", "--sandbox", run_backend(), "--out", str(out), "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     tasks, trajs, stats = rows(out / "tasks.jsonl"), rows(out / "trajectories.jsonl"), rows(out / "task_stats.jsonl")
@@ -307,10 +308,8 @@ def test_resume_refuses_flags_that_change_what_the_run_is(run_a, tmp_path, flags
 @pytest.mark.slow
 def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
     out = tmp_path / "r"
-    assert (
-        spade("run", "--epochs", "1", "--seed", "4", "--sandbox", "subprocess", "--out", str(out), "--quiet").returncode
-        == 0
-    )
+    first = spade("run", "--epochs", "1", "--seed", "4", "--sandbox", run_backend(), "--out", str(out), "--quiet")
+    assert first.returncode == 0
     started = json.loads((out / "manifest.json").read_text())["started_at"]
     proc = spade("run", "--resume", str(out), "--epochs", "2", "--seed", "4", "--concurrency", "2", "--quiet")
     assert proc.returncode == 0, proc.stderr
@@ -373,13 +372,13 @@ def test_solve_refuses_an_existing_out_and_resumes_only_as_it_was_started(tmp_pa
     run_dir = tmp_path / "src"
     assert (
         spade(
-            "run", "--epochs", "1", "--seed", "2", "--sandbox", "subprocess", "--out", str(run_dir), "--quiet"
+            "run", "--epochs", "1", "--seed", "2", "--sandbox", run_backend(), "--out", str(run_dir), "--quiet"
         ).returncode
         == 0
     )
     tasks.write_text((run_dir / "tasks.jsonl").read_text())
     out = tmp_path / "solved"
-    args = ("--model", "fake/default", "--samples-per-task", "2", "--sandbox", "subprocess")
+    args = ("--model", "fake/default", "--samples-per-task", "2", "--sandbox", run_backend())
     assert spade("solve", str(tasks), *args, "--out", str(out)).returncode == 0
     before = (out / "trajectories.jsonl").read_text()
     again = spade("solve", str(tasks), "--model", "fake/strong-solver", "--out", str(out))

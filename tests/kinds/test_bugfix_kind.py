@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from builders import TOTAL_UPTO, TOTAL_UPTO_BUG, bugfix_task
+from sandbox_backends import run_backend
 
 from spade_llm.fake.bugfix import bug_difficulty
 from spade_llm.fake.model import FakeLLM
@@ -89,7 +90,7 @@ def test_verify_rejects_the_trap_set_and_the_second_copy_of_a_bug(tmp_path: Path
     rows += [bugfix_task(task_id="first").dump(), bugfix_task(task_id="again").dump()]
     path = tmp_path / "traps.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    main(["verify", str(path), "--sandbox", "subprocess"])
+    main(["verify", str(path), "--sandbox", run_backend()])
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     verdicts = {row["task_id"]: row["reason"] for row in out}
     assert verdicts == {**{f"trap-{reason}": reason for reason in TRAPS}, "first": None, "again": "duplicate"}
@@ -280,7 +281,7 @@ def test_a_run_rejects_the_trap_set_each_for_its_reason(tmp_path: Path):
         "controller": {"epochs": 1, "tasks_per_epoch": n, "proposals_per_request": n, "concurrency": 2},
         "curriculum": {"kinds": ["bugfix"]},
         "solver": {"samples_per_task": 1},
-        "sandbox": {"backend": "subprocess"},
+        "sandbox": {"backend": run_backend()},
     }
     with Session(load_config(None, overrides), solver_model=FunctionLLM(lambda r: f"```python\n{TOTAL_UPTO}```")) as s:
         s.gen_llm = FunctionLLM(lambda r: answer)

@@ -12,6 +12,7 @@ from statistics import mean
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend
 
 from spade_llm.judge import Judge
 from spade_llm.kinds.base import public_indices
@@ -28,7 +29,7 @@ def fake_run(tmp_path: Path, seed: int, solver: str = "default", epochs: int = 2
 
     out = tmp_path / f"bugfix-{seed}-{solver}"
     argv = ["run", "--model", "fake/default", "--solver-model", f"fake/{solver}", "--kinds", "bugfix"]
-    argv += ["--epochs", str(epochs), "--tasks-per-epoch", "8", "--seed", str(seed), "--sandbox", "subprocess"]
+    argv += ["--epochs", str(epochs), "--tasks-per-epoch", "8", "--seed", str(seed), "--sandbox", run_backend()]
     assert main([*argv, "--out", str(out), "--quiet"]) == 0
     return out
 

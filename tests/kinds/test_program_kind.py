@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend
 
 from spade_llm.checking import CodeChecker
 from spade_llm.config import SandboxConfig
@@ -208,9 +209,9 @@ def test_evaluate_judges_program_tasks_and_their_samples(tmp_path: Path, capsys:
     right = "import sys\nn, *xs = map(int, sys.stdin.read().split())\nprint(sum(xs[:n]))\n"
     rows = [{"task_id": "p1", "code": right}, {"task_id": "p1", "code": "print(0)\n"}]
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["evaluate", str(tasks), "--sandbox", "subprocess"]) == 0  # the reference fills and passes
+    assert main(["evaluate", str(tasks), "--sandbox", run_backend()]) == 0  # the reference fills and passes
     assert [json.loads(line)["passed"] for line in capsys.readouterr().out.splitlines()] == [True]
-    assert main(["evaluate", str(tasks), "--samples", str(samples), "--sandbox", "subprocess"]) == 0
+    assert main(["evaluate", str(tasks), "--samples", str(samples), "--sandbox", run_backend()]) == 0
     judged = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["passed"], r["tests_passed"]) for r in judged] == [(True, 5), (False, 1)]  # -5 + 5 is 0
 
@@ -233,7 +234,7 @@ def fake_program_run(tmp_path: Path, profile: str) -> Path:
 
     out = tmp_path / profile
     argv = ["run", "--model", f"fake/{profile}", "--kinds", "program", "--epochs", "1", "--tasks-per-epoch", "8"]
-    assert main([*argv, "--samples-per-task", "2", "--sandbox", "subprocess", "--out", str(out), "--quiet"]) == 0
+    assert main([*argv, "--samples-per-task", "2", "--sandbox", run_backend(), "--out", str(out), "--quiet"]) == 0
     return out
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend
 
 from spade_llm.config import SandboxConfig
 from spade_llm.fake import bank
@@ -434,7 +435,7 @@ def fake_run(tmp_path: Path, kind: str, profile: str) -> Path:
 
     out = tmp_path / f"{kind}-{profile}"
     argv = ["run", "--model", f"fake/{profile}", "--kinds", kind, "--epochs", "1", "--tasks-per-epoch", "8"]
-    assert main([*argv, "--samples-per-task", "2", "--sandbox", "subprocess", "--out", str(out), "--quiet"]) == 0
+    assert main([*argv, "--samples-per-task", "2", "--sandbox", run_backend(), "--out", str(out), "--quiet"]) == 0
     return out
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_backends import unavailable
+from sandbox_backends import run_backend, unavailable
 
 from spade_llm.errors import SandboxUnavailable, UserError
 from spade_llm.kinds import get_kind
@@ -54,7 +54,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config.write_text("curriculum:\n  kinds: {induction: 0.5, deduction: 0.25, abduction: 0.25}\n")
     out = root / "run"
     args = ["run", "--epochs", "1", "--samples-per-task", "2", "--tasks-per-epoch", "8", "--seed", "11"]
-    args += ["--out", str(out), "--quiet", "--config", str(config), "--sandbox", "subprocess"]
+    args += ["--out", str(out), "--quiet", "--config", str(config), "--sandbox", run_backend()]
     subprocess.run([*SPADE, *args], check=True, capture_output=True, timeout=300)
     return out
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend
 
 from spade_llm.cli.app import main
 from spade_llm.judge import Judge
@@ -98,7 +99,7 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> str:
 
 
 def spade(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]], list[str]]:
-    code = main([*argv, "--sandbox", "subprocess", "--concurrency", "2"])
+    code = main([*argv, "--sandbox", run_backend(), "--concurrency", "2"])
     out, err = capsys.readouterr()
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return code, rows, [line for line in err.splitlines() if line.strip() and "security boundary" not in line]
@@ -120,7 +121,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         argv = ["import", "humaneval", source, "-o", str(out), "--derive", KIND, "--per-task", "2"]
-        code = main([*argv, "--sandbox", "subprocess", "--concurrency", "2"])
+        code = main([*argv, "--sandbox", run_backend(), "--concurrency", "2"])
     assert code == 0, err.getvalue()
     return out, [line for line in err.getvalue().splitlines() if "security boundary" not in line]
 
