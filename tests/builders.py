@@ -99,14 +99,17 @@ def bugfix_task(task_id: str = "total_upto", buggy_code: str = TOTAL_UPTO_BUG, *
     return Task.model_validate({**base, **fields})
 
 
-def small_config(seed: int = 0, backend: str = "subprocess", **sections: Any) -> RunConfig:
+def small_config(seed: int = 0, backend: str | None = None, **sections: Any) -> RunConfig:
     """A run config on the fake model small enough for a test (one epoch of three tasks, one sample
-    each), with ``sections`` merged over it (``controller={"epochs": 2}``)."""
+    each; ``backend`` default: ``sandbox_backends.run_backend()``), with ``sections`` merged over it
+    (``controller={"epochs": 2}``)."""
+    from sandbox_backends import run_backend
+
     overrides: dict[str, Any] = {
         "seed": seed,
         "controller": {"epochs": 1, "tasks_per_epoch": 3, "concurrency": 4},
         "solver": {"samples_per_task": 1},
-        "sandbox": {"backend": backend},
+        "sandbox": {"backend": backend or run_backend()},
     }
     for name, value in sections.items():
         overrides[name] = {**overrides.get(name, {}), **value} if isinstance(value, dict) else value

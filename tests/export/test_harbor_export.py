@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from sandbox_backends import run_backend
 
 from spade_llm.cli.app import main
 
@@ -33,7 +34,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--samples-per-task",
         "2",
         "--sandbox",
-        "subprocess",
+        run_backend(),
         "--out",
         str(run),
         "--quiet",

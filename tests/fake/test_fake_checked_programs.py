@@ -11,9 +11,10 @@ import asyncio
 import functools
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
+from sandbox_backends import run_backend, started
 
 from spade_llm.config import SandboxConfig
 from spade_llm.fake.checked_programs import PROBLEMS, CheckedProblem, identify, task_json
@@ -22,12 +23,20 @@ from spade_llm.fake.programs import GENERATOR_MARKER
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind, run_gates
 from spade_llm.llm.base import LLMRequest
+from spade_llm.sandbox.base import Sandbox
 from spade_llm.solver import first_messages
 from spade_llm.templates import Prompts
 from spade_llm.types import Message, Task
 from spade_llm.validation import Validator
 
 PROGRAM = get_kind("program")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """bwrap where it works (``run_backend``), in place of conftest's subprocess one: the gates here make
+    hundreds of executions, each an interpreter started on subprocess."""
+    yield from started(run_backend())
 
 
 @pytest.fixture(scope="module")

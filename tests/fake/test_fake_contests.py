@@ -5,14 +5,17 @@ it is meant to (the slow one as ``timeout`` on the large inputs, the wrong ones 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sandbox_backends import run_backend, started
 
 from spade_llm.config import SandboxConfig
 from spade_llm.fake import contests
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind, run_gates
+from spade_llm.sandbox.base import Sandbox
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import Validator
 
@@ -23,6 +26,13 @@ def as_task(data: dict[str, Any], task_id: str) -> Task:
     tests = [TestCase(input=t["input"]) for t in data["tests"]]
     fields = {k: v for k, v in data.items() if k not in ("tests", "difficulty", "tags")}
     return Task(task_id=task_id, kind=PROGRAM.name, tests=tests, **fields)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """bwrap where it works (``run_backend``), in place of conftest's subprocess one: the gates here make
+    hundreds of executions, each an interpreter started on subprocess."""
+    yield from started(run_backend())
 
 
 @pytest.fixture(scope="module")
