@@ -93,31 +93,38 @@ def test_calls_that_block_share_what_is_left_of_the_deadline_instead_of_being_cu
     ]
 
 
-STARVED_HOGS = 40
-"""Busy loops a core beside a call: it gets a 41st of a core, so a call of tens of ms of CPU
-takes more than ten times that on the wall clock (the judge's wall backstop)."""
+STARVED_HOGS = 60
+"""Busy loops a core beside a call: it gets a 61st of a core, so a call of ~35 ms of CPU takes twice
+the judge's wall backstop (ten times its 0.1 s budget) on the wall clock."""
+
+SUM_TO = "def f(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
 
 
-@pytest.mark.slow  # ~2 s of 40 busy loops on one core
+@pytest.mark.slow  # ~2 s of 60 busy loops on each core
 def test_a_call_that_computes_on_a_starved_core_is_not_cut_by_the_wall_backstop(sandbox: Any) -> None:
     # the CI failure of fb9e225: a seeded run beside busy loops wrote "timed out after 0.005 s" where the
     # idle run wrote the call's IndexError; a call the machine kept waiting for a CPU past ten times its
     # budget was ended by the wall backstop, as if it had slept. It runs on to its CPU budget instead
-    code = "def f(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
-    inputs = ["(3_000_000,)", "(3_000_001,)"]  # ~40 ms of CPU each: within a 0.1 s budget on any machine
     limits = replace(Limits(), timeout_s=30.0)
-    idle = execute_calls(sandbox, code, "f", inputs, limits, 0.1, max_timeouts=2)
+    # a third of the 0.1 s budget, as measured in the sandbox now: a fixed 3,000,000 steps (once ~40 ms)
+    # took 108 ms on a slower machine, past the budget while idle
+    probe = execute_calls(sandbox, SUM_TO, "f", ["(1_000_000,)"], limits, 1.0).outputs[0]
+    assert probe.ok and probe.cpu_ms, probe
+    n = int(1_000_000 * 35.0 / max(probe.cpu_ms, 1.0))
+    inputs = [f"({n},)", f"({n + 1},)"]
+    idle = execute_calls(sandbox, SUM_TO, "f", inputs, limits, 0.1, max_timeouts=2)
     assert [o.status for o in idle.outputs] == ["ok", "ok"], idle.outputs
     cores = os.sched_getaffinity(0)
     # on every core (the sandbox's processes may come from a server started before this test), each in a
     # session of its own, as other runs' sandboxes are: the kernel's autogroups share a core between
-    # sessions, and loops in this test's session would cost the sandbox's next to nothing
+    # sessions, and loops in this test's session would cost the sandbox's next to nothing. A shell's loop:
+    # an interpreter each would hold a few GB
     hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(STARVED_HOGS * len(cores))
     ]
     try:
-        loaded = execute_calls(sandbox, code, "f", inputs, limits, 0.1, max_timeouts=2)
+        loaded = execute_calls(sandbox, SUM_TO, "f", inputs, limits, 0.1, max_timeouts=2)
     finally:
         for hog in hogs:
             hog.kill()
