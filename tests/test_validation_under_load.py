@@ -33,6 +33,10 @@ JOURNALS = ("tasks.jsonl", "rejected.jsonl", "trajectories.jsonl", "proposals.js
 """Compared in this order: where a verdict moved shows before what it moved next (the next epoch's plan)."""
 LATE_JOURNALS = ("task_stats.jsonl", "metrics.jsonl")
 
+# with -n, on one worker with the band test (tests/e2e/test_cli.py): its five runs beside these timing
+# tests cut their executions' deadlines
+pytestmark = pytest.mark.xdist_group("heavy-load")
+
 
 def task(code: str, inputs: list[str], entry: str = "f") -> Task:
     return Task(

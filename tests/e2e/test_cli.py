@@ -321,6 +321,7 @@ def test_resume_accepts_repeated_flags_and_keeps_the_original_start(tmp_path):
 
 @pytest.mark.e2e
 @pytest.mark.slow
+@pytest.mark.xdist_group("heavy-load")  # with -n: never beside the timing tests of test_validation_under_load
 def test_fake_default_settles_in_the_band(tmp_path):
     """SPEC's default fake profile against the controller (benchmarks/bench_band.py measures all seeds)."""
     # one seed's 8 late epochs of about 13 episodes each are a lottery (each epoch's pass rate has a
@@ -355,9 +356,10 @@ def test_fake_extremes_move_the_difficulty(tmp_path, profile, moves):
     """A solver that passes nearly everything drives the difficulty up, one that fails most drives it
     down (apart from the band test, so parallel workers share them)."""
     out = tmp_path / profile
+    # 35 s alone; beside the band test's five runs it took 170 s and more: the timeout only stops a hang
     proc = spade(
         "run", "--model", f"fake/{profile}", "--seed", "1", "--epochs", "10", "--tasks-per-epoch", "8",
-        "--out", str(out), "--quiet",
+        "--out", str(out), "--quiet", timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     metrics = rows(out / "metrics.jsonl")
