@@ -135,6 +135,15 @@ def sandbox() -> Iterator[Sandbox]:
     box.close()
 
 
+@pytest.fixture(scope="module")
+def run_sandbox() -> Iterator[Sandbox]:
+    """The backend of ``sandbox_backends.run_backend`` (bwrap where it works), for a module whose gates
+    make hundreds of executions: on subprocess each starts an interpreter, at twice the CPU."""
+    from sandbox_backends import run_backend, started
+
+    yield from started(run_backend())
+
+
 # -- real sockets: in-process FakeServers and the fault proxy ----------------------------------------
 
 

@@ -2,7 +2,7 @@
 passes its gates with its checker, its other right answer passes only by the checker, its wrong ones
 fail, and the model proposes and answers them through its one hook.
 
-Every program here is the module's own (benign parsing and loops), run in the subprocess sandbox.
+Every program here is the module's own (benign parsing and loops), run in ``run_sandbox`` (bwrap where it works).
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import asyncio
 import functools
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from sandbox_backends import run_backend, started
 
 from spade_llm.config import SandboxConfig
 from spade_llm.fake.checked_programs import PROBLEMS, CheckedProblem, identify, task_json
@@ -23,7 +22,6 @@ from spade_llm.fake.programs import GENERATOR_MARKER
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind, run_gates
 from spade_llm.llm.base import LLMRequest
-from spade_llm.sandbox.base import Sandbox
 from spade_llm.solver import first_messages
 from spade_llm.templates import Prompts
 from spade_llm.types import Message, Task
@@ -33,17 +31,10 @@ PROGRAM = get_kind("program")
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    """bwrap where it works (``run_backend``), in place of conftest's subprocess one: the gates here make
-    hundreds of executions, each an interpreter started on subprocess."""
-    yield from started(run_backend())
-
-
-@pytest.fixture(scope="module")
-def judged(sandbox) -> Callable[[CheckedProblem], Task]:
+def judged(run_sandbox) -> Callable[[CheckedProblem], Task]:
     """Each problem's task as the fake proposes it, through the program kind's gates (once a problem)."""
     config = SandboxConfig(backend="subprocess", timeout_s=20, test_timeout_s=1)
-    validator = Validator(sandbox, config.limits(), config.test_timeout_s)
+    validator = Validator(run_sandbox, config.limits(), config.test_timeout_s)
 
     @functools.cache
     def gated(problem: CheckedProblem) -> Task:
@@ -56,9 +47,9 @@ def judged(sandbox) -> Callable[[CheckedProblem], Task]:
 
 
 @pytest.fixture(scope="module")
-def judge(sandbox) -> Judge:
+def judge(run_sandbox) -> Judge:
     config = SandboxConfig(backend="subprocess", timeout_s=20, test_timeout_s=1)
-    return Judge(sandbox, config.limits(), config.test_timeout_s)
+    return Judge(run_sandbox, config.limits(), config.test_timeout_s)
 
 
 @pytest.mark.parametrize(

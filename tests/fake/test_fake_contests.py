@@ -5,17 +5,14 @@ it is meant to (the slow one as ``timeout`` on the large inputs, the wrong ones 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sandbox_backends import run_backend, started
 
 from spade_llm.config import SandboxConfig
 from spade_llm.fake import contests
 from spade_llm.judge import Judge, final_status
 from spade_llm.kinds import get_kind, run_gates
-from spade_llm.sandbox.base import Sandbox
 from spade_llm.types import Task, TestCase
 from spade_llm.validation import Validator
 
@@ -29,22 +26,15 @@ def as_task(data: dict[str, Any], task_id: str) -> Task:
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    """bwrap where it works (``run_backend``), in place of conftest's subprocess one: the gates here make
-    hundreds of executions, each an interpreter started on subprocess."""
-    yield from started(run_backend())
+def validator(run_sandbox):
+    config = SandboxConfig(backend="subprocess", timeout_s=10, test_timeout_s=1)
+    return Validator(run_sandbox, config.limits(), config.test_timeout_s)
 
 
 @pytest.fixture(scope="module")
-def validator(sandbox):
+def judge(run_sandbox):
     config = SandboxConfig(backend="subprocess", timeout_s=10, test_timeout_s=1)
-    return Validator(sandbox, config.limits(), config.test_timeout_s)
-
-
-@pytest.fixture(scope="module")
-def judge(sandbox):
-    config = SandboxConfig(backend="subprocess", timeout_s=10, test_timeout_s=1)
-    return Judge(sandbox, config.limits(), config.test_timeout_s)
+    return Judge(run_sandbox, config.limits(), config.test_timeout_s)
 
 
 @pytest.mark.slow
