@@ -254,20 +254,28 @@ def test_the_harness_says_which_timer_ended_a_call_and_what_it_cost(sandbox: Any
 
 
 @pytest.mark.slow  # 5-11 s on 2 cores: the full lane runs it, the fast lane does not
-def test_a_reference_call_the_deadline_cuts_is_run_again_not_called_a_timeout(sandbox: Any) -> None:
+def test_a_reference_call_the_deadline_cuts_is_run_again_not_called_a_timeout(
+    sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # finding 12 on the reference's own runs: an execution deadline too short for all of its tests (as a
     # loaded machine makes it) cut a call and the reference was rejected as ``timeout``; the gates now
-    # go on from that call in a fresh execution and say what an idle machine says
-    code = heavy(4_000_000)  # ~0.1 s of CPU a call, well inside its 1 s budget
-    inputs = [f"({i},)" for i in range(8)]
+    # go on from that call in a fresh execution and say what an idle machine says. Many short calls
+    # (~15 ms of CPU each, a second in all) under a 0.8 s deadline: idle, it cuts each run of them once;
+    # loaded, every execution still has room for a call (0.6 s calls under 0.6 s did not, in CI: each
+    # execution's first call was cut, and that is unknown by design)
+    code = heavy(600_000)
+    inputs = [f"({i},)" for i in range(64)]
 
     def validate(timeout_s: float) -> ValidationReport:
         config = SandboxConfig(backend="subprocess", timeout_s=timeout_s, test_timeout_s=1.0)
         return Validator(sandbox, config.limits(), config.test_timeout_s, min_kill_rate=0).validate(task(code, inputs))
 
-    roomy, tight = validate(30.0), validate(0.6)
+    roomy = validate(30.0)
+    seen = counting(monkeypatch)
+    tight = validate(0.8)
     assert roomy.valid, roomy.detail
     assert gate(tight) == gate(roomy) and tight.task == roomy.task
+    assert any(status == "timeout" for entry, _, status in seen if entry == "f")  # the deadline did cut
 
 
 def test_a_second_run_that_runs_out_of_time_is_undecided_never_nondeterministic(sandbox: Any) -> None:
