@@ -21,6 +21,11 @@ from typing import Any
 
 PROBES = 24
 """Probe inputs per signature: enough that two different functions rarely agree on all of them."""
+PROBE_BUDGET_S = 0.25
+"""CPU seconds a reference's call on a probe gets (never more than a test's budget). The probes are
+small values: a reference that runs out of this on one loops there (a count of -4), and gets no
+fingerprint either way; the whole test budget only burnt seconds for it (in a fake run of 32 tasks,
+one such reference: 3 s, a quarter of the time its gates spent in the sandbox)."""
 
 _VALUES: dict[str, list[Any]] = {
     "int": [0, 1, 2, 3, 5, 7, 10, 12, -1, -4, 100, 37, 4, 9, 6, 15, 8, 21, 64, 11, 13, 30, 99, 1000],

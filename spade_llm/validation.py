@@ -317,8 +317,9 @@ class Validator:
         probes = behaviour.probes(sig)
         calls = [(0, j, p) for j, p in enumerate(probes)]
         # whether a probe times out depends on the machine: a reference that times out on any
-        # probe gets no fingerprint (and costs one test budget), so a fingerprint is always the same
-        outcomes = self._digests(spend, task, [task.reference_code], calls, self.test_timeout_s, max_timeouts=1)
+        # probe gets no fingerprint (and costs one probe budget), so a fingerprint is always the same
+        budget = min(self.test_timeout_s, behaviour.PROBE_BUDGET_S)
+        outcomes = self._digests(spend, task, [task.reference_code], calls, budget, max_timeouts=1)
         if outcomes is None or not all(_observed(o) for o in outcomes):
             return None
         return behaviour.fingerprint(sig, [o for o in outcomes if o is not None])

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from builders import run_records
 
-from spade_llm import validation
+from spade_llm import behaviour, validation
 from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
 from spade_llm.languages.python_mutants import DISPATCHER
@@ -407,3 +407,19 @@ def test_a_seeded_run_writes_the_same_records_beside_a_cpu_hog(tmp_path: Path) -
             hog.wait()
     assert idle["tasks.jsonl"], "the run accepted nothing: nothing was compared"
     assert first_difference(idle, loaded) is None
+
+
+def test_a_reference_that_loops_on_a_probe_costs_a_probe_budget_not_a_test_budget(
+    sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the behaviour fingerprint's probes are small values, negative ones among them: a reference that
+    # counts down to zero loops there and gets no fingerprint, whatever its budget. Measured on a fake
+    # run of 32 tasks: one such reference burnt a whole 3 s test budget, a quarter of its gates' sandbox time
+    code = "def f(n):\n    total = 0\n    while n != 0:\n        total += n\n        n -= 1\n    return total\n"
+    seen = counting(monkeypatch)
+    config = SandboxConfig(backend="subprocess", test_timeout_s=3.0)
+    checker = Validator(sandbox, config.limits(), config.test_timeout_s, fingerprint_behaviour=True)
+    report = checker.validate(task(code, [f"({i},)" for i in range(10)]))
+    assert report.valid and report.behaviour is None, report.detail
+    probe_runs = [(budget, status) for entry, budget, status in seen if entry == DISPATCHER and budget > 0.1]
+    assert probe_runs == [(behaviour.PROBE_BUDGET_S, "ok")]
