@@ -44,9 +44,9 @@ def task(code: str, inputs: list[str], entry: str = "f") -> Task:
     )
 
 
-def validator(sandbox: Any, timeout_s: float = 10.0, test_timeout_s: float = 1.0) -> Validator:
+def validator(sandbox: Any, timeout_s: float = 10.0, test_timeout_s: float = 1.0, **options: Any) -> Validator:
     config = SandboxConfig(backend="subprocess", timeout_s=timeout_s, test_timeout_s=test_timeout_s)
-    return Validator(sandbox, config.limits(), config.test_timeout_s)
+    return Validator(sandbox, config.limits(), config.test_timeout_s, **options)
 
 
 def gate(report: ValidationReport) -> tuple[Any, ...]:
@@ -263,15 +263,14 @@ def test_a_reference_call_the_deadline_cuts_is_run_again_not_called_a_timeout(
     # finding 12 on the reference's own runs: an execution deadline too short for all of its tests (as a
     # loaded machine makes it) cut a call and the reference was rejected as ``timeout``; the gates now
     # go on from that call in a fresh execution and say what an idle machine says. Many short calls
-    # (~15 ms of CPU each, a second in all) under a 0.8 s deadline: idle, it cuts each run of them once;
-    # loaded, every execution still has room for a call (0.6 s calls under 0.6 s did not, in CI: each
-    # execution's first call was cut, and that is unknown by design)
+    # (64 of ~15 ms of CPU each, about a second in all) under a 0.8 s deadline: idle, it cuts each run
+    # of them once; loaded, every execution still has room for a call (0.1 s calls under 0.6 s did not,
+    # in CI: each execution's first call was cut, and that is unknown by design)
     code = heavy(600_000)
     inputs = [f"({i},)" for i in range(64)]
 
     def validate(timeout_s: float) -> ValidationReport:
-        config = SandboxConfig(backend="subprocess", timeout_s=timeout_s, test_timeout_s=1.0)
-        return Validator(sandbox, config.limits(), config.test_timeout_s, min_kill_rate=0).validate(task(code, inputs))
+        return validator(sandbox, timeout_s=timeout_s, min_kill_rate=0).validate(task(code, inputs))
 
     roomy = validate(30.0)
     seen = counting(monkeypatch)
@@ -417,8 +416,7 @@ def test_a_reference_that_loops_on_a_probe_costs_a_probe_budget_not_a_test_budge
     # run of 32 tasks: one such reference burnt a whole 3 s test budget, a quarter of its gates' sandbox time
     code = "def f(n):\n    total = 0\n    while n != 0:\n        total += n\n        n -= 1\n    return total\n"
     seen = counting(monkeypatch)
-    config = SandboxConfig(backend="subprocess", test_timeout_s=3.0)
-    checker = Validator(sandbox, config.limits(), config.test_timeout_s, fingerprint_behaviour=True)
+    checker = validator(sandbox, test_timeout_s=3.0, fingerprint_behaviour=True)
     report = checker.validate(task(code, [f"({i},)" for i in range(10)]))
     assert report.valid and report.behaviour is None, report.detail
     probe_runs = [(budget, status) for entry, budget, status in seen if entry == DISPATCHER and budget > 0.1]
