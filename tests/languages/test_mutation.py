@@ -300,3 +300,19 @@ def test_the_controller_rejects_a_behavioural_twin_and_remembers_it_on_resume(tm
     again = Controller(config, run, None, NO_EPISODES, BehaviourChecker(), LLMStats(), log=lambda _m: None)  # type: ignore[arg-type]
     controller = again
     assert decide("e0-d", code_b, "fp1", 3) is None
+
+
+def test_a_mutant_that_raises_is_killed_however_long_the_gates_program_is(validator):
+    # the harness prints a call's first traceback inside the call's CPU budget, and a version's frames
+    # pointed at the gate program's lines: its line 6 holds every version's source, and the printer's
+    # work under it for a comprehension's frames took longer than the budget (20 ms), so a mutant's
+    # IndexError there became a timeout (unknown), never a kill
+    note = "x" * 20000
+    body = "def f(xs):\n    n = len(xs)\n    return [xs[i - 1] * 2 for i in range(n)\n            if i >= 0]\n"
+    code = f"NOTE = {note!r}\n\n\n{body}"  # the comprehension on line 6
+    inputs = ["([1, 2, 3],)", "([5],)", "([4, -1],)", "([0, 7, 7, 2],)", "([],)"]
+    raising = [x for x in mutants(code, 40, key=code) if "xs[i + 1]" in x.source]
+    report = validator.validate(task(code, inputs))
+    assert report.valid, report.detail
+    m = report.mutation
+    assert raising and m is not None and m.unknown == 0 and m.killed >= len(raising)
