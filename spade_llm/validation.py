@@ -58,19 +58,23 @@ from .sandbox.verdict import Output, Unsupported, UnsupportedOutput, passes, to_
 from .types import ExecutionResult, Task, TestCase, TestStatus
 
 MIN_TESTS = 3
-MUTANT_CALL_BUDGET_S = 0.1
+MUTANT_CALL_BUDGET_S = 0.02
 """CPU seconds a call of the mutation gate gets (at most the task's own test budget): far above what a
-task-sized call takes, and CPU time, so whether a call runs out of it is the program's doing, not the
-machine's load (a mutant that loops costs it once). A heavier reference gets more (``_scaled_budget``);
-calls that run out are retried with the test budget when the verdict hangs on them."""
+task-sized call takes (tens of microseconds), and CPU time, so whether a call runs out of it is the
+program's doing, not the machine's load. Mutants that loop are common (a loop's step or bound turned
+around: 20 of a Collatz reference's 40) and each costs this once, so it is most of the gate's time:
+0.1 s here made the fake runs' gates a third slower with the same verdicts. A heavier reference gets
+more (``_gate_budget``); calls that run out are retried with the test budget when the verdict hangs on
+them."""
 LADDER_S = 0.025
 """First rung of the CPU-time ladder that sizes the gates' budgets to a heavy reference (each rung twice
 the last): the first rung its slowest test call fits in, by the CPU time the harness measured (never
 the wall clock, which a loaded machine stretches). A reference that fits in this one gets
 ``MUTANT_CALL_BUDGET_S``."""
 MUTANT_BUDGET_FACTOR = 4
-"""The mutation gate's budget is this many times the rung the reference fits in: room for a mutant
-that does a little more work than the reference (one that loops runs out of any budget)."""
+"""The mutation gate's budget is this many times the rung the reference fits in, on a ladder of its own
+that starts at ``MUTANT_CALL_BUDGET_S / MUTANT_BUDGET_FACTOR``: room for a mutant that does a little
+more work than the reference (one that loops runs out of any budget)."""
 DETERMINISM_QUORUM = 8
 """Inputs beyond the tests that both determinism runs must answer (or raise on) before the reference
 counts as a function of its input there; fewer (it ran out of time or blocked on the others, or the
@@ -600,11 +604,12 @@ class Validator:
         )
 
     def _gate_budget(self, slowest_cpu_s: float) -> float:
-        """The mutation gate's CPU budget a call: ``MUTANT_BUDGET_FACTOR`` times the reference's rung
-        (``_rung``: from the CPU time its slowest test call took), at least ``MUTANT_CALL_BUDGET_S``, at
-        most the test budget."""
-        rung = _rung(slowest_cpu_s, self.test_timeout_s)
-        return min(self.test_timeout_s, max(MUTANT_CALL_BUDGET_S, MUTANT_BUDGET_FACTOR * rung))
+        """The mutation gate's CPU budget a call: ``MUTANT_BUDGET_FACTOR`` times the reference's rung on
+        the gate's ladder (``_rung`` from ``MUTANT_CALL_BUDGET_S / MUTANT_BUDGET_FACTOR``, by the CPU time
+        its slowest test call took): ``MUTANT_CALL_BUDGET_S`` for a task-sized reference, at most the test
+        budget."""
+        rung = _rung(slowest_cpu_s, self.test_timeout_s, start=MUTANT_CALL_BUDGET_S / MUTANT_BUDGET_FACTOR)
+        return min(self.test_timeout_s, MUTANT_BUDGET_FACTOR * rung)
 
     def _probe_survivors(
         self,
@@ -902,10 +907,10 @@ def _slowest_cpu(outcome: CallsOutcome) -> float:
     return max((o.cpu_ms or 0.0 for o in outcome.outputs), default=0.0) / 1000
 
 
-def _rung(cpu_s: float, cap: float) -> float:
-    """The first rung of the CPU-time ladder (``LADDER_S``, doubled at each rung) that ``cpu_s`` fits in,
-    or the first past ``cap``."""
-    rung = LADDER_S
+def _rung(cpu_s: float, cap: float, start: float = LADDER_S) -> float:
+    """The first rung of the CPU-time ladder (``start``, doubled at each rung) that ``cpu_s`` fits in, or
+    the first past ``cap``."""
+    rung = start
     while rung < cpu_s and rung < cap:
         rung *= 2
     return rung

@@ -233,10 +233,10 @@ def test_the_gate_budget_is_sized_by_cpu_time_never_by_the_wall_clock(
     seen = counting(monkeypatch)
     assert validator(sandbox).validate(task(napping, inputs)).valid
     budgets = {budget for entry, budget, _ in seen if entry == DISPATCHER}
-    assert budgets == {0.1}  # one budget, the first rung's: no ladder
+    assert budgets == {validation.MUTANT_CALL_BUDGET_S}  # one budget, the first rung's: no ladder
     v = validator(sandbox, test_timeout_s=2.0)
-    assert v._gate_budget(0.001) == 0.1
-    assert 0.1 < v._gate_budget(0.06) <= 2.0 and v._gate_budget(5.0) == 2.0
+    assert v._gate_budget(0.001) == validation.MUTANT_CALL_BUDGET_S == 0.02
+    assert 0.2 < v._gate_budget(0.06) <= 2.0 and v._gate_budget(5.0) == 2.0
 
 
 def test_the_harness_says_which_timer_ended_a_call_and_what_it_cost(sandbox: Any) -> None:
