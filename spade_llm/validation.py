@@ -35,9 +35,10 @@ rejected as ``undecided``, never with a made-up reason. One task's gates run at 
 
 from __future__ import annotations
 
+import marshal
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -53,7 +54,7 @@ from .languages.python_mutants import (
     probe_inputs,
 )
 from .sandbox.base import Limits, Sandbox
-from .sandbox.runner import CallsOutcome, execute_calls
+from .sandbox.runner import MAX_INPUT_CHARS, CallsOutcome, execute_calls
 from .sandbox.verdict import Output, Unsupported, UnsupportedOutput, passes, to_json
 from .types import ExecutionResult, Task, TestCase, TestStatus
 
@@ -684,16 +685,21 @@ class Validator:
         when a call cannot be written as a literal, or the code does not load (the gate is then skipped,
         not guessed). Carried on over the machine's cuts (``_carried``), the dispatcher's state with it.
         """
-        written: dict[int, str] = {}  # each distinct input written and read back once, not per version
-        inputs = []
+        # each distinct input written and read back once, not once per version: each call gets a fresh
+        # copy of what was read (marshal's round trip: the request keeps shared objects shared)
+        written: dict[int, tuple[str, bytes]] = {}
+        inputs: list[str | tuple[Any, ...]] = []
         for k, i, args in calls:
-            text = written.get(i)
-            if text is None:
+            known = written.get(i)
+            if known is None:
                 text = _literal(args)
                 if text is None:
                     return None
-                written[i] = text
-            inputs.append(f"({k}, {i}, {text[1:]}")
+                known = written[i] = (text, marshal.dumps(parse_input(text)))
+            text, frozen = known
+            call = f"({k}, {i}, {text[1:]}"
+            # the text's length is what parse_input checks first: one near the limit takes its way
+            inputs.append((k, i, *marshal.loads(frozen)) if len(call) <= MAX_INPUT_CHARS else call)
         out: list[Digest | None] = [None] * len(calls)
         base: dict[int, str | None] = {}
         dead: set[int] = set()
@@ -726,7 +732,7 @@ class Validator:
     def _carried(
         self,
         spend: _Spend,
-        inputs: list[str],
+        inputs: Sequence[str | tuple[Any, ...]],
         budget: float,
         *,
         source: Callable[[int], str],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -271,7 +272,7 @@ def execute_calls(
     sandbox: Sandbox,
     code: str,
     entry_point: str,
-    inputs: list[str],
+    inputs: Sequence[str | tuple[Any, ...]],
     limits: Limits,
     test_timeout_s: float,
     hash_seed: int = 0,
@@ -281,7 +282,11 @@ def execute_calls(
 ) -> CallsOutcome:
     """Call ``entry_point`` of ``code`` on each input (a literal tuple of arguments) in one execution.
 
-    An input that is not a literal tuple gives that call an error output; the others still run.
+    An input that is not a literal tuple gives that call an error output; the others still run. An
+    input may also come as the tuple ``parse_input`` gave for its text (validation's mutation gate
+    sends each test's arguments to forty versions: parsing each copy of the text again was a sixth of
+    a fake run's own CPU time); it goes in as it is, so it must share no object with another input
+    (the request's encoding keeps shared objects shared, and a call may change its arguments).
     ``hash_seed`` is the program's PYTHONHASHSEED (validation runs twice to catch nondeterminism).
     ``max_timeouts``: after this many calls timed out the harness calls no more (code that loops on
     every input would otherwise spend the whole wall limit); None: every input is tried.
@@ -308,7 +313,7 @@ def execute_calls(
 
 def _calls_request(
     entry_point: str,
-    inputs: list[str],
+    inputs: Sequence[str | tuple[Any, ...]],
     test_timeout_s: float,
     max_timeouts: int | None,
     entry_class: str | None = None,
@@ -319,7 +324,7 @@ def _calls_request(
     return {
         "file": SOLUTION_FILE,
         "entry_point": entry_point,
-        "inputs": [parse_input(text) for text in inputs],
+        "inputs": [parse_input(text) if type(text) is str else text for text in inputs],
         "test_timeout_s": float(test_timeout_s),
         "max_timeouts": max_timeouts,
         "entry_class": entry_class,

@@ -316,3 +316,15 @@ def test_a_mutant_that_raises_is_killed_however_long_the_gates_program_is(valida
     assert report.valid, report.detail
     m = report.mutation
     assert raising and m is not None and m.unknown == 0 and m.killed >= len(raising)
+
+
+def test_versions_called_on_one_input_each_get_their_own_copy_of_it(validator):
+    # the gate sends each test's arguments once parsed to every version: a version that changes its
+    # argument (here every one appends) must not change what the next version gets. ``0`` -> ``1`` in
+    # the append returns the same everywhere: equivalent, never killed by the reference's own append
+    code = "def f(xs):\n    xs.append(0)\n    return len(xs) * 2 + xs[0]\n"
+    report = validator.validate(task(code, ["([1, 2, 3],)", "([5],)", "([4, -1],)", "([0, 7, 7, 2],)"]))
+    assert report.valid, report.detail
+    m = report.mutation
+    assert any("xs.append(1)" in x.source for x in mutants(code, 40, key=code))
+    assert m is not None and m.equivalent >= 1 and m.survived == m.unknown == 0
