@@ -329,11 +329,15 @@ def test_fake_default_settles_in_the_band(tmp_path):
     # go side by side (each waits on its sandbox much of the time): 1.5x faster than one by one.
     seeds = (1, 2, 3, 4, 5)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # the fake's too-slow answers run each test to its budget: at the default 3 s they were a third of
+    # the runs' CPU; the band does not depend on it (seed 1 writes the same records at 0.5 s)
+    config = tmp_path / "budget.yaml"
+    config.write_text("sandbox:\n  test_timeout_s: 0.5\n")
     procs = []
     for seed in seeds:
         cmd = [
-            *SPADE, "run", "--model", "fake/default", "--seed", str(seed), "--epochs", "12", "--tasks-per-epoch",
-            "16", "--out", str(tmp_path / f"default-{seed}"), "--quiet",
+            *SPADE, "run", "--config", str(config), "--model", "fake/default", "--seed", str(seed), "--epochs",
+            "12", "--tasks-per-epoch", "16", "--out", str(tmp_path / f"default-{seed}"), "--quiet",
         ]  # fmt: skip
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env))
     for proc in procs:
