@@ -284,8 +284,8 @@ def execute_calls(
 
     An input that is not a literal tuple gives that call an error output; the others still run. An
     input may also come as the tuple ``parse_input`` gave for its text (validation's mutation gate
-    sends each test's arguments to forty versions: parsing each copy of the text again was a sixth of
-    a fake run's own CPU time); it goes in as it is, so it must share no object with another input
+    sends each test's arguments to forty versions: parsing each copy of the text again was a third of
+    the parent's CPU time in validation); it goes in as it is, so it must share no object with another input
     (the request's encoding keeps shared objects shared, and a call may change its arguments).
     ``hash_seed`` is the program's PYTHONHASHSEED (validation runs twice to catch nondeterminism).
     ``max_timeouts``: after this many calls timed out the harness calls no more (code that loops on
