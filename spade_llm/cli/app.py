@@ -1063,8 +1063,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
-        print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
-        return Exit.INTERRUPTED
+        return _interrupted(args)
+    except BaseException as e:
+        if _unwinding_an_interrupt(e):  # a cleanup failed as Ctrl-C stopped the command: still the interrupt
+            return _interrupted(args)
+        return _failed(args, e)
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
+    return Exit.INTERRUPTED
+
+
+def _unwinding_an_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a ``KeyboardInterrupt`` unwound (it is in the chain of
+    exceptions being handled when ``error`` was raised): a broken pipe to a sandbox worker closed as the
+    run stopped would otherwise end a Ctrl-C'd ``solve`` with 0, as ``spade ... | head`` does."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__context__
+    return False
+
+
+def _failed(args: argparse.Namespace, error: BaseException) -> int:
+    """The exit code of a command that raised ``error``, said in one line (re-raised with ``--debug``, or
+    when it is no error of a command's: ``SystemExit``)."""
+    try:
+        raise error
     except SpadeError as e:
         if args.debug:
             raise

@@ -55,6 +55,33 @@ def test_ctrl_c_mid_solve_advises_its_resume(
     assert len((out / "trajectories.jsonl").read_text().splitlines()) == 2
 
 
+@pytest.mark.parametrize("masking", [BrokenPipeError, RuntimeError, OSError])
+def test_an_error_raised_while_a_ctrl_c_unwinds_is_still_the_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], masking: type
+) -> None:
+    # a CI run's `solve` exited 0, without a word, on the SIGINT meant to stop it: an error raised by a
+    # cleanup during the interrupt replaced it, and a broken pipe is what `spade ... | head` exits 0 on
+    original = Session.solve
+
+    def solve_interrupted_then_cleanup_fails(self: Session, tasks: list[Any], run: Any, **kwargs: Any) -> Any:
+        original(self, tasks, run, **kwargs)
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise masking(32, "Broken pipe")  # e.g. a sandbox worker's pipe, closed as the run stopped
+
+    monkeypatch.setattr(Session, "solve", solve_interrupted_then_cleanup_fails)
+    gen = tmp_path / "gen"
+    assert (
+        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "1", "--out", str(gen)]) == 0
+    )
+    out = tmp_path / "solved"
+    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--sandbox", "auto", "--out", str(out)]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+
+
 def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
