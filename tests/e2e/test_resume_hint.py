@@ -103,22 +103,28 @@ def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child")
 @pytest.mark.slow
-def test_a_real_sigint_mid_solve(tmp_path: Path) -> None:
+def test_a_real_sigint_mid_solve(tmp_path: Path, fake_server: Any) -> None:
     """As a user's Ctrl-C arrives: a signal, while episodes run."""
     gen = tmp_path / "gen"
     assert (
         main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "4", "--out", str(gen)]) == 0
     )
     out = tmp_path / "solved"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--samples-per-task", "50"]
+    # the fake's answers from a server that takes 0.1 s for each, two at a time: the 200 episodes last
+    # half a minute of wall clock however fast the machine. Answered at once, in two busy CI runs they
+    # were all done before this test's process saw the first trajectory, and the signal met a solve
+    # that had ended (exit 0, its summary complete)
+    server = fake_server(latency=0.1)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"OPENAI_API_KEY": "sk-test"}
+    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "openai/default", "--api-base", server.url]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spade_llm.cli", *argv, "--sandbox", "auto", "--out", str(out)],
+        [sys.executable, "-m", "spade_llm.cli", *argv, "--samples-per-task", "50", "--concurrency", "2",
+         "--sandbox", "auto", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-    )
+    )  # fmt: skip
     trajectories = out / "trajectories.jsonl"
     deadline = time.monotonic() + 120
     while not (trajectories.exists() and trajectories.read_text().strip()) and time.monotonic() < deadline:
@@ -126,5 +132,6 @@ def test_a_real_sigint_mid_solve(tmp_path: Path) -> None:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, err[-3000:]
     assert err.strip().splitlines()[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+    assert len(trajectories.read_text().splitlines()) < 200  # it was stopped mid-way
