@@ -110,11 +110,11 @@ def test_a_real_sigint_mid_solve(tmp_path: Path, fake_server: Any) -> None:
         main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "4", "--out", str(gen)]) == 0
     )
     out = tmp_path / "solved"
-    # the fake's answers from a server that takes 0.1 s for each, two at a time: the 200 episodes last
-    # half a minute of wall clock however fast the machine. Answered at once, in two busy CI runs they
-    # were all done before this test's process saw the first trajectory, and the signal met a solve
-    # that had ended (exit 0, its summary complete)
-    server = fake_server(latency=0.1)
+    # the fake's answers from a server that takes 1 s for each, two at a time: the 200 episodes last
+    # minutes of wall clock however fast the machine. Answered at once, in two busy CI runs they were
+    # all done before this test's process saw the first trajectory, and the signal met a solve that had
+    # ended (exit 0, its summary complete); at 0.1 s a third busy run still saw it end first
+    server = fake_server(latency=1.0)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"OPENAI_API_KEY": "sk-test"}
     argv = ["solve", str(gen / "tasks.jsonl"), "--model", "openai/default", "--api-base", server.url]
     proc = subprocess.Popen(
