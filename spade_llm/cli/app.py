@@ -1061,39 +1061,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return Exit.USER
     try:
-        return COMMANDS[args.command](args)
+        return _run_command(args)
     except KeyboardInterrupt:
-        return _interrupted(args)
-    except BaseException as e:
-        if _unwinding_an_interrupt(e):  # a cleanup failed as Ctrl-C stopped the command: still the interrupt
-            return _interrupted(args)
-        return _failed(args, e)
-
-
-def _interrupted(args: argparse.Namespace) -> int:
-    print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
-    return Exit.INTERRUPTED
-
-
-def _unwinding_an_interrupt(error: BaseException) -> bool:
-    """Whether ``error`` was raised while a ``KeyboardInterrupt`` unwound (it is in the chain of
-    exceptions being handled when ``error`` was raised): a broken pipe to a sandbox worker closed as the
-    run stopped would otherwise end a Ctrl-C'd ``solve`` with 0, as ``spade ... | head`` does."""
-    seen: set[int] = set()
-    link: BaseException | None = error
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__context__
-    return False
-
-
-def _failed(args: argparse.Namespace, error: BaseException) -> int:
-    """The exit code of a command that raised ``error``, said in one line (re-raised with ``--debug``, or
-    when it is no error of a command's: ``SystemExit``)."""
-    try:
-        raise error
+        print(f"spade {args.command}: interrupted{_resume_hint(args)}", file=sys.stderr)
+        return Exit.INTERRUPTED
     except SpadeError as e:
         if args.debug:
             raise
@@ -1114,6 +1085,31 @@ def _failed(args: argparse.Namespace, error: BaseException) -> int:
         if args.debug:
             raise
         return _internal_error(args.command, e)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """The command, where an error raised while a Ctrl-C unwound (a cleanup that failed as the command
+    stopped) is that interrupt: answered as itself it ended an interrupted run as an internal error, or
+    with 0 and no word when it was a broken pipe (as ``spade ... | head`` ends)."""
+    try:
+        return COMMANDS[args.command](args)
+    except BaseException as e:
+        if not isinstance(e, KeyboardInterrupt) and _unwinding_an_interrupt(e):
+            raise KeyboardInterrupt from e
+        raise
+
+
+def _unwinding_an_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a ``KeyboardInterrupt`` unwound (one is in the chain of
+    exceptions being handled when ``error`` was raised)."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__context__
+    return False
 
 
 _USER_OS_ERRORS = {
