@@ -21,6 +21,25 @@ def _interrupt(*_args: Any, **_kwargs: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _generated_tasks(tmp_path: Path, count: int) -> Path:
+    """The tasks file of a one-epoch fake run of ``count`` tasks."""
+    gen = tmp_path / "gen"
+    argv = ["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", str(count)]
+    assert main([*argv, "--out", str(gen)]) == 0
+    return gen / "tasks.jsonl"
+
+
+def _solve_is_interrupted(tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """``spade solve`` of ``tasks`` (with ``Session.solve`` patched to be interrupted): it exits 130 and
+    its last line advises resuming the directory it made, which is returned."""
+    out = tmp_path / "solved"
+    argv = ["solve", str(tasks), "--model", "fake/default", "--sandbox", "auto", "--out", str(out)]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+    return out
+
+
 def test_ctrl_c_during_start_up_advises_no_resume_of_a_directory_never_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -41,15 +60,7 @@ def test_ctrl_c_mid_solve_advises_its_resume(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Session, "solve", solve_then_interrupt)
-    gen = tmp_path / "gen"
-    assert (
-        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "2", "--out", str(gen)]) == 0
-    )
-    out = tmp_path / "solved"
-    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--sandbox", "auto", "--out", str(out)]
-    assert main(argv) == 130
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+    out = _solve_is_interrupted(_generated_tasks(tmp_path, 2), tmp_path, capsys)
     monkeypatch.setattr(Session, "solve", original)
     assert main(["solve", "--resume", str(out)]) == 0  # the advice works
     assert len((out / "trajectories.jsonl").read_text().splitlines()) == 2
@@ -59,8 +70,8 @@ def test_ctrl_c_mid_solve_advises_its_resume(
 def test_an_error_raised_while_a_ctrl_c_unwinds_is_still_the_interrupt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], masking: type
 ) -> None:
-    # a CI run's `solve` exited 0, without a word, on the SIGINT meant to stop it: an error raised by a
-    # cleanup during the interrupt replaced it, and a broken pipe is what `spade ... | head` exits 0 on
+    # answered as itself, such an error ended an interrupted run as an internal error, or with 0 and no
+    # word for a broken pipe (what `spade ... | head` exits 0 on)
     original = Session.solve
 
     def solve_interrupted_then_cleanup_fails(self: Session, tasks: list[Any], run: Any, **kwargs: Any) -> Any:
@@ -68,18 +79,10 @@ def test_an_error_raised_while_a_ctrl_c_unwinds_is_still_the_interrupt(
         try:
             raise KeyboardInterrupt
         finally:
-            raise masking(32, "Broken pipe")  # e.g. a sandbox worker's pipe, closed as the run stopped
+            raise masking(32, "Broken pipe")  # a cleanup that fails as the command stops
 
     monkeypatch.setattr(Session, "solve", solve_interrupted_then_cleanup_fails)
-    gen = tmp_path / "gen"
-    assert (
-        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "1", "--out", str(gen)]) == 0
-    )
-    out = tmp_path / "solved"
-    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "fake/default", "--sandbox", "auto", "--out", str(out)]
-    assert main(argv) == 130
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == f"spade solve: interrupted; continue with: spade solve --resume {out}"
+    _solve_is_interrupted(_generated_tasks(tmp_path, 1), tmp_path, capsys)
 
 
 def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
@@ -110,10 +113,7 @@ def test_ctrl_c_of_a_run_without_out_names_the_directory_it_made(
 )
 def test_a_real_sigint_mid_solve(tmp_path: Path, fake_server: Any) -> None:
     """As a user's Ctrl-C arrives: a signal, while episodes run."""
-    gen = tmp_path / "gen"
-    assert (
-        main(["run", "--quiet", "--sandbox", "auto", "--epochs", "1", "--tasks-per-epoch", "4", "--out", str(gen)]) == 0
-    )
+    tasks = _generated_tasks(tmp_path, 4)
     out = tmp_path / "solved"
     # the fake's answers from a server that takes 1 s for each, two at a time: the 200 episodes last
     # minutes of wall clock however fast the machine. Answered at once, in two busy CI runs they were
@@ -121,7 +121,7 @@ def test_a_real_sigint_mid_solve(tmp_path: Path, fake_server: Any) -> None:
     # ended (exit 0, its summary complete); at 0.1 s a third busy run still saw it end first
     server = fake_server(latency=1.0)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"OPENAI_API_KEY": "sk-test"}
-    argv = ["solve", str(gen / "tasks.jsonl"), "--model", "openai/default", "--api-base", server.url]
+    argv = ["solve", str(tasks), "--model", "openai/default", "--api-base", server.url]
     proc = subprocess.Popen(
         [sys.executable, "-m", "spade_llm.cli", *argv, "--samples-per-task", "50", "--concurrency", "2",
          "--sandbox", "auto", "--out", str(out)],
