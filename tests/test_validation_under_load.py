@@ -9,10 +9,12 @@ asserts how long anything took.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -107,6 +109,28 @@ the judge's wall backstop (ten times its 0.1 s budget) on the wall clock."""
 SUM_TO = "def f(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n"
 
 
+@contextlib.contextmanager
+def busy_loops_on_one_core(count: int) -> Iterator[None]:
+    """``count`` busy loops on one core, with this thread (and every process or thread it starts meanwhile:
+    they inherit its affinity); the other cores are left to whatever runs beside the test (on every core,
+    the loops stalled a whole CI run for half a minute). Each loop is in a session of its own, as other
+    runs' sandboxes are: the kernel's autogroups share a core between sessions, and loops in this test's
+    session would cost the sandbox's next to nothing. A shell's loop: an interpreter each would hold a
+    few GB."""
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})
+    loops: list[subprocess.Popen[bytes]] = []
+    try:
+        loops += [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(count)]
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+        os.sched_setaffinity(0, saved)
+
+
 @pytest.mark.slow  # ~2 s of 60 busy loops on one core
 def test_a_call_that_computes_on_a_starved_core_is_not_cut_by_the_wall_backstop(sandbox: Any) -> None:
     # the CI failure of fb9e225: a seeded run beside busy loops wrote "timed out after 0.005 s" where the
@@ -124,26 +148,9 @@ def test_a_call_that_computes_on_a_starved_core_is_not_cut_by_the_wall_backstop(
         assert [o.status for o in idle.outputs] == ["ok", "ok"], idle.outputs
         cpu_ms = min(o.cpu_ms or 1.0 for o in idle.outputs)
         n = int(n * 35.0 / max(cpu_ms, 1.0))
-    # the loops and the sandbox's processes on one core (the sandbox starts a process per execution,
-    # from this thread, so it inherits the affinity), the other core left to whatever runs beside this
-    # test: on every core they stalled a whole CI run for half a minute. Each loop in a session of its
-    # own, as other runs' sandboxes are: the kernel's autogroups share a core between sessions, and
-    # loops in this test's session would cost the sandbox's next to nothing. A shell's loop: an
-    # interpreter each would hold a few GB
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})
-    hogs: list[subprocess.Popen[bytes]] = []
-    try:
-        hogs += [
-            subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(STARVED_HOGS)
-        ]
+    # the sandbox starts a process per execution, from this thread: it shares the loops' core
+    with busy_loops_on_one_core(STARVED_HOGS):
         loaded = execute_calls(sandbox, SUM_TO, "f", inputs, limits, 0.1, max_timeouts=2)
-    finally:
-        for hog in hogs:
-            hog.kill()
-        for hog in hogs:
-            hog.wait()
-        os.sched_setaffinity(0, saved)
     assert [(o.status, o.value) for o in loaded.outputs] == [(o.status, o.value) for o in idle.outputs]
     # it was starved: the wall clock it took is past the backstop (10 x 0.1 s) for some call
     assert max(o.duration_ms or 0.0 for o in loaded.outputs) > 1000, loaded.outputs
@@ -402,21 +409,9 @@ def first_difference(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> str | 
 @pytest.mark.slow
 def test_a_seeded_run_writes_the_same_records_beside_a_cpu_hog(tmp_path: Path) -> None:
     idle = run(tmp_path, "idle", 1)
-    # the loops and the run (its sandbox's workers start from this thread, or from threads it starts, and
-    # inherit its affinity) on one core, as in the starved-core test above; each loop in a session of its
-    # own, as other runs' sandboxes are (autogroups: see above)
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})
-    hogs: list[subprocess.Popen[bytes]] = []
-    try:
-        hogs += [subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(HOGS)]
+    # the run's sandbox workers start from this thread, or from threads it starts: they share the loops' core
+    with busy_loops_on_one_core(HOGS):
         loaded = run(tmp_path, "loaded", 1)
-    finally:
-        for hog in hogs:
-            hog.kill()
-        for hog in hogs:
-            hog.wait()
-        os.sched_setaffinity(0, saved)
     assert idle["tasks.jsonl"], "the run accepted nothing: nothing was compared"
     assert first_difference(idle, loaded) is None
 
