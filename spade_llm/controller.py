@@ -374,7 +374,7 @@ class Controller:
             plan.target_difficulty,
             tasks=[t for t in tasks if task_epoch(t) == epoch],
             earlier_tasks=[t for t in tasks if task_epoch(t) < epoch],
-            fingerprints=self.deduper.fingerprints(),
+            nearest=self.deduper.nearest_similarity,
             trajectories=self.state.by_task,
             rejected=[r for r in self.state.rejected if r.epoch == epoch],
             proposals=[row for (e, _), row in sorted(self.state.proposals.items()) if e == epoch],

@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from .evaluator import similarity, task_fingerprint
+from .evaluator import task_fingerprint
+from .nearest import WINDOW, Shape, ShapeIndex
 from .types import Task
 
 if TYPE_CHECKING:
@@ -32,11 +33,29 @@ SEALED_KEY = "sealed"
 """Marks a sealed known task (:func:`sealed_entry`) among tasks given as JSON."""
 
 
+def _shingle_hash(shingle: tuple[str, ...]) -> bytes:
+    return hashlib.blake2b(repr(shingle).encode(), digest_size=8).digest()
+
+
 def seal(fp: Fingerprint) -> Sealed:
     """``fp`` with every shingle hashed (64 bits): similarity between sealed fingerprints is the same as
     between the fingerprints (up to a collision in 2**64). The shingles are already abstracted (names,
     strings and numbers replaced): no name, constant, test or line of the code can be read back."""
-    return frozenset(hashlib.blake2b(repr(s).encode(), digest_size=8).hexdigest() for s in fp)
+    return frozenset(_shingle_hash(s).hex() for s in fp)
+
+
+def shape(fp: Fingerprint) -> Shape:
+    """``fp`` as the gate compares it: each shingle's :func:`seal` hash as an int, so a sealed task and a
+    shown one compare alike, and sets of ints intersect fast."""
+    return frozenset(int.from_bytes(_shingle_hash(s), "big") for s in fp)
+
+
+def _sealed_shape(shingles: list[str]) -> Shape:
+    """A sealed entry's shingles (hex, :func:`seal`) as a :func:`shape`."""
+    try:
+        return frozenset(int(s, 16) for s in shingles)
+    except ValueError:
+        raise ValueError("a sealed task's shingles are hex hashes, as sealed_entry writes them") from None
 
 
 def sealed_entry(task: Task) -> dict[str, Any]:
@@ -60,21 +79,20 @@ HELD_OUT = "a held-out task"
 """How a duplicate of a sealed task names it (it has no id to show)."""
 
 
-@dataclass(frozen=True)
-class _Accepted:
-    task_id: str
-    kind: str
-    fingerprint: Fingerprint | Sealed
-    sealed: bool = False
-
-
 class Deduper:
-    """What the run accepted so far, by code shape and by behaviour, in acceptance order."""
+    """What the run accepted so far, by code shape and by behaviour, in acceptance order.
 
-    def __init__(self, novelty_threshold: float, accepted: Iterable[Task] = ()) -> None:
-        """``accepted``: the run's tasks so far (a resumed run's ``tasks.jsonl``), in file order."""
+    Shapes are searched through a :class:`~spade_llm.nearest.ShapeIndex`: exact over the latest
+    ``window`` tasks, through a verified MinHash LSH index past them, so a question costs about the
+    same at a million accepted tasks as at a thousand."""
+
+    def __init__(self, novelty_threshold: float, accepted: Iterable[Task] = (), *, window: int = WINDOW) -> None:
+        """``accepted``: the run's tasks so far (a resumed run's ``tasks.jsonl``), in file order;
+        ``window``: how many of the latest tasks are compared exactly (``nearest.WINDOW``)."""
         self.novelty_threshold = novelty_threshold
-        self._accepted: list[_Accepted] = []
+        self._index = ShapeIndex(novelty_threshold, window)
+        self._entries: dict[str, int] = {}
+        """Accepted task id -> its entry in the index (a keyed kind's tasks have none)."""
         self._behaviours: dict[str, str] = {}
         """``kind:behaviour fingerprint`` -> the accepted task that has it (``behaviour.py``)."""
         self._keys: dict[str, str] = {}
@@ -83,18 +101,25 @@ class Deduper:
             behaviour = task.meta.get("behaviour")
             self.accept(
                 task,
-                task_fingerprint(task.reference_code),
+                shape(task_fingerprint(task.reference_code)),
                 task.kind,
                 behaviour if isinstance(behaviour, str) else None,
             )
 
-    def fingerprints(self) -> dict[str, Fingerprint]:
-        """Accepted task id -> its code fingerprint, in acceptance order (sealed tasks left out)."""
-        return {a.task_id: cast(Fingerprint, a.fingerprint) for a in self._accepted if not a.sealed}
+    def nearest_similarity(self, task_id: str) -> float | None:
+        """How similar an accepted task is to the most similar task of any kind accepted before it
+        (0.0 when it was the first), what the novelty metric reads; None for a task with no code
+        shape to compare (a keyed kind's, told apart by its ``duplicate_key``) or one not accepted.
+        Asked of an epoch's tasks only, so a resumed run does not pay it for every task it reloads."""
+        entry = self._entries.get(task_id)
+        if entry is None:
+            return None
+        near = self._index.nearest(self._index.shape(entry), before=entry, counted_only=True)
+        return near.similarity if near is not None else 0.0
 
-    def duplicate(self, kind: str, fp: Fingerprint, behaviour: str | None, key: str | None = None) -> str | None:
-        """Why a candidate of ``kind`` with this code fingerprint (``evaluator.task_fingerprint`` of
-        its reference) and behaviour is a duplicate (the ``detail`` of its rejection), or None when
+    def duplicate(self, kind: str, fp: Shape, behaviour: str | None, key: str | None = None) -> str | None:
+        """Why a candidate of ``kind`` with this code shape (:func:`shape` of ``evaluator.task_fingerprint``
+        of its reference) and behaviour is a duplicate (the ``detail`` of its rejection), or None when
         it is new. With ``key`` (its kind's ``duplicate_key``: tasks of that kind share references),
         the key alone decides."""
         if key is not None:
@@ -102,30 +127,22 @@ class Deduper:
             return f"the same task as {same_key}" if same_key is not None else None
         # a program may come back as another kind (predict its output rather than write it): only
         # tasks of the same kind are compared
-        sealed = seal(fp) if any(a.sealed for a in self._accepted) else frozenset()
-        score, index = max(
-            (
-                (similarity(sealed if a.sealed else fp, a.fingerprint), i)
-                for i, a in enumerate(self._accepted)
-                if a.kind == kind
-            ),
-            default=(0.0, -1),
-        )
-        if score >= self.novelty_threshold:
-            return f"{score:.0%} similar to {self._accepted[index].task_id}"
+        near = self._index.nearest(fp, kind=kind, at_least=self.novelty_threshold)
+        if near is not None and near.similarity >= self.novelty_threshold:
+            return f"{near.similarity:.0%} similar to {near.key}"
         same = self._behaviours.get(f"{kind}:{behaviour}") if behaviour else None
         if same is not None:
             return f"computes what {same} computes: the same outputs on every shared probe input"
         return None
 
-    def accept(self, task: Task, fp: Fingerprint, kind: str, behaviour: str | None) -> None:
-        """Remember an accepted ``task`` with its code fingerprint, proposed as ``kind`` (the kind its
+    def accept(self, task: Task, fp: Shape, kind: str, behaviour: str | None) -> None:
+        """Remember an accepted ``task`` with its code shape, proposed as ``kind`` (the kind its
         behaviour is filed under)."""
         key = duplicate_key(task)
         if key is not None:  # compared by key alone (``duplicate``); novelty counts it new (``evaluator.novelty``)
             self._keys.setdefault(f"{task.kind}:{key}", task.task_id)
             return
-        self._accepted.append(_Accepted(task.task_id, task.kind, fp))
+        self._entries[task.task_id] = self._index.add(task.task_id, task.kind, fp)
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)
 
@@ -147,7 +164,7 @@ class Deduper:
                 raise ValueError("a sealed task's key is a string")
             self._keys.setdefault(f"{kind}:{key}", HELD_OUT)  # its kind's gate compares keys alone (``accept``)
             return
-        self._accepted.append(_Accepted(HELD_OUT, kind, frozenset(shingles), sealed=True))
+        self._index.add(HELD_OUT, kind, _sealed_shape(shingles), counted=False)
         if behaviour:
             self._behaviours.setdefault(f"{kind}:{behaviour}", HELD_OUT)
 
@@ -180,7 +197,7 @@ def decide(
     task = report.task
     if not report.valid or task is None:
         return Decision(None, report.reason or "invalid", report.detail)
-    fp = task_fingerprint(task.reference_code)
+    fp = shape(task_fingerprint(task.reference_code))
     key = duplicate_key(task)
     twin = known.duplicate(task.kind, fp, report.behaviour, key) if known is not None else None
     twin = twin or gate.duplicate(task.kind, fp, report.behaviour, key)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -351,23 +351,17 @@ def task_fingerprint(
     return shingles(get_language(language).code_tokens(reference_code))
 
 
-def novelty(new: Sequence[frozenset[tuple[str, ...]] | None], earlier: Sequence[frozenset[tuple[str, ...]]]) -> float:
-    """Mean over new tasks of 1 - (highest similarity to any earlier or other new task).
+def novelty(nearest: Sequence[float | None]) -> float:
+    """Mean over new tasks of 1 - (highest similarity to any earlier task, or to a new one before it):
+    ``nearest`` holds that similarity for each (``Deduper.nearest_similarity``).
 
     1.0 means every task is structurally unlike everything before it; 0.0 means copies. A new task
-    without a fingerprint (None: a kind whose tasks share references is told apart by its
-    ``duplicate_key``, which the duplicate gate proved new) counts 1.0, and is no other's neighbour.
+    without a similarity (None: a kind whose tasks share references is told apart by its
+    ``duplicate_key``, which the duplicate gate proved new) counts 1.0.
     """
-    if not new:
+    if not nearest:
         return 0.0
-    scores = []
-    for i, fp in enumerate(new):
-        if fp is None:
-            scores.append(1.0)
-            continue
-        others = [*earlier, *(o for o in new[:i] if o is not None)]
-        best = max((similarity(fp, o) for o in others), default=0.0)
-        scores.append(1.0 - best)
+    scores = [1.0 if s is None else 1.0 - s for s in nearest]
     return round(math.fsum(scores) / len(scores), 4)
 
 
@@ -579,7 +573,7 @@ def epoch_metrics(
     *,
     tasks: Sequence[Task],
     earlier_tasks: Sequence[Task],
-    fingerprints: Mapping[str, frozenset[tuple[str, ...]]],
+    nearest: Callable[[str], float | None],
     trajectories: Mapping[str, Sequence[Trajectory]],
     rejected: Sequence[Rejection],
     proposals: Sequence[Mapping[str, Any]],
@@ -593,8 +587,8 @@ def epoch_metrics(
     """One epoch's ``metrics.jsonl`` row (``next_difficulty`` left for the curriculum to set).
 
     ``tasks``: the epoch's accepted tasks in file order; ``earlier_tasks``: those of earlier epochs;
-    ``fingerprints``: task id -> code fingerprint, for every accepted task but a keyed kind's (``Deduper.
-    fingerprints``); ``trajectories``: task id
+    ``nearest``: task id -> its similarity to the most similar task accepted before it, None for a keyed
+    kind's (``Deduper.nearest_similarity``); ``trajectories``: task id
     -> its episodes; ``rejected``, ``proposals`` (``proposals.jsonl`` rows in request order): the
     epoch's; ``task_stats``: task id -> stats row; ``earlier_metrics``: the rows before this one;
     ``warnings``: what only timing could cause (budgets), said first.
@@ -602,8 +596,6 @@ def epoch_metrics(
     ids = {t.task_id for t in tasks}
     recorded = [t for task_id in sorted(ids) for t in trajectories.get(task_id, [])]
     trajs = measured(recorded)  # abandoned episodes measure nothing: the rates and the target ignore them
-    # a keyed kind's tasks (``TaskKind.duplicate_key``) have no code fingerprint: they share references
-    earlier = [fingerprints[t.task_id] for t in earlier_tasks if t.task_id in fingerprints]
     stats = [task_stats[i] for i in sorted(ids) if i in task_stats and task_stats[i].pass_rate is not None]
     generator = sum(
         (TokenUsage(prompt_tokens=p["prompt_tokens"], completion_tokens=p["completion_tokens"]) for p in proposals),
@@ -639,7 +631,7 @@ def epoch_metrics(
         tasks_proposed=proposed,
         tasks_accepted=len(tasks),
         rejected_by_reason=count_reasons(r.reason for r in rejected),
-        novelty=novelty([fingerprints.get(t.task_id) for t in ordered], earlier),
+        novelty=novelty([nearest(t.task_id) for t in ordered]),
         mean_reward=mean_reward(trajs),
         episodes=len(trajs),
         abandoned=left,

@@ -145,17 +145,13 @@ def test_renamed_copy_is_similar_and_different_code_is_not():
     assert code_tokens("def f(:\n  ((") != []  # broken code still tokenizes
 
 
-def test_novelty_zero_for_copies_high_for_new():
-    a = task_fingerprint("def add(a, b):\n    return a + b\n")
-    c = task_fingerprint(
-        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
-    )
-    assert novelty([a], [a]) == 0.0
-    assert novelty([c], [a]) > 0.7
-    assert novelty([], [a]) == 0.0
-    # a keyed kind's task (bugs of one reference) has no fingerprint: new by its key, and no one's neighbour
-    assert novelty([None, a], [a]) == 0.5
-    assert novelty([None, a], []) == 1.0
+def test_novelty_is_one_minus_each_new_tasks_nearest_similarity():
+    assert novelty([1.0]) == 0.0
+    assert novelty([0.2, 0.4]) == 0.7
+    assert novelty([]) == 0.0
+    # a keyed kind's task (bugs of one reference) has no similarity: new by its key
+    assert novelty([None, 1.0]) == 0.5
+    assert novelty([None, 0.0]) == 1.0
 
 
 # -- metrics that warn ------------------------------------------------------------------------------

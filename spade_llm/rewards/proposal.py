@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from ..config import RunConfig, config_from_dict, deep_merge
-from ..dedup import SEALED_KEY, Deduper, decide
+from ..dedup import SEALED_KEY, Deduper, decide, shape
 from ..errors import SpadeError, UserError
 from ..evaluator import learnability, task_fingerprint
 from ..generator import BadAnswer, answer_items, candidates, first_error
@@ -303,7 +303,7 @@ def _known_gate(threshold: float, known: str) -> tuple[Deduper, int]:
         except ValueError as e:
             raise UserError(f"column 'known_tasks': item {i} is not a task: {first_error(e)}") from None
         behaviour = task.meta.get("behaviour")
-        fp = task_fingerprint(task.reference_code)
+        fp = shape(task_fingerprint(task.reference_code))
         gate.accept(task, fp, task.kind, behaviour if isinstance(behaviour, str) else None)
     return gate, len(items)
 

@@ -14,9 +14,9 @@ LAYOUT = ROOT / "docs" / "layout.md"
 
 VOCABULARY = {"__init__.py", "types.py", "errors.py", "config.py", "templates.py"}
 STAGES = {
-    "curriculum.py", "generator.py", "validation.py", "leaks.py", "behaviour.py", "dedup.py", "checking.py",
-    "solver.py", "judge.py", "evaluator.py", "episodes.py", "controller.py", "empty_epochs.py", "hooks.py",
-    "train_step.py", "progress.py", "solver_session.py", "session.py",
+    "curriculum.py", "generator.py", "validation.py", "leaks.py", "behaviour.py", "dedup.py", "nearest.py",
+    "checking.py", "solver.py", "judge.py", "evaluator.py", "episodes.py", "controller.py", "empty_epochs.py",
+    "hooks.py", "train_step.py", "progress.py", "solver_session.py", "session.py",
 }  # fmt: skip
 REEXPORTS = {"trl.py", "verifiers.py", "verl.py", "proposal_reward.py"}
 MAIN_GUARD = "if __name__ == '__main__':\n    raise SystemExit(main())"

@@ -17,7 +17,7 @@ import pytest
 from bugfix_kit import TASKS, WRONG_FIX, fenced, make_bugfix_run
 
 from spade_llm.cli.app import main
-from spade_llm.dedup import HELD_OUT, Deduper, sealed_entry
+from spade_llm.dedup import HELD_OUT, Deduper, sealed_entry, shape
 from spade_llm.errors import UserError
 from spade_llm.evaluator import task_fingerprint
 from spade_llm.export.generator_rows import read_for_generator
@@ -279,11 +279,11 @@ def test_a_sealed_bugfix_task_is_still_a_duplicate_to_the_proposal_reward(tasks:
     assert task.reference_code not in json.dumps(entry) and (task.buggy_code or "") not in json.dumps(entry)
     gate = Deduper(0.9)
     gate.accept_sealed(entry)
-    assert gate.duplicate("bugfix", task_fingerprint(task.reference_code), None, duplicate_key(task)) == (
+    assert gate.duplicate("bugfix", shape(task_fingerprint(task.reference_code)), None, duplicate_key(task)) == (
         f"the same task as {HELD_OUT}"
     )
     other = task.model_copy(update={"buggy_code": (task.buggy_code or "").replace("s = 0", "s = 2")})
-    assert gate.duplicate("bugfix", task_fingerprint(task.reference_code), None, duplicate_key(other)) is None
+    assert gate.duplicate("bugfix", shape(task_fingerprint(task.reference_code)), None, duplicate_key(other)) is None
 
 
 def test_the_proposal_reward_makes_the_answer_on_the_rows_base(run: Path, tasks: dict[str, Task]) -> None:
