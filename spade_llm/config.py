@@ -478,6 +478,10 @@ class RunConfig(_Section):
     report: bool = False
     """Write ``RUN_DIR/report.html`` after every epoch (the page reloads itself while the run goes
     on)."""
+    tracking: list[Literal["tensorboard", "mlflow", "wandb"]] = Field(default_factory=list)
+    """Where else every epoch's metrics go: TensorBoard event files, an MLflow run, a W&B run (each an
+    extra: ``pip install 'spade-selfplay[tensorboard]'``...), offline by default, under ``RUN_DIR/tracking/``
+    (``docs/tracking.md``)."""
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     """A training command run between epochs, which may hand the solver a new model."""
     executor: Literal["local", "ray"] = "local"

@@ -131,6 +131,11 @@ class Session:
             require_matplotlib()  # before the run directory exists, not after the first epoch
             entries.append("spade_llm.report:epoch_hook")
         self.hooks = load_hooks(entries)  # a typo fails before a run directory exists
+        if config.tracking:
+            from .tracking.base import opener
+
+            for name in config.tracking:  # a tool not installed fails before a run directory exists
+                opener(name)
         if config.trainer.command is not None and "verl" in config.trainer.formats:
             from .export.solver_rows import require_pyarrow
 
@@ -262,6 +267,13 @@ class Session:
             check_written_by(run.path, command)
         state = self.state = RunState.load(run)  # checked before the header: a damaged run is refused untouched
         self._write_header(run, resumed, command)
+        tracking = None
+        hooks = list(self.hooks)
+        if self.config.tracking:
+            from .tracking.run import RunTracking
+
+            tracking = RunTracking(self.config, run.path, state.metrics)  # a resumed run's unlogged rows first
+            hooks.append(("tracking", tracking.epoch_hook))
         retired: list[LLM] = []
         switched = last_switch(run) if resumed else None
         if switched is not None:  # a resumed run plays with the models its training steps chose
@@ -307,7 +319,7 @@ class Session:
                 executor,
                 checker,
                 self.stats,
-                hooks=self.hooks,
+                hooks=hooks,
                 trainer=Trainer(c.trainer, run, block.log) if c.trainer.command is not None else None,
                 switch_models=switch_models,
                 log=block.log,
@@ -326,6 +338,11 @@ class Session:
             finally:
                 for llm in (self.gen_llm, self.sol_llm, *retired):
                     await aclose_llm(llm)
+                if tracking is not None:
+                    try:
+                        tracking.close()
+                    except Exception as e:  # the records are safe on disk: a tool failing at the end fails nothing
+                        log(f"tracking: could not close {e.__class__.__name__}: {e}")
 
         return asyncio.run(main())
 

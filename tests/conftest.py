@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 TEST_API_KEY = "sk-test-key-1234567890"
 
 
-CLIENT_MARKERS = ("trl", "verl", "env", "verifiers")
+CLIENT_MARKERS = ("trl", "verl", "env", "verifiers", "tracking")
 """The markers of tests that run a real client's code (TRL, verl, openenv-core, verifiers)."""
 
 
