@@ -547,7 +547,9 @@ def calibration(claimed: Sequence[float], measured_pass: Sequence[float]) -> dic
 def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 3) -> list[str]:
     """The warning signs of a run going wrong, read off its metrics rows (the last one is the epoch
     just finished): a pass rate stuck near 0 or 1, a difficulty that does not move while the pass
-    rate is out of the band, novelty collapsing, validity collapsing. Each sign is one stable string."""
+    rate is out of the band, novelty collapsing, duplicates rising (most valid proposals refused as near
+    copies: the accepted few are new, so novelty alone cannot show it), validity collapsing (few proposals
+    pass the gates). Each sign is one stable string."""
     signs: list[str] = []
     recent = list(rows[-window:])
     measured = [r.pass_rate for r in recent if r.pass_rate is not None]
@@ -562,8 +564,14 @@ def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 
     last = rows[-1] if rows else None
     if last is not None and last.tasks_accepted and last.novelty < 0.3:
         signs.append(f"novelty collapsing: {last.novelty:.2f} of this epoch's tasks are new")
-    if last is not None and last.tasks_proposed >= 4 and last.tasks_accepted / last.tasks_proposed < 0.2:
-        signs.append(f"validity collapsing: {last.tasks_accepted} of {last.tasks_proposed} proposals accepted")
+    if last is not None and last.tasks_proposed >= 4:
+        # a duplicate passed every validity gate: a generator repeating itself is not one writing broken tasks
+        duplicates = last.rejected_by_reason.get("duplicate", 0)
+        valid = last.tasks_accepted + duplicates
+        if valid >= 4 and duplicates / valid >= 0.5:
+            signs.append(f"duplicates rising: {duplicates} of {valid} valid proposals near-copy accepted tasks")
+        if valid / last.tasks_proposed <= 0.2:
+            signs.append(f"validity collapsing: {valid} of {last.tasks_proposed} proposals valid")
     return signs
 
 

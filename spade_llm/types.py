@@ -437,8 +437,8 @@ class EpochMetrics(BaseModel):
     """The target the next epoch plans with."""
     warnings: list[str] = Field(default_factory=list)
     """What went wrong or looks wrong: budgets run out, too few episodes, and the warning signs of
-    ``evaluator.warning_signs`` (pass rate stuck near 0 or 1, difficulty not moving, novelty or
-    validity collapsing)."""
+    ``evaluator.warning_signs`` (pass rate stuck near 0 or 1, difficulty not moving, novelty collapsing,
+    duplicates rising, validity collapsing)."""
     funnel: dict[str, int] = Field(default_factory=dict)
     """Where proposals were lost: ``proposed``, ``parsed``, ``valid``, ``novel``, ``accepted``."""
     failure_classes: dict[str, int] = Field(default_factory=dict)

@@ -217,10 +217,11 @@ def test_percentiles_histograms_spread_and_calibration_are_plain_arithmetic():
     assert calibration([], []) is None
 
 
-def _row(epoch, pass_rate, difficulty=0.5, novelty=0.9, proposed=8, accepted=8):
+def _row(epoch, pass_rate, difficulty=0.5, novelty=0.9, proposed=8, accepted=8, rejected=None):
     return EpochMetrics(
         epoch=epoch, difficulty=difficulty, pass_rate=pass_rate, first_try_pass_rate=None, mean_turns=None,
-        tasks_proposed=proposed, tasks_accepted=accepted, rejected_by_reason={}, novelty=novelty, mean_reward=None,
+        tasks_proposed=proposed, tasks_accepted=accepted, rejected_by_reason=rejected or {}, novelty=novelty,
+        mean_reward=None,
     )  # fmt: skip
 
 
@@ -234,6 +235,20 @@ def test_warning_signs_of_a_run_going_wrong():
     assert warning_signs([_row(0, 0.5, 0.5), _row(1, 0.5, 0.5), _row(2, 0.5, 0.5)], band) == []  # in band: fine
     assert any("novelty collapsing" in w for w in warning_signs([_row(0, 0.5, novelty=0.1)], band))
     assert any("validity collapsing" in w for w in warning_signs([_row(0, 0.5, proposed=10, accepted=1)], band))
+
+
+def test_a_generator_repeating_itself_is_told_apart_from_one_writing_invalid_tasks():
+    """fake/collapse's epochs: valid proposals, nearly all refused as duplicates. The accepted few are new (the
+    gate made sure), so novelty cannot show it: the duplicates sign does, and validity is not blamed."""
+    band = (0.3, 0.7)
+    repeating = warning_signs([_row(0, 0.5, proposed=10, accepted=1, rejected={"duplicate": 9})], band)
+    assert repeating == ["duplicates rising: 9 of 10 valid proposals near-copy accepted tasks"]
+    invalid = warning_signs([_row(0, 0.5, proposed=10, accepted=1, rejected={"no_tests": 8, "duplicate": 1})], band)
+    assert invalid == ["validity collapsing: 2 of 10 proposals valid"]
+    both = warning_signs([_row(0, 0.5, proposed=40, accepted=2, rejected={"no_tests": 32, "duplicate": 6})], band)
+    assert both == ["duplicates rising: 6 of 8 valid proposals near-copy accepted tasks", both[1]]
+    assert both[1] == "validity collapsing: 8 of 40 proposals valid"
+    assert warning_signs([_row(0, 0.5, proposed=10, accepted=6, rejected={"duplicate": 4})], band) == []
 
 
 # -- counts by facet (a bug fix's maker and edit families) ---------------------------------------------
