@@ -423,6 +423,88 @@ def chart_requests(run: RunData) -> Figure:
     return fig
 
 
+def chart_diversity(run: RunData) -> Figure:
+    """Novelty, the share of valid proposals the duplicate gate refused, and the zero-spread share, per epoch."""
+    fig, (ax,) = _figure()
+    m = run.metrics
+    if not m:
+        _empty(ax, "no epoch finished yet")
+        return fig
+    x = [r.epoch for r in m]
+    duplicates = [
+        r.rejected_by_reason.get("duplicate", 0) / (r.tasks_accepted + r.rejected_by_reason.get("duplicate", 0))
+        if r.tasks_accepted + r.rejected_by_reason.get("duplicate", 0)
+        else math.nan
+        for r in m
+    ]
+    ax.plot(x, _series(m, "novelty"), color=TEAL, label="novelty of accepted tasks", **_markers(len(x)))
+    ax.plot(x, duplicates, color=RED, label="duplicates among valid proposals", **_markers(len(x)))
+    ax.plot(x, _series(m, "zero_spread_share"), color=GREY, ls="--", label="zero-spread share", **_markers(len(x)))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("epoch")
+    _integer_x(ax)
+    _legend(ax, ncol=2)
+    return fig
+
+
+def chart_difficulty_mix(run: RunData) -> Figure:
+    """The accepted tasks' claimed difficulty per epoch, as the histogram ``metrics.jsonl`` keeps."""
+    fig, (ax,) = _figure()
+    per_epoch = {m.epoch: m.difficulty_histogram for m in run.metrics}
+    bins = sorted({b for h in per_epoch.values() for b in h})
+    if not any(sum(h.values()) for h in per_epoch.values()):
+        _empty(ax, "no task accepted yet" if run.metrics else "no epoch finished yet")
+        return fig
+    x = sorted(per_epoch)
+    shades = ["#dbeafe", "#93c5fd", "#3b82f6", "#1d4ed8", "#1e3a8a"]
+    layers = [(b, [float(per_epoch[e].get(b, 0)) for e in x], shades[i % len(shades)]) for i, b in enumerate(bins)]
+    _stacked_bars(ax, x, layers)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("accepted tasks")
+    _integer_x(ax)
+    _integer_y(ax)
+    _legend(ax, ncol=5)
+    return fig
+
+
+def chart_calibration(run: RunData) -> Figure:
+    """Claimed against measured difficulty (1 - pass rate) of the epoch's solved-at-all tasks."""
+    fig, (ax,) = _figure()
+    m = [r for r in run.metrics if r.calibration]
+    if not m:
+        _empty(ax, "no task measured yet" if run.metrics else "no epoch finished yet")
+        return fig
+    x = [r.epoch for r in m]
+    series = {k: [float((r.calibration or {}).get(k, math.nan)) for r in m] for k in ("claimed", "measured")}
+    gap = [float((r.calibration or {}).get("mean_abs_gap", math.nan)) for r in m]
+    ax.plot(x, series["claimed"], color=BLUE, label="claimed (the task's own)", **_markers(len(x)))
+    ax.plot(x, series["measured"], color=AMBER, label="measured (1 - pass rate)", **_markers(len(x)))
+    ax.plot(x, gap, color=GREY, ls="--", label="mean gap, per task", **_markers(len(x)))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("difficulty")
+    ax.set_xlabel("epoch")
+    _integer_x(ax)
+    _legend(ax, ncol=3)
+    return fig
+
+
+def chart_solve_time(run: RunData) -> Figure:
+    """The 90th percentile of an episode's wall time, per epoch."""
+    fig, (ax,) = _figure()
+    m = run.metrics
+    if not any(r.p90_solve_s is not None for r in m):
+        _empty(ax, "no episode measured yet" if m else "no epoch finished yet")
+        return fig
+    x = [r.epoch for r in m]
+    ax.plot(x, _series(m, "p90_solve_s"), color=PURPLE, label="p90 episode time", **_markers(len(x)))
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("seconds")
+    ax.set_xlabel("epoch")
+    _integer_x(ax)
+    _legend(ax)
+    return fig
+
+
 def render_chart(draw: Callable[[RunData], Figure], run: RunData, label: str) -> str:
     """One chart as inline SVG, drawn under the page's style."""
     return render_charts([(draw, label)], run)[0]

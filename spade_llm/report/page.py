@@ -25,14 +25,18 @@ from ..errors import UserError
 from ..evaluator import FACET_KEYS
 from ..types import Rejection
 from .charts import (
+    chart_calibration,
     chart_coverage,
     chart_difficulty,
+    chart_difficulty_mix,
+    chart_diversity,
     chart_failures,
     chart_first_try,
     chart_funnel,
     chart_rejections,
     chart_requests,
     chart_reward,
+    chart_solve_time,
     chart_tokens,
     chart_turns,
     render_charts,
@@ -71,6 +75,8 @@ MAX_TABLE_ROWS = 5000
 PAGE_ROWS = 200
 """Rows of the tasks table shown at a time (the rest wait behind "show more"): layout stays quick."""
 MAX_REJECTED_ROWS = 150
+MAX_LISTED_COUNTS = 12
+"""How many epochs' counts a warning line lists before it elides the rest (the sum stays whole)."""
 MAX_WARNING_GROUPS = 60
 REFRESH_S = 30
 """Seconds between reloads of a page rendered by ``epoch_hook`` while the run goes on."""
@@ -177,6 +183,23 @@ def _ranges(epochs: Sequence[int]) -> str:
     return ", ".join(out)
 
 
+def warning_counts(entries: Sequence[tuple[int, str]]) -> str:
+    """How often a warning of one wording was raised: in how many epochs, and, when its wording starts
+    with a count ("5 episodes abandoned..."), that count epoch by epoch and in all, as metrics.jsonl has them
+    (the line shows the latest wording, whose number is only the last epoch's)."""
+    epochs = len({e for e, _ in entries})
+    said = f"in {epochs:,} epoch{'s' if epochs != 1 else ''}"
+    if len(entries) > epochs:
+        said = f"{len(entries):,} times {said}"
+    counts = [re.match(r"(\d+) ", text) for _, text in entries]
+    if len(entries) > 1 and all(counts):
+        values = [int(c.group(1)) for c in counts if c]
+        listed = ", ".join(f"{v:,}" for v in values[:MAX_LISTED_COUNTS])
+        listed += ", …" if len(values) > MAX_LISTED_COUNTS else ""
+        said += f": {listed}; {sum(values):,} in all"
+    return said
+
+
 def warnings_html(run: RunData) -> str:
     """The run's warnings, grouped by their wording with the numbers taken out, so a sign that recurs
     every epoch is one line with the epochs it appeared in and its latest wording."""
@@ -196,7 +219,7 @@ def warnings_html(run: RunData) -> str:
         label = "epoch" if len(set(epochs)) == 1 else "epochs"
         items.append(
             f'<li><span class="when">{label} {esc(_ranges(epochs))}</span> {esc(clip(entries[-1][1], SHORT_LIMIT))}'
-            f'<span class="muted"> ({len(entries):,}×)</span></li>'
+            f'<span class="muted"> ({esc(warning_counts(entries))})</span></li>'
         )
     if len(groups) > MAX_WARNING_GROUPS:
         items.append(f'<li class="muted">{len(groups) - MAX_WARNING_GROUPS:,} more kinds of warning not shown</li>')
@@ -353,6 +376,17 @@ CHARTS: list[tuple[str, Callable[[RunData], Figure], str, str, bool]] = [
      "ones did not (a hint of hard-coding).", False),
     ("solving", chart_turns, "Turns to pass.",
      "Episodes by the turn of their passing attempt; many late passes mean the feedback helps.", False),
+    ("solving", chart_solve_time, "Episode time, 90th percentile.",
+     "A tail that grows is slow tests, a slow endpoint or answers that run to their limits.", False),
+    ("diversity", chart_diversity, "Novelty and duplicates.",
+     "Novelty is 1 minus each accepted task's similarity to its nearest earlier task; a falling line, or a rising "
+     "share of valid proposals refused as duplicates, is a generator repeating itself. Zero-spread tasks (all "
+     "samples pass or all fail) teach a GRPO group nothing.", False),
+    ("diversity", chart_difficulty_mix, "Claimed difficulty of accepted tasks.",
+     "The histogram metrics.jsonl keeps: the difficulty each task claimed for itself.", False),
+    ("diversity", chart_calibration, "Claimed against measured difficulty.",
+     "Measured difficulty is 1 minus the task's pass rate; a wide gap means the generator misjudges its tasks "
+     "(the exports carry the measured one).", False),
     ("coverage", chart_coverage, "Task kinds and tags.",
      "The mix of kinds accepted per epoch, and how many new tags each epoch brings: a flat line is a generator "
      "repeating itself.", True),
@@ -365,6 +399,7 @@ SECTIONS = [
     ("curriculum", "Curriculum", "How the target difficulty followed the solver."),
     ("generation", "Task generation", "What the generator proposed and what the gates kept."),
     ("solving", "Solving", "How episodes end and how they fail."),
+    ("diversity", "Diversity and calibration", "Whether the tasks stay new, and whether they are as hard as they say."),
     ("coverage", "Coverage", "What the accepted tasks are about."),
     ("cost", "Cost", "What the run spent."),
 ]

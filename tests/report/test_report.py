@@ -163,6 +163,46 @@ def test_every_chart_section_has_an_inline_svg(page: str) -> None:
     assert "warnings" in sections and "tasks" in sections
 
 
+def _chart(page: str, label: str) -> str:
+    match = re.search(rf'<svg[^>]*aria-label="{re.escape(label)}".*?</svg>', page, re.S)
+    assert match, f"no chart {label!r}"
+    return match.group(0)
+
+
+def test_diversity_calibration_and_solve_time_are_charted_from_the_metrics(page: str, run_dir: Path) -> None:
+    """What a monitor needs beside pass rates: each chart drew the run's series, not its empty message."""
+    rows = _read(run_dir / "metrics.jsonl")
+    assert all(r["novelty"] is not None and r["difficulty_histogram"] for r in rows)
+    diversity = _chart(page, "Novelty and duplicates.")
+    assert "novelty of accepted tasks" in diversity and "duplicates among valid proposals" in diversity
+    mix = _chart(page, "Claimed difficulty of accepted tasks.")
+    assert all(b in mix for b in rows[0]["difficulty_histogram"])  # one layer per bin, named by it
+    assert "claimed (the task" in _chart(page, "Claimed against measured difficulty.")
+    assert "p90 episode time" in _chart(page, "Episode time, 90th percentile.")
+    for label in ("Novelty and duplicates.", "Claimed against measured difficulty.", "Episode time, 90th percentile."):
+        assert "no epoch finished yet" not in _chart(page, label) and "yet" not in _chart(page, label)
+
+
+def test_a_warning_line_counts_as_metrics_jsonl_does(copy: Path) -> None:
+    """A warning of one wording in several epochs is one line: it says in how many epochs, and a count it
+    starts with epoch by epoch and in all, not the latest epoch's number times the epochs."""
+    counts = [5, 4, 4, 6, 3, 3]
+
+    def metrics(records: list[dict[str, Any]]) -> None:
+        template = records[-1]
+        records[:] = [
+            {**template, "epoch": e, "warnings": [f"{n} episodes abandoned by their clients: recorded, not measured"]}
+            for e, n in enumerate(counts)
+        ]
+
+    _edit(copy / "metrics.jsonl", metrics)
+    page = report.render_report(copy).read_text(encoding="utf-8")
+    line = re.search(r"<li><span class=\"when\">epochs 0–5</span> 3 episodes abandoned.*?</li>", page)
+    assert line, "the six epochs' warning is not one line"
+    assert "(in 6 epochs: 5, 4, 4, 6, 3, 3; 25 in all)" in line.group(0)
+    assert "×" not in line.group(0)
+
+
 def test_header_summarises_the_run(page: str, run_dir: Path) -> None:
     header = page[page.index("<header>") : page.index("</header>")]
     for text in ("fake/default", "complete", "pass rate", "seed", run_dir.name):
