@@ -50,6 +50,7 @@ from .reading import (
     config_section,
     llm_roles,
     models,
+    pass_at_k,
     read_report_data,
     run_status,
     task_rows,
@@ -115,11 +116,18 @@ def header_html(run: RunData, rows: list[TaskRow]) -> str:
     roles = llm_roles(run.summary)
     requests = sum(to_int(r.get("requests")) for r in roles.values())
     planned = to_int(config_section(run, "controller").get("epochs"))
+    solve = run.records.is_solve
     tiles = [
         ("pass rate", _pct(pass_rate), f"{eps.statuses['passed']:,} of {eps.count:,} episodes"),
         ("mean reward", _fmt(mean_reward), "per episode"),
-        ("epochs", f"{len(run.metrics):,}", f"of {planned:,} planned" if planned else ""),
-        ("tasks", f"{len(rows):,}", f"{len(run.rejected):,} rejected"),
+    ]
+    if solve:  # a solve has no epoch, no generator: its measure is pass@k over the tasks
+        tiles += [(k, _pct(v), "over the tasks") for k, v in list(pass_at_k(run).items())[:4]]
+        tiles.append(("tasks", f"{len(rows):,}", "given"))
+    else:
+        tiles.append(("epochs", f"{len(run.metrics):,}", f"of {planned:,} planned" if planned else ""))
+        tiles.append(("tasks", f"{len(rows):,}", f"{len(run.rejected):,} rejected"))
+    tiles += [
         (
             "episodes",
             f"{eps.count:,}",
@@ -129,7 +137,8 @@ def header_html(run: RunData, rows: list[TaskRow]) -> str:
     ]
     solver = config_section(run, "solver")
     facts = [
-        ("generator", gen),
+        ("command", "solve" if solve else ""),
+        ("generator", "" if solve else gen),
         ("solver", sol),
         ("seed", text_of(run.manifest.get("seed", run.config.get("seed")))),
         ("max turns", text_of(solver.get("max_turns"))),
@@ -405,6 +414,12 @@ SECTIONS = [
 ]
 
 
+SOLVE_SECTIONS = {"solving"}
+"""What a ``spade solve`` directory's page shows beside its tasks: no epoch, plan or generator to chart."""
+SOLVE_CHARTS = {chart_failures, chart_turns}
+"""The charts drawn from episodes alone (the others read epoch rows a solve never writes)."""
+
+
 def beside_html(run: RunData) -> str:
     """Answers beside their task, for the kinds that show one (a bug fix: the reference's lines, the buggy
     lines and the solver's fix, side by side), a table per kind; '' when the run has none. Every line escaped."""
@@ -480,8 +495,9 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
     rows = task_rows(run)
     sample = sample_details(run, max_trajectories)
     charts: dict[str, list[str]] = defaultdict(list)
-    svgs = render_charts([(draw, title) for _, draw, title, _, _ in CHARTS], run)
-    for (anchor, _, title, caption, wide), svg in zip(CHARTS, svgs, strict=True):
+    drawn = [c for c in CHARTS if not run.records.is_solve or c[1] in SOLVE_CHARTS]
+    svgs = render_charts([(draw, title) for _, draw, title, _, _ in drawn], run)
+    for (anchor, _, title, caption, wide), svg in zip(drawn, svgs, strict=True):
         charts[anchor].append(chart_figure(svg, title, caption, wide))
     extra = {
         "generation": facets_html(run) + rejected_html(run),
@@ -489,9 +505,10 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
         "coverage": tags_html(run),
         "cost": faults_html(run),
     }
+    shown = [s for s in SECTIONS if not run.records.is_solve or s[0] in SOLVE_SECTIONS]
     sections = [
         section(anchor, title, caption, f"<div class='charts'>{''.join(charts[anchor])}</div>{extra.get(anchor, '')}")
-        for anchor, title, caption in SECTIONS
+        for anchor, title, caption in shown
     ]
     sections.append(
         section(
@@ -506,7 +523,7 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
                 sampling_note(sample, max_trajectories) + table_html(rows, sample))
     )  # fmt: skip
     nav = "".join(
-        f"<a href='#{a}'>{esc(t)}</a>" for a, t, _ in [*SECTIONS, ("warnings", "Warnings", ""), ("tasks", "Tasks", "")]
+        f"<a href='#{a}'>{esc(t)}</a>" for a, t, _ in [*shown, ("warnings", "Warnings", ""), ("tasks", "Tasks", "")]
     )
     refresh = f" data-refresh='{int(refresh_s)}'" if refresh_s and not run_status(run).complete else ""
     data = embed_json({"tasks": sample.details, "labels": CATEGORY_LABELS})

@@ -279,10 +279,31 @@ def total_tokens(run: RunData) -> int:
             if isinstance(u, dict)
             for k in ("prompt_tokens", "completion_tokens")
         )
+    if run.records.is_solve:  # no epoch rows: the episodes carry what the solver spent
+        return sum(t.usage.prompt_tokens + t.usage.completion_tokens for t in run.records.trajectories)
     return sum(
         m.prompt_tokens + m.completion_tokens + m.generator_prompt_tokens + m.generator_completion_tokens
         for m in run.metrics
     )
+
+
+def pass_at_k(run: RunData) -> dict[str, float]:
+    """A solve's pass@k (``summary.json``'s ``pass_at_k``, ``{"1": 0.4, "10": 0.7}``), or computed from its
+    episodes while it runs (every task with at least k samples); {} for a self-play run."""
+    if not run.records.is_solve:
+        return {}
+    written = run.summary.get("pass_at_k")
+    if isinstance(written, dict) and written:
+        return {str(k): float(v) for k, v in written.items() if num(v) is not None}
+    from ..evaluator import ks_with_all, pass_at_k_table
+
+    outcomes: dict[str, list[bool]] = {}
+    for t in run.records.trajectories:
+        outcomes.setdefault(t.task_id, []).append(t.final_status == "passed")
+    if not outcomes:
+        return {}
+    scores = pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
+    return {str(k): float(v) for k, v in scores.items()}
 
 
 def llm_roles(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import make_task
 
 from spade_llm import report
 from spade_llm.cli.app import main
@@ -201,6 +202,28 @@ def test_a_warning_line_counts_as_metrics_jsonl_does(copy: Path) -> None:
     assert line, "the six epochs' warning is not one line"
     assert "(in 6 epochs: 5, 4, 4, 6, 3, 3; 25 in all)" in line.group(0)
     assert "×" not in line.group(0)
+
+
+def test_a_solve_directory_gets_its_own_page_pass_at_k_and_tokens(tmp_path: Path) -> None:
+    """``spade solve``'s directory has no epoch, plan or generator: its page says pass@k and the tokens its
+    episodes spent, and shows no "0 of 3 epochs planned", no generator and no chart of epochs."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(make_task(f"add{i}").dump()) + "\n" for i in range(3)), encoding="utf-8")
+    out = tmp_path / "solve"
+    argv = ["solve", str(tasks), "--model", "fake/default", "--samples-per-task", "2", "--out", str(out)]
+    assert main([*argv, "--sandbox", "subprocess"]) == 0
+    page = report.render_report(out).read_text(encoding="utf-8")
+    summary = json.loads((out / "summary.json").read_text())
+    header = page.split("</header>")[0]
+    for k, value in summary["pass_at_k"].items():
+        assert f'<div class="tile-label">{k}</div><div class="tile-value">{value:.0%}</div>' in header
+    spent = sum(
+        t["usage"]["prompt_tokens"] + t["usage"]["completion_tokens"] for t in _read(out / "trajectories.jsonl")
+    )
+    assert spent > 0 and f'<div class="tile-label">tokens</div><div class="tile-value">{spent:,}</div>' in header
+    assert "planned" not in header and "<b>generator</b>" not in header and "<b>command</b> solve" in header
+    assert '<section id="curriculum">' not in page and '<section id="solving">' in page
+    assert page.count("<svg") == 2  # the failures and turns charts: the rest need epochs
 
 
 def test_header_summarises_the_run(page: str, run_dir: Path) -> None:
