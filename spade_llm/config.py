@@ -282,6 +282,9 @@ class CurriculumConfig(_Section):
     kinds: dict[TaskKind, float] | list[TaskKind] = Field(default_factory=_default_kinds)
     """Task kinds to propose: a mix ``{induction: 0.6, deduction: 0.2, abduction: 0.2}`` (weights), or a
     list of names (equal weights); an epoch's requests get their kinds by ``kinds.allocate_kinds``."""
+    name_repeats: int = Field(default=3, ge=0)
+    """Diversity steered, not only policed: each proposal prompt names up to this many accepted tasks the
+    last epoch's duplicates copied at least twice, and asks for tasks unlike them (0: never)."""
     languages: dict[str, float] | list[str] = Field(default_factory=_default_languages)
     """Languages a whole-program answer is asked in (``program`` tasks: ``TaskKind.answer_languages``): a mix
     ``{cpp: 1, python: 1}`` (weights) or a list of names (equal weights), each a name of

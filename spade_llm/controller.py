@@ -143,12 +143,11 @@ class Controller:
         """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
         earlier = [t for t in self.state.tasks if task_epoch(t) < epoch]
         earlier.sort(key=lambda t: (task_epoch(t), *decision_key(t.meta.get("request_index"), t.meta.get("position"))))
-        rates = {
-            task_id: row.pass_rate
-            for task_id, row in self.state.task_stats.items()
-            if row.epoch < epoch and row.pass_rate is not None  # every sample abandoned: nothing measured
-        }
-        return History(tasks=earlier, metrics=[m for m in self.state.metrics if m.epoch < epoch], pass_rates=rates)
+        stats = self.state.task_stats.items()  # a row whose every sample was abandoned measured nothing
+        rates = {i: row.pass_rate for i, row in stats if row.epoch < epoch and row.pass_rate is not None}
+        metrics = [m for m in self.state.metrics if m.epoch < epoch]
+        rejected = [r for r in self.state.rejected if r.epoch == epoch - 1]  # what its duplicates copied
+        return History(tasks=earlier, metrics=metrics, pass_rates=rates, rejected=rejected)
 
     def plan_for(self, epoch: int) -> EpochPlan:
         plan = self.state.plans.get(epoch)
@@ -285,6 +284,7 @@ class Controller:
                 goal=plan.goal,
                 kind=r.kind,
                 base=by_id.get(r.base_id) if r.base_id else None,
+                repeated=[by_id[i] for i in plan.repeated if i in by_id],
                 run_seed=self.config.seed,
                 prompt_index=r.prompt,
                 sample=r.sample,

@@ -13,13 +13,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ._util.seeding import derive_seed
 from .config import RunConfig
 from .evaluator import next_difficulty
 from .kinds.mix import allocate_kinds
-from .types import EpochMetrics, Task
+from .types import EpochMetrics, Rejection, Task
 
 TOPICS = (
     "strings",
@@ -80,6 +80,9 @@ class EpochPlan(BaseModel):
     """The measured pass rate of each example that has one: the prompt says which were at the edge
     of the solver's ability (inside the band), too easy or too hard."""
     requests: list[RequestPlan]
+    repeated: list[str] = Field(default_factory=list, exclude_if=lambda ids: not ids)
+    """Accepted tasks the last epoch's duplicates copied most, by id: the prompts name them and ask for
+    tasks unlike them (``curriculum.name_repeats``; written only when there are some)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,21 @@ class History:
     """Metrics rows of earlier epochs, in epoch order."""
     pass_rates: Mapping[str, float] = field(default_factory=dict)
     """Task id -> its measured pass rate over its samples (``task_stats.jsonl``), earlier epochs only."""
+    rejected: Sequence[Rejection] = ()
+    """Rejections of the epoch just before (what its duplicates copied)."""
+
+
+def repeated_tasks(rejected: Sequence[Rejection], known: Sequence[Task], most: int) -> list[str]:
+    """The accepted tasks ``rejected``'s duplicates copied at least twice, most copied first (ties: the
+    earlier accepted), at most ``most``: what a generator keeps coming back to. Steering, not policing:
+    the gate already refused the copies; the prompt now says what not to write again."""
+    from .dedup import twin_of
+
+    counts = Counter(t for r in rejected if r.reason == "duplicate" and (t := twin_of(r.detail)) is not None)
+    order = {t.task_id: i for i, t in enumerate(known)}
+    ranked = sorted((task_id for task_id, n in counts.items() if n >= 2 and task_id in order),
+                    key=lambda task_id: (-counts[task_id], order[task_id]))  # fmt: skip
+    return ranked[:most]
 
 
 def frontier_examples(history: History, shown: int, band: tuple[float, float]) -> tuple[list[Task], dict[str, float]]:
@@ -216,4 +234,5 @@ class Curriculum:
             example_ids=[t.task_id for t in examples],
             example_rates=rates,
             requests=requests,
+            repeated=repeated_tasks(history.rejected, history.tasks, cur.name_repeats),
         )

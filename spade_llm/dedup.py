@@ -15,6 +15,7 @@ none of its code, tests or text (``sealed_entry``).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,16 @@ def sealed_entry(task: Task) -> dict[str, Any]:
 
 HELD_OUT = "a held-out task"
 """How a duplicate of a sealed task names it (it has no id to show)."""
+_TWIN = re.compile(r"^(?:\d+% similar to|the same task as|computes what) (.+)")
+
+
+def twin_of(detail: str) -> str | None:
+    """The accepted task a ``duplicate`` rejection's detail names (:meth:`Deduper.duplicate` writes it), or
+    None (a held-out task, which has no id, or another detail)."""
+    match = _TWIN.match(detail)
+    if match is None or match.group(1).startswith(HELD_OUT):
+        return None
+    return match.group(1).split()[0]
 
 
 class Deduper:

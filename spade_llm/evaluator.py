@@ -5,6 +5,7 @@ Nothing here touches a model, a sandbox or a file, so each function is tested in
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -500,6 +501,34 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def entropy_bits(counts: Iterable[int]) -> float:
+    """Shannon entropy, in bits, of a distribution given by its counts (0.0 for one value or none)."""
+    values = [c for c in counts if c > 0]
+    total = sum(values)
+    if not total:
+        return 0.0
+    return round(max(0.0, -math.fsum(c / total * math.log2(c / total) for c in values)), 4)
+
+
+def diversity(tasks: Sequence[Task], nearest: Sequence[float | None]) -> dict[str, float]:
+    """``metrics.jsonl``'s ``diversity`` of an epoch's accepted ``tasks`` (``nearest``: each one's similarity
+    to its nearest earlier task, None for a keyed kind's): {} when there is none."""
+    if not tasks:
+        return {}
+    near = [s for s in nearest if s is not None]
+    behaviours = [b for t in tasks if isinstance(b := t.meta.get("behaviour"), str)]
+    out: dict[str, float] = {
+        "tag_entropy": entropy_bits(Counter(tag for t in tasks for tag in set(t.tags)).values()),
+        "kind_entropy": entropy_bits(Counter(t.kind for t in tasks).values()),
+    }
+    p50, p90 = percentile(near, 0.5), percentile(near, 0.9)
+    if p50 is not None and p90 is not None:
+        out |= {"nearest_p50": p50, "nearest_p90": p90, "nearest_max": max(near)}
+    if behaviours:
+        out["distinct_behaviours"] = len(set(behaviours)) / len(behaviours)
+    return {k: round(v, 4) for k, v in sorted(out.items())}
+
+
 def mean_or_none(values: Sequence[float], digits: int = 4) -> float | None:
     """The rounded mean, or None for no values."""
     return round(math.fsum(values) / len(values), digits) if values else None
@@ -547,9 +576,9 @@ def calibration(claimed: Sequence[float], measured_pass: Sequence[float]) -> dic
 def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 3) -> list[str]:
     """The warning signs of a run going wrong, read off its metrics rows (the last one is the epoch
     just finished): a pass rate stuck near 0 or 1, a difficulty that does not move while the pass
-    rate is out of the band, novelty collapsing, duplicates rising (most valid proposals refused as near
-    copies: the accepted few are new, so novelty alone cannot show it), validity collapsing (few proposals
-    pass the gates). Each sign is one stable string."""
+    rate is out of the band, novelty falling (epoch after epoch, by 0.2 or more) or collapsing, duplicates
+    rising (most valid proposals refused as near copies: the accepted few are new, so novelty alone cannot
+    show it), validity collapsing (few proposals pass the gates). Each sign is one stable string."""
     signs: list[str] = []
     recent = list(rows[-window:])
     measured = [r.pass_rate for r in recent if r.pass_rate is not None]
@@ -562,6 +591,10 @@ def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 
         if len({r.difficulty for r in recent}) == 1 and all(not lo <= p <= hi for p in measured):
             signs.append(f"difficulty has not moved for {window} epochs while the pass rate is outside the band")
     last = rows[-1] if rows else None
+    novelties = [r.novelty for r in recent if r.tasks_accepted]
+    falling = len(novelties) == window and all(a > b for a, b in itertools.pairwise(novelties))
+    if falling and novelties[0] - novelties[-1] >= 0.2:  # a run's novelty eases as it grows: only a fall is a sign
+        signs.append(f"novelty falling for {window} epochs: {' -> '.join(f'{n:.2f}' for n in novelties)}")
     if last is not None and last.tasks_accepted and last.novelty < 0.3:
         signs.append(f"novelty collapsing: {last.novelty:.2f} of this epoch's tasks are new")
     if last is not None and last.tasks_proposed >= 4:
@@ -622,6 +655,7 @@ def epoch_metrics(
     if suspects:
         said.append(f"{suspects} episodes passed the public tests but failed hidden ones (hardcoded_suspect)")
     ordered = sorted(tasks, key=lambda t: decision_key(t.meta.get("request_index"), t.meta.get("position")))
+    similarities = [nearest(t.task_id) for t in ordered]
     parsed = sum(1 for p in proposals for cand in p.get("candidates") or [] if cand.get("task") is not None)
     proposed = sum(p["n"] if p.get("failure") else len(p.get("candidates") or []) for p in proposals)
     earlier_tags = {tag for t in earlier_tasks for tag in t.tags}
@@ -639,7 +673,7 @@ def epoch_metrics(
         tasks_proposed=proposed,
         tasks_accepted=len(tasks),
         rejected_by_reason=count_reasons(r.reason for r in rejected),
-        novelty=novelty([nearest(t.task_id) for t in ordered]),
+        novelty=novelty(similarities),
         mean_reward=mean_reward(trajs),
         episodes=len(trajs),
         abandoned=left,
@@ -662,6 +696,7 @@ def epoch_metrics(
         mutants=mutant_summary([t.meta.get("mutants") for t in tasks]),
         mutation_s=mean_or_none(list(mutation_s)),
         facets=facet_counts(proposed_tasks(proposals), tasks, trajectories),
+        diversity=diversity(ordered, similarities),
     )
     signs = warning_signs([*earlier_metrics, row], controller.band)
     return row.model_copy(update={"warnings": [*said, *signs]})

@@ -374,6 +374,9 @@ class ProposalContext:
     base: Task | None = None
     """The run's accepted task this request's tasks are made from (a kind with ``on_base``: the prompt
     shows it, and each answer keeps its statement, reference and tests); None: written from scratch."""
+    repeated: list[Task] = field(default_factory=list)
+    """Accepted tasks the last epoch's proposals kept copying (``EpochPlan.repeated``): the prompt asks
+    for tasks unlike them."""
 
 
 class Generator(Protocol):
@@ -505,6 +508,7 @@ class LLMGenerator:
             json_shape=JSON_SHAPE,
             kind=ctx.kind,
             base=_base_view(ctx.base),
+            repeated=[{"entry_point": t.entry_point, "description": t.description} for t in ctx.repeated],
         )
         return [
             Message(role="system", content=self.prompts.render("generator/system.j2")),

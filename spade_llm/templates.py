@@ -39,6 +39,7 @@ def _template_variables() -> dict[str, dict[str, Any]]:
             "difficulty": 0.5,
             "capability": 0.5,
             "avoid_tags": ["strings"],
+            "repeated": [{"entry_point": "f", "description": "d"}],
             "focus": "graphs",
             "goal": "dynamic programming on strings",
             "examples": [

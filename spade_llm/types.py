@@ -462,6 +462,12 @@ class EpochMetrics(BaseModel):
     mutation_s: float | None = None
     """Mean seconds the mutation gate added to validating one of the epoch's candidates (timing:
     measured by the process that validated them)."""
+    diversity: dict[str, float] = Field(default_factory=dict, exclude_if=lambda d: not d)
+    """How varied the epoch's accepted tasks are (``evaluator.diversity``): the distribution of each one's
+    similarity to its nearest earlier task (``nearest_p50``, ``nearest_p90``, ``nearest_max``), the entropy in
+    bits of their tags and kinds (``tag_entropy``, ``kind_entropy``), and ``distinct_behaviours``, the share of
+    those with a behaviour fingerprint that compute something no other of the epoch does; written only when the
+    epoch accepted a task."""
     facets: dict[str, dict[str, dict[str, dict[str, int]]]] = Field(default_factory=dict, exclude_if=lambda d: not d)
     """The epoch's tasks of a kind with ``TaskKind.facets`` by kind, facet and label (a bug fix's ``maker`` and
     ``edit`` families): ``proposed``, ``accepted``, ``episodes``, ``passed`` (``evaluator.facet_counts``);

@@ -237,6 +237,19 @@ def test_warning_signs_of_a_run_going_wrong():
     assert any("validity collapsing" in w for w in warning_signs([_row(0, 0.5, proposed=10, accepted=1)], band))
 
 
+def test_novelty_falling_epoch_after_epoch_is_a_sign_before_it_collapses():
+    """The issue's run: novelty 0.90 -> 0.45 over epochs with no warning (the collapse sign waits for 0.3)."""
+    band = (0.3, 0.7)
+    falling = [_row(e, 0.5, novelty=n) for e, n in enumerate([0.9, 0.8, 0.62, 0.45])]
+    assert warning_signs(falling, band) == ["novelty falling for 3 epochs: 0.80 -> 0.62 -> 0.45"]
+    wobbling = [_row(e, 0.5, novelty=n) for e, n in enumerate([0.9, 0.7, 0.75, 0.6])]
+    assert warning_signs(wobbling, band) == []
+    gently = [_row(e, 0.5, novelty=n) for e, n in enumerate([0.9, 0.88, 0.86, 0.84])]
+    assert warning_signs(gently, band) == []  # a run's novelty eases as it grows: only a real fall is a sign
+    empty = [_row(0, 0.5, novelty=0.9), _row(1, 0.5, novelty=0.0, accepted=0), _row(2, 0.5, novelty=0.5)]
+    assert warning_signs(empty, band) == []  # an epoch that accepted nothing measured no novelty
+
+
 def test_a_generator_repeating_itself_is_told_apart_from_one_writing_invalid_tasks():
     """fake/collapse's epochs: valid proposals, nearly all refused as duplicates. The accepted few are new (the
     gate made sure), so novelty cannot show it: the duplicates sign does, and validity is not blamed."""

@@ -367,7 +367,10 @@ class FakeLLM:
         if not self.profile.collapse:
             return chosen
         collapse = self._collapse_variant()
-        return [collapse if rng.random() < 0.9 else v for v in chosen]
+        # told that its proposals keep coming back to that exercise, it strays from it more often, as a
+        # model heeding its prompt would (without the run's steering, it never hears it)
+        told = collapse.key in _shown_variants(_repeated_block(prompt))
+        return [collapse if rng.random() < (COLLAPSE_TOLD if told else COLLAPSE) else v for v in chosen]
 
     # -- solver -------------------------------------------------------------------------------
 
@@ -511,6 +514,19 @@ def _clamp(x: float) -> float:
 
 
 _NAMED = re.compile(r"\b([A-Za-z]\w*_\w*)|([A-Za-z_]\w*)\s*\(|`([A-Za-z_]\w*)`|^\s*[-*]\s*([A-Za-z_]\w*)\b", re.M)
+
+
+COLLAPSE = 0.9
+"""How often a ``collapse`` generator proposes its one exercise again."""
+COLLAPSE_TOLD = 0.4
+"""How often it still does once the prompt names that exercise among those proposals keep coming back to."""
+_REPEATED = re.compile(r"^Proposals keep coming back to these accepted tasks.*?\n((?:- .*\n)+)", re.M)
+
+
+def _repeated_block(prompt: str) -> str:
+    """The list of tasks the prompt says proposals keep coming back to (``propose.j2``), or ''."""
+    match = _REPEATED.search(prompt)
+    return match.group(1) if match else ""
 
 
 def _shown_variants(text: str) -> set[str]:
