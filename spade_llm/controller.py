@@ -87,8 +87,8 @@ class Controller:
             task_budget_s=config.solver.task_budget_s,
             warnings=self._warnings,
         )
-        self._printed: set[str] = {w for m in self.state.metrics for w in m.warnings}
-        """Warnings already on the terminal: a sign that persists epoch after epoch is said once."""
+        self._printed: set[str] = set(self.state.metrics[-1].warnings) if self.state.metrics else set()
+        """The last epoch's warnings: the same words again are said as persisting (``describe_epoch``)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -115,7 +115,7 @@ class Controller:
     def ended(self, row: EpochMetrics) -> None:
         """An epoch's row is written: say it, and stop the run when too many epochs in a row were empty."""
         self.log(describe_epoch(row, said=self._printed))
-        self._printed.update(row.warnings)
+        self._printed = set(row.warnings)
         self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=False)
 
     async def _run_overlapped(self, first: int) -> None:

@@ -191,14 +191,30 @@ def epoch_lines(state: RunState, epochs: int, samples_per_task: int, stats: LLMS
     passed = sum(t.final_status == "passed" for t in episodes)
     rate = f"{passed / len(episodes):.0%}" if episodes else "n/a"
     target = f"{plan.target_difficulty:.2f}" if plan is not None else "..."
+    left = eta(state.metrics, epochs)
     return [
         f"epoch {epoch}  difficulty {target}   epochs done {len(state.metrics)}/{epochs}"
-        f" {bar(len(state.metrics), epochs, 12)}",
+        f" {bar(len(state.metrics), epochs, 12)}" + (f"   ETA {left}" if left else ""),
         f"  proposals {answered}/{asked} answered   validated {accepted + rejected}   accepted {accepted}"
         f"   rejected {rejected}",
         f"  episodes {len(episodes)}/{expected} {bar(len(episodes), expected)}  pass rate so far {rate}",
         requests_line(stats, inflight),
     ]
+
+
+def eta(metrics: Sequence[EpochMetrics], epochs: int) -> str:
+    """About how long the epochs left take, at the mean wall time of the last (up to) five finished ones;
+    '' before any finished, or when none is left."""
+    left = epochs - len(metrics)
+    recent = [m.wall_s for m in metrics[-5:]]
+    if left <= 0 or not recent:
+        return ""
+    seconds = left * sum(recent) / len(recent)
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"
 
 
 def solve_lines(ended: int, resumed_with: int, passed: int, total: int, stats: LLMStats, inflight: int) -> list[str]:
@@ -216,7 +232,8 @@ def _percent(value: float | None) -> str:
 
 
 def describe_epoch(row: EpochMetrics, said: set[str] | frozenset[str] = frozenset()) -> str:
-    """One log line per epoch, then its warnings but those in ``said`` (printed before)."""
+    """One log line per epoch, then every warning of the epoch; one in ``said`` (the epoch before said the
+    same words) as ``still:``, so a sign that persists is seen persisting, not taken for gone."""
     turns = "n/a" if row.mean_turns is None else f"{row.mean_turns:.2f}"
     reward = "n/a" if row.mean_reward is None else f"{row.mean_reward:+.2f}"
     line = (
@@ -225,7 +242,7 @@ def describe_epoch(row: EpochMetrics, said: set[str] | frozenset[str] = frozense
         f" on {row.episodes} episodes  turns {turns}  reward {reward}  novelty {row.novelty:.2f}"
         f"  -> next {row.next_difficulty:.2f}"
     )
-    return line + "".join(f"\n  warning: {w}" for w in row.warnings if w not in said)
+    return line + "".join(f"\n  warning: {'still: ' if w in said else ''}{w}" for w in row.warnings)
 
 
 def empty_streak(metrics: Sequence[EpochMetrics], since: int = 0) -> list[int]:

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spade_llm.progress import LiveBlock, bar, is_live_terminal
+from spade_llm.progress import LiveBlock, bar, describe_epoch, eta, is_live_terminal
+from spade_llm.types import EpochMetrics
 
 SPADE = [sys.executable, "-m", "spade_llm.cli"]
 
@@ -239,3 +240,26 @@ def test_the_stop_and_the_funnel_class_every_reason_alike(reason: str) -> None:
     message = empty_epochs_message([4], [_rejection(4, reason, 0)])
     assert (GATES in message) == (funnel(1, 1, [reason], 0)["valid"] == 0)
     assert (ANSWERS in message) == (reason in ANSWER_REASONS)
+
+
+def _row(epoch: int, warnings: list[str], wall_s: float = 60.0) -> EpochMetrics:
+    return EpochMetrics(
+        epoch=epoch, difficulty=0.3, pass_rate=0.5, first_try_pass_rate=0.4, mean_turns=1.5, tasks_proposed=4,
+        tasks_accepted=4, rejected_by_reason={}, novelty=0.9, mean_reward=0.1, warnings=warnings, wall_s=wall_s,
+    )  # fmt: skip
+
+
+def test_a_warning_the_epoch_before_said_is_said_again_as_persisting() -> None:
+    """The terminal dropped a warning whose words matched the epoch before's: a sign that persists looked gone."""
+    sign = "pass rate stuck near 1 for 3 epochs: the tasks are too easy to learn from"
+    first = describe_epoch(_row(3, [sign, "2 episodes abandoned by their clients"]))
+    assert f"\n  warning: {sign}" in first
+    again = describe_epoch(_row(4, [sign, "1 episodes abandoned by their clients"]), said={sign})
+    assert f"\n  warning: still: {sign}" in again and "\n  warning: 1 episodes abandoned" in again
+
+
+def test_the_live_block_estimates_the_time_left_from_the_epochs_done() -> None:
+    rows = [_row(e, [], wall_s=w) for e, w in enumerate([50.0, 70.0])]
+    assert eta(rows, 10) == "~8 min"  # 8 epochs left at 60 s
+    assert eta(rows, 3) == "~60 s" and eta(rows, 2) == "" and eta([], 5) == ""
+    assert eta([_row(0, [], wall_s=4000.0)], 4) == "~3.3 h"
