@@ -51,6 +51,26 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def source_revision(folder: Path = Path(__file__).parent) -> dict[str, Any] | None:
+    """The git commit spade_llm runs from and whether a tracked file of that checkout differs from it
+    (``dirty``), when it runs from a checkout (an editable install); None from a wheel, or without git.
+    Which code wrote a run is a fact a version number does not give while the code is being changed."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    changes = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit.strip(), "dirty": bool(changes.strip()) if changes is not None else None}
+
+
 def manifest(
     config: RunConfig, prompts: Prompts, sandbox_name: str, executor: dict[str, Any], command: str = "run"
 ) -> dict[str, Any]:
@@ -58,6 +78,7 @@ def manifest(
     return {
         "command": command,
         "spade_llm": _version(DISTRIBUTION),
+        "source": source_revision(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "litellm": _version("litellm"),
