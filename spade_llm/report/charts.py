@@ -424,7 +424,9 @@ def chart_requests(run: RunData) -> Figure:
 
 
 def chart_diversity(run: RunData) -> Figure:
-    """Novelty, the share of valid proposals the duplicate gate refused, and the zero-spread share, per epoch."""
+    """Novelty, the share of valid proposals the duplicate gate refused, the zero-spread share, and from
+    ``diversity`` the 90th percentile of each task's similarity to its nearest earlier one and the share of
+    distinct behaviours, per epoch."""
     fig, (ax,) = _figure()
     m = run.metrics
     if not m:
@@ -440,6 +442,11 @@ def chart_diversity(run: RunData) -> Figure:
     ax.plot(x, _series(m, "novelty"), color=TEAL, label="novelty of accepted tasks", **_markers(len(x)))
     ax.plot(x, duplicates, color=RED, label="duplicates among valid proposals", **_markers(len(x)))
     ax.plot(x, _series(m, "zero_spread_share"), color=GREY, ls="--", label="zero-spread share", **_markers(len(x)))
+    for key, label, colour in (("nearest_p90", "nearest similarity, p90", PURPLE),
+                               ("distinct_behaviours", "distinct behaviours", GREEN)):  # fmt: skip
+        values = [float(v) if (v := num(r.diversity.get(key))) is not None else math.nan for r in m]
+        if any(not math.isnan(v) for v in values):
+            ax.plot(x, values, color=colour, ls=":", label=label, **_markers(len(x)))
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("epoch")
     _integer_x(ax)

@@ -389,8 +389,9 @@ CHARTS: list[tuple[str, Callable[[RunData], Figure], str, str, bool]] = [
      "A tail that grows is slow tests, a slow endpoint or answers that run to their limits.", False),
     ("diversity", chart_diversity, "Novelty and duplicates.",
      "Novelty is 1 minus each accepted task's similarity to its nearest earlier task; a falling line, or a rising "
-     "share of valid proposals refused as duplicates, is a generator repeating itself. Zero-spread tasks (all "
-     "samples pass or all fail) teach a GRPO group nothing.", False),
+     "share of valid proposals refused as duplicates, is a generator repeating itself; so is a rising p90 of "
+     "nearest similarity or a falling share of distinct behaviours. Zero-spread tasks (all samples pass or all "
+     "fail) teach a GRPO group nothing.", False),
     ("diversity", chart_difficulty_mix, "Claimed difficulty of accepted tasks.",
      "The histogram metrics.jsonl keeps: the difficulty each task claimed for itself.", False),
     ("diversity", chart_calibration, "Claimed against measured difficulty.",

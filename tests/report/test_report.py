@@ -176,6 +176,7 @@ def test_diversity_calibration_and_solve_time_are_charted_from_the_metrics(page:
     assert all(r["novelty"] is not None and r["difficulty_histogram"] for r in rows)
     diversity = _chart(page, "Novelty and duplicates.")
     assert "novelty of accepted tasks" in diversity and "duplicates among valid proposals" in diversity
+    assert "nearest similarity, p90" in diversity and "distinct behaviours" in diversity  # metrics' diversity
     mix = _chart(page, "Claimed difficulty of accepted tasks.")
     assert all(b in mix for b in rows[0]["difficulty_histogram"])  # one layer per bin, named by it
     assert "claimed (the task" in _chart(page, "Claimed against measured difficulty.")
