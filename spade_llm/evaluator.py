@@ -331,6 +331,16 @@ def pass_at_k_table(outcomes: Mapping[str, Sequence[bool]], ks: Sequence[int]) -
     return PassAtK(tuple(ks), tasks)
 
 
+def episodes_pass_at_k(trajectories: Iterable[Trajectory]) -> dict[str, float]:
+    """``{"pass@1": ..., "pass@N": ...}`` over the tasks of ``trajectories`` (grouped by task in the order
+    they appear), an episode passing when its final status is ``passed``, for every k that each task has
+    the episodes for (``ks_with_all``): a solve's ``pass_at_k``, in its summary and on its report page."""
+    outcomes: dict[str, list[bool]] = {}
+    for t in trajectories:
+        outcomes.setdefault(t.task_id, []).append(t.final_status == "passed")
+    return pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
+
+
 def shingles(tokens: Sequence[str], k: int = 4) -> frozenset[tuple[str, ...]]:
     if len(tokens) < k:
         return frozenset({tuple(tokens)})

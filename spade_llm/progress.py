@@ -336,11 +336,10 @@ def solve_summary(
     """A solve's ``summary.json``: every episode on disk, and none twice; ``pass_at_k`` over the tasks
     with an episode (``ks_with_all``: pass@1, 10, 100 as far as every such task has the episodes, and
     pass@N of the fewest, N), an episode passing when its final status is ``passed``."""
-    from .evaluator import first_try_pass_rate, ks_with_all, mean_turns, pass_at_k_table, pass_rate
+    from .evaluator import episodes_pass_at_k, first_try_pass_rate, mean_turns, pass_rate
 
     trajs = [t for ts in state.by_task.values() for t in ts]
-    outcomes = {task_id: [t.final_status == "passed" for t in ts] for task_id, ts in state.by_task.items() if ts}
-    scores = pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
+    scores = episodes_pass_at_k(trajs)
     return {
         "complete": stopped_because is None,
         **({"stopped_because": stopped_because} if stopped_because else {}),

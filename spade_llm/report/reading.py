@@ -295,15 +295,9 @@ def pass_at_k(run: RunData) -> dict[str, float]:
     written = run.summary.get("pass_at_k")
     if isinstance(written, dict) and written:
         return {str(k): float(v) for k, v in written.items() if num(v) is not None}
-    from ..evaluator import ks_with_all, pass_at_k_table
+    from ..evaluator import episodes_pass_at_k
 
-    outcomes: dict[str, list[bool]] = {}
-    for t in run.records.trajectories:
-        outcomes.setdefault(t.task_id, []).append(t.final_status == "passed")
-    if not outcomes:
-        return {}
-    scores = pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
-    return {str(k): float(v) for k, v in scores.items()}
+    return episodes_pass_at_k(run.records.trajectories)
 
 
 def llm_roles(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
