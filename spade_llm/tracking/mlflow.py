@@ -86,7 +86,5 @@ def _key(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_-./ " else "_" for c in name)
 
 
-def open_tracker(
-    folder: Path, run_name: str, config: Mapping[str, Any], manifest: Mapping[str, Any], state: dict[str, Any]
-) -> MLflowTracker:
-    return MLflowTracker(folder, run_name, config, manifest, state)
+open_tracker = MLflowTracker
+"""What ``tracking.base.opener`` hands back: the tracker, opened by its constructor."""

@@ -8,12 +8,12 @@ tool once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._util.redact import scrub_secrets
+from ..store import RunDir
 from .base import Tracker, opener, scalars
 
 if TYPE_CHECKING:
@@ -41,8 +41,9 @@ class RunTracking:
         self.folder = run_dir / FOLDER
         openers = {name: opener(name) for name in dict.fromkeys(config.tracking)}  # all checked before any opens
         self.folder.mkdir(exist_ok=True)
-        saved = self._read_state()
-        manifest = _read_json(run_dir / "manifest.json")
+        self.store = RunDir(self.folder)  # its atomic JSON writer and reader, for state.json
+        saved = _dict(self.store.read_json(STATE))
+        manifest = _dict(RunDir(run_dir).read_json("manifest.json"))
         params = scrub_secrets(config.model_dump(mode="json"))
         self.trackers: list[Tracker] = []
         self.logged: dict[str, set[int]] = {}
@@ -78,19 +79,10 @@ class RunTracking:
             tracker.close(records)
         self._write_state()
 
-    def _read_state(self) -> dict[str, Any]:
-        state = _read_json(self.folder / STATE)
-        return state if isinstance(state, dict) else {}
-
     def _write_state(self) -> None:
         state = {t.name: {"state": t.state, "epochs": sorted(self.logged[t.name])} for t in self.trackers}
-        tmp = self.folder / f"{STATE}.tmp"
-        tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(self.folder / STATE)
+        self.store.write_json(STATE, state)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -17,11 +17,13 @@ def require() -> None:
 class TensorBoardTracker:
     name = "tensorboard"
 
-    def __init__(self, folder: Path, manifest: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, folder: Path, run_name: str, config: Mapping[str, Any], manifest: Mapping[str, Any], state: dict[str, Any]
+    ) -> None:
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
         folder.mkdir(parents=True, exist_ok=True)
-        self.state: dict[str, Any] = {}
+        self.state = state  # nothing to resume: a later process appends an event file to the same folder
         self._writer = EventFileWriter(str(folder))
         self._text("manifest", manifest)
         self._text("config", config)
@@ -52,7 +54,5 @@ class TensorBoardTracker:
         self._writer.add_event(Event(wall_time=time.time(), step=0, summary=summary))
 
 
-def open_tracker(
-    folder: Path, run_name: str, config: Mapping[str, Any], manifest: Mapping[str, Any], state: dict[str, Any]
-) -> TensorBoardTracker:
-    return TensorBoardTracker(folder, manifest, config)
+open_tracker = TensorBoardTracker
+"""What ``tracking.base.opener`` hands back: the tracker, opened by its constructor."""
