@@ -583,6 +583,13 @@ def calibration(claimed: Sequence[float], measured_pass: Sequence[float]) -> dic
     }
 
 
+def valid_duplicates(row: EpochMetrics) -> tuple[int, int]:
+    """An epoch's proposals refused as duplicates, and its valid ones (accepted, or refused as duplicates: a
+    duplicate passed every validity gate, so a generator repeating itself is not one writing broken tasks)."""
+    duplicates = row.rejected_by_reason.get("duplicate", 0)
+    return duplicates, row.tasks_accepted + duplicates
+
+
 def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 3) -> list[str]:
     """The warning signs of a run going wrong, read off its metrics rows (the last one is the epoch
     just finished): a pass rate stuck near 0 or 1, a difficulty that does not move while the pass
@@ -608,9 +615,7 @@ def warning_signs(rows: Sequence[Any], band: tuple[float, float], window: int = 
     if last is not None and last.tasks_accepted and last.novelty < 0.3:
         signs.append(f"novelty collapsing: {last.novelty:.2f} of this epoch's tasks are new")
     if last is not None and last.tasks_proposed >= 4:
-        # a duplicate passed every validity gate: a generator repeating itself is not one writing broken tasks
-        duplicates = last.rejected_by_reason.get("duplicate", 0)
-        valid = last.tasks_accepted + duplicates
+        duplicates, valid = valid_duplicates(last)
         if valid >= 4 and duplicates / valid >= 0.5:
             signs.append(f"duplicates rising: {duplicates} of {valid} valid proposals near-copy accepted tasks")
         if valid / last.tasks_proposed <= 0.2:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..evaluator import valid_duplicates
 from ..kinds import KIND_NAMES, get_kind
 from ..types import EpochMetrics
 from .common import num, to_int
@@ -433,12 +434,7 @@ def chart_diversity(run: RunData) -> Figure:
         _empty(ax, "no epoch finished yet")
         return fig
     x = [r.epoch for r in m]
-    duplicates = [
-        r.rejected_by_reason.get("duplicate", 0) / (r.tasks_accepted + r.rejected_by_reason.get("duplicate", 0))
-        if r.tasks_accepted + r.rejected_by_reason.get("duplicate", 0)
-        else math.nan
-        for r in m
-    ]
+    duplicates = [d / valid if valid else math.nan for d, valid in map(valid_duplicates, m)]
     ax.plot(x, _series(m, "novelty"), color=TEAL, label="novelty of accepted tasks", **_markers(len(x)))
     ax.plot(x, duplicates, color=RED, label="duplicates among valid proposals", **_markers(len(x)))
     ax.plot(x, _series(m, "zero_spread_share"), color=GREY, ls="--", label="zero-spread share", **_markers(len(x)))
@@ -482,11 +478,11 @@ def chart_calibration(run: RunData) -> Figure:
         _empty(ax, "no task measured yet" if run.metrics else "no epoch finished yet")
         return fig
     x = [r.epoch for r in m]
-    series = {k: [float((r.calibration or {}).get(k, math.nan)) for r in m] for k in ("claimed", "measured")}
-    gap = [float((r.calibration or {}).get("mean_abs_gap", math.nan)) for r in m]
+    keys = ("claimed", "measured", "mean_abs_gap")
+    series = {k: [float((r.calibration or {}).get(k, math.nan)) for r in m] for k in keys}
     ax.plot(x, series["claimed"], color=BLUE, label="claimed (the task's own)", **_markers(len(x)))
     ax.plot(x, series["measured"], color=AMBER, label="measured (1 - pass rate)", **_markers(len(x)))
-    ax.plot(x, gap, color=GREY, ls="--", label="mean gap, per task", **_markers(len(x)))
+    ax.plot(x, series["mean_abs_gap"], color=GREY, ls="--", label="mean gap, per task", **_markers(len(x)))
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("difficulty")
     ax.set_xlabel("epoch")
