@@ -87,9 +87,6 @@ class ShapeIndex:
         self._lsh: MinHashLSH | None = None
         self._permutations: Any = None
 
-    def __len__(self) -> int:
-        return len(self._keys)
-
     def add(self, key: str, kind: str, shape: Shape, *, counted: bool = True) -> int:
         """Add an entry and return its sequence number; ``counted=False`` keeps it out of :meth:`nearest`
         with ``counted_only`` (a held-out task the gate must see, which the run's own novelty does not
