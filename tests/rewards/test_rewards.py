@@ -507,7 +507,6 @@ def test_hostile_answers_score_zero_and_do_no_harm(tmp_path: Path) -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        server.settimeout(0.2)
         port = server.getsockname()[1]
         connections: list[Any] = []
         stop = threading.Event()
@@ -517,8 +516,6 @@ def test_hostile_answers_score_zero_and_do_no_harm(tmp_path: Path) -> None:
                 with contextlib.suppress(OSError):
                     connections.append(server.accept())
 
-        listener = threading.Thread(target=accept, daemon=True)
-        listener.start()
         # each answer returns the right value only when its attack worked, and raises otherwise
         hostile = {
             "network": (
@@ -533,17 +530,22 @@ def test_hostile_answers_score_zero_and_do_no_harm(tmp_path: Path) -> None:
             + "".join(f"    open({str(p)!r}, 'w').write('escaped')\n" for p in targets)
             + "    return 2 * x\n",
         }
-        # the control: outside an isolating sandbox the network answer reaches the listener and passes
+        # the control: outside an isolating sandbox the network answer reaches the listener and passes.
+        # Its connections (one per test call) are all queued once the reward returns: drained here with
+        # no thread, since a listener accepting them one by one raced the clearing below and left some
+        # to be counted against bwrap (seen once in CI)
         network = fenced(hostile["network"])
         assert code_reward(completions=[network], ground_truth=[DOUBLE_GT]) == [1.0]  # subprocess
-        for _ in range(50):
-            if connections:
-                break
-            stop.wait(0.1)
-        assert connections
-        for conn, _ in connections:
-            conn.close()
-        connections.clear()
+        server.setblocking(False)
+        control = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                server.accept()[0].close()
+                control += 1
+        assert control >= 1
+        server.settimeout(0.2)
+        listener = threading.Thread(target=accept, daemon=True)
+        listener.start()
         with Rewarder("bwrap", limits=Limits(timeout_s=5.0), test_timeout_s=TEST_TIMEOUT_S) as rewarder:
             assert rewarder.sandbox.isolating
             reward = CodeReward(rewarder)
