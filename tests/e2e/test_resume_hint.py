@@ -137,7 +137,7 @@ def test_a_real_sigint_mid_solve(tmp_path: Path, fake_server: Any) -> None:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     try:
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=20)  # a heeded signal ends it in seconds
     finally:
         if proc.poll() is None:  # the signal was ignored: the solve is not left running past the test
             proc.kill()
