@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .evaluator import task_fingerprint
-from .nearest import WINDOW, Shape, ShapeIndex
+from .nearest import WINDOW, Shape, ShapeIndex, jaccard
 from .types import Task
 
 if TYPE_CHECKING:
@@ -110,12 +111,7 @@ class Deduper:
         """``kind:duplicate key`` -> the accepted task that has it (a kind's ``duplicate_key``)."""
         for task in accepted:
             behaviour = task.meta.get("behaviour")
-            self.accept(
-                task,
-                shape(task_fingerprint(task.reference_code)),
-                task.kind,
-                behaviour if isinstance(behaviour, str) else None,
-            )
+            self.accept(task, task_shape(task), task.kind, behaviour if isinstance(behaviour, str) else None)
 
     def nearest_similarity(self, task_id: str) -> float | None:
         """How similar an accepted task is to the most similar task of any kind accepted before it
@@ -208,7 +204,7 @@ def decide(
     task = report.task
     if not report.valid or task is None:
         return Decision(None, report.reason or "invalid", report.detail)
-    fp = shape(task_fingerprint(task.reference_code))
+    fp = task_shape(task)
     key = duplicate_key(task)
     twin = known.duplicate(task.kind, fp, report.behaviour, key) if known is not None else None
     twin = twin or gate.duplicate(task.kind, fp, report.behaviour, key)
@@ -223,3 +219,54 @@ def decide(
     accepted = task.model_copy(update={"meta": meta})
     gate.accept(accepted, fp, accepted.kind, report.behaviour)
     return Decision(accepted)
+
+
+REPETITION_SIMILARITY = 0.5
+"""Code-shape similarity at which two proposed tasks count as one question asked again, for
+:func:`repetition_penalties` (R-Zero clusters at BLEU distance 0.5; well below the duplicate gate's
+``novelty_threshold``, which rejects near copies outright)."""
+
+
+def task_shape(task: Task) -> Shape:
+    """The code shape the duplicate gate compares for ``task`` (:func:`shape` of its reference's fingerprint)."""
+    return shape(task_fingerprint(task.reference_code))
+
+
+def repetition_penalties(
+    tasks: Sequence[Task], weight: float, similarity: float = REPETITION_SIMILARITY
+) -> list[float]:
+    """R-Zero's repetition penalty for each of a batch's proposed ``tasks``: ``weight`` times the share of
+    the *other* tasks of the batch that fall in its cluster.
+
+    Clusters join tasks of one kind whose code shapes are at least ``similarity`` alike, chained (single
+    linkage: connected components, so the clusters do not depend on the batch's order); a keyed kind's
+    tasks (bug-fix: many share a reference) join on their ``duplicate_key`` instead. R-Zero divides
+    the cluster's size by the batch's; counting the others (``(|C| - 1) / (B - 1)``) lets a task unlike
+    the rest keep its whole reward, and a batch of one (verl's per-answer score) pay no penalty.
+    """
+    count = len(tasks)
+    if count < 2 or weight == 0.0:
+        return [0.0] * count
+    keys = [duplicate_key(t) for t in tasks]
+    shapes = [task_shape(t) if k is None else None for t, k in zip(tasks, keys, strict=True)]
+    parent = list(range(count))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(count):
+        for j in range(i + 1, count):
+            if tasks[i].kind != tasks[j].kind:
+                continue
+            a, b = shapes[i], shapes[j]
+            if a is not None and b is not None:
+                alike = jaccard(a, b) >= similarity
+            else:  # keyed tasks join on their key, never a keyed task with an unkeyed one
+                alike = a is None and b is None and keys[i] == keys[j]
+            if alike:
+                parent[root(i)] = root(j)
+    sizes = Counter(root(i) for i in range(count))
+    return [round(weight * (sizes[root(i)] - 1) / (count - 1), 6) for i in range(count)]

@@ -837,9 +837,12 @@ def cmd_export(args: argparse.Namespace) -> int:
             Path(args.output) if args.output else None,
             filters,
             test_fraction=args.test_fraction,
+            repetition_weight=args.repetition_weight,
         )
         print(generated.describe(), file=sys.stderr)
         return 0
+    if args.repetition_weight:
+        raise UserError("--repetition-weight is the generator's reward (--role generator), not the solver's")
     written = export_run(
         Path(args.run_dir),
         args.format,

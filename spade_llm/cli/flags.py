@@ -434,6 +434,13 @@ TIER = _flag(
 )
 SPLIT = _flag("--split", choices=["train", "test"], help="keep one split", default_text="both")
 TEST_FRACTION = _flag("--test-fraction", type=_fraction, default=0.1, help="share of tasks in the test split")
+REPETITION_WEIGHT = _flag(
+    "--repetition-weight",
+    type=_positive(float, 0.0),
+    default=0.0,
+    help="--role generator: R-Zero's repetition penalty, this weight times the share of a prompt's other "
+    "answers' tasks like each task (0: off; R-Zero's is 1)",
+)
 FINAL_ONLY = _flag("--final-only", action="store_true", help="sft: the first prompt and the passing answer only")
 VERL_REWARD = _flag(
     "--verl-reward",
@@ -716,6 +723,7 @@ COMMAND_SPECS: dict[str, CommandSpec] = {
             TEST_FRACTION,
             FINAL_ONLY,
             VERL_REWARD,
+            REPETITION_WEIGHT,
         ),
     ),
     "report": CommandSpec(

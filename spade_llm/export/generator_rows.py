@@ -27,11 +27,20 @@ over part of the samples could call a learnable task trivial. An answer's ``lear
 ``proposal_reward`` pays a completion: the mean, over the ``n`` tasks asked, of each accepted task's
 learnability (``1 - p`` when ``0 < p < 1``, else 0), a rejected or missing task counting 0.
 
+Repetition (``--repetition-weight W``, default 0: off): ``proposal_reward``'s R-Zero term, the answers to one
+prompt being the batch. Each accepted task loses ``W`` times the share of the prompt's other accepted tasks
+in its cluster (``dedup.repetition_penalties``: code shapes at least 0.5 alike, chained) and pays
+``max(0, learnability - penalty)``; an answer's ``reward`` is the mean over the ``n`` asked, its
+``repetition`` the mean penalty over its accepted tasks. A learnable answer whose reward falls to 0 (its
+every task asked again by its siblings) is nobody's example: in no ``sft`` row, never ``chosen``. At ``W = 0``
+``reward`` equals ``learnability``.
+
 Formats (JSON lines; TRL conversational):
 
 * ``sft``: one row per ``learnable`` answer: ``messages`` (the prompt exactly as sent, system and user,
   then ``{"role": "assistant", "content": text}``), ``task_ids`` and ``pass_rates`` (its accepted tasks,
-  in answer order), ``learnability``, ``target_difficulty`` (the epoch's target), ``kind``,
+  in answer order), ``learnability``, ``repetition``, ``reward``, ``target_difficulty`` (the epoch's
+  target), ``kind``,
   ``generator_model``, ``epoch``, ``prompt_index``, ``sample``, ``request_index``, ``split``.
   ``text`` is the answer's last one: after a repair re-ask it is the fixed answer, the JSON the
   prompt should have got at once.
@@ -40,7 +49,7 @@ Formats (JSON lines; TRL conversational):
   ``trivial`` one (``pair_type: "trivial"``); ``prompt`` (messages), ``chosen``/``rejected`` (one
   assistant message each), ``chosen_request_index``, ``rejected_request_index``, ``epoch``,
   ``prompt_index``, ``kind``, ``split``, ``generator_model`` (the chosen answer's). As the solver's
-  ``samples`` pairs: chosen answers (highest learnability first, then sample order) and bad ones
+  ``samples`` pairs: chosen answers (highest ``reward`` first, then sample order) and bad ones
   (sample order) are paired round robin, ``max(#chosen, #bad)`` pairs and at most
   ``exports.MAX_SAMPLE_PAIRS`` per prompt. A pair is skipped when both answers hold the same text, or
   when the rejected answer's only fault is duplicating a task of the chosen one (each of its rejections
@@ -55,7 +64,7 @@ Formats (JSON lines; TRL conversational):
   the ids the run gave them, so at the run's sample count it repeats the run's episodes; plus
   ``prompt_index``, ``split``, ``generator_model`` and ``mean_learnability`` (the mean ``learnability``
   of the prompt's decided answers, None when none is: what the run's answers earned, for filtering
-  out prompts every answer failed or trivialised).
+  out prompts every answer failed or trivialised) and ``mean_reward`` (the same of their ``reward``).
 
 ``known_tasks`` are the tasks accepted in epochs *before* the prompt's, the ones the loop's duplicate
 gate held when it judged the answers (it also held the epoch's own earlier acceptances, which a fresh
@@ -102,7 +111,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..dedup import sealed_entry
+from ..dedup import repetition_penalties, sealed_entry
 from ..errors import UserError
 from ..evaluator import learnability as task_learnability
 from ..kinds.names import DEFAULT_KIND
@@ -218,7 +227,15 @@ class Answer:
     """Per accepted task: its samples and passes once its ``task_stats`` row is written."""
     faults: list[Fault] = field(default_factory=list)
     learnability: float | None = None
-    """What ``proposal_reward`` pays it (module docstring); None while anything is undecided."""
+    """What ``proposal_reward`` pays it without a repetition penalty (module docstring); None while anything
+    is undecided."""
+    asked: int = 1
+    """What its learnability is a mean over: the tasks asked, or its candidates when it gave more."""
+    repetition: float = 0.0
+    """What the repetition penalty took off its learnability (``Repetition`` in the module docstring)."""
+    reward: float | None = None
+    """``learnability`` less ``repetition``: what ``proposal_reward`` at the export's ``repetition_weight``
+    pays it, its prompt's answers being the batch; None while anything is undecided."""
     holds_held_out: bool = False
     """One of its tasks is in the solver's test split, or was rejected as a duplicate of one, or its prompt
     shows one as its base: its text holds a held-out task, so it is in no train row."""
@@ -365,7 +382,7 @@ def scrub_examples(messages: list[dict[str, str]], hidden: Sequence[Task]) -> li
     return out
 
 
-def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
+def read_for_generator(run_dir: Path, test_fraction: float, repetition_weight: float = 0.0) -> GeneratorRun:
     """The run's generation prompts, each with its answers judged (module docstring), through
     ``store.read_run`` (strict: a damaged line is not turned into training data).
 
@@ -405,6 +422,8 @@ def read_for_generator(run_dir: Path, test_fraction: float) -> GeneratorRun:
         if key not in prompts:
             prompts[key] = Prompt(*key, split=generator_split(seed, *key, test_fraction))
         prompts[key].answers.append(answer)
+    for prompt in prompts.values():
+        _penalise_repetition(prompt, repetition_weight)
     return GeneratorRun(
         path=run_dir,
         seed=seed,
@@ -473,6 +492,25 @@ def _answers(
     return out, without_prompt
 
 
+def _penalise_repetition(prompt: Prompt, weight: float) -> None:
+    """Take R-Zero's repetition penalty off each decided answer's learnability, the prompt's answers being
+    the batch (``proposal_reward``'s rule: ``dedup.repetition_penalties`` over their accepted tasks, each
+    paying ``max(0, learnability - penalty)``)."""
+    answers = [a for a in prompt.answers if a.status != NO_ANSWER]
+    places = [(a, i) for a in answers for i in range(len(a.tasks))]
+    penalties = repetition_penalties([a.tasks[i] for a, i in places], weight)
+    taken: dict[int, list[tuple[float, float]]] = {id(a): [] for a in answers}
+    for (a, i), penalty in zip(places, penalties, strict=True):
+        m = a.measured[i]
+        paid = task_learnability(m.passed, m.samples) if m is not None else 0.0
+        taken[id(a)].append((penalty, max(0.0, paid - penalty)))
+    for a in answers:
+        pairs = taken[id(a)]
+        a.repetition = round(sum(p for p, _ in pairs) / len(pairs), 6) if pairs else 0.0
+        if a.learnability is not None:
+            a.reward = round(sum(pay for _, pay in pairs) / a.asked, 6)
+
+
 def _holds(answer: Answer, held_out: frozenset[str]) -> bool:
     """Whether ``answer`` holds a held-out task: one of its accepted tasks, or a near copy of one (a
     ``duplicate`` naming it)."""
@@ -515,7 +553,7 @@ def _judge(
     if failure or request_fault is not None or not candidates:
         reason = str(failure) if failure else request_fault.reason if request_fault else "no_tasks"
         detail = str(row.get("detail") or "") if failure else request_fault.detail if request_fault else ""
-        answer.status, answer.faults, answer.learnability = REJECTED, [Fault(reason, detail)], 0.0
+        answer.status, answer.faults, answer.learnability, answer.reward = REJECTED, [Fault(reason, detail)], 0.0, 0.0
         return
     undecided = False
     for c in candidates:
@@ -534,7 +572,8 @@ def _judge(
             undecided = True
     if not undecided and all(m is not None for m in answer.measured):
         paid = [task_learnability(m.passed, m.samples) for m in answer.measured if m is not None]
-        answer.learnability = round(sum(paid) / max(answer.n, len(candidates)), 6)
+        answer.asked = max(answer.n, len(candidates))
+        answer.learnability = answer.reward = round(sum(paid) / answer.asked, 6)
     if answer.faults:
         answer.status = REJECTED
     elif answer.learnability is None:
@@ -586,6 +625,11 @@ def _kind_ok(kind: str, filters: ExportFilters) -> bool:
 # -- rows ---------------------------------------------------------------------------------------
 
 
+def _paid(answer: Answer) -> bool:
+    """A good answer: learnable, and still paid once the repetition penalty is taken off."""
+    return answer.status == LEARNABLE and (answer.reward or 0.0) > 0
+
+
 def _assistant(answer: Answer) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": answer.text}]
 
@@ -594,7 +638,7 @@ def sft_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, An
     """One row per learnable answer."""
     for prompt in run.prompts:
         for a in prompt.answers:
-            if a.status != LEARNABLE or a.prompt is None or not _kind_ok(a.kind, filters):
+            if not _paid(a) or a.prompt is None or not _kind_ok(a.kind, filters):
                 continue
             if not run.in_train(prompt, a):
                 continue
@@ -605,6 +649,8 @@ def sft_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, An
                 "task_ids": [t.task_id for t in a.tasks],
                 "pass_rates": [round(m.passed / m.samples, 6) for m in a.measured if m is not None],
                 "learnability": a.learnability,
+                "repetition": a.repetition,
+                "reward": a.reward,
                 "target_difficulty": a.target_difficulty,
                 "kind": a.kind,
                 "generator_model": a.generator_model,
@@ -620,8 +666,8 @@ def dpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, An
     """Same-prompt pairs, prompt by prompt (module docstring: the pairing and what is skipped)."""
     for prompt in run.prompts:
         answers = [a for a in prompt.answers if run.in_train(prompt, a)]
-        good = [a for a in answers if a.status == LEARNABLE and _kind_ok(a.kind, filters)]
-        good.sort(key=lambda a: -(a.learnability or 0.0))  # stable: sample order within one learnability
+        good = [a for a in answers if _paid(a) and _kind_ok(a.kind, filters)]
+        good.sort(key=lambda a: -(a.reward or 0.0))  # stable: sample order within one reward
         bad = [a for a in answers if a.status in (REJECTED, TRIVIAL)]
         if not good or not bad:
             continue
@@ -658,7 +704,9 @@ def grpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, A
         if run.shows_held_out(prompt):  # its messages show a held-out task whole: no scrubbing hides that
             continue
         base = run.bases.get(prompt.base_id) if prompt.base_id is not None else None
-        paid = [a.learnability for a in prompt.answers if a.status != NO_ANSWER and a.learnability is not None]
+        decided = [a for a in prompt.answers if a.status != NO_ANSWER and a.learnability is not None]
+        paid = [a.learnability for a in decided if a.learnability is not None]
+        rewards = [a.reward for a in decided if a.reward is not None]
         yield {
             "prompt": messages,
             "kind": first.kind,
@@ -673,6 +721,7 @@ def grpo_rows(run: GeneratorRun, filters: ExportFilters) -> Iterator[dict[str, A
             "split": prompt.split,
             "generator_model": first.generator_model,
             "mean_learnability": round(sum(paid) / len(paid), 6) if paid else None,
+            "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else None,
         }
 
 
@@ -718,6 +767,7 @@ def export_generator(
     filters: ExportFilters,
     *,
     test_fraction: float = 0.1,
+    repetition_weight: float = 0.0,
 ) -> GeneratorExportResult:
     """Write the generator's training data from ``run_dir`` in ``fmt`` (``sft``, ``dpo``, ``grpo``) to
     ``output`` (default: ``RUN_DIR/exports/generator-FORMAT.jsonl``); ``exports.export_run`` is the
@@ -729,7 +779,7 @@ def export_generator(
             output that cannot be written.
     """
     check_generator_filters(fmt, filters, test_fraction)
-    run = read_for_generator(run_dir, test_fraction)
+    run = read_for_generator(run_dir, test_fraction, repetition_weight)
     path = output if output is not None else default_generator_output(run_dir, fmt)
     check_output(path, run_dir)
     rows = build_generator_rows(run, fmt, filters)

@@ -28,6 +28,17 @@ Payment (one rule for TRL and verl): for a completion answering a request for ``
 
 So a reward lies in ``[invalid_penalty, 1 - 1/samples]``; ``samples`` sets its resolution.
 
+Repetition (``repetition_weight``, default 0.0: off): R-Zero's penalty against a generator that asks
+the same question again and again, each accepted task paying ``max(0, learnability - penalty)``. The
+penalty is the weight times the share of the *other* accepted tasks of the same call (every answer of a
+TRL batch together, so a GRPO group's answers to one prompt are weighed against each other) that fall
+in its cluster: tasks of one kind whose code shapes are at least ``repetition_similarity`` (0.5) alike,
+chained (``dedup.repetition_penalties``). A task unlike the rest of its batch keeps its whole pay; at
+weight 1.0 (R-Zero's) a batch of one repeated task pays nothing. A verl ``compute_score`` call judges
+one answer, a batch of one: the penalty applies within that answer's own tasks only. The duplicate gate
+is separate and unchanged: a near copy (``controller.novelty_threshold``, 0.9) of a known task or of
+an earlier one of the same answer is rejected and pays 0.
+
 Seeds: the loop's. Task ids are ``make_task_id(row seed, epoch, (request_index, position), item)``,
 functions of the task's code and of its place in the request, and the solver seeds each turn from
 (the reward's ``seed``, epoch, task id, sample index, turn) with ``seeding.derive_seed``. Nothing is
@@ -91,6 +102,7 @@ from several threads take turns); the work inside a call runs concurrently.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -103,9 +115,9 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from ..config import RunConfig, config_from_dict, deep_merge
-from ..dedup import SEALED_KEY, Deduper, decide, shape
+from ..dedup import REPETITION_SIMILARITY, SEALED_KEY, Deduper, decide, repetition_penalties, task_shape
 from ..errors import SpadeError, UserError
-from ..evaluator import learnability, task_fingerprint
+from ..evaluator import learnability
 from ..generator import BadAnswer, answer_items, candidates, first_error
 from ..kinds import DEFAULT_KIND, get_kind
 from ..llm.registry import aclose_llm
@@ -146,6 +158,8 @@ _SETTINGS: Final = frozenset(
         "concurrency",
         "seed",
         "banned_imports",
+        "repetition_weight",
+        "repetition_similarity",
     }
 )
 """``make_proposal_reward``'s settings that verl's ``reward_kwargs`` may pass to ``proposal_compute_score``."""
@@ -169,6 +183,10 @@ class TaskOutcome:
     samples: int = 0
     """Episodes run on it (0 when it was rejected)."""
     pay: float = 0.0
+    """Its learnability less its ``repetition``, at least 0."""
+    repetition: float = 0.0
+    """The repetition penalty taken off its learnability (``repetition_weight`` times the share of the
+    call's other accepted tasks in its cluster, ``dedup.repetition_penalties``); 0.0 when the weight is."""
 
     @property
     def accepted(self) -> bool:
@@ -215,17 +233,25 @@ class ProposalVerdict:
         return [t.reason for t in self.tasks if t.reason is not None]
 
     @property
+    def mean_repetition(self) -> float:
+        """The mean repetition penalty over the accepted tasks (0.0 when none was accepted)."""
+        taken = [t.repetition for t in self.tasks if t.accepted]
+        return round(sum(taken) / len(taken), 6) if taken else 0.0
+
+    @property
     def mean_pass_rate(self) -> float:
         """The solver's mean pass rate over the accepted tasks (0.0 when none was accepted)."""
         rates = [t.pass_rate for t in self.tasks if t.pass_rate is not None]
         return round(sum(rates) / len(rates), 6) if rates else 0.0
 
     def outcome(self) -> str:
-        """One line for a completions table: the failure, or accepted/asked and the rejections."""
+        """One line for a completions table: the failure, or accepted/asked, the rejections and the
+        repetition penalty when one was taken."""
         if self.failure is not None:
             return self.failure
         rejected = f" ({', '.join(self.reasons)})" if self.reasons else ""
-        return f"{self.accepted}/{self.n} accepted, {self.learnable} learnable{rejected}"
+        repeated = f", repetition {self.mean_repetition:g}" if self.mean_repetition else ""
+        return f"{self.accepted}/{self.n} accepted, {self.learnable} learnable{rejected}{repeated}"
 
     def as_verl(self) -> dict[str, float | int | str]:
         """verl's ``compute_score`` dict: ``score`` plus keys that are the same for every answer and
@@ -242,6 +268,7 @@ class ProposalVerdict:
             "duplicates": self.duplicates,
             "learnable": self.learnable,
             "pass_rate": self.mean_pass_rate,
+            "repetition": self.mean_repetition,
             "failure": self.failure or "",
             "reasons": ",".join(self.reasons),
         }
@@ -303,7 +330,7 @@ def _known_gate(threshold: float, known: str) -> tuple[Deduper, int]:
         except ValueError as e:
             raise UserError(f"column 'known_tasks': item {i} is not a task: {first_error(e)}") from None
         behaviour = task.meta.get("behaviour")
-        fp = shape(task_fingerprint(task.reference_code))
+        fp = task_shape(task)
         gate.accept(task, fp, task.kind, behaviour if isinstance(behaviour, str) else None)
     return gate, len(items)
 
@@ -438,6 +465,8 @@ class _Call:
         self.threshold = session.config.controller.novelty_threshold
         self._validations: dict[str, asyncio.Task[ValidationReport | tuple[str, str]]] = {}
         self._episodes: dict[tuple[str, int, int], asyncio.Task[bool]] = {}
+        self.accepted: dict[str, Task] = {}
+        """The call's accepted tasks by id, for the repetition penalty across its answers."""
 
     async def close(self) -> None:
         """Cancel what is still running (after a failure): nothing of this call outlives its loop."""
@@ -495,6 +524,7 @@ class _Call:
             if accepted is None:
                 decided.append(TaskOutcome(cand.position, cand.task.task_id, decision.reason, decision.detail))
                 continue
+            self.accepted[accepted.task_id] = accepted
             decided.append((accepted, asyncio.create_task(self.passed(accepted, row.epoch))))  # solving starts now
         outcomes = []
         for cand, item in zip(parsed, decided, strict=True):
@@ -527,10 +557,14 @@ class ProposalReward:
         sandbox: str | Sandbox | None = None,
         allow_unsafe: bool = False,
         name: str = "proposal_reward",
+        repetition_weight: float = 0.0,
+        repetition_similarity: float = REPETITION_SIMILARITY,
     ) -> None:
         self.config = config
         self.samples = samples
         self.invalid_penalty = invalid_penalty
+        self.repetition_weight = repetition_weight
+        self.repetition_similarity = repetition_similarity
         self.__name__ = name
         if isinstance(sandbox, str) or sandbox is None:
             self.rewarder = Rewarder(sandbox, limits=config.sandbox.limits(), allow_unsafe=allow_unsafe)
@@ -548,6 +582,8 @@ class ProposalReward:
             "config": self.config,
             "samples": self.samples,
             "invalid_penalty": self.invalid_penalty,
+            "repetition_weight": self.repetition_weight,
+            "repetition_similarity": self.repetition_similarity,
             "__name__": self.__name__,
             "rewarder": self.rewarder,  # a Rewarder pickles its settings, never its sandbox
         }
@@ -559,7 +595,8 @@ class ProposalReward:
     def __repr__(self) -> str:
         return (
             f"ProposalReward(name={self.__name__!r}, solver_model={self.config.solver.model!r}, "
-            f"samples={self.samples}, invalid_penalty={self.invalid_penalty})"
+            f"samples={self.samples}, invalid_penalty={self.invalid_penalty}, "
+            f"repetition_weight={self.repetition_weight})"
         )
 
     @property
@@ -608,13 +645,34 @@ class ProposalReward:
                         for text, request in zip(texts, requests, strict=True)
                         if request is not None
                     ]
-                    done = iter(await asyncio.gather(*jobs))
+                    done = iter(self._repetition(await asyncio.gather(*jobs), call.accepted))
                 finally:
                     await call.close()
                     await aclose_llm(session.sol_llm)  # pooled connections die with this loop: close them on it
                 return [None if request is None else next(done) for request in requests]
 
             return _run(main)
+
+    def _repetition(self, verdicts: list[ProposalVerdict], accepted: Mapping[str, Task]) -> list[ProposalVerdict]:
+        """``verdicts`` with each accepted task's pay less its repetition penalty across the call (R-Zero's
+        batch: every answer scored together, ``dedup.repetition_penalties``), the scores recomputed."""
+        if self.repetition_weight == 0.0:
+            return verdicts
+        places = [(v, i) for v, verdict in enumerate(verdicts) for i, t in enumerate(verdict.tasks) if t.accepted]
+        tasks = [accepted[str(verdicts[v].tasks[i].task_id)] for v, i in places]
+        penalties = repetition_penalties(tasks, self.repetition_weight, self.repetition_similarity)
+        outcomes = [list(verdict.tasks) for verdict in verdicts]
+        for (v, i), penalty in zip(places, penalties, strict=True):
+            paid = learnability(outcomes[v][i].passed, outcomes[v][i].samples)
+            outcomes[v][i] = dataclasses.replace(
+                outcomes[v][i], repetition=penalty, pay=round(max(0.0, paid - penalty), 6)
+            )
+        return [
+            verdict
+            if verdict.failure is not None
+            else dataclasses.replace(verdict, tasks=tuple(tasks), score=round(sum(t.pay for t in tasks) / verdict.n, 6))
+            for verdict, tasks in zip(verdicts, outcomes, strict=True)
+        ]
 
     def score(self, text: str, /, **columns: Any) -> ProposalVerdict:
         """The verdict on one completion ``text`` for one row's ``columns`` (``n``, ``kind``...)."""
@@ -675,6 +733,8 @@ def make_proposal_reward(
     config: RunConfig | None = None,
     name: str | None = None,
     asynchronous: bool = False,
+    repetition_weight: float = 0.0,
+    repetition_similarity: float = REPETITION_SIMILARITY,
 ) -> Any:
     """A generator reward with its own settings (the module docstring says what it pays and costs).
 
@@ -690,9 +750,13 @@ def make_proposal_reward(
     backend is refused unless ``allow_unsafe``), or a started ``Sandbox`` (left for the caller to close).
     ``name``: what TRL logs it under (default ``proposal_reward``). ``asynchronous``: a
     ``functools.partial`` of ``proposal_reward_async`` (a coroutine function to TRL).
+    ``repetition_weight``: R-Zero's repetition penalty (module docstring, "Repetition"): 0.0, the default,
+    pays learnability alone; R-Zero's own weight is 1.0. ``repetition_similarity``: the code-shape similarity
+    at which two tasks are one question asked again (default ``dedup.REPETITION_SIMILARITY``, 0.5).
 
     Raises:
-        UserError: ``invalid_penalty`` above 0, ``samples`` below 1, or a setting the config refuses.
+        UserError: ``invalid_penalty`` above 0, ``samples`` below 1, ``repetition_weight`` below 0,
+            ``repetition_similarity`` outside (0, 1], or a setting the config refuses.
     """
     if not (isinstance(invalid_penalty, (int, float)) and math.isfinite(invalid_penalty) and invalid_penalty <= 0):
         raise UserError(
@@ -701,6 +765,11 @@ def make_proposal_reward(
         )
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise UserError(f"samples must be an integer of at least 1, got {samples!r}")
+    weight = repetition_weight
+    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+        raise UserError(f"repetition_weight must be a number of at least 0 (0: no penalty), got {repetition_weight!r}")
+    if not (isinstance(repetition_similarity, (int, float)) and 0 < repetition_similarity <= 1):
+        raise UserError(f"repetition_similarity must be within (0, 1], got {repetition_similarity!r}")
     solver: dict[str, Any] = {"model": solver_model, "api_base": api_base}
     for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("max_turns", max_turns)):
         if value is not None:
@@ -719,6 +788,8 @@ def make_proposal_reward(
         sandbox=sandbox,
         allow_unsafe=allow_unsafe,
         name=name or "proposal_reward",
+        repetition_weight=float(repetition_weight),
+        repetition_similarity=float(repetition_similarity),
     )
     if asynchronous:
         return functools.partial(proposal_reward_async, _reward=reward)
@@ -789,7 +860,7 @@ def proposal_compute_score(
 ) -> dict[str, float | int | str]:
     """verl's ``custom_reward_function`` for the generator (``name: proposal_compute_score``):
     ``{"score", "valid", "tasks_asked", "tasks_proposed", "accepted", "rejected", "duplicates",
-    "learnable", "pass_rate", "failure", "reasons"}`` (``ProposalVerdict.as_verl``). ``ground_truth``
+    "learnable", "pass_rate", "repetition", "failure", "reasons"}`` (``ProposalVerdict.as_verl``). ``ground_truth``
     is the row's columns as JSON (``n``, ``kind``, ``difficulty``, ``known_tasks``...). Keywords naming
     a setting of ``make_proposal_reward`` (verl's ``reward_kwargs``: ``solver_model``, ``api_base``,
     ``samples``...) select a reward with those settings, built once; other keywords verl adds are ignored.

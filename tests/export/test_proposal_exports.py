@@ -311,6 +311,55 @@ def test_the_proposal_reward_pays_a_recorded_answer_what_the_run_measured(run: P
     assert reward([row["prompt"]], [sft["messages"][-1]["content"]], **columns) == [pytest.approx(sft["learnability"])]
 
 
+def test_the_repetition_weight_takes_the_proposal_rewards_penalty_off_each_answer(run: Path, tmp_path: Path) -> None:
+    """R-Zero's term, a prompt's answers being the batch: the export pays what the live reward pays them together."""
+    reward_module = pytest.importorskip("spade_llm.rewards.proposal")
+    from spade_llm.config import load_config
+
+    plain = {(r["epoch"], r["prompt_index"], r["sample"]): r for r in export(run, tmp_path / "sft0.jsonl", "sft")}
+    assert all(r["reward"] == r["learnability"] and r["repetition"] == 0.0 for r in plain.values())
+    weighed = {
+        (r["epoch"], r["prompt_index"], r["sample"]): r
+        for r in export(run, tmp_path / "sft1.jsonl", "sft", "--repetition-weight", "1")
+    }
+    assert set(weighed) <= set(plain)
+    for key, row in weighed.items():
+        assert row["learnability"] == plain[key]["learnability"]
+        assert (row["reward"] < row["learnability"]) == (row["repetition"] > 0) and row["reward"] > 0
+    repeated = [r for r in weighed.values() if r["repetition"] > 0]
+    assert repeated and len(weighed) < len(plain)  # this seed: one answer paid less, one paid nothing
+    # the live reward on every answer of that prompt together, with the run's seed and sample count
+    row = repeated[0]
+    answers = [
+        a
+        for a in read_rows(run / "proposals.jsonl")
+        if (a["epoch"], a["prompt_index"]) == (row["epoch"], row["prompt_index"])
+    ]
+    rejected = [r for r in read_rows(run / "rejected.jsonl") if r["epoch"] == row["epoch"]]
+    assert not any(
+        r["reason"] == "duplicate" for r in rejected if r["request_index"] in {a["request_index"] for a in answers}
+    )
+    grpo = next(
+        r
+        for r in export(run, tmp_path / "grpo.jsonl", "grpo")
+        if (r["epoch"], r["prompt_index"]) == (row["epoch"], row["prompt_index"])
+    )
+    reward = reward_module.make_proposal_reward(
+        "fake/default", samples=4, seed=SEED, config=load_config(run / "config.yaml"), repetition_weight=1.0
+    )
+    columns = {
+        k: [grpo[k] if k != "request_index" else a["request_index"] for a in answers]
+        for k in reward_module.PROPOSAL_COLUMNS
+    }
+    paid = reward([grpo["prompt"]] * len(answers), [a["text"] for a in answers], **columns)
+    for a, score in zip(answers, paid, strict=True):
+        key = (a["epoch"], a["prompt_index"], a["sample"])
+        if key in weighed:
+            assert score == pytest.approx(weighed[key]["reward"], abs=1e-6)
+        elif key in plain:  # learnable, but its every task asked again by its siblings
+            assert score == 0.0
+
+
 # -- split, order, identical rows -----------------------------------------------------------------
 
 

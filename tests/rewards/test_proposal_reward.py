@@ -25,7 +25,7 @@ from sandbox_backends import unavailable
 
 from spade_llm.cli import app as cli
 from spade_llm.config import RunConfig
-from spade_llm.dedup import HELD_OUT, seal, sealed_entry
+from spade_llm.dedup import HELD_OUT, REPETITION_SIMILARITY, seal, sealed_entry
 from spade_llm.errors import UserError
 from spade_llm.evaluator import similarity, task_fingerprint
 from spade_llm.rewards import proposal as module
@@ -353,6 +353,37 @@ def test_the_invalid_penalty_is_paid_and_never_above_zero(sandbox: Sandbox, indu
         make_proposal_reward(samples=0)
     with pytest.raises(UserError, match="max_turns"):
         make_proposal_reward(max_turns=0)
+
+
+def test_the_repetition_penalty_pays_a_repeated_task_less_and_a_task_unlike_the_batch_in_full(
+    learnable: list[dict[str, Any]], sandbox: Sandbox
+) -> None:
+    """R-Zero's term: a GRPO group whose answers repeat one task is paid less for it, the odd one out is not."""
+    first = learnable[0]
+    other = next(
+        p for p in learnable[1:]
+        if similarity(task_fingerprint(recorded_task(p)["reference_code"]),
+                      task_fingerprint(recorded_task(first)["reference_code"])) < REPETITION_SIMILARITY
+    )  # fmt: skip
+    batch = [first, first, other]
+    texts, columns = [p["text"] for p in batch], columns_of([p["columns"] for p in batch])
+    plain = make_proposal_reward(samples=8, config=CONFIG, sandbox=sandbox)
+    weighed = make_proposal_reward(samples=8, config=CONFIG, sandbox=sandbox, repetition_weight=1.0)
+    paid = plain(completions=texts, **columns)
+    repeated, again, unlike = weighed(completions=texts, **columns)
+    # of the two other tasks in the call, one is the same: half of the weight comes off each copy
+    assert repeated == again == round(max(0.0, paid[0] - 0.5), 6) < paid[0]
+    assert unlike == paid[2] > 0
+    verdicts = weighed.score_rows(texts, [p["columns"] for p in batch])
+    assert [v.as_verl()["repetition"] for v in verdicts if v is not None] == [0.5, 0.5, 0.0]
+    assert [v.tasks[0].repetition for v in verdicts if v is not None] == [0.5, 0.5, 0.0]
+    # alone in its call a task is no repetition (verl scores one answer at a time)
+    assert weighed(completions=texts[:1], **columns_of([first["columns"]])) == paid[:1]
+    for bad_weight in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(UserError, match="repetition_weight"):
+            make_proposal_reward(repetition_weight=bad_weight)
+    with pytest.raises(UserError, match="repetition_similarity"):
+        make_proposal_reward(repetition_similarity=0.0)
 
 
 # -- determinism, forms, shapes -----------------------------------------------------------------------
