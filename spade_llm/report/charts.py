@@ -450,6 +450,25 @@ def chart_diversity(run: RunData) -> Figure:
     return fig
 
 
+def chart_entropy(run: RunData) -> Figure:
+    """The entropy, in bits, of the accepted tasks' tags and of their kinds per epoch (``diversity``)."""
+    fig, (ax,) = _figure()
+    m = [r for r in run.metrics if r.diversity]
+    if not m:
+        _empty(ax, "no task accepted yet" if run.metrics else "no epoch finished yet")
+        return fig
+    x = [r.epoch for r in m]
+    for key, label, colour in (("tag_entropy", "tags", BLUE), ("kind_entropy", "kinds", AMBER)):
+        values = [float(v) if (v := num(r.diversity.get(key))) is not None else math.nan for r in m]
+        ax.plot(x, values, color=colour, label=f"entropy of {label}", **_markers(len(x)))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("bits")
+    _integer_x(ax)
+    _legend(ax, ncol=2)
+    return fig
+
+
 def chart_difficulty_mix(run: RunData) -> Figure:
     """The accepted tasks' claimed difficulty per epoch, as the histogram ``metrics.jsonl`` keeps."""
     fig, (ax,) = _figure()

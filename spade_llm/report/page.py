@@ -30,6 +30,7 @@ from .charts import (
     chart_difficulty,
     chart_difficulty_mix,
     chart_diversity,
+    chart_entropy,
     chart_failures,
     chart_first_try,
     chart_funnel,
@@ -400,6 +401,9 @@ CHARTS: list[tuple[str, Callable[[RunData], Figure], str, str, bool]] = [
     ("coverage", chart_coverage, "Task kinds and tags.",
      "The mix of kinds accepted per epoch, and how many new tags each epoch brings: a flat line is a generator "
      "repeating itself.", True),
+    ("coverage", chart_entropy, "Entropy of tags and kinds.",
+     "How evenly an epoch's accepted tasks spread over their tags and kinds, in bits (log2 of the count of "
+     "equally common values): a fall is the mix narrowing.", False),
     ("cost", chart_tokens, "Tokens per epoch.", "Prompt and completion tokens of both roles.", False),
     ("cost", chart_requests, "Requests per role.",
      "Retries and failures against requests, from summary.json (transport faults, not model answers).", False),

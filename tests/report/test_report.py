@@ -181,6 +181,8 @@ def test_diversity_calibration_and_solve_time_are_charted_from_the_metrics(page:
     assert all(b in mix for b in rows[0]["difficulty_histogram"])  # one layer per bin, named by it
     assert "claimed (the task" in _chart(page, "Claimed against measured difficulty.")
     assert "p90 episode time" in _chart(page, "Episode time, 90th percentile.")
+    entropy = _chart(page, "Entropy of tags and kinds.")
+    assert "entropy of tags" in entropy and "entropy of kinds" in entropy
     for label in ("Novelty and duplicates.", "Claimed against measured difficulty.", "Episode time, 90th percentile."):
         assert "no epoch finished yet" not in _chart(page, label) and "yet" not in _chart(page, label)
 
