@@ -397,4 +397,4 @@ class Controller:
             stopped_because=stopped_because,
         )
         self.run.write_json("summary.json", summary)
-        self.run.note_llm_fallbacks(self.stats.fallbacks)
+        self.run.note_llm(self.stats.fallbacks, self.stats.servers)

@@ -431,7 +431,7 @@ class Session:
             stopped = e
         summary = solve_summary(state, len(tasks), k, self.stats.summary(), str(stopped) if stopped else None)
         run.write_json("summary.json", summary)
-        run.note_llm_fallbacks(self.stats.fallbacks)
+        run.note_llm(self.stats.fallbacks, self.stats.servers)
         if stopped is not None:
             raise stopped
         return summary

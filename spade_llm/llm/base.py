@@ -75,9 +75,14 @@ class LLMResponse:
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str = "stop"
     model: str = ""
+    served_model: str = ""
+    """The model the server says answered (the body's ``model``: vLLM's served name, Ollama's tag, OpenAI's
+    dated snapshot); '' when it said none."""
+    system_fingerprint: str = ""
+    """The server's ``system_fingerprint`` (OpenAI's backend configuration, llama.cpp's build); '' when none."""
 
     def __post_init__(self) -> None:
-        for name in ("text", "finish_reason", "model"):
+        for name in ("text", "finish_reason", "model", "served_model", "system_fingerprint"):
             value = getattr(self, name)
             if isinstance(value, str):
                 cleaned = clean_text(value)

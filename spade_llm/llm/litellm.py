@@ -299,7 +299,15 @@ class LiteLLM(Transport):
             cost=self._cost(response, litellm),
         )
         finish = getattr(choice, "finish_reason", None)
-        return LLMResponse(text=text, usage=tokens, finish_reason=str(finish or "stop"), model=self.model)
+        served, fingerprint = getattr(response, "model", None), getattr(response, "system_fingerprint", None)
+        return LLMResponse(
+            text=text,
+            usage=tokens,
+            finish_reason=str(finish or "stop"),
+            model=self.model,
+            served_model=served[:200] if isinstance(served, str) else "",
+            system_fingerprint=fingerprint[:200] if isinstance(fingerprint, str) else "",
+        )
 
     def _cost(self, response: Any, litellm: Any) -> float | None:
         """USD cost when litellm's (local) price map knows the model, else None: never guessed."""

@@ -214,7 +214,19 @@ def parse_completion_body(content: bytes, content_type: str, model: str) -> LLMR
         cost=None,
     )
     finish = choice.get("finish_reason")
-    return LLMResponse(text=text, usage=tokens, finish_reason=str(finish or "stop"), model=model)
+    return LLMResponse(
+        text=text,
+        usage=tokens,
+        finish_reason=str(finish or "stop"),
+        model=model,
+        served_model=_said(data.get("model")),
+        system_fingerprint=_said(data.get("system_fingerprint")),
+    )
+
+
+def _said(value: Any) -> str:
+    """A server's short identity string (``model``, ``system_fingerprint``), '' for anything else."""
+    return value[:200] if isinstance(value, str) else ""
 
 
 def _json_or_text(text: str) -> Any:
@@ -235,6 +247,8 @@ class _StreamedAnswer:
         self.chunks = 0
         """Chunks that carried content: the completion-token estimate when the server sends no usage."""
         self.done = False
+        self.served_model = ""
+        self.system_fingerprint = ""
         self.saw_choice = False
         self.streaming = False
         """True once an event stream was recognised (a plain JSON body never sets it)."""
@@ -291,6 +305,8 @@ class _StreamedAnswer:
         usage = event.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
+        self.served_model = self.served_model or _said(event.get("model"))
+        self.system_fingerprint = self.system_fingerprint or _said(event.get("system_fingerprint"))
         choices = event.get("choices")
         if not isinstance(choices, list) or not choices:
             return  # the usage chunk has no choices
@@ -317,6 +333,8 @@ class _StreamedAnswer:
             usage=TokenUsage(prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=completion, cost=None),
             finish_reason=finish_reason or self.finish_reason or "stop",
             model=self.model,
+            served_model=self.served_model,
+            system_fingerprint=self.system_fingerprint,
         )
 
 

@@ -10,7 +10,8 @@ Two families of faults are counted apart, because they call for different fixes:
   answer arrived and was unusable. Nothing is retried; the prompt or the token limit needs a look.
 
 ``fallbacks`` records what the run stopped sending because a server refused it (a
-``response_format`` of ``json_schema``, say).
+``response_format`` of ``json_schema``, say); ``servers`` what each role's servers said they are (the
+answers' ``model`` and ``system_fingerprint``), for ``manifest.json``'s ``model_servers``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+MAX_IDENTITIES = 4
+"""Distinct identities kept per server: a server swapped mid-run shows as a second, a flapping one stops there."""
 
 
 @dataclass
@@ -61,6 +65,7 @@ class LLMStats:
         self._total = _Counts()
         self._roles: dict[str, _Counts] = {}
         self._fallbacks: dict[str, dict[str, Any]] = {}
+        self._servers: dict[str, dict[str, list[dict[str, str]]]] = {}
 
     def view(self, role: str) -> RoleStats:
         """The counters of one role (``generator``, ``solver``)."""
@@ -111,6 +116,28 @@ class LLMStats:
         with self._lock:
             return {k: dict(v) for k, v in self._fallbacks.items()}
 
+    def served(self, url: str, model: str, fingerprint: str, role: str | None = None) -> None:
+        """An answer came from the server at ``url`` (credentials scrubbed), which said it is ``model``
+        with ``fingerprint`` ('' for what it did not say): kept once per distinct identity."""
+        identity = {k: v for k, v in (("model", model), ("system_fingerprint", fingerprint)) if v}
+        if not identity:
+            return
+        with self._lock:
+            self._add_identity(role or "any", url, identity)
+
+    def _add_identity(self, role: str, url: str, identity: dict[str, str]) -> None:
+        known = self._servers.setdefault(role, {}).setdefault(url, [])
+        if identity not in known and len(known) < MAX_IDENTITIES:
+            known.append(identity)
+
+    @property
+    def servers(self) -> dict[str, dict[str, list[dict[str, str]]]]:
+        """Role -> server URL -> the identities its answers gave, first seen first."""
+        with self._lock:
+            return {
+                r: {u: [dict(i) for i in ids] for u, ids in sorted(s.items())} for r, s in sorted(self._servers.items())
+            }
+
     # -- reading ---------------------------------------------------------------------------------
 
     @property
@@ -140,6 +167,11 @@ class LLMStats:
             for what, detail in (previous.get("fallbacks") or {}).items():
                 if isinstance(detail, dict):
                     self._fallbacks.setdefault(str(what), dict(detail))
+            for role, servers in (previous.get("servers") or {}).items():
+                for url, identities in (servers or {}).items() if isinstance(servers, dict) else ():
+                    for identity in identities if isinstance(identities, list) else ():
+                        if isinstance(identity, dict):
+                            self._add_identity(str(role), str(url), {str(k): str(v) for k, v in identity.items()})
 
     def drain(self) -> dict[str, Any]:
         """The counts since the last drain, in the form ``carry`` adds, and zero again: how a remote
@@ -148,6 +180,7 @@ class LLMStats:
             row: dict[str, Any] = self._total.row()
             row["by_role"] = {role: c.row() for role, c in sorted(self._roles.items())}
             row["fallbacks"] = {k: dict(v) for k, v in sorted(self._fallbacks.items())}
+            row["servers"] = {r: {u: [dict(i) for i in ids] for u, ids in s.items()} for r, s in self._servers.items()}
             self._total = _Counts()
             self._roles = {role: _Counts() for role in self._roles}
             return row
@@ -192,6 +225,9 @@ class RoleStats:
 
     def fallback(self, what: str, detail: dict[str, Any]) -> bool:
         return self.stats.fallback(what, {**detail, "role": self.role})
+
+    def served(self, url: str, model: str, fingerprint: str) -> None:
+        self.stats.served(url, model, fingerprint, self.role)
 
     def summary(self) -> dict[str, Any]:
         return self.stats.summary()

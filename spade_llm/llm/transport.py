@@ -129,11 +129,15 @@ class Transport:
                     timeout = clock.timeout()
                     sent = self.prepare(request, endpoint, timeout)
                     try:
-                        return await self.send(endpoint, sent, timeout)
+                        response = await self.send(endpoint, sent, timeout)
                     except Exception as exc:
                         # a refused parameter is dropped for good, so this re-sends at most once per parameter
                         if not self.refused(sent, exc):
                             raise
+                    else:
+                        url = scrub(self.urls.get(endpoint) or endpoint, 200)
+                        self.stats.served(url, response.served_model, response.system_fingerprint)
+                        return response
                     self.stats.request()  # the re-send is a request of its own
 
         return await complete_with_retries(

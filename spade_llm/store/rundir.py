@@ -302,10 +302,11 @@ class RunDir:
         except (OSError, ValueError):
             return None
 
-    def note_llm_fallbacks(self, fallbacks: dict[str, Any]) -> None:
+    def note_llm(self, fallbacks: dict[str, Any], servers: dict[str, dict[str, list[dict[str, str]]]]) -> None:
         """Record in ``manifest.json`` what the run stopped sending because a server refused it
-        (``llm_fallbacks``); nothing is written when that is already recorded."""
-        if not fallbacks:
+        (``llm_fallbacks``) and what each role's servers said they are (``model_servers``: role -> URL ->
+        identities, ``LLMStats.servers``); nothing is written when that is already recorded."""
+        if not fallbacks and not servers:
             return
         manifest = self.read_json("manifest.json")
         if not isinstance(manifest, dict):
@@ -313,8 +314,21 @@ class RunDir:
         recorded = manifest.get("llm_fallbacks")
         known: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         merged = {**fallbacks, **known}  # the first refusal recorded stays
-        if merged != known:
-            self.write_json("manifest.json", {**manifest, "llm_fallbacks": merged})
+        said = manifest.get("model_servers")
+        before: dict[str, Any] = said if isinstance(said, dict) else {}
+        identities = {role: dict(urls) for role, urls in before.items() if isinstance(urls, dict)}
+        for role, urls in servers.items():  # a resumed run's servers join the earlier sessions'
+            for url, found in urls.items():
+                kept = identities.setdefault(role, {}).get(url)
+                kept = list(kept) if isinstance(kept, list) else []
+                identities[role][url] = kept + [i for i in found if i not in kept]
+        if merged != known or identities != before:
+            noted = dict(manifest)
+            if merged:
+                noted["llm_fallbacks"] = merged
+            if identities:
+                noted["model_servers"] = identities
+            self.write_json("manifest.json", noted)
 
     def note_stop(self, epoch: int, reason: str, detail: str) -> None:
         """Record in ``manifest.json``'s ``stops`` that the run stopped after ``epoch`` for ``reason``

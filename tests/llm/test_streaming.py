@@ -213,6 +213,30 @@ async def test_a_plain_json_answer_to_a_streaming_request_is_understood() -> Non
     assert stats.summary()["retries"] == 0
 
 
+async def test_what_a_server_says_it_is_is_kept_per_role_and_server_streamed_or_not() -> None:
+    """``manifest.json``'s ``model_servers``: the answers' ``model`` and ``system_fingerprint``."""
+    llm, stats = make(BASE)
+    said = {"model": "Qwen/Qwen2.5-Coder-7B-Instruct", "system_fingerprint": "b6123-4f0a"}
+    streamed = sse({**chunk("he"), **said}, {**chunk(None, "stop"), **said})
+    whole = {"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "model": "swapped", "id": "1"}
+    with respx.mock() as mock:
+        route = mock.post(URL)
+        route.mock(return_value=httpx.Response(200, content=streamed, headers={"content-type": "text/event-stream"}))
+        first = await llm.complete(ask("x"))
+        await llm.complete(ask("y"))  # the same identity again: kept once
+        route.mock(return_value=httpx.Response(200, json=whole))
+        second = await llm.complete(ask("z"))
+        route.mock(return_value=httpx.Response(200, json={**whole, "model": 7}))  # not a string: nothing said
+        await llm.complete(ask("w"))
+    assert (first.served_model, first.system_fingerprint) == (said["model"], said["system_fingerprint"])
+    assert (second.served_model, second.system_fingerprint) == ("swapped", "")
+    assert stats.servers == {"solver": {BASE: [said, {"model": "swapped"}]}}
+    # a worker's drained counts carry them to the driver's stats
+    driver = LLMStats()
+    driver.carry(stats.drain())
+    assert driver.servers == stats.servers
+
+
 @pytest.mark.parametrize(
     ("body", "kind"),
     [
@@ -371,6 +395,8 @@ def test_a_run_against_a_server_refusing_json_schema_falls_back_and_accepts_task
     assert server.stats.errors <= 2  # only requests already in flight met the refusal
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["llm_fallbacks"]["response_format"]["to"] == "json_object"
+    identity = [{"model": "default", "system_fingerprint": "spade-fake"}]  # what the fake server's answers say
+    assert manifest["model_servers"] == {role: {server.url: identity} for role in ("generator", "solver")}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["llm"]["fallbacks"]["response_format"]["role"] == "generator"
     assert summary["llm"]["retries"] == 0

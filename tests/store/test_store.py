@@ -105,11 +105,22 @@ def test_a_stop_is_noted_once_in_the_manifest_and_kept_by_what_else_writes_it(tm
     assert run.stopped_after("empty_epochs") == -1
     run.note_stop(2, "empty_epochs", "3 epochs in a row")
     run.note_stop(2, "empty_epochs", "again")  # the same stop noted twice (a resume after a kill): once
-    run.note_llm_fallbacks({"generator": ["json_schema"]})
+    run.note_llm({"generator": ["json_schema"]}, {})
     run.note_stop(5, "empty_epochs", "3 more")
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert [(s["epoch"], s["detail"]) for s in manifest["stops"]] == [(2, "3 epochs in a row"), (5, "3 more")]
     assert manifest["command"] == "run" and manifest["llm_fallbacks"] == {"generator": ["json_schema"]}
     assert run.stopped_after("empty_epochs") == 5 and run.stopped_after("other") == -1
+    assert "model_servers" not in manifest  # no server said anything: nothing written
+    # what the servers said: a resumed run's join the earlier session's, each identity once
+    url = "http://127.0.0.1:8000/v1"
+    run.note_llm({}, {"solver": {url: [{"model": "a"}]}})
+    run.note_llm({}, {"solver": {url: [{"model": "a"}, {"model": "b"}]}, "generator": {url: [{"model": "g"}]}})
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    assert manifest["model_servers"] == {
+        "solver": {url: [{"model": "a"}, {"model": "b"}]},
+        "generator": {url: [{"model": "g"}]},
+    }
+    assert manifest["llm_fallbacks"] == {"generator": ["json_schema"]} and len(manifest["stops"]) == 2
     (run.path / "manifest.json").write_text("{not json")  # a damaged manifest: no stop known, none lost later
     assert run.stopped_after("empty_epochs") == -1
