@@ -114,7 +114,7 @@ from ..rewards.groundtruth import (
     ground_truth,
     sandbox_fusion_form,
 )
-from ..store import JOURNALS, read_run
+from ..store import JOURNALS, TASK_STATS, TASKS, TRAJECTORIES, RunStream
 from ..types import Attempt, Message, Task, Trajectory, base_task_id, task_epoch
 from .names import FORMATS, STATUSES, TIERS, VERL_REWARDS
 
@@ -268,6 +268,38 @@ class TaskRecord:
         return None if self.measured is None else self.measured.difficulty
 
 
+@dataclass
+class _TaskPlace:
+    """Where an accepted task and its episodes are in the run's journals: what an export holds of a task
+    until it writes its rows (``TaskRecords``)."""
+
+    offset: int
+    split: str
+    episodes: list[int] = field(default_factory=list)
+    """Byte offsets of its trajectories in ``trajectories.jsonl``, in file order."""
+    measured: Measured | None = None
+
+
+class TaskRecords:
+    """A run's accepted tasks in export order, each read with its trajectories only when its turn comes
+    (``TaskRecord``): an export's memory is one task's episodes and a few numbers per task, not the run.
+    Iterable again and again; ``len`` is the number of tasks."""
+
+    def __init__(self, stream: RunStream, places: list[_TaskPlace]) -> None:
+        self._stream = stream
+        self._places = places
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def __iter__(self) -> Iterator[TaskRecord]:
+        for place in self._places:
+            task = self._stream.at(TASKS, place.offset)
+            episodes: list[Trajectory] = [self._stream.at(TRAJECTORIES, o) for o in place.episodes]
+            episodes.sort(key=lambda t: (t.sample_index, t.trajectory_id))
+            yield TaskRecord(task=task, split=place.split, trajectories=episodes, measured=place.measured)
+
+
 @dataclass(frozen=True)
 class ExportRun:
     """What an export reads from a run directory: its accepted tasks with their episodes."""
@@ -275,7 +307,8 @@ class ExportRun:
     path: Path
     public_tests: int
     prompts_dir: str | None
-    tasks: list[TaskRecord]
+    tasks: Iterable[TaskRecord]
+    """In export order (``task_order``); a ``TaskRecords`` when read from a run, each task read in its turn."""
     benchmark: int = 0
     """How many of the tasks are benchmark data (``is_benchmark``): in the test split, whatever their hash."""
     languages: Any = (DEFAULT_ANSWER_LANGUAGE,)
@@ -324,13 +357,17 @@ def split_keys(tasks: Iterable[Task]) -> dict[str, str]:
     base_task_id``: a bug hidden in an accepted task's reference) its base's, followed back to a task made
     from scratch. A task and the tasks made on it share its statement, tests and reference (a fix of the
     bug *is* the reference): split apart, a train row would hand over a held-out task's solution."""
-    by_id = {t.task_id: t for t in tasks}
+    return split_keys_of({t.task_id: base_task_id(t) for t in tasks})
+
+
+def split_keys_of(bases: dict[str, str | None]) -> dict[str, str]:
+    """``split_keys`` from each task's id -> the id of the task it was made on (None: from scratch)."""
     keys: dict[str, str] = {}
-    for task_id in by_id:
+    for task_id in bases:
         key, seen = task_id, set()
-        while key in by_id and key not in seen:
+        while key in bases and key not in seen:
             seen.add(key)
-            base = base_task_id(by_id[key])
+            base = bases[key]
             if base is None:
                 break
             key = base
@@ -360,14 +397,16 @@ def task_order(indexed: tuple[int, Task]) -> tuple[int, int, int, int]:
 
 
 def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
-    """The run's accepted tasks, their trajectories and measured difficulty (``store.read_run``,
-    strict: a line that is not a record of its journal is not turned into training data).
+    """The run's accepted tasks, their trajectories and measured difficulty (``store.RunStream``, strict: a
+    line that is not a record of its journal is not turned into training data), read as streams: one pass
+    per journal keeps each task's place, split and counts, and ``ExportRun.tasks`` reads a task with its
+    episodes only when its rows are written, so the memory does not grow with the trajectories.
 
     Raises:
         UserError: no such directory, not a run directory, or a damaged record (FILE:LINE).
     """
-    records = read_run(run_dir)
-    config = records.config
+    stream = RunStream(run_dir)
+    config = stream.config
     solver = config.get("solver") if isinstance(config.get("solver"), dict) else {}
     public_tests = solver.get("public_tests", 3) if isinstance(solver, dict) else 3
     prompts_dir = config.get("prompts_dir")
@@ -375,40 +414,50 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
     languages = (curriculum or {}).get("languages") or [DEFAULT_ANSWER_LANGUAGE]
     seed = config.get("seed", 0)
     samples = solver.get("samples_per_task", 1) if isinstance(solver, dict) else 1
+    given = stream.command == "solve"  # its tasks were given to it, often a benchmark's
 
-    seen: dict[str, Task] = {}
-    for task in records.tasks:
-        seen.setdefault(task.task_id, task)  # a task id twice: the first is the accepted one
-    ordered = sorted(enumerate(seen.values()), key=task_order)
-    given = records.command == "solve"  # its tasks were given to it, often a benchmark's
-    keys = split_keys(seen.values())  # a task made on another lands in that one's split
-    by_id = {
-        t.task_id: TaskRecord(task=t, split=task_split(t, test_fraction, given=given, key=keys[t.task_id]))
-        for _, t in ordered
-    }
-    trajectory_ids: set[str] = set()
-    for traj in records.trajectories:
-        record = by_id.get(traj.task_id)
-        if record is None or traj.trajectory_id in trajectory_ids:
+    places: dict[str, _TaskPlace] = {}
+    order: dict[str, tuple[int, int, int, int]] = {}
+    bases: dict[str, str | None] = {}
+    benchmark: set[str] = set()
+    for offset, task in stream.records(TASKS):
+        if task.task_id in places:
+            continue  # a task id twice: the first is the accepted one
+        places[task.task_id] = _TaskPlace(offset=offset, split="")
+        order[task.task_id] = task_order((len(order), task))
+        bases[task.task_id] = base_task_id(task)
+        if is_benchmark(task, given):
+            benchmark.add(task.task_id)
+    keys = split_keys_of(bases)  # a task made on another lands in that one's split
+    for task_id, place in places.items():
+        place.split = "test" if task_id in benchmark else split_of(keys[task_id], test_fraction)
+    seen: set[int] = set()  # trajectory ids, hashed: a record written twice is read once
+    played: dict[str, list[int]] = {}  # task id -> [measured episodes, passed]
+    for offset, traj in stream.records(TRAJECTORIES):
+        place = places.get(traj.task_id)
+        key = hash(traj.trajectory_id)
+        if place is None or key in seen:
             continue  # a rejected task's episode, or a record written twice
-        trajectory_ids.add(traj.trajectory_id)
-        record.trajectories.append(traj)
-    for record in by_id.values():
-        record.trajectories.sort(key=lambda t: (t.sample_index, t.trajectory_id))
-        played = measured(record.trajectories)  # abandoned episodes measure nothing
-        if played:  # until its task_stats row is written (a run going on)
-            passed = sum(t.final_status == "passed" for t in played)
-            record.measured = Measured(samples=len(played), passed=passed)
-    for row in records.task_stats:
-        stats = by_id.get(row.task_id)
+        seen.add(key)
+        place.episodes.append(offset)
+        if measured([traj]):  # abandoned episodes measure nothing
+            counts = played.setdefault(traj.task_id, [0, 0])
+            counts[0] += 1
+            counts[1] += traj.final_status == "passed"
+    del seen
+    for task_id, (samples_played, passed) in played.items():  # until its task_stats row is written
+        places[task_id].measured = Measured(samples=samples_played, passed=passed)
+    for _, row in stream.records(TASK_STATS):
+        stats = places.get(row.task_id)
         if stats is not None and row.samples - row.abandoned > 0:
             stats.measured = Measured(samples=row.samples - row.abandoned, passed=row.passed)
+    ordered = sorted(places, key=order.__getitem__)
     return ExportRun(
         path=run_dir,
         public_tests=public_tests if isinstance(public_tests, int) and public_tests > 0 else 3,
         prompts_dir=prompts_dir if isinstance(prompts_dir, str) else None,
-        tasks=list(by_id.values()),
-        benchmark=sum(is_benchmark(r.task, given) for r in by_id.values()),
+        tasks=TaskRecords(stream, [places[t] for t in ordered]),
+        benchmark=len(benchmark),
         languages=languages,
         seed=seed if isinstance(seed, int) else 0,
         samples_per_task=samples if isinstance(samples, int) and samples > 0 else 1,
@@ -720,13 +769,12 @@ def verl_rows(
             }
 
 
-def _content_key(fmt: str, run: ExportRun) -> Callable[[dict[str, Any]], str]:
+def _content_key(fmt: str, run: ExportRun, tasks: Callable[[str], Task]) -> Callable[[dict[str, Any]], str]:
     """What makes two rows the same training example (module docstring), as a canonical string.
 
     For ``grpo`` and ``verl`` that is the prompt and all a reward judges: the whole ground truth but
     the task id (tests alone would merge imported benchmarks whose ``check_code`` differs), in
-    whichever form the row holds it."""
-    tasks = {r.task.task_id: r.task for r in run.tasks}
+    whichever form the row holds it; ``tasks``: a row's task by its id."""
 
     def key(row: dict[str, Any]) -> str:
         if fmt == "sft":
@@ -734,23 +782,22 @@ def _content_key(fmt: str, run: ExportRun) -> Callable[[dict[str, Any]], str]:
         elif fmt == "dpo":
             content = [row["prompt"], row["chosen"], row["rejected"]]
         else:
-            truth = _truth(run, tasks[_task_id(row)], _language_column(row))
+            truth = _truth(run, tasks(_task_id(row)), _language_column(row))
             content = [row["prompt"], {k: v for k, v in truth.items() if k != "task_id"}]
         return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
     return key
 
 
-def unique(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
-    """``rows`` with each training example once, the first kept, order unchanged."""
-    seen: set[str] = set()
-    kept = []
+def unique(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> Iterator[dict[str, Any]]:
+    """``rows`` with each training example once, the first kept, order unchanged (streamed: a digest of each
+    example is all that is kept of it)."""
+    seen: set[bytes] = set()
     for row in rows:
-        k = key(row)
+        k = hashlib.blake2b(key(row).encode("utf-8"), digest_size=16).digest()
         if k not in seen:
             seen.add(k)
-            kept.append(row)
-    return kept
+            yield row
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -818,7 +865,7 @@ def atomic_write(output: Path, write: Callable[[Path], None]) -> None:
                 tmp.unlink()
 
 
-def write_jsonl(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
+def write_jsonl(rows: Iterable[dict[str, Any]]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="\n") as f:
             for row in rows:
@@ -875,12 +922,25 @@ def verl_schema(pa: Any) -> Any:
     )
 
 
-def _write_parquet(rows: Sequence[dict[str, Any]]) -> Callable[[Path], None]:
+PARQUET_BATCH = 2048
+"""Rows per parquet row group: an export holds one batch of rows, not the file."""
+
+
+def _write_parquet(rows: Iterable[dict[str, Any]]) -> Callable[[Path], None]:
     pa = _pyarrow()
 
     def write(path: Path) -> None:
-        table = pa.Table.from_pylist(list(rows), schema=verl_schema(pa))
-        pa.parquet.write_table(table, str(path))
+        schema = verl_schema(pa)
+        with pa.parquet.ParquetWriter(str(path), schema) as writer:
+            batch: list[dict[str, Any]] = []
+            written = False
+            for row in rows:
+                batch.append(row)
+                if len(batch) == PARQUET_BATCH:
+                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                    batch, written = [], True
+            if batch or not written:  # no row at all: an empty table, as before
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
 
     return write
 
@@ -896,24 +956,64 @@ def build_rows(
     left_out: LeftOut | None = None,
 ) -> list[dict[str, Any]]:
     """The export's rows, filtered, deduplicated, in order (verl's ``index`` numbered); what the
-    ``sandbox_fusion`` form leaves out of the kept tasks goes to ``left_out``."""
-    records = [r for r in run.tasks if keep_task(r, filters, fmt)]
+    ``sandbox_fusion`` form leaves out of the kept tasks goes to ``left_out``. ``iter_rows`` streams them."""
+    return list(iter_rows(run, fmt, filters, verl_reward, left_out))
+
+
+def iter_rows(
+    run: ExportRun,
+    fmt: str,
+    filters: ExportFilters,
+    verl_reward: str = "spade",
+    left_out: LeftOut | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``build_rows``, one task's rows at a time."""
+    current: dict[str, Task] = {}
+
+    def records() -> Iterator[TaskRecord]:
+        # the row builders finish a task's rows before they take the next task, so the task of the
+        # row being keyed is always the latest one handed out
+        for record in run.tasks:
+            if keep_task(record, filters, fmt):
+                current.clear()
+                current[record.task.task_id] = record.task
+                yield record
+
     rows: Iterable[dict[str, Any]]
     if fmt == "sft":
-        rows = sft_rows(records, filters.final_only)
+        rows = sft_rows(records(), filters.final_only)
     elif fmt == "dpo":
-        rows = dpo_rows(records)
+        rows = dpo_rows(records())
     elif fmt == "grpo":
-        rows = grpo_rows(run, records)
+        rows = grpo_rows(run, records())
     else:
-        rows = verl_rows(run, records, verl_reward, left_out, filters.split)
+        rows = verl_rows(run, records(), verl_reward, left_out, filters.split)
     # --split once duplicates are gone: an example that tasks of both splits share is kept once, in the
     # first one's split, so exporting each split alone never writes it into both files
-    kept = [r for r in unique(rows, _content_key(fmt, run)) if filters.split in (None, _split_column(r))]
-    if fmt == "verl":
-        for index, row in enumerate(kept):
+    index = 0
+    for row in unique(rows, _content_key(fmt, run, current.__getitem__)):
+        if filters.split not in (None, _split_column(row)):
+            continue
+        if fmt == "verl":
             row["extra_info"]["index"] = index
-    return kept
+        index += 1
+        yield row
+
+
+@dataclass
+class _Tally:
+    """What an export wrote, counted as its rows stream past."""
+
+    rows: int = 0
+    test: int = 0
+    task_ids: set[str] = field(default_factory=set)
+
+    def counted(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            self.rows += 1
+            self.test += _split_column(row) == "test"
+            self.task_ids.add(_task_id(row))
+            yield row
 
 
 def _split_column(row: dict[str, Any]) -> str:
@@ -961,17 +1061,16 @@ def export_run(
         return _export_harbor(run, path, filters)
     check_output(path, run_dir)
     left_out = LeftOut()
-    rows = build_rows(run, fmt, filters, verl_reward, left_out)
+    tally = _Tally()
+    rows = tally.counted(iter_rows(run, fmt, filters, verl_reward, left_out))  # written as they are made
     atomic_write(path, _write_parquet(rows) if fmt == "verl" else write_jsonl(rows))
-    test = sum(_split_column(r) == "test" for r in rows)
-    tasks = len({_task_id(r) for r in rows})
     return ExportResult(
         path=path,
         fmt=fmt,
-        rows=len(rows),
-        train=len(rows) - test,
-        test=test,
-        tasks=tasks,
+        rows=tally.rows,
+        train=tally.rows - tally.test,
+        test=tally.test,
+        tasks=len(tally.task_ids),
         left_out=left_out,
         benchmark=run.benchmark,
     )

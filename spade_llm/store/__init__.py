@@ -3,7 +3,7 @@ of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what r
 ``written_by`` (``provenance``) which command wrote a directory."""
 
 from .provenance import COMMANDS, check_written_by, run_command, written_by
-from .records import RunRecords, apply_repairs, check_integrity, read_run
+from .records import RunRecords, RunStream, apply_repairs, check_integrity, read_run
 from .rundir import (
     JOURNALS,
     LOCK_FILE,
@@ -36,6 +36,7 @@ __all__ = [
     "WRITE_ERRORS",
     "RunDir",
     "RunRecords",
+    "RunStream",
     "Store",
     "apply_repairs",
     "check_integrity",

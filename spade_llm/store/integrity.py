@@ -41,7 +41,17 @@ from ..errors import UserError
 from ..evaluator import task_stats
 from ..generator import Candidate, Proposal, kept_answer
 from ..types import REQUEST_FAILED, EpochMetrics, Rejection, Task, TaskStats, Trajectory, decision_key, task_epoch
-from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, read_numbered
+from .rundir import (
+    METRICS,
+    PLANS,
+    PROPOSALS,
+    REJECTED,
+    TASK_STATS,
+    TASKS,
+    TRAJECTORIES,
+    read_located,
+    read_numbered,
+)
 
 CHANGED = "the run directory was changed after it was written (restore it from a copy, or start the run again)"
 """How every consistency error ends: spade never writes these, so someone else did."""
@@ -100,19 +110,35 @@ def numbered(path: Path, journal: str) -> Iterator[tuple[int, dict[str, Any], An
         UserError: a line is not JSON, or not a record of the journal's kind: ``FILE:LINE``, the
             first field pydantic names, and how many more it found.
     """
-    model, what = RECORD_MODELS[journal]
     for n, raw in read_numbered(path):
-        try:
-            record = model.model_validate(raw)
-        except ValidationError as e:
-            errors = e.errors()
-            first = errors[0] if errors else {"loc": (), "msg": str(e)}
-            where = ".".join(str(p) for p in first["loc"]) or "record"
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise UserError(
-                f"{path}:{n}: not a {what}: {where}: {first['msg']}{more}; repair that line, or start the run again"
-            ) from None
-        yield n, raw, record
+        yield n, raw, validated(path, journal, n, raw)
+
+
+def located(path: Path, journal: str) -> Iterator[tuple[int, int, Any]]:
+    """(line, byte offset, record validated) for each record of a journal, as ``numbered`` checks them:
+    a streaming reader keeps the offset and reads the record again with ``validated(read_at(...))``."""
+    for n, offset, raw in read_located(path):
+        yield n, offset, validated(path, journal, n, raw)
+
+
+def validated(path: Path, journal: str, line: int | None, raw: dict[str, Any]) -> Any:
+    """``raw`` as a record of ``journal`` (``RECORD_MODELS``).
+
+    Raises:
+        UserError: it is not one: ``FILE:LINE``, the first field pydantic names, and how many more it found.
+    """
+    model, what = RECORD_MODELS[journal]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        errors = e.errors()
+        first = errors[0] if errors else {"loc": (), "msg": str(e)}
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        at = f"{path}:{line}" if line is not None else str(path)
+        raise UserError(
+            f"{at}: not a {what}: {where}: {first['msg']}{more}; repair that line, or start the run again"
+        ) from None
 
 
 def request_rejection(epoch: int, request_index: int, proposal: Proposal) -> Rejection:

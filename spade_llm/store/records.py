@@ -17,6 +17,7 @@ Either way a partial last line (a writer still at work, or killed) is not read, 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,22 @@ from .._util.text import clean_data, json_loads
 from ..curriculum import EpochPlan
 from ..errors import UserError
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
-from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve
+from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve, located, validated
 from .provenance import command_of
-from .rundir import METRICS, PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunDir, read_numbered
+from .rundir import (
+    METRICS,
+    PLANS,
+    PROPOSALS,
+    REJECTED,
+    TASK_STATS,
+    TASKS,
+    TRAJECTORIES,
+    RunDir,
+    read_at,
+    read_numbered,
+)
 
-__all__ = ["RunRecords", "apply_repairs", "check_integrity", "read_run"]
+__all__ = ["RunRecords", "RunStream", "apply_repairs", "check_integrity", "read_run"]
 
 _ORDER = (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS)
 """The journals in the order their lines are checked (the first damaged line named is in this order)."""
@@ -75,13 +87,7 @@ class RunRecords:
         return command_of(self.config, self.manifest, played=played, has_tasks=bool(self.tasks))
 
 
-def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
-    """The records of the run directory at ``path`` (see the module docstring for the two modes).
-
-    Raises:
-        UserError: ``path`` is not a run directory (no ``config.yaml``); strict only: a line is not a
-            record of its journal (FILE:LINE).
-    """
+def _run_root(path: str | Path) -> Path:
     root = Path(path)
     if not root.exists():
         raise UserError(f"run directory not found: {root}")
@@ -89,6 +95,60 @@ def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
         raise UserError(f"{root} is not a directory")
     if not (root / "config.yaml").is_file():
         raise UserError(f"{root} is not a run directory (no config.yaml)")
+    return root
+
+
+class RunStream:
+    """A run directory read strictly as ``read_run`` reads it, one journal at a time and one record at a
+    time, for a reader whose memory must not grow with the run (an export of a million trajectories): it
+    keeps what it needs of each record and its byte offset, and reads a record again with :meth:`at`.
+
+    Raises (on construction):
+        UserError: ``path`` is not a run directory (no ``config.yaml``).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = _run_root(path)
+        run = RunDir(self.path)
+        config = run.read_yaml("config.yaml")
+        self.config: dict[str, Any] = config if isinstance(config, dict) else {}
+        self.manifest = _dict(run.read_json("manifest.json"))
+        self.summary = _dict(run.read_json("summary.json"))
+
+    def records(self, journal: str) -> Iterator[tuple[int, Any]]:
+        """(byte offset, record) for each record of ``journal``, in file order, each validated.
+
+        Raises:
+            UserError: a line is not a record of its journal (FILE:LINE).
+        """
+        for _, offset, record in located(self.path / journal, journal):
+            yield offset, record
+
+    def at(self, journal: str, offset: int) -> Any:
+        """The record of ``journal`` at ``offset`` (one :meth:`records` gave), read and validated again."""
+        path = self.path / journal
+        return validated(path, journal, None, read_at(path, offset))
+
+    @property
+    def played(self) -> bool:
+        """Whether a plan, proposal or epoch was ever written (``RunRecords.is_solve``'s negation)."""
+        return any(next(read_numbered(self.path / j), None) is not None for j in (PLANS, PROPOSALS, METRICS))
+
+    @property
+    def command(self) -> str | None:
+        """``RunRecords.command``, without reading the run's records."""
+        has_tasks = next(read_numbered(self.path / TASKS), None) is not None
+        return command_of(self.config, self.manifest, played=self.played, has_tasks=has_tasks)
+
+
+def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
+    """The records of the run directory at ``path`` (see the module docstring for the two modes).
+
+    Raises:
+        UserError: ``path`` is not a run directory (no ``config.yaml``); strict only: a line is not a
+            record of its journal (FILE:LINE).
+    """
+    root = _run_root(path)
     if tolerant:
         return _read_tolerant(root)
     run = RunDir(root)

@@ -59,11 +59,20 @@ def read_numbered(path: Path, damaged: Counter[str] | None = None) -> Iterator[t
         UserError: the file cannot be read, or (no ``damaged``) a whole line is not a JSON record (a
             damaged run directory), naming the file and line.
     """
+    for n, _, record in read_located(path, damaged):
+        yield n, record
+
+
+def read_located(path: Path, damaged: Counter[str] | None = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``read_numbered`` with each record's byte offset in the file: (line number, offset, record), so a
+    reader that streams can come back for a record (``read_at``) instead of holding it."""
     if not path.exists():
         return
     try:
         with path.open("rb") as f:
+            offset = 0
             for n, raw in enumerate(f, 1):
+                at, offset = offset, offset + len(raw)
                 if not raw.endswith(b"\n"):
                     return
                 if not raw.strip():
@@ -81,9 +90,30 @@ def read_numbered(path: Path, damaged: Counter[str] | None = None) -> Iterator[t
                         damaged[path.name] += 1
                         continue
                     raise UserError(f"{path}:{n}: damaged record (not a JSON object); repair or remove that line")
-                yield n, record
+                yield n, at, record
     except OSError as e:
         raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_at(path: Path, offset: int) -> dict[str, Any]:
+    """The record at ``offset`` of a JSONL file (an offset ``read_located`` gave: a whole record line).
+
+    Raises:
+        UserError: the file cannot be read, or the line there is no longer a JSON record (changed since).
+    """
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            raw = f.readline()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        record = json_loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        record = None
+    if not isinstance(record, dict):
+        raise UserError(f"{path}: the record at byte {offset} changed while it was read; read the run again")
+    return record
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
