@@ -335,9 +335,18 @@ def episodes_pass_at_k(trajectories: Iterable[Trajectory]) -> dict[str, float]:
     """``{"pass@1": ..., "pass@N": ...}`` over the tasks of ``trajectories`` (grouped by task in the order
     they appear), an episode passing when its final status is ``passed``, for every k that each task has
     the episodes for (``ks_with_all``): a solve's ``pass_at_k``, in its summary and on its report page."""
-    outcomes: dict[str, list[bool]] = {}
+    counts: dict[str, list[int]] = {}
     for t in trajectories:
-        outcomes.setdefault(t.task_id, []).append(t.final_status == "passed")
+        seen = counts.setdefault(t.task_id, [0, 0])
+        seen[0] += 1
+        seen[1] += t.final_status == "passed"
+    return counted_pass_at_k({task_id: (n, c) for task_id, (n, c) in counts.items()})
+
+
+def counted_pass_at_k(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
+    """``episodes_pass_at_k`` from each task's (episodes, passed): all pass@k depends on, so a reader that
+    streams the episodes keeps two numbers a task."""
+    outcomes = {task_id: [True] * c + [False] * (n - c) for task_id, (n, c) in counts.items()}
     return pass_at_k_table(outcomes, ks_with_all(len(v) for v in outcomes.values())).scores()
 
 

@@ -147,3 +147,19 @@ def run_records(path: Path, names: Iterable[str]) -> dict[str, list[Any]]:
             rows.sort(key=lambda r: (r["task_id"], r.get("sample_index", 0)))
         out[name] = rows
     return out
+
+
+def grown_run(template: Path, out: Path, copies: int) -> Path:
+    """``template`` (a finished run) copied ``copies`` times as later epochs into ``out``, by
+    ``benchmarks/synthetic_run.py`` (resume's integrity checks pass; each copy's texts marked as its own)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "synthetic_run", Path(__file__).resolve().parents[1] / "benchmarks" / "synthetic_run.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    per_copy = len((template / "trajectories.jsonl").read_text().splitlines())
+    module.grow(template, out, copies * per_copy)
+    return out

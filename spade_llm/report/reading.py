@@ -1,7 +1,11 @@
 """What the page is made of, computed from the run's records: the run is read once, through
 ``spade_llm.store.read_run(path, tolerant=True)`` (a run still going or damaged still gets a page:
 a line that is not a record is counted in ``damaged`` and skipped), and everything here is derived
-from those typed records: episode counts, the tasks table's rows, the run's state, its totals."""
+from those typed records: episode counts, the tasks table's rows, the run's state, its totals.
+
+The trajectories, a run's bulk, are streamed (``store.RunStream``): each is counted as it passes, and
+what the page may embed of it is kept as its byte offset (per task a few candidates, ``TaskPicks``), read
+again only if the sample takes it. So the page's memory follows the tasks, not the episodes."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kinds.names import DEFAULT_KIND
-from ..store import RunRecords, read_run
+from ..store import PROPOSALS, TRAJECTORIES, RunRecords, RunStream, read_run
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
 
@@ -24,6 +28,40 @@ class TaskCounts:
     samples: int = 0
     passed: int = 0
     turns: int = 0
+
+
+PER_TASK = 3
+"""Trajectories kept per task at most: a repaired one, a failing one, one passed first try."""
+CATEGORIES = ("repaired", "failing", "first_try")
+"""Kinds of episode kept per task, in order of preference (package docstring)."""
+
+
+def category(trajectory: Trajectory) -> str:
+    if trajectory.final_status != "passed":
+        return "failing"
+    return "first_try" if len(trajectory.attempts) <= 1 else "repaired"
+
+
+@dataclass
+class TaskPicks:
+    """One task's candidate episodes, by byte offset in ``trajectories.jsonl``: the first of each
+    category, then others in file order."""
+
+    picks: dict[str, int] = field(default_factory=dict)
+    """The first episode of each category."""
+    extras: list[tuple[int, str]] = field(default_factory=list)
+    """Further episodes in file order, up to ``PER_TASK``: they fill the places no category took."""
+
+    def keep(self, offset: int, kind: str) -> None:
+        if kind not in self.picks:
+            self.picks[kind] = offset
+        elif len(self.extras) < PER_TASK - 1:
+            self.extras.append((offset, kind))
+
+    def ordered(self) -> list[tuple[int, str]]:
+        """(offset, category) of the episodes to embed, best first."""
+        firsts = [(self.picks[c], c) for c in CATEGORIES if c in self.picks]
+        return [*firsts, *self.extras][:PER_TASK]
 
 
 @dataclass
@@ -41,11 +79,52 @@ class Episodes:
     per_task: dict[str, TaskCounts] = field(default_factory=dict)
     epoch_of: dict[str, int] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
+    tokens: int = 0
+    """Prompt and completion tokens of every episode."""
+    picks: dict[str, TaskPicks] = field(default_factory=dict)
+    """Per task id (in file order of first appearance), the episodes the page may embed."""
+    answers: dict[str, tuple[int | None, int]] = field(default_factory=dict)
+    """Per task id: its first passing played episode (None: none passed) and its last played one, by offset
+    (``sampling.beside_answers``)."""
+
+    def add(self, t: Trajectory, offset: int = -1) -> None:
+        """Count one episode (at ``offset`` in ``trajectories.jsonl``)."""
+        status = t.final_status
+        self.count += 1
+        self.statuses[status] += 1
+        reward = num(t.reward)
+        if reward is not None:
+            self.reward_sum += reward
+            self.rewarded += 1
+        if status == "passed":
+            self.turns_to_pass[max(1, len(t.attempts))] += 1
+        else:
+            self.not_passed += 1
+        for n, a in enumerate(t.attempts, 1):
+            cls = attempt_class(a)
+            if cls is not None:
+                self.attempt_classes[cls][n] += 1
+        for flag in t.flags:
+            self.flags[flag] += 1
+        self.epoch_of.setdefault(t.task_id, t.epoch)
+        self.kind_of.setdefault(t.task_id, t.kind)
+        per = self.per_task.setdefault(t.task_id, TaskCounts())
+        per.samples += 1
+        per.passed += status == "passed"
+        per.turns += len(t.attempts)
+        self.tokens += t.usage.prompt_tokens + t.usage.completion_tokens
+        self.picks.setdefault(t.task_id, TaskPicks()).keep(offset, category(t))
+        if t.attempts:
+            first_pass, _ = self.answers.get(t.task_id, (None, offset))
+            if first_pass is None and status == "passed":
+                first_pass = offset
+            self.answers[t.task_id] = (first_pass, offset)
 
 
 @dataclass
 class RunData:
-    """Everything the page is made of, read once: the run's records and what is counted from them."""
+    """Everything the page is made of, read once: the run's records (without the trajectories, which are
+    streamed and counted: ``episodes``) and what is counted from them."""
 
     records: RunRecords
     metrics: list[EpochMetrics]
@@ -53,6 +132,14 @@ class RunData:
     task_stats: dict[str, TaskStats]
     """By task id (the last row of a task wins)."""
     episodes: Episodes
+    stream: RunStream | None = None
+    """Where the episodes ``episodes`` keeps by offset are read again (``trajectory``)."""
+
+    def trajectory(self, offset: int) -> Trajectory:
+        """The episode at ``offset`` of ``trajectories.jsonl`` (one ``episodes`` kept)."""
+        assert self.stream is not None
+        record: Trajectory = self.stream.at(TRAJECTORIES, offset)
+        return record
 
     @property
     def path(self) -> Path:
@@ -79,10 +166,6 @@ class RunData:
         return self.records.rejected
 
     @property
-    def trajectories(self) -> list[Trajectory]:
-        return self.records.trajectories
-
-    @property
     def damaged(self) -> Counter[str]:
         return self.records.damaged
 
@@ -93,12 +176,18 @@ def read_report_data(run_dir: Path | str) -> RunData:
     Raises:
         UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
     """
-    records = read_run(run_dir, tolerant=True)
+    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS))  # the bulk: streamed, or unused
+    stream = RunStream(run_dir, tolerant=True)
+    episodes = Episodes()
+    for offset, trajectory in stream.records(TRAJECTORIES):
+        episodes.add(trajectory, offset)
+    records.damaged.update(stream.damaged)
     return RunData(
         records=records,
         metrics=sorted(records.metrics, key=lambda m: m.epoch),
         task_stats={s.task_id: s for s in records.task_stats},
-        episodes=count_episodes(records.trajectories),
+        episodes=episodes,
+        stream=stream,
     )
 
 
@@ -134,36 +223,6 @@ def attempt_class(attempt: Attempt) -> str | None:
     if attempt.public_total and attempt.public_passed == attempt.public_total:
         return "hidden_only"
     return "wrong_answer"
-
-
-def count_episodes(trajectories: list[Trajectory]) -> Episodes:
-    """Count what the charts, the header and the tasks table need."""
-    eps = Episodes()
-    for t in trajectories:
-        status = t.final_status
-        eps.count += 1
-        eps.statuses[status] += 1
-        reward = num(t.reward)
-        if reward is not None:
-            eps.reward_sum += reward
-            eps.rewarded += 1
-        if status == "passed":
-            eps.turns_to_pass[max(1, len(t.attempts))] += 1
-        else:
-            eps.not_passed += 1
-        for n, a in enumerate(t.attempts, 1):
-            cls = attempt_class(a)
-            if cls is not None:
-                eps.attempt_classes[cls][n] += 1
-        for flag in t.flags:
-            eps.flags[flag] += 1
-        eps.epoch_of.setdefault(t.task_id, t.epoch)
-        eps.kind_of.setdefault(t.task_id, t.kind)
-        per = eps.per_task.setdefault(t.task_id, TaskCounts())
-        per.samples += 1
-        per.passed += status == "passed"
-        per.turns += len(t.attempts)
-    return eps
 
 
 # -- the tasks table -------------------------------------------------------------------------------
@@ -280,7 +339,7 @@ def total_tokens(run: RunData) -> int:
             for k in ("prompt_tokens", "completion_tokens")
         )
     if run.records.is_solve:  # no epoch rows: the episodes carry what the solver spent
-        return sum(t.usage.prompt_tokens + t.usage.completion_tokens for t in run.records.trajectories)
+        return run.episodes.tokens
     return sum(
         m.prompt_tokens + m.completion_tokens + m.generator_prompt_tokens + m.generator_completion_tokens
         for m in run.metrics
@@ -295,9 +354,9 @@ def pass_at_k(run: RunData) -> dict[str, float]:
     written = run.summary.get("pass_at_k")
     if isinstance(written, dict) and written:
         return {str(k): float(v) for k, v in written.items() if num(v) is not None}
-    from ..evaluator import episodes_pass_at_k
+    from ..evaluator import counted_pass_at_k
 
-    return episodes_pass_at_k(run.records.trajectories)
+    return counted_pass_at_k({task_id: (c.samples, c.passed) for task_id, c in run.episodes.per_task.items()})
 
 
 def llm_roles(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

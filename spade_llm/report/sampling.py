@@ -8,60 +8,35 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..types import Attempt, Message, Task, TestCase, TestResult, Trajectory
 from .common import MAX_TEST_ROWS, SHORT_LIMIT, TEXT_LIMIT, clip, embed_json, num
-from .reading import RunData
+from .reading import CATEGORIES, PER_TASK, RunData
+
+__all__ = [
+    "CATEGORIES",
+    "CATEGORY_LABELS",
+    "DEFAULT_MAX_TRAJECTORIES",
+    "DETAIL_BUDGET",
+    "PER_TASK",
+    "Beside",
+    "Sample",
+    "beside_answers",
+    "sample_details",
+    "slim_trajectory",
+    "task_detail",
+]
 
 DEFAULT_MAX_TRAJECTORIES = 1500
 """Trajectories embedded in one page at most (see the package docstring for which)."""
-PER_TASK = 3
-"""Trajectories kept per task at most: a repaired one, a failing one, one passed first try."""
 DETAIL_BUDGET = 4_500_000
 """Bytes of embedded task details and trajectories at most, whatever ``max_trajectories`` allows."""
 MIN_ITEM_BYTES = 1000
 """Below this much budget left, no trajectory fits: sampling stops looking."""
 
-CATEGORIES = ("repaired", "failing", "first_try")
-"""Kinds of episode kept per task, in order of preference (package docstring)."""
 CATEGORY_LABELS = {"repaired": "repaired", "failing": "failing", "first_try": "passed first try"}
-
-
-def category(trajectory: Trajectory) -> str:
-    if trajectory.final_status != "passed":
-        return "failing"
-    return "first_try" if len(trajectory.attempts) <= 1 else "repaired"
-
-
-@dataclass
-class TaskPicks:
-    """One task's candidate episodes: the first of each category, then others in file order."""
-
-    picks: dict[str, Trajectory] = field(default_factory=dict)
-    """The first episode of each category."""
-    extras: list[tuple[Trajectory, str]] = field(default_factory=list)
-    """Further episodes in file order, up to ``PER_TASK``: they fill the places no category took."""
-
-    def keep(self, trajectory: Trajectory, kind: str) -> None:
-        if kind not in self.picks:
-            self.picks[kind] = trajectory
-        elif len(self.extras) < PER_TASK - 1:
-            self.extras.append((trajectory, kind))
-
-    def ordered(self) -> list[tuple[Trajectory, str]]:
-        """(trajectory, category) of the episodes to embed, best first."""
-        firsts = [(self.picks[c], c) for c in CATEGORIES if c in self.picks]
-        return [*firsts, *self.extras][:PER_TASK]
-
-
-def candidates(trajectories: list[Trajectory]) -> dict[str, TaskPicks]:
-    """Per task id (in file order of first appearance), its candidate episodes."""
-    per_task: dict[str, TaskPicks] = {}
-    for t in trajectories:
-        per_task.setdefault(t.task_id, TaskPicks()).keep(t, category(t))
-    return per_task
 
 
 # -- a trajectory as the page shows it ---------------------------------------------------------------
@@ -186,23 +161,19 @@ def beside_answers(run: RunData, limit: int = MAX_BESIDE_ROWS) -> tuple[list[Bes
     ``limit`` tasks, in an order hashed from their ids (spread over the run); and how many had one."""
     from ..kinds import get_kind
 
-    played: dict[str, list[Trajectory]] = {}
-    for t in run.trajectories:
-        if t.attempts:
-            played.setdefault(t.task_id, []).append(t)
-    found = []
-    for task in run.tasks:
+    answers = run.episodes.answers
+    found = [task for task in run.tasks if get_kind(task.kind).beside_answer is not None and task.task_id in answers]
+    kept = []
+    for task in sorted(found, key=lambda t: _spread_key(t.task_id))[:limit]:  # only these are read again
         view = get_kind(task.kind).beside_answer
-        episodes = played.get(task.task_id)
-        if view is None or not episodes:
-            continue
-        shown = next((t for t in episodes if t.final_status == "passed"), episodes[-1])
+        assert view is not None
+        first_pass, last = answers[task.task_id]
+        shown = run.trajectory(first_pass if first_pass is not None else last)
         columns = [
             (clip(label, SHORT_LIMIT), [clip(line, SHORT_LIMIT) for line in lines])
             for label, lines in view(task, shown.attempts[-1].code)
         ]
-        found.append(Beside(task.task_id, task.kind, shown.final_status, len(shown.attempts), columns))
-    kept = sorted(found, key=lambda b: _spread_key(b.task_id))[:limit]
+        kept.append(Beside(task.task_id, task.kind, shown.final_status, len(shown.attempts), columns))
     return kept, len(found)
 
 
@@ -236,7 +207,7 @@ def sample_details(run: RunData, max_trajectories: int, budget: int | None = Non
     (``budget`` bytes, ``DETAIL_BUDGET`` by default)."""
     budget = DETAIL_BUDGET if budget is None else budget
     tasks = {t.task_id: t for t in run.tasks}
-    per_task = candidates(run.trajectories)
+    per_task = run.episodes.picks
     order = sorted(per_task, key=_spread_key)
     details: dict[str, dict[str, Any]] = {}
     used = embedded = 0
@@ -247,8 +218,8 @@ def sample_details(run: RunData, max_trajectories: int, budget: int | None = Non
             picks = per_task[task_id].ordered()
             if rank >= len(picks):
                 continue
-            trajectory, kind = picks[rank]
-            cost = _embed(details, task_id, slim_trajectory(trajectory, kind), tasks, budget - used)
+            offset, kind = picks[rank]
+            cost = _embed(details, task_id, slim_trajectory(run.trajectory(offset), kind), tasks, budget - used)
             if cost:
                 used += cost
                 embedded += 1

@@ -17,7 +17,7 @@ Either way a partial last line (a writer still at work, or killed) is not read, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from .rundir import (
     TRAJECTORIES,
     RunDir,
     read_at,
+    read_located,
     read_numbered,
 )
 
@@ -107,22 +108,39 @@ class RunStream:
         UserError: ``path`` is not a run directory (no ``config.yaml``).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, tolerant: bool = False) -> None:
+        """``tolerant``: as ``read_run``'s tolerant mode, a line that is not a record of its journal is
+        counted in ``damaged`` and skipped, and a damaged JSON file reads as ``{}``."""
         self.path = _run_root(path)
-        run = RunDir(self.path)
-        config = run.read_yaml("config.yaml")
-        self.config: dict[str, Any] = config if isinstance(config, dict) else {}
-        self.manifest = _dict(run.read_json("manifest.json"))
-        self.summary = _dict(run.read_json("summary.json"))
+        self.tolerant = tolerant
+        self.damaged: Counter[str] = Counter()
+        if tolerant:
+            self.config = _yaml_dict(self.path / "config.yaml")
+            self.manifest = _json_dict(self.path / "manifest.json")
+            self.summary = _json_dict(self.path / "summary.json")
+        else:
+            run = RunDir(self.path)
+            config = run.read_yaml("config.yaml")
+            self.config = config if isinstance(config, dict) else {}
+            self.manifest = _dict(run.read_json("manifest.json"))
+            self.summary = _dict(run.read_json("summary.json"))
 
     def records(self, journal: str) -> Iterator[tuple[int, Any]]:
         """(byte offset, record) for each record of ``journal``, in file order, each validated.
 
         Raises:
-            UserError: a line is not a record of its journal (FILE:LINE).
+            UserError: strict only: a line is not a record of its journal (FILE:LINE).
         """
-        for _, offset, record in located(self.path / journal, journal):
-            yield offset, record
+        if not self.tolerant:
+            for _, offset, record in located(self.path / journal, journal):
+                yield offset, record
+            return
+        model: type[BaseModel] = RECORD_MODELS[journal][0]
+        for _, offset, raw in read_located(self.path / journal, self.damaged):
+            try:
+                yield offset, model.model_validate(raw)
+            except ValidationError:
+                self.damaged[journal] += 1
 
     def at(self, journal: str, offset: int) -> Any:
         """The record of ``journal`` at ``offset`` (one :meth:`records` gave), read and validated again."""
@@ -141,8 +159,10 @@ class RunStream:
         return command_of(self.config, self.manifest, played=self.played, has_tasks=has_tasks)
 
 
-def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
+def read_run(path: str | Path, *, tolerant: bool = False, skip: Collection[str] = ()) -> RunRecords:
     """The records of the run directory at ``path`` (see the module docstring for the two modes).
+    ``skip`` (tolerant only): journals left unread, their lists empty, for a reader that streams them
+    (``RunStream``) or needs none of them: the trajectories and the proposals are a run's bulk.
 
     Raises:
         UserError: ``path`` is not a run directory (no ``config.yaml``); strict only: a line is not a
@@ -150,7 +170,7 @@ def read_run(path: str | Path, *, tolerant: bool = False) -> RunRecords:
     """
     root = _run_root(path)
     if tolerant:
-        return _read_tolerant(root)
+        return _read_tolerant(root, frozenset(skip))
     run = RunDir(root)
     config = run.read_yaml("config.yaml")
     records = RunRecords(
@@ -220,12 +240,14 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _read_tolerant(root: Path) -> RunRecords:
+def _read_tolerant(root: Path, skip: frozenset[str] = frozenset()) -> RunRecords:
     damaged: Counter[str] = Counter()
 
     def typed(journal: str) -> list[Any]:
         model: type[BaseModel] = RECORD_MODELS[journal][0]
-        out = []
+        out: list[Any] = []
+        if journal in skip:
+            return out
         for _, raw in read_numbered(root / journal, damaged):
             try:
                 out.append(model.model_validate(raw))
@@ -234,7 +256,7 @@ def _read_tolerant(root: Path) -> RunRecords:
         return out
 
     proposals = []
-    for _, raw in read_numbered(root / PROPOSALS, damaged):
+    for _, raw in read_numbered(root / PROPOSALS, damaged) if PROPOSALS not in skip else ():
         try:
             RECORD_MODELS[PROPOSALS][0].model_validate(raw)
             proposals.append(raw)

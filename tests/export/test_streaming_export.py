@@ -7,28 +7,16 @@ benchmark uses."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tracemalloc
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-from builders import run_fake, small_config
+from builders import grown_run, run_fake, small_config
 
 from spade_llm.errors import UserError
 from spade_llm.export.solver_rows import ExportFilters, export_run, read_for_export
 from spade_llm.store import check_integrity, read_run
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _synthetic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synthetic_run", ROOT / "benchmarks" / "synthetic_run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +26,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _grown(template: Path, folder: Path, copies: int) -> Path:
-    out = folder / f"x{copies}"
-    per_copy = len((template / "trajectories.jsonl").read_text().splitlines())
-    _synthetic().grow(template, out, copies * per_copy)
-    return out
+    return grown_run(template, folder / f"x{copies}", copies)
 
 
 def _peak_export(run: Path, out: Path) -> tuple[int, int]:
