@@ -119,6 +119,7 @@ async def test_request_body_auth_and_usage(
         usage=TokenUsage(prompt_tokens=11, completion_tokens=7, cost=None),  # nobody knows "m": no guessed price
         finish_reason="stop",
         model="openai/m",
+        served_model="m",  # what the answer's body says served it
     )
     assert spec_counts(stats) == {"requests": 1, "retries": 0, "failures": 0, "by_kind": {}}
 
