@@ -336,7 +336,7 @@ def test_grpo_groups_of_four_share_one_task_over_three_steps_and_an_epoch(
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     run = tmp_path / "run"
     # 2 tasks x 4 samples an epoch: the third step's group plays the second epoch
-    server = ServeEnv(["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "2", "--seed", "0",
+    server = ServeEnv(["--model", "fake/default", "--tasks-per-epoch", "2", "--samples-per-task", "4", "--seed", "0",
                        "--out", str(run)])  # fmt: skip
     try:
         dataset = live_dataset(8, num_generations=4)
