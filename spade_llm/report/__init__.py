@@ -32,8 +32,10 @@ goes on the page reloads itself every ``REFRESH_S`` seconds (not while a task is
 The package, one module per job (each imports only those above it):
 
 - ``common``: text limits, ``clip``, ``embed_json``, reading a value without trusting it;
-- ``reading``: the run, read once through ``spade_llm.store.read_run(path, tolerant=True)``, and
-  what the page needs computed from its records (``RunData``, episode counts, the tasks' rows);
+- ``reading``: the run, read once through ``spade_llm.store.read_run(path, tolerant=True)`` with its
+  trajectories streamed (``store.RunStream``: each counted as it passes, the sample's candidates kept by
+  byte offset), and what the page needs computed from its records (``RunData``, episode counts, the
+  tasks' rows);
 - ``sampling``: which task details and trajectories are embedded, slimmed, within the budget, and which
   answers are shown beside their task (``beside_answers``: a kind's ``TaskKind.beside_answer``, a bug fix's
   buggy lines beside the solver's fix, at most ``MAX_BESIDE_ROWS`` tasks);

@@ -12,6 +12,10 @@ it, so a record means the same thing to each of them. Two modes:
   ``{}``.
 
 Either way a partial last line (a writer still at work, or killed) is not read, and nothing is written.
+
+``RunStream`` reads the same journals with the same checks one record at a time, with each record's byte
+offset, for a reader whose memory must not grow with the run: the exports keep a task's offsets and read
+its episodes in its turn, the report counts the episodes as they pass.
 """
 
 from __future__ import annotations
