@@ -434,12 +434,12 @@ def read_for_export(run_dir: Path, test_fraction: float) -> ExportRun:
     seen: set[int] = set()  # trajectory ids, hashed: a record written twice is read once
     played: dict[str, list[int]] = {}  # task id -> [measured episodes, passed]
     for offset, traj in stream.records(TRAJECTORIES):
-        place = places.get(traj.task_id)
+        owner = places.get(traj.task_id)
         key = hash(traj.trajectory_id)
-        if place is None or key in seen:
+        if owner is None or key in seen:
             continue  # a rejected task's episode, or a record written twice
         seen.add(key)
-        place.episodes.append(offset)
+        owner.episodes.append(offset)
         if measured([traj]):  # abandoned episodes measure nothing
             counts = played.setdefault(traj.task_id, [0, 0])
             counts[0] += 1

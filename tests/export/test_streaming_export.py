@@ -15,7 +15,7 @@ import pytest
 from builders import grown_run, run_fake, small_config
 
 from spade_llm.errors import UserError
-from spade_llm.export.solver_rows import ExportFilters, export_run, read_for_export
+from spade_llm.export.solver_rows import ExportFilters, TaskRecords, export_run, read_for_export
 from spade_llm.store import check_integrity, read_run
 
 
@@ -61,6 +61,7 @@ def test_an_exports_memory_does_not_grow_with_the_trajectories(template: Path, t
 def test_streamed_rows_are_the_rows_in_order_with_each_example_once(template: Path, tmp_path: Path) -> None:
     grown = _grown(template, tmp_path, 3)
     run = read_for_export(grown, 0.1)
+    assert isinstance(run.tasks, TaskRecords)
     records = list(run.tasks)  # read again and again, each time the same
     assert [r.task.task_id for r in records] == [r.task.task_id for r in run.tasks] and len(records) == len(run.tasks)
     for fmt in ("sft", "dpo", "grpo"):
