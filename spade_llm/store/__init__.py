@@ -1,9 +1,10 @@
 """The store: a run directory on disk (``RunDir``, its journals), and ``read_run``, the one reader
-of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what resume asks more;
+of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what resume asks more
+(``read_checked``: both in one pass, the bulk not held);
 ``written_by`` (``provenance``) which command wrote a directory."""
 
 from .provenance import COMMANDS, check_written_by, run_command, written_by
-from .records import RunRecords, RunStream, apply_repairs, check_integrity, read_run
+from .records import CheckedRun, RunRecords, RunStream, apply_repairs, check_integrity, read_checked, read_run
 from .rundir import (
     JOURNALS,
     LOCK_FILE,
@@ -34,6 +35,7 @@ __all__ = [
     "TASK_STATS",
     "TRAJECTORIES",
     "WRITE_ERRORS",
+    "CheckedRun",
     "RunDir",
     "RunRecords",
     "RunStream",
@@ -41,6 +43,7 @@ __all__ = [
     "apply_repairs",
     "check_integrity",
     "check_written_by",
+    "read_checked",
     "read_jsonl",
     "read_numbered",
     "read_run",

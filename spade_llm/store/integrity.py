@@ -29,7 +29,7 @@ at all (an older spade kept no ``proposals.jsonl``) has no decision order to che
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,8 @@ from .rundir import (
     TASK_STATS,
     TASKS,
     TRAJECTORIES,
+    read_at,
     read_located,
-    read_numbered,
 )
 
 CHANGED = "the run directory was changed after it was written (restore it from a copy, or start the run again)"
@@ -66,6 +66,11 @@ class CandidateRecord(BaseModel):
     task: Task | None = None
     reason: str | None = None
     detail: str | None = None
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task it parsed into; None: it did not parse."""
+        return self.task.task_id if self.task is not None else None
 
 
 class ProposalRecord(BaseModel):
@@ -91,6 +96,56 @@ class ProposalRecord(BaseModel):
     prompt: list[dict[str, Any]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeRef:
+    """A trajectory as the checks need it (its key and epoch) and where to read it again: what a reader
+    whose memory must not grow with the run keeps of each (``Lines``' ``light`` journals)."""
+
+    task_id: str
+    sample_index: int
+    epoch: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRef:
+    """A candidate of an answer: its position, and the id of the task it parsed into (None: it did not)."""
+
+    position: int
+    task_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRef:
+    """A ``proposals.jsonl`` row as the checks need it, and where to read it again (see ``EpisodeRef``)."""
+
+    epoch: int
+    request_index: int
+    n: int
+    failure: str | None
+    candidates: tuple[CandidateRef, ...] | None
+    offset: int
+
+
+def _episode_ref(record: Trajectory, offset: int) -> EpisodeRef:
+    return EpisodeRef(record.task_id, record.sample_index, record.epoch, offset)
+
+
+def _answer_ref(record: ProposalRecord, offset: int) -> AnswerRef:
+    candidates = None
+    if record.candidates is not None:
+        candidates = tuple(CandidateRef(c.position, c.task_id) for c in record.candidates)
+    return AnswerRef(record.epoch, record.request_index, record.n, record.failure, candidates, offset)
+
+
+LIGHT: Mapping[str, Callable[[Any, int], Any]] = {TRAJECTORIES: _episode_ref, PROPOSALS: _answer_ref}
+"""The journals a run's bulk is in, and what ``Lines`` keeps of each of their records when asked to keep
+them light: everything the checks compare, and the byte offset to read the rest again when a repair
+needs it."""
+
+RecordSeen = Callable[[str, dict[str, Any], Any], None]
+"""Told of each record as it is read: (journal, the record as written, the record validated)."""
+
 RECORD_MODELS: Mapping[str, tuple[type[BaseModel], str]] = {
     TASKS: (Task, "task"),
     REJECTED: (Rejection, "rejection"),
@@ -103,20 +158,14 @@ RECORD_MODELS: Mapping[str, tuple[type[BaseModel], str]] = {
 """Each journal's record model, and what its records are called in messages."""
 
 
-def numbered(path: Path, journal: str) -> Iterator[tuple[int, dict[str, Any], Any]]:
-    """(line, record as written, record validated) for each record of a journal.
+def located(path: Path, journal: str) -> Iterator[tuple[int, int, Any]]:
+    """(line, byte offset, record validated) for each record of a journal: a streaming reader keeps the
+    offset and reads the record again with ``validated(read_at(...))``.
 
     Raises:
         UserError: a line is not JSON, or not a record of the journal's kind: ``FILE:LINE``, the
             first field pydantic names, and how many more it found.
     """
-    for n, raw in read_numbered(path):
-        yield n, raw, validated(path, journal, n, raw)
-
-
-def located(path: Path, journal: str) -> Iterator[tuple[int, int, Any]]:
-    """(line, byte offset, record validated) for each record of a journal, as ``numbered`` checks them:
-    a streaming reader keeps the offset and reads the record again with ``validated(read_at(...))``."""
     for n, offset, raw in read_located(path):
         yield n, offset, validated(path, journal, n, raw)
 
@@ -188,18 +237,47 @@ def _plural(n: int, word: str) -> str:
 class Lines:
     """The records of one run directory with their line numbers, for the checks' messages."""
 
-    def __init__(self, root: Path, journals: tuple[str, ...]) -> None:
+    def __init__(
+        self, root: Path, journals: tuple[str, ...], *, light: Collection[str] = (), seen: RecordSeen | None = None
+    ) -> None:
+        """``light``: journals of ``LIGHT`` whose records are kept as their references (``EpisodeRef``,
+        ``AnswerRef``), not whole: the checks need no more, and a repair reads what it needs again;
+        ``seen``: told of every record as it is read, for a reader that keeps more of some."""
         self.root = root
         self.rows: dict[str, list[tuple[int, Any]]] = {}
         self.raw_proposals: dict[int, dict[str, Any]] = {}
-        """``proposals.jsonl`` rows as written, by line: ``Proposal.from_record`` reads these."""
+        """``proposals.jsonl`` rows as written, by line, unless kept light: ``Proposal.from_record`` reads these."""
         for journal in journals:  # every line is checked before any record is compared
             rows = []
-            for n, raw, record in numbered(root / journal, journal):
+            path = root / journal
+            lighten = LIGHT[journal] if journal in light else None
+            for n, offset, raw in read_located(path):
+                record = validated(path, journal, n, raw)
+                if seen is not None:
+                    seen(journal, raw, record)
+                if lighten is not None:
+                    rows.append((n, lighten(record, offset)))
+                    continue
                 rows.append((n, record))
                 if journal == PROPOSALS:
                     self.raw_proposals[n] = raw
             self.rows[journal] = rows
+
+    def raw_proposal(self, n: int, record: ProposalRecord | AnswerRef) -> dict[str, Any]:
+        """The ``proposals.jsonl`` row at line ``n`` as written (read again when kept light)."""
+        kept = self.raw_proposals.get(n)
+        if kept is not None:
+            return kept
+        assert isinstance(record, AnswerRef)
+        return read_at(self.path(PROPOSALS), record.offset)
+
+    def trajectories(self, records: Sequence[Trajectory | EpisodeRef]) -> list[Trajectory]:
+        """``records`` of ``trajectories.jsonl`` whole (read again where kept light)."""
+        path = self.path(TRAJECTORIES)
+        return [
+            r if isinstance(r, Trajectory) else validated(path, TRAJECTORIES, None, read_at(path, r.offset))
+            for r in records
+        ]
 
     def path(self, journal: str) -> Path:
         return self.root / journal
@@ -257,30 +335,50 @@ class _Slot:
     """One place in an epoch's decision order: a failed request, or one of a request's candidates."""
 
     key: tuple[int, int]
-    rejection: Rejection | None
-    """The rejection it gets when it can be derived from the proposal alone (it did not parse)."""
+    rejection: Callable[[], Rejection] | None
+    """The rejection it gets when it can be derived from the proposal alone (it did not parse), made
+    when asked for: only a lost one is, and making it reads the proposal whole."""
     task_id: str | None
 
 
-def _slots(epoch: int, plan: EpochPlan, answers: dict[int, dict[str, Any]]) -> list[_Slot]:
+def _slots(
+    epoch: int,
+    plan: EpochPlan,
+    answers: dict[int, tuple[int, ProposalRecord | AnswerRef]],
+    raw: Callable[[int, ProposalRecord | AnswerRef], dict[str, Any]],
+) -> list[_Slot]:
     """The epoch's decision order as far as it is known: requests in plan order up to the first one
     with no recorded answer (decisions stop there), each answer's candidates in position order.
-    ``answers``: request index -> its ``proposals.jsonl`` row as written."""
+    ``answers``: request index -> (its ``proposals.jsonl`` line, its record); ``raw``: that row as written."""
+
+    def proposal(n: int, answer: ProposalRecord | AnswerRef) -> Proposal:
+        return Proposal.from_record(raw(n, answer))
+
+    def failed(n: int, answer: ProposalRecord | AnswerRef) -> Callable[[], Rejection]:
+        return lambda: request_rejection(epoch, answer.request_index, proposal(n, answer))
+
+    def unparsed(n: int, answer: ProposalRecord | AnswerRef, key: tuple[int, int]) -> Callable[[], Rejection]:
+        def make() -> Rejection:
+            whole = proposal(n, answer)
+            candidate = next(c for c in whole.candidates if c.position == key)
+            return candidate_rejection(epoch, answer.request_index, whole, candidate)
+
+        return make
+
     slots: list[_Slot] = []
     for request in plan.requests:
-        row = answers.get(request.request_index)
-        if row is None:
+        found = answers.get(request.request_index)
+        if found is None:
             break
-        proposal = Proposal.from_record(row)
-        if proposal.failure:
-            rejection = request_rejection(epoch, request.request_index, proposal)
-            slots.append(_Slot((request.request_index, REQUEST_FAILED), rejection, None))
-        for cand in proposal.candidates:
-            if cand.task is None:
-                rejection = candidate_rejection(epoch, request.request_index, proposal, cand)
-                slots.append(_Slot(cand.position, rejection, None))
+        n, answer = found
+        if answer.failure:
+            slots.append(_Slot((request.request_index, REQUEST_FAILED), failed(n, answer), None))
+        for cand in answer.candidates or ():
+            key = (request.request_index, cand.position)
+            if cand.task_id is None:
+                slots.append(_Slot(key, unparsed(n, answer, key), None))
             else:
-                slots.append(_Slot(cand.position, None, cand.task.task_id))
+                slots.append(_Slot(key, None, cand.task_id))
     return slots
 
 
@@ -336,12 +434,16 @@ def check_run(lines: Lines) -> Repairs:
             f"{CHANGED}"
         )
 
-    by_task: dict[str, list[Trajectory]] = defaultdict(list)
+    by_task: dict[str, list[Trajectory | EpisodeRef]] = defaultdict(list)
     for _, t in trajs.values():
         by_task[t.task_id].append(t)
+    answers_of: dict[int, dict[int, tuple[int, ProposalRecord | AnswerRef]]] = defaultdict(dict)
+    for (epoch, request), found in proposals.items():  # by epoch once: a scan per epoch grew with the square
+        answers_of[epoch][request] = found
     epochs = sorted({*range(finished + 1), *by_epoch, *rejections_of} - {-1})
     for epoch in epochs:
-        _check_decisions(lines, epoch, metrics.get(epoch), plans, proposals, by_epoch, rejections_of, by_task, repairs)
+        answers = answers_of.get(epoch, {})
+        _check_decisions(lines, epoch, metrics.get(epoch), plans, answers, by_epoch, rejections_of, by_task, repairs)
     check_episodes(lines, tasks, stats, trajs, by_task)
     for epoch in range(finished):
         n_metrics, row = metrics[epoch]
@@ -356,7 +458,8 @@ def check_run(lines: Lines) -> Repairs:
             )
         for task in epoch_tasks:  # the episodes are complete: a lost stats row is recomputed exactly
             if task.task_id not in stats and by_task.get(task.task_id):
-                repairs.stats.append(task_stats(task.task_id, epoch, task.kind, by_task[task.task_id]))
+                episodes_of = lines.trajectories(by_task[task.task_id])
+                repairs.stats.append(task_stats(task.task_id, epoch, task.kind, episodes_of))
     return repairs
 
 
@@ -365,13 +468,14 @@ def _check_decisions(
     epoch: int,
     metrics: tuple[int, EpochMetrics] | None,
     plans: dict[Any, tuple[int, EpochPlan]],
-    proposals: dict[Any, tuple[int, ProposalRecord]],
+    answers: dict[int, tuple[int, ProposalRecord | AnswerRef]],
     by_epoch: dict[int, list[tuple[int, Task]]],
     rejections_of: dict[int, list[tuple[int, Rejection]]],
-    by_task: dict[str, list[Trajectory]],
+    by_task: Mapping[str, Sequence[Trajectory | EpisodeRef]],
     repairs: Repairs,
 ) -> None:
-    """One epoch's tasks and rejections against its answers and (once finished) its metrics row."""
+    """One epoch's tasks and rejections against its answers (request index -> (line, record)) and (once
+    finished) its metrics row."""
     decided: dict[tuple[int, int], tuple[str, int]] = {}
     for n, task in by_epoch.get(epoch, []):
         key = _task_key(task)
@@ -389,9 +493,9 @@ def _check_decisions(
             )
         decided[key] = (REJECTED, n)
     missing: list[_Slot] = []
-    if any(k[0] == epoch for k in proposals):  # an epoch of an older spade's run kept no answers
-        missing = _gaps(lines, epoch, metrics, plans, proposals, decided)
-    derived = [slot for slot in missing if slot.rejection is not None]
+    if answers:  # an epoch of an older spade's run kept no answers
+        missing = _gaps(lines, epoch, metrics, plans, answers, decided)
+    derived = [(slot.key, slot.rejection()) for slot in missing if slot.rejection is not None]
     unknown = [slot for slot in missing if slot.rejection is None]
     if metrics is not None:
         _check_counts(lines, epoch, metrics, by_epoch, rejections_of, derived, unknown)
@@ -402,9 +506,8 @@ def _check_decisions(
             f"{where}: epoch {epoch} has no decision for request {slot.key[0]} position "
             f"{slot.key[1]} ({slot.task_id}), though later candidates are decided; {CHANGED}"
         )
-    for slot in derived:
-        assert slot.rejection is not None
-        repairs.rejections.append((_line_before(lines, epoch, slot.key), slot.rejection))
+    for key, rejection in derived:
+        repairs.rejections.append((_line_before(lines, epoch, key), rejection))
 
 
 def _gaps(
@@ -412,7 +515,7 @@ def _gaps(
     epoch: int,
     metrics: tuple[int, EpochMetrics] | None,
     plans: dict[Any, tuple[int, EpochPlan]],
-    proposals: dict[Any, tuple[int, ProposalRecord]],
+    located: dict[int, tuple[int, ProposalRecord | AnswerRef]],
     decided: dict[tuple[int, int], tuple[str, int]],
 ) -> list[_Slot]:
     """The places of the epoch's decision order that should be decided and are not: all its metrics
@@ -423,8 +526,8 @@ def _gaps(
             why = f"which finished ({lines.ref(METRICS, metrics[0])})" if metrics else "which has decisions"
             raise UserError(f"{lines.path(PLANS)}: no plan for epoch {epoch}, {why}; {CHANGED}")
         return []
-    answers = {k[1]: row for k, (_, row) in proposals.items() if k[0] == epoch}
-    slots = _slots(epoch, plan[1], {k[1]: lines.raw_proposals[n] for k, (n, _) in proposals.items() if k[0] == epoch})
+    answers = {request: row for request, (_, row) in located.items()}
+    slots = _slots(epoch, plan[1], located, lines.raw_proposal)
     order = {slot.key: i for i, slot in enumerate(slots)}
     unanswered = [r.request_index for r in plan[1].requests if r.request_index not in answers]
     for key in sorted(k for k in decided if k not in order):  # the first such decision, in decision order
@@ -470,7 +573,7 @@ def _check_counts(
     metrics: tuple[int, EpochMetrics],
     by_epoch: dict[int, list[tuple[int, Task]]],
     rejections_of: dict[int, list[tuple[int, Rejection]]],
-    derived: list[_Slot],
+    derived: list[tuple[tuple[int, int], Rejection]],
     unknown: list[_Slot],
 ) -> None:
     """A finished epoch's tasks, and its rejections by reason (with those re-derived), against its
@@ -489,7 +592,7 @@ def _check_counts(
             f"{row.tasks_accepted}{what}; {CHANGED}"
         )
     reasons = Counter(r.reason for _, r in rejections_of.get(epoch, []))
-    reasons.update(slot.rejection.reason for slot in derived if slot.rejection is not None)
+    reasons.update(rejection.reason for _, rejection in derived)
     if dict(reasons) != {k: v for k, v in row.rejected_by_reason.items() if v}:
         diff = sorted(set(reasons) | set(row.rejected_by_reason))
         reason = next(r for r in diff if reasons.get(r, 0) != row.rejected_by_reason.get(r, 0))
@@ -514,8 +617,8 @@ def check_episodes(
     lines: Lines,
     tasks: dict[Any, tuple[int, Task]],
     stats: dict[Any, tuple[int, TaskStats]],
-    trajs: dict[Any, tuple[int, Trajectory]],
-    by_task: dict[str, list[Trajectory]],
+    trajs: dict[Any, tuple[int, Trajectory | EpisodeRef]],
+    by_task: Mapping[str, Sequence[Trajectory | EpisodeRef]],
     epochs: bool = True,
 ) -> None:
     """Every episode and stats row names a known task; a stats row counts its task's episodes.
@@ -551,7 +654,7 @@ def check_solve(lines: Lines, summary: Any) -> None:
     samples are all judged, as after a kill.
     """
     tasks, stats, trajs = lines.episodes()
-    by_task: dict[str, list[Trajectory]] = defaultdict(list)
+    by_task: dict[str, list[Trajectory | EpisodeRef]] = defaultdict(list)
     for _, t in trajs.values():
         by_task[t.task_id].append(t)
     check_episodes(lines, tasks, stats, trajs, by_task, epochs=False)

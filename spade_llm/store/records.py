@@ -33,7 +33,7 @@ from .._util.text import clean_data, json_loads
 from ..curriculum import EpochPlan
 from ..errors import UserError
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
-from .integrity import RECORD_MODELS, Lines, Repairs, check_run, check_solve, located, validated
+from .integrity import RECORD_MODELS, Lines, RecordSeen, Repairs, check_run, check_solve, located, validated
 from .provenance import command_of
 from .rundir import (
     METRICS,
@@ -49,7 +49,7 @@ from .rundir import (
     read_numbered,
 )
 
-__all__ = ["RunRecords", "RunStream", "apply_repairs", "check_integrity", "read_run"]
+__all__ = ["CheckedRun", "RunRecords", "RunStream", "apply_repairs", "check_integrity", "read_checked", "read_run"]
 
 _ORDER = (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS)
 """The journals in the order their lines are checked (the first damaged line named is in this order)."""
@@ -214,7 +214,58 @@ def check_integrity(records: RunRecords) -> RunRecords:
     return records
 
 
-def apply_repairs(run: RunDir, records: RunRecords) -> None:
+@dataclass
+class CheckedRun:
+    """A run directory read for resume (``read_checked``): checked as ``check_integrity`` checks, with its
+    repairs merged in; of the bulk (trajectories, proposals) nothing is kept here, its reader was told of
+    each record as it passed and kept what it needs."""
+
+    path: Path
+    is_solve: bool
+    tasks: list[Task]
+    rejected: list[Rejection]
+    """Every rejection, the re-derived ones in place (decision order)."""
+    task_stats: list[TaskStats]
+    """Every stats row, the re-derived ones last (completion order, as after a kill)."""
+    metrics: list[EpochMetrics]
+    plans: list[EpochPlan]
+    repairs: Repairs
+
+
+def read_checked(path: str | Path, *, seen: RecordSeen | None = None) -> CheckedRun:
+    """The run directory at ``path`` read strictly and checked as resume needs (``check_integrity``),
+    in one pass over each journal, holding of each trajectory and proposal only what the checks compare
+    (``integrity.LIGHT``): ``seen`` is told of every record as it is read (journal, as written,
+    validated), before the checks, so a caller keeps what it needs without a second pass; what it
+    kept counts only once this returns.
+
+    Raises:
+        UserError: not a run directory, a line is not a record of its journal (FILE:LINE), or the
+            records disagree with what the run recorded about them.
+    """
+    root = _run_root(path)
+    RunDir(root).read_yaml("config.yaml")  # a damaged config is named before any record
+    lines = Lines(root, _ORDER, light=(TRAJECTORIES, PROPOSALS), seen=seen)
+    rows = {journal: [record for _, record in lines.rows[journal]] for journal in _ORDER}
+    solve = not (rows[PLANS] or rows[PROPOSALS] or rows[METRICS])
+    if solve:
+        check_solve(lines, RunDir(root).read_json("summary.json") or None)
+        repairs = Repairs()
+    else:
+        repairs = check_run(lines)
+    return CheckedRun(
+        path=root,
+        is_solve=solve,
+        tasks=rows[TASKS],
+        rejected=_merged(lines.rows[REJECTED], repairs.rejections),
+        task_stats=[*rows[TASK_STATS], *repairs.stats],
+        metrics=rows[METRICS],
+        plans=rows[PLANS],
+        repairs=repairs,
+    )
+
+
+def apply_repairs(run: RunDir, records: RunRecords | CheckedRun) -> None:
     """Write back what ``read_run`` re-derived, as the run would have written it: rejections in
     place (``rejected.jsonl`` is in decision order), stats rows appended (completion order, as after
     a kill). Resume does this before it goes on; nothing else writes a run it reads."""
