@@ -100,7 +100,7 @@ class Controller:
     async def run_all(self) -> list[EpochMetrics]:
         finished = len(self.state.metrics)
         if finished:  # resume: a training step killed (or failed) after its epoch runs before the next
-            self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=True)
+            self.empty.stop_if_due(self.state.metrics, resuming=True)
             await self.train_after(finished - 1)
         if self.config.controller.overlap:
             await self._run_overlapped(finished)
@@ -116,7 +116,7 @@ class Controller:
         """An epoch's row is written: say it, and stop the run when too many epochs in a row were empty."""
         self.log(describe_epoch(row, said=self._printed))
         self._printed = set(row.warnings)
-        self.empty.stop_if_due(self.state.metrics, self.state.rejected, resuming=False)
+        self.empty.stop_if_due(self.state.metrics, resuming=False)
 
     async def _run_overlapped(self, first: int) -> None:
         """``controller.overlap``: epoch N+1 is proposed, validated and played while epoch N's episodes are
@@ -204,7 +204,7 @@ class Controller:
                 self.episodes.write_stats(task, epoch, force=True)
         row = self.epoch_metrics(epoch, plan, time.monotonic() - started)
         self.run.append(METRICS, [row.model_dump(mode="json")])
-        self.state.metrics.append(row)
+        self.state.end_epoch(row)  # its episodes and answers are counted, and let go
         self.write_summary(done=False)
         call_epoch_hooks(self.hooks, EpochEnd(self.run.path, epoch, row, self.config))
         return row
@@ -254,7 +254,7 @@ class Controller:
             proposal = await self.generator.propose(ctx)
             row = proposal.record(epoch, ctx.n)
             self.run.append(PROPOSALS, [row])  # before any of its candidates is decided
-            self.state.proposals[(epoch, ctx.request_index)] = row
+            self.state.add_proposal(epoch, ctx.request_index, row)
             return proposal
 
         async def propose(ctx: ProposalContext) -> tuple[Proposal, list[asyncio.Task[ValidationReport] | None]]:
@@ -357,12 +357,12 @@ class Controller:
                 )
             )
             return None
-        self.state.tasks.append(accepted)
+        self.state.add_task(accepted)
         self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
         return accepted
 
     def reject(self, rejection: Rejection) -> None:
-        self.state.rejected.append(rejection)
+        self.state.add_rejection(rejection)
         self.run.append(REJECTED, [rejection.model_dump(mode="json")])
 
     # -- metrics -------------------------------------------------------------------------------------
@@ -385,7 +385,7 @@ class Controller:
             mutation_s=self._mutation_s.get(epoch, []),
             wall_s=wall_s,
         )
-        warned = [*row.warnings, *self.empty.last_epoch_warning(self.state.metrics, row, self.state.rejected)]
+        warned = [*row.warnings, *self.empty.last_epoch_warning(self.state.metrics, row)]
         return row.model_copy(update={"next_difficulty": self.curriculum.next_target(row), "warnings": warned})
 
     def write_summary(self, *, done: bool, stopped_because: str | None = None) -> None:

@@ -18,7 +18,7 @@ from .config import ControllerConfig
 from .errors import EmptyEpochs
 from .progress import empty_epochs_message, empty_streak
 from .store import RunDir
-from .types import EpochMetrics, Rejection
+from .types import EpochMetrics
 
 __all__ = ["PAUSE_MAX_S", "EmptyEpochGuard"]
 
@@ -49,7 +49,7 @@ class EmptyEpochGuard:
             self.log(f"no task accepted in the last {empty} epoch(s): the next one starts in {pause:g} s")
             await asyncio.sleep(pause)  # Ctrl-C (a cancel) ends it at once
 
-    def stop_if_due(self, rows: Sequence[EpochMetrics], rejected: Sequence[Rejection], *, resuming: bool) -> None:
+    def stop_if_due(self, rows: Sequence[EpochMetrics], *, resuming: bool) -> None:
         """Stop (``EmptyEpochs``) once ``max_empty_epochs`` epochs in a row accepted no task, noted in the
         manifest first; ``resuming``: killed before the note, which is made, and the run goes on."""
         limit, empty = self.config.max_empty_epochs, self.streak(rows)
@@ -57,14 +57,12 @@ class EmptyEpochGuard:
             return
         if len(rows) >= self.config.epochs:  # nothing left to spare: the run ends as planned (its last row
             return  # warns, ``last_epoch_warning``), killed and resumed alike
-        message = empty_epochs_message(empty, rejected)
+        message = empty_epochs_message(empty, rows)
         self.run.note_stop(empty[-1], STOP_NOTE, message)
         if not resuming:
             raise EmptyEpochs(message, empty[-1])
 
-    def last_epoch_warning(
-        self, rows: Sequence[EpochMetrics], row: EpochMetrics, rejected: Sequence[Rejection]
-    ) -> list[str]:
+    def last_epoch_warning(self, rows: Sequence[EpochMetrics], row: EpochMetrics) -> list[str]:
         """The warning of a run's last planned epoch (``row``, after ``rows``) when it is also the
         ``max_empty_epochs``-th in a row to accept nothing: the run ends as planned, the streak said."""
         limit = self.config.max_empty_epochs
@@ -73,5 +71,5 @@ class EmptyEpochGuard:
         empty = self.streak([*rows, row])
         if len(empty) < limit:
             return []
-        said = empty_epochs_message(empty, rejected)
+        said = empty_epochs_message(empty, [*rows, row])
         return [f"{said}; the run's last epoch, so it ends as planned (a longer run would stop here, exit 5)"]

@@ -1,4 +1,4 @@
-"""The episode loop ``spade run`` and ``spade solve`` share: a run's records held in memory
+"""The episode loop ``spade run`` and ``spade solve`` share: what a run's loop holds of its records
 (``RunState``), and ``Episodes``, which runs each sample of a task that has no trajectory yet,
 appends its trajectory, and writes the task's ``task_stats`` row once all its samples are judged.
 
@@ -10,62 +10,189 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from .curriculum import EpochPlan
-from .evaluator import task_stats
+from .evaluator import FacetCounts, count_facets, proposed_tasks, task_stats
 from .executors import Executor, WorkItem
-from .store import TASK_STATS, TRAJECTORIES, RunDir, RunRecords, apply_repairs, check_integrity, read_run
-from .types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
+from .store import (
+    METRICS,
+    PLANS,
+    PROPOSALS,
+    TASK_STATS,
+    TASKS,
+    TRAJECTORIES,
+    RunDir,
+    apply_repairs,
+    read_checked,
+    read_numbered,
+)
+from .types import ABANDONED, EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory, task_epoch
+
+
+@dataclass
+class RunTally:
+    """Counts over every episode, answer and rejection a run recorded, kept as they are added: what
+    ``summary.json`` says of the whole run, without the records (``RunState`` lets finished epochs' go)."""
+
+    episodes: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    """final status -> episodes."""
+    reward: Fraction = Fraction(0)
+    """The exact sum of the episodes' rewards (so the mean is ``math.fsum``'s, whatever the order)."""
+    first_try_passed: int = 0
+    turns: int = 0
+    solver_usage: TokenUsage = field(default_factory=TokenUsage)
+    generator_prompt_tokens: int = 0
+    generator_completion_tokens: int = 0
+    generator_cost: float | None = None
+    """The sum of the answers' costs in the order they were recorded; None while no answer had one."""
+    reasons: Counter[str] = field(default_factory=Counter)
+    """rejection reason -> rejections."""
+    facets: FacetCounts = field(default_factory=dict)
+    """``evaluator.facet_counts`` of the run, counted as its records are added."""
+
+    def add_episode(self, trajectory: Trajectory, task: Task | None) -> None:
+        self.episodes += 1
+        self.statuses[trajectory.final_status] += 1
+        self.reward += Fraction(trajectory.reward)
+        self.first_try_passed += bool(trajectory.attempts and trajectory.attempts[0].result.all_passed)
+        self.turns += len(trajectory.attempts)
+        self.solver_usage = self.solver_usage + trajectory.usage
+        if task is not None and ABANDONED not in trajectory.flags:
+            count_facets(self.facets, task, "episodes")
+            count_facets(self.facets, task, "passed", trajectory.final_status == "passed")
+
+    def add_answer(self, row: dict[str, Any], proposed: Iterable[Task]) -> None:
+        """A ``proposals.jsonl`` row, and the tasks its candidates parsed into."""
+        self.generator_prompt_tokens += int(row["prompt_tokens"])
+        self.generator_completion_tokens += int(row["completion_tokens"])
+        if row.get("cost") is not None:
+            self.generator_cost = (self.generator_cost or 0) + row["cost"]
+        for task in proposed:
+            count_facets(self.facets, task, "proposed")
+
+    def pass_rate(self) -> float | None:
+        """``evaluator.pass_rate`` of every episode."""
+        return round(self.statuses["passed"] / self.episodes, 4) if self.episodes else None
+
+    def mean_reward(self) -> float | None:
+        """``evaluator.mean_reward`` of every episode."""
+        return round(float(self.reward) / self.episodes, 4) if self.episodes else None
 
 
 @dataclass
 class RunState:
-    """What the run directory holds (empty for a new run), indexed for the loop."""
+    """What a run's loop holds of its run directory (nothing, for a new run), indexed for the loop.
+
+    A run's memory must not grow with its episodes: the episodes, answers and plans of an epoch are
+    held while it runs and let go once its metrics row is written (``end_epoch``), counted in
+    ``tally`` for the summary; a solve (no epoch ever finishes) holds its episodes. Tasks, stats rows and metrics
+    rows are held whole (the duplicate gate and the plans read every earlier task).
+    """
 
     tasks: list[Task] = field(default_factory=list)
-    trajectories: list[Trajectory] = field(default_factory=list)
     metrics: list[EpochMetrics] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    """The rejections of the epochs still running and of the last two finished (their duplicates shape
+    the next plans); ``tally.reasons`` counts all."""
     task_stats: dict[str, TaskStats] = field(default_factory=dict)
     """task id -> its ``task_stats.jsonl`` row."""
     by_task: dict[str, list[Trajectory]] = field(default_factory=dict)
-    """task id -> its trajectories (an index of ``trajectories``: episodes end one by one, and each
-    asks whether its task is complete; a scan of every trajectory each time grows with the run)."""
+    """task id -> its trajectories, for the tasks of epochs still running (a solve's: all): episodes end
+    one by one, and each asks whether its task is complete."""
     plans: dict[int, EpochPlan] = field(default_factory=dict)
+    """The plans of the epochs still running and the one before them (an overlapped plan reads it)."""
     proposals: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
-    """(epoch, request index) -> the ``proposals.jsonl`` row."""
+    """(epoch, request index) -> the ``proposals.jsonl`` row, for the epochs still running."""
+    tally: RunTally = field(default_factory=RunTally)
+    _task_by_id: dict[str, Task] = field(default_factory=dict, repr=False)
+
+    def add_task(self, task: Task) -> None:
+        self.tasks.append(task)
+        self._task_by_id[task.task_id] = task
+        count_facets(self.tally.facets, task, "accepted")
+
+    def add_rejection(self, rejection: Rejection) -> None:
+        self.rejected.append(rejection)
+        self.tally.reasons[rejection.reason] += 1
+
+    def add_proposal(self, epoch: int, request_index: int, row: dict[str, Any]) -> None:
+        self.proposals[(epoch, request_index)] = row
+        self.tally.add_answer(row, proposed_tasks([row]))
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
-        self.trajectories.append(trajectory)
         self.by_task.setdefault(trajectory.task_id, []).append(trajectory)
+        self.tally.add_episode(trajectory, self._task_by_id.get(trajectory.task_id))
+
+    def recorded(self, task_id: str) -> int:
+        """How many of the task's samples have a trajectory."""
+        held = self.by_task.get(task_id)
+        if held is not None:
+            return len(held)
+        stats = self.task_stats.get(task_id)
+        return stats.samples if stats is not None else 0
+
+    def episodes_of(self, epoch: int) -> list[Trajectory]:
+        """The trajectories of ``epoch`` held (a running epoch's: all of them), safe to call while the loop
+        adds more (the progress block's thread)."""
+        return [t for held in list(self.by_task.values()) for t in list(held) if t.epoch == epoch]
+
+    def end_epoch(self, row: EpochMetrics) -> None:
+        """An epoch's metrics row is written: hold the row, and let the epoch's episodes and answers go
+        (counted in ``tally``), with the plans before it and the rejections before the one before it."""
+        self.metrics.append(row)
+        epoch = row.epoch
+        for task in self.tasks:
+            if task_epoch(task) == epoch:
+                self.by_task.pop(task.task_id, None)
+        self.proposals = {k: row for k, row in self.proposals.items() if k[0] > epoch}
+        self.plans = {e: plan for e, plan in self.plans.items() if e >= epoch}
+        # an overlapped plan made after the next epoch ended too reads this epoch's duplicates
+        self.rejected = [r for r in self.rejected if r.epoch >= epoch - 1]
 
     @classmethod
     def load(cls, run: RunDir) -> RunState:
         """What ``run`` holds (nothing, for a new one), checked against itself first
-        (``store.check_integrity``), with what can be re-derived exactly written back: a line that is
+        (``store.read_checked``), with what can be re-derived exactly written back: a line that is
         not a record, or records that disagree with what the run recorded, stop here with exit 2.
+        Read in one pass: of the finished epochs' episodes and answers only their counts are kept.
 
         Raises:
             UserError: the run directory is damaged (FILE:LINE), or was changed after it was written.
         """
         if not (run.path / "config.yaml").is_file():
             return cls()  # a new run: nothing written yet
-        records = check_integrity(read_run(run.path))
-        apply_repairs(run, records)
-        return cls.from_records(records)
+        # the epochs finished, as its metrics rows count them (the checks then prove the count): their
+        # episodes and answers are counted as they pass, not held; a solve (no plan, answer or metrics
+        # row) holds all its episodes
+        finished = sum(1 for _ in read_numbered(run.path / METRICS))
+        solve = not any(next(read_numbered(run.path / j), None) is not None for j in (PLANS, PROPOSALS, METRICS))
+        state = cls()
 
-    @classmethod
-    def from_records(cls, records: RunRecords) -> RunState:
-        """The state of a run read back by ``store.read_run``."""
-        state = cls(tasks=records.tasks, metrics=records.metrics, rejected=records.rejected)
-        state.task_stats = {row.task_id: row for row in records.task_stats}
-        for trajectory in records.trajectories:
-            state.add_trajectory(trajectory)
-        state.plans = {plan.epoch: plan for plan in records.plans}
-        state.proposals = {(int(row["epoch"]), int(row["request_index"])): row for row in records.proposals}
+        def seen(journal: str, raw: dict[str, Any], record: Any) -> None:
+            if journal == TASKS:
+                state.add_task(record)
+            elif journal == TRAJECTORIES:
+                state.tally.add_episode(record, state._task_by_id.get(record.task_id))
+                if solve or record.epoch >= finished:
+                    state.by_task.setdefault(record.task_id, []).append(record)
+            elif journal == PROPOSALS:
+                state.tally.add_answer(raw, [c.task for c in record.candidates or () if c.task is not None])
+                if record.epoch >= finished:
+                    state.proposals[(record.epoch, record.request_index)] = raw
+
+        checked = read_checked(run.path, seen=seen)
+        apply_repairs(run, checked)
+        state.metrics = checked.metrics
+        state.task_stats = {row.task_id: row for row in checked.task_stats}
+        state.rejected = [r for r in checked.rejected if r.epoch >= finished - 2]  # as ``end_epoch`` leaves them
+        state.tally.reasons = Counter(r.reason for r in checked.rejected)
+        state.plans = {plan.epoch: plan for plan in checked.plans if plan.epoch >= finished - 1}
         return state
 
 

@@ -438,26 +438,33 @@ def facet_counts(
     maker and edit families): how many were ``proposed`` (candidates that parsed), ``accepted``, and of the
     accepted ones' measured episodes, how many were played (``episodes``) and ``passed``. So a bug-fix run
     says which makers' bugs and which kinds of bug are made, kept and fixed. Empty when no task has a facet."""
-    from .kinds import get_kind
-
     out: FacetCounts = {}
-
-    def add(task: Task, key: str, n: int = 1) -> None:
-        labelled = get_kind(task.kind).facets
-        if labelled is None:
-            return
-        by_facet = out.setdefault(task.kind, {})
-        for facet, labels in labelled(task).items():
-            for label in labels:
-                by_facet.setdefault(facet, {}).setdefault(label, dict.fromkeys(FACET_KEYS, 0))[key] += n
-
     for task in proposed:
-        add(task, "proposed")
+        count_facets(out, task, "proposed")
     for task in accepted:
         played = measured(trajectories.get(task.task_id, ()))
-        add(task, "accepted")
-        add(task, "episodes", len(played))
-        add(task, "passed", sum(t.final_status == "passed" for t in played))
+        count_facets(out, task, "accepted")
+        count_facets(out, task, "episodes", len(played))
+        count_facets(out, task, "passed", sum(t.final_status == "passed" for t in played))
+    return sorted_facets(out)
+
+
+def count_facets(out: FacetCounts, task: Task, key: str, n: int = 1) -> None:
+    """Add ``n`` to ``key`` under each label ``task`` carries (``facet_counts``; a reader that counts as
+    records pass calls it for each)."""
+    from .kinds import get_kind
+
+    labelled = get_kind(task.kind).facets
+    if labelled is None:
+        return
+    by_facet = out.setdefault(task.kind, {})
+    for facet, labels in labelled(task).items():
+        for label in labels:
+            by_facet.setdefault(facet, {}).setdefault(label, dict.fromkeys(FACET_KEYS, 0))[key] += n
+
+
+def sorted_facets(out: FacetCounts) -> FacetCounts:
+    """``out`` with kinds, facets and labels in order, as ``facet_counts`` returns them."""
     return {
         kind: {facet: dict(sorted(labels.items())) for facet, labels in sorted(by_facet.items())}
         for kind, by_facet in sorted(out.items())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .episodes import RunState
     from .llm.stats import LLMStats
-    from .types import EpochMetrics, Rejection
+    from .types import EpochMetrics
 
 __all__ = [
     "LiveBlock",
@@ -186,7 +186,7 @@ def epoch_lines(state: RunState, epochs: int, samples_per_task: int, stats: LLMS
     answered = sum(1 for e, _ in list(state.proposals) if e == epoch)
     accepted = sum(1 for t in list(state.tasks) if task_epoch(t) == epoch)
     rejected = sum(1 for r in list(state.rejected) if r.epoch == epoch)
-    episodes = [t for t in list(state.trajectories) if t.epoch == epoch]
+    episodes = state.episodes_of(epoch)
     expected = accepted * samples_per_task
     passed = sum(t.final_status == "passed" for t in episodes)
     rate = f"{passed / len(episodes):.0%}" if episodes else "n/a"
@@ -271,13 +271,17 @@ def likely_cause(reason: str) -> str:
     return "its tasks fail the gates"
 
 
-def empty_epochs_message(epochs: Sequence[int], rejected: Sequence[Rejection]) -> str:
+def empty_epochs_message(epochs: Sequence[int], rows: Sequence[EpochMetrics]) -> str:
     """Why a run stopped after ``epochs`` (in a row) accepted no task, with the likely cause: their
-    rejections by reason, most first."""
+    rejections by reason, most first, as their metrics rows (``rows``: the run's, the streak's among
+    them) count them."""
     from collections import Counter
 
     within = set(epochs)
-    reasons = Counter(r.reason for r in rejected if r.epoch in within)
+    reasons: Counter[str] = Counter()
+    for row in rows:
+        if row.epoch in within:
+            reasons.update({reason: n for reason, n in row.rejected_by_reason.items() if n})
     span = f"epoch {epochs[0]}" if len(epochs) == 1 else f"epochs {epochs[0]}-{epochs[-1]}"
     head = f"{len(epochs)} epoch{'s' if len(epochs) > 1 else ''} in a row ({span}) accepted no task"
     if not reasons:
@@ -293,37 +297,29 @@ def run_summary(
     state: RunState, samples_per_task: int, llm: dict[str, Any], *, done: bool, stopped_because: str | None = None
 ) -> dict[str, Any]:
     """A run's ``summary.json``: where it stands, from its records (``llm``: the request counters)."""
-    from collections import Counter
+    from .evaluator import sorted_facets
 
-    from .evaluator import count_reasons, facet_counts, mean_reward, pass_rate, proposed_tasks
-    from .types import TokenUsage
-
-    trajs = state.trajectories
-    statuses = Counter(t.final_status for t in trajs)
-    solver_usage = sum((t.usage for t in trajs), TokenUsage())
-    rows = list(state.proposals.values())
-    costs = [r["cost"] for r in rows if r.get("cost") is not None]
-    facets = facet_counts(proposed_tasks(rows), state.tasks, state.by_task)
+    tally = state.tally
     return {
         "complete": done,
         **({"stopped_because": stopped_because} if stopped_because else {}),
         "epochs": len(state.metrics),
         "tasks_accepted": len(state.tasks),
-        "tasks_rejected": len(state.rejected),
-        "rejected_by_reason": count_reasons(r.reason for r in state.rejected),
-        "trajectories": len(trajs),
+        "tasks_rejected": sum(tally.reasons.values()),
+        "rejected_by_reason": dict(sorted(tally.reasons.items())),
+        "trajectories": tally.episodes,
         "samples_per_task": samples_per_task,
-        "final_status": dict(sorted(statuses.items())),
-        "pass_rate": pass_rate(trajs),
-        "mean_reward": mean_reward(trajs),
+        "final_status": dict(sorted(tally.statuses.items())),
+        "pass_rate": tally.pass_rate(),
+        "mean_reward": tally.mean_reward(),
         "difficulty": [m.difficulty for m in state.metrics],
-        **({"facets": facets} if facets else {}),  # a kind with TaskKind.facets ran: its counts by label
+        **({"facets": sorted_facets(tally.facets)} if tally.facets else {}),  # a kind with TaskKind.facets ran
         "usage": {
-            "solver": solver_usage.model_dump(),
+            "solver": tally.solver_usage.model_dump(),
             "generator": {
-                "prompt_tokens": sum(int(r["prompt_tokens"]) for r in rows),
-                "completion_tokens": sum(int(r["completion_tokens"]) for r in rows),
-                "cost": sum(costs) if costs else None,
+                "prompt_tokens": tally.generator_prompt_tokens,
+                "completion_tokens": tally.generator_completion_tokens,
+                "cost": tally.generator_cost,
             },
         },
         "llm": llm,

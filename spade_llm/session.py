@@ -389,7 +389,7 @@ class Session:
         tasks = self.fill_expected(tasks)
         self._write_header(run, resumed, "solve")
         k = self.config.solver.samples_per_task
-        on_disk = len(state.trajectories)
+        on_disk = state.tally.episodes
         if not state.tasks:
             run.append(TASKS, [t.dump() for t in tasks])
 
@@ -400,7 +400,7 @@ class Session:
             def progress() -> list[str]:
                 inflight = solver.llm.inflight if solver is not None and isinstance(solver.llm, LimitedLLM) else 0
                 inflight += self.remote.inflight if self.remote is not None else 0
-                ended = len(state.trajectories)
+                ended = state.tally.episodes
                 return solve_lines(ended, on_disk, passed, len(tasks) * k, self.stats, inflight)
 
             block = progress_block(live, progress, log)

@@ -167,6 +167,20 @@ def _rejection(epoch: int, reason: str, index: int):
     return Rejection(epoch=epoch, request_index=index, position=None, reason=reason)
 
 
+def _counted(rejected) -> list[EpochMetrics]:
+    """The metrics rows of epochs that accepted nothing, counting ``rejected`` by reason as the loop does."""
+    from spade_llm.evaluator import count_reasons
+
+    epochs = sorted({r.epoch for r in rejected})
+    rows = [_row(e, []) for e in epochs]
+    return [
+        row.model_copy(update={"tasks_accepted": 0, "rejected_by_reason": count_reasons(
+            r.reason for r in rejected if r.epoch == row.epoch
+        )})
+        for row in rows
+    ]  # fmt: skip
+
+
 def test_the_empty_streak_is_the_last_epochs_in_a_row_since_a_stop() -> None:
     from spade_llm.progress import empty_streak
 
@@ -195,7 +209,7 @@ def test_the_stop_message_names_the_rejections_most_first_and_the_likely_cause(r
 
     rejected = [_rejection(3 + i % 3, reason, i) for i, reason in enumerate(reasons)]
     rejected.append(_rejection(2, "refusal", 99))  # before the streak: not its cause
-    message = empty_epochs_message([3, 4, 5], rejected)
+    message = empty_epochs_message([3, 4, 5], _counted(rejected))
     assert message.startswith("3 epochs in a row (epochs 3-5) accepted no task; ") and said in message
     assert "refusal" not in message
     assert empty_epochs_message([7], []).startswith("1 epoch in a row (epoch 7) accepted no task")
@@ -211,14 +225,14 @@ def test_every_answer_level_reason_is_blamed_on_the_answers_never_on_the_gates(r
     ``too_long`` and ``malformed``: a streak of answers too long to read was blamed on the gates)."""
     from spade_llm.progress import empty_epochs_message
 
-    message = empty_epochs_message([0, 1, 2], [_rejection(i % 3, reason, i) for i in range(6)])
+    message = empty_epochs_message([0, 1, 2], _counted([_rejection(i % 3, reason, i) for i in range(6)]))
     assert ANSWERS in message and GATES not in message
 
 
 def test_failed_requests_are_blamed_on_the_endpoint() -> None:
     from spade_llm.progress import empty_epochs_message
 
-    message = empty_epochs_message([0], [_rejection(0, "llm_timeout", i) for i in range(3)])
+    message = empty_epochs_message([0], _counted([_rejection(0, "llm_timeout", i) for i in range(3)]))
     assert "the generator's requests fail" in message and GATES not in message
 
 
@@ -237,7 +251,7 @@ def test_the_stop_and_the_funnel_class_every_reason_alike(reason: str) -> None:
     from spade_llm.evaluator import ANSWER_REASONS, funnel
     from spade_llm.progress import empty_epochs_message
 
-    message = empty_epochs_message([4], [_rejection(4, reason, 0)])
+    message = empty_epochs_message([4], _counted([_rejection(4, reason, 0)]))
     assert (GATES in message) == (funnel(1, 1, [reason], 0)["valid"] == 0)
     assert (ANSWERS in message) == (reason in ANSWER_REASONS)
 

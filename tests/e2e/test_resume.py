@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import strip_times
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_kit import BACKEND, RECORDS, DyingRunDir, Killed, records
@@ -100,12 +101,21 @@ def test_killed_anywhere_and_resumed_equals_the_uninterrupted_run(
     got = records(path)
     for name in RECORDS:
         assert got[name] == expected[name], f"{name} differs after a kill at append {kill_at}/{appends}"
-    summary = json.loads((path / "summary.json").read_text())
+    summary = _summary(path)
     assert summary["complete"] is True and summary["epochs"] == 3
+    # counted as records were added, and for a resumed run as they were read back: the same counts
+    assert summary == _summary(Path(root) / f"ref-{seed}-{samples}-{overlap}")
     # the generator's tokens of a resumed epoch are not lost
     assert [m["generator_prompt_tokens"] for m in got["metrics.jsonl"]] == [
         m["generator_prompt_tokens"] for m in expected["metrics.jsonl"]
     ]
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    """``summary.json`` without what timing decides (request counters, which count retries; times)."""
+    summary = json.loads((path / "summary.json").read_text())
+    summary.pop("llm", None)
+    return dict(strip_times(summary))
 
 
 @cache
@@ -133,6 +143,7 @@ def test_a_bug_fix_run_killed_anywhere_and_resumed_equals_the_uninterrupted_run(
     got = records(path)
     for name in RECORDS:
         assert got[name] == expected[name], f"{name} differs after a kill at append {kill_at}/{appends}"
+    assert _summary(path) == _summary(Path(root) / f"bugfix-ref-{seed}")  # its facets counted alike
     tasks = expected["tasks.jsonl"]
     assert any(t["kind"] == "bugfix" and t["meta"].get("base_task") for t in tasks), "no bug was made on a base"
 

@@ -98,7 +98,7 @@ class EnvSession:
 
     def _samples_left(self, task_id: str) -> int:
         state = self.session.state
-        recorded = len(state.by_task.get(task_id, [])) if state is not None else 0
+        recorded = state.recorded(task_id) if state is not None else 0
         return self.session.config.solver.samples_per_task - recorded
 
     @property
