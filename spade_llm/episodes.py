@@ -21,15 +21,14 @@ from .evaluator import FacetCounts, count_facets, proposed_tasks, task_stats
 from .executors import Executor, WorkItem
 from .store import (
     METRICS,
-    PLANS,
     PROPOSALS,
     TASK_STATS,
     TASKS,
     TRAJECTORIES,
     RunDir,
+    RunStream,
     apply_repairs,
     read_checked,
-    read_numbered,
 )
 from .types import ABANDONED, EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory, task_epoch
 
@@ -170,8 +169,8 @@ class RunState:
         # the epochs finished, as its metrics rows count them (the checks then prove the count): their
         # episodes and answers are counted as they pass, not held; a solve (no plan, answer or metrics
         # row) holds all its episodes
-        finished = sum(1 for _ in read_numbered(run.path / METRICS))
-        solve = not any(next(read_numbered(run.path / j), None) is not None for j in (PLANS, PROPOSALS, METRICS))
+        written = RunStream(run.path)
+        finished, solve = written.count(METRICS), not written.played
         state = cls()
 
         def seen(journal: str, raw: dict[str, Any], record: Any) -> None:
