@@ -23,7 +23,6 @@ from .._util.redact import redact_text
 from .._util.text import to_utf8
 from ..errors import UserError
 from ..evaluator import FACET_KEYS
-from ..types import Rejection
 from .charts import (
     chart_calibration,
     chart_coverage,
@@ -46,6 +45,7 @@ from .charts import (
 from .common import SHORT_LIMIT, TEXT_LIMIT, clip, embed_json, num, text_of, to_int
 from .reading import (
     STATUS_LABELS,
+    RejectionBrief,
     RunData,
     TaskRow,
     config_section,
@@ -270,10 +270,10 @@ def rejected_html(run: RunData) -> str:
     """A sample of rejected proposals, spread over reasons (round-robin, latest first within one)."""
     if not run.rejected:
         return ""
-    by_reason: dict[str, list[Rejection]] = defaultdict(list)
+    by_reason: dict[str, list[RejectionBrief]] = defaultdict(list)
     for r in reversed(run.rejected):
         by_reason[r.reason].append(r)
-    picked: list[Rejection] = []
+    picked: list[RejectionBrief] = []
     queues = [by_reason[k] for k in sorted(by_reason)]
     depth = 0
     while len(picked) < MAX_REJECTED_ROWS and any(depth < len(q) for q in queues):

@@ -5,7 +5,9 @@ from those typed records: episode counts, the tasks table's rows, the run's stat
 
 The trajectories, a run's bulk, are streamed (``store.RunStream``): each is counted as it passes, and
 what the page may embed of it is kept as its byte offset (per task a few candidates, ``TaskPicks``), read
-again only if the sample takes it. So the page's memory follows the tasks, not the episodes."""
+again only if the sample takes it. Tasks and rejections are streamed too, each kept as what the page
+shows of it (``TaskBrief``, ``RejectionBrief``): a task's reference and tests are read again for the
+tasks the sample embeds. So the page's memory follows the tasks' briefs, not the records."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kinds.names import DEFAULT_KIND
-from ..store import PROPOSALS, TRAJECTORIES, RunRecords, RunStream, read_run
+from ..store import PROPOSALS, REJECTED, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
 
@@ -121,6 +123,41 @@ class Episodes:
             self.answers[t.task_id] = (first_pass, offset)
 
 
+@dataclass(frozen=True, slots=True)
+class TaskBrief:
+    """What the page shows of an accepted task but its reference and tests (the tasks table, the coverage
+    chart, the tags), and where it is read again whole (``RunData.task``)."""
+
+    task_id: str
+    kind: str
+    difficulty: float
+    tags: tuple[str, ...]
+    description: str
+    epoch: Any
+    """``meta["epoch"]`` as written; None when its meta does not say."""
+    offset: int
+    """In ``tasks.jsonl``."""
+
+    @classmethod
+    def of(cls, task: Task, offset: int = -1) -> TaskBrief:
+        epoch = task.meta.get("epoch")
+        return cls(task.task_id, task.kind, task.difficulty, tuple(task.tags), task.description, epoch, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class RejectionBrief:
+    """What the page shows of a rejection (without the task and the answer it carries)."""
+
+    epoch: int
+    reason: str
+    task_id: str | None
+    detail: str
+
+    @classmethod
+    def of(cls, rejection: Rejection) -> RejectionBrief:
+        return cls(rejection.epoch, rejection.reason, rejection.task_id, rejection.detail)
+
+
 @dataclass
 class RunData:
     """Everything the page is made of, read once: the run's records (without the trajectories, which are
@@ -134,6 +171,10 @@ class RunData:
     episodes: Episodes
     stream: RunStream | None = None
     """Where the episodes ``episodes`` keeps by offset are read again (``trajectory``)."""
+    tasks: list[TaskBrief] = field(default_factory=list)
+    """The accepted tasks, in file order."""
+    rejected: list[RejectionBrief] = field(default_factory=list)
+    """The rejections, in file order."""
 
     def trajectory(self, offset: int) -> Trajectory:
         """The episode at ``offset`` of ``trajectories.jsonl`` (one ``episodes`` kept)."""
@@ -157,13 +198,12 @@ class RunData:
     def summary(self) -> dict[str, Any]:
         return self.records.summary
 
-    @property
-    def tasks(self) -> list[Task]:
-        return self.records.tasks
-
-    @property
-    def rejected(self) -> list[Rejection]:
-        return self.records.rejected
+    def task(self, brief: TaskBrief) -> Task:
+        """The accepted task ``brief`` describes, whole (read again from ``tasks.jsonl``)."""
+        if brief.offset < 0 or self.stream is None:
+            raise ValueError(f"task {brief.task_id} was not read from a run directory")
+        record: Task = self.stream.at(TASKS, brief.offset)
+        return record
 
     @property
     def damaged(self) -> Counter[str]:
@@ -176,8 +216,11 @@ def read_report_data(run_dir: Path | str) -> RunData:
     Raises:
         UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
     """
-    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS))  # the bulk: streamed, or unused
+    # the bulk is streamed (trajectories, tasks, rejections) or never shown (proposals)
+    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED))
     stream = RunStream(run_dir, tolerant=True)
+    tasks = [TaskBrief.of(task, offset) for offset, task in stream.records(TASKS)]
+    rejected = [RejectionBrief.of(rejection) for _, rejection in stream.records(REJECTED)]
     episodes = Episodes()
     for offset, trajectory in stream.records(TRAJECTORIES):
         episodes.add(trajectory, offset)
@@ -188,6 +231,8 @@ def read_report_data(run_dir: Path | str) -> RunData:
         task_stats={s.task_id: s for s in records.task_stats},
         episodes=episodes,
         stream=stream,
+        tasks=tasks,
+        rejected=rejected,
     )
 
 
@@ -262,18 +307,18 @@ def task_rows(run: RunData) -> list[TaskRow]:
     rows: list[TaskRow] = []
     seen: set[str] = set()
     eps = run.episodes
-    records: list[Task | str] = [*run.tasks, *eps.per_task]  # repeats are skipped below
+    records: list[TaskBrief | str] = [*run.tasks, *eps.per_task]  # repeats are skipped below
     for t in records:
-        task = t if isinstance(t, Task) else None
-        task_id = t.task_id if isinstance(t, Task) else t
+        task = t if isinstance(t, TaskBrief) else None
+        task_id = t.task_id if isinstance(t, TaskBrief) else t
         if task_id in seen:
             continue
         seen.add(task_id)
         per = eps.per_task.get(task_id, TaskCounts())
         stats = run.task_stats.get(task_id)
         epoch: Any = stats.epoch if stats is not None else eps.epoch_of.get(task_id, 0)
-        if task is not None:
-            epoch = task.meta.get("epoch", epoch)
+        if task is not None and task.epoch is not None:
+            epoch = task.epoch
         p = per.passed / per.samples if per.samples else None
         learn_default = None if p is None else (1 - p if 0 < p < 1 else 0.0)
         learn = num(stats.learnability, learn_default) if stats is not None else learn_default
@@ -295,9 +340,9 @@ def task_rows(run: RunData) -> list[TaskRow]:
     return rows
 
 
-def task_epoch(task: Task) -> int:
+def task_epoch(task: TaskBrief) -> int:
     """The epoch that accepted ``task`` (0 when its ``meta`` does not say)."""
-    return to_int(task.meta.get("epoch"))
+    return to_int(task.epoch)
 
 
 # -- the run as a whole ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +165,8 @@ def beside_answers(run: RunData, limit: int = MAX_BESIDE_ROWS) -> tuple[list[Bes
     answers = run.episodes.answers
     found = [task for task in run.tasks if get_kind(task.kind).beside_answer is not None and task.task_id in answers]
     kept = []
-    for task in sorted(found, key=lambda t: _spread_key(t.task_id))[:limit]:  # only these are read again
+    for brief in sorted(found, key=lambda t: _spread_key(t.task_id))[:limit]:  # only these are read again
+        task = run.task(brief)
         view = get_kind(task.kind).beside_answer
         assert view is not None
         first_pass, last = answers[task.task_id]
@@ -206,7 +208,12 @@ def sample_details(run: RunData, max_trajectories: int, budget: int | None = Non
     """Pick the trajectories to embed by the rule of the package docstring, within both caps
     (``budget`` bytes, ``DETAIL_BUDGET`` by default)."""
     budget = DETAIL_BUDGET if budget is None else budget
-    tasks = {t.task_id: t for t in run.tasks}
+    briefs = {t.task_id: t for t in run.tasks}
+
+    def whole(task_id: str) -> Task | None:  # only an embedded task's record is read again
+        brief = briefs.get(task_id)
+        return run.task(brief) if brief is not None else None
+
     per_task = run.episodes.picks
     order = sorted(per_task, key=_spread_key)
     details: dict[str, dict[str, Any]] = {}
@@ -219,7 +226,7 @@ def sample_details(run: RunData, max_trajectories: int, budget: int | None = Non
             if rank >= len(picks):
                 continue
             offset, kind = picks[rank]
-            cost = _embed(details, task_id, slim_trajectory(run.trajectory(offset), kind), tasks, budget - used)
+            cost = _embed(details, task_id, slim_trajectory(run.trajectory(offset), kind), whole, budget - used)
             if cost:
                 used += cost
                 embedded += 1
@@ -227,14 +234,18 @@ def sample_details(run: RunData, max_trajectories: int, budget: int | None = Non
 
 
 def _embed(
-    details: dict[str, dict[str, Any]], task_id: str, pick: dict[str, Any], tasks: dict[str, Task], room: int
+    details: dict[str, dict[str, Any]],
+    task_id: str,
+    pick: dict[str, Any],
+    task: Callable[[str], Task | None],
+    room: int,
 ) -> int:
-    """Add ``pick`` (with its task's details if it is the task's first) when it fits in ``room`` bytes;
-    the bytes it took, or 0."""
+    """Add ``pick`` (with its task's details if it is the task's first: ``task`` reads it) when it fits in
+    ``room`` bytes; the bytes it took, or 0."""
     detail = details.get(task_id)
     cost = _size(pick) + 1  # and a comma
     if detail is None:
-        detail = task_detail(tasks.get(task_id))
+        detail = task_detail(task(task_id))
         cost += _size(task_id) + _size(detail) + 1  # "id":{...},
     if cost > room:
         return 0

@@ -45,3 +45,23 @@ def test_the_page_of_a_grown_run_counts_every_episode_and_embeds_a_sample(templa
     page = render_report(run, tmp_path / "report.html", max_trajectories=5).read_text()
     assert f"Trajectories embedded: <b>5</b> of {len(lines):,}" in page
     assert page.count('"cat":') == 5  # five episodes read again, by offset, and embedded
+
+
+def test_the_page_holds_each_task_as_what_it_shows_and_reads_an_embedded_one_again(
+    template: Path, tmp_path: Path
+) -> None:
+    """A task's reference and tests are read again only for the tasks the page embeds: the page of a run
+    grows by less than 6 bytes per byte of task JSON added (whole tasks took ~10; briefs, with each
+    task's counts, picks and stats row, ~4.5)."""
+    from spade_llm.store import read_run
+
+    small, large = grown_run(template, tmp_path / "x2", 2), grown_run(template, tmp_path / "x16", 16)
+    read_report_data(small)
+    added = (large / "tasks.jsonl").stat().st_size - (small / "tasks.jsonl").stat().st_size
+    grew = _read_peak(large) - _read_peak(small)
+    assert grew < 6 * added, (grew, added)
+    data = read_report_data(large)
+    tasks = read_run(large).tasks
+    assert [b.task_id for b in data.tasks] == [t.task_id for t in tasks]
+    assert data.task(data.tasks[-1]) == tasks[-1]  # read again, whole, from its offset
+    assert len(data.rejected) == len(read_run(large).rejected)
