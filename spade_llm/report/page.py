@@ -117,7 +117,7 @@ def header_html(run: RunData, rows: list[TaskRow]) -> str:
     roles = llm_roles(run.summary)
     requests = sum(to_int(r.get("requests")) for r in roles.values())
     planned = to_int(config_section(run, "controller").get("epochs"))
-    solve = run.records.is_solve
+    solve = run.is_solve
     tiles = [
         ("pass rate", _pct(pass_rate), f"{eps.statuses['passed']:,} of {eps.count:,} episodes"),
         ("mean reward", _fmt(mean_reward), "per episode"),
@@ -500,7 +500,7 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
     rows = task_rows(run)
     sample = sample_details(run, max_trajectories)
     charts: dict[str, list[str]] = defaultdict(list)
-    drawn = [c for c in CHARTS if not run.records.is_solve or c[1] in SOLVE_CHARTS]
+    drawn = [c for c in CHARTS if not run.is_solve or c[1] in SOLVE_CHARTS]
     svgs = render_charts([(draw, title) for _, draw, title, _, _ in drawn], run)
     for (anchor, _, title, caption, wide), svg in zip(drawn, svgs, strict=True):
         charts[anchor].append(chart_figure(svg, title, caption, wide))
@@ -510,7 +510,7 @@ def page_html(run: RunData, max_trajectories: int, refresh_s: float | None) -> s
         "coverage": tags_html(run),
         "cost": faults_html(run),
     }
-    shown = [s for s in SECTIONS if not run.records.is_solve or s[0] in SOLVE_SECTIONS]
+    shown = [s for s in SECTIONS if not run.is_solve or s[0] in SOLVE_SECTIONS]
     sections = [
         section(anchor, title, caption, f"<div class='charts'>{''.join(charts[anchor])}</div>{extra.get(anchor, '')}")
         for anchor, title, caption in shown

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kinds.names import DEFAULT_KIND
-from ..store import PROPOSALS, REJECTED, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
+from ..store import PLANS, PROPOSALS, REJECTED, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
 
@@ -175,6 +175,8 @@ class RunData:
     """The accepted tasks, in file order."""
     rejected: list[RejectionBrief] = field(default_factory=list)
     """The rejections, in file order."""
+    is_solve: bool = False
+    """A ``spade solve`` directory: no plan, proposal or epoch was ever written (``RunRecords.is_solve``)."""
 
     def trajectory(self, offset: int) -> Trajectory:
         """The episode at ``offset`` of ``trajectories.jsonl`` (one ``episodes`` kept)."""
@@ -216,8 +218,8 @@ def read_report_data(run_dir: Path | str) -> RunData:
     Raises:
         UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
     """
-    # the bulk is streamed (trajectories, tasks, rejections) or never shown (proposals)
-    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED))
+    # the bulk is streamed (trajectories, tasks, rejections) or never shown (proposals, plans)
+    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS))
     stream = RunStream(run_dir, tolerant=True)
     tasks = [TaskBrief.of(task, offset) for offset, task in stream.records(TASKS)]
     rejected = [RejectionBrief.of(rejection) for _, rejection in stream.records(REJECTED)]
@@ -233,6 +235,7 @@ def read_report_data(run_dir: Path | str) -> RunData:
         stream=stream,
         tasks=tasks,
         rejected=rejected,
+        is_solve=not stream.played,
     )
 
 
@@ -383,7 +386,7 @@ def total_tokens(run: RunData) -> int:
             if isinstance(u, dict)
             for k in ("prompt_tokens", "completion_tokens")
         )
-    if run.records.is_solve:  # no epoch rows: the episodes carry what the solver spent
+    if run.is_solve:  # no epoch rows: the episodes carry what the solver spent
         return run.episodes.tokens
     return sum(
         m.prompt_tokens + m.completion_tokens + m.generator_prompt_tokens + m.generator_completion_tokens
@@ -394,7 +397,7 @@ def total_tokens(run: RunData) -> int:
 def pass_at_k(run: RunData) -> dict[str, float]:
     """A solve's pass@k (``summary.json``'s ``pass_at_k``, ``{"1": 0.4, "10": 0.7}``), or computed from its
     episodes while it runs (every task with at least k samples); {} for a self-play run."""
-    if not run.records.is_solve:
+    if not run.is_solve:
         return {}
     written = run.summary.get("pass_at_k")
     if isinstance(written, dict) and written:

@@ -155,15 +155,19 @@ class RunStream:
         """How many lines of ``journal`` hold a JSON record (not checked further: a cheap count)."""
         return sum(1 for _ in read_numbered(self.path / journal, Counter() if self.tolerant else None))
 
+    def _first(self, journal: str) -> bool:
+        """Whether ``journal`` holds a JSON record (tolerant: a damaged line is skipped, not raised)."""
+        return next(read_numbered(self.path / journal, Counter() if self.tolerant else None), None) is not None
+
     @property
     def played(self) -> bool:
         """Whether a plan, proposal or epoch was ever written (``RunRecords.is_solve``'s negation)."""
-        return any(next(read_numbered(self.path / j), None) is not None for j in (PLANS, PROPOSALS, METRICS))
+        return any(self._first(j) for j in (PLANS, PROPOSALS, METRICS))
 
     @property
     def command(self) -> str | None:
         """``RunRecords.command``, without reading the run's records."""
-        has_tasks = next(read_numbered(self.path / TASKS), None) is not None
+        has_tasks = self._first(TASKS)
         return command_of(self.config, self.manifest, played=self.played, has_tasks=has_tasks)
 
 

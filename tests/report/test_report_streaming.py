@@ -65,3 +65,22 @@ def test_the_page_holds_each_task_as_what_it_shows_and_reads_an_embedded_one_aga
     assert [b.task_id for b in data.tasks] == [t.task_id for t in tasks]
     assert data.task(data.tasks[-1]) == tasks[-1]  # read again, whole, from its offset
     assert len(data.rejected) == len(read_run(large).rejected)
+
+
+def test_a_run_in_its_first_epoch_gets_a_runs_page_though_its_plans_are_not_read(
+    template: Path, tmp_path: Path
+) -> None:
+    """The page never reads plans (it shows none); whether a directory is a solve's is asked of the journals'
+    first records, a damaged line skipped as the page skips it."""
+    import shutil
+
+    run = tmp_path / "running"
+    shutil.copytree(template, run)
+    for journal in ("metrics.jsonl", "proposals.jsonl"):
+        (run / journal).write_text("")  # the first epoch's answers and row not yet written
+    plans = (run / "plans.jsonl").read_text()
+    (run / "plans.jsonl").write_text("{not json\n" + plans)
+    data = read_report_data(run)
+    assert not data.is_solve and data.records.damaged["plans.jsonl"] == 0  # not read at all
+    (run / "plans.jsonl").write_text("{not json\n")
+    assert read_report_data(run).is_solve  # nothing says a plan was made
