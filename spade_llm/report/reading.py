@@ -12,13 +12,14 @@ tasks the sample embeds. So the page's memory follows the tasks' briefs, not the
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..kinds.names import DEFAULT_KIND
-from ..store import PLANS, PROPOSALS, REJECTED, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
+from ..store import PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
 
@@ -141,7 +142,20 @@ class TaskBrief:
     @classmethod
     def of(cls, task: Task, offset: int = -1) -> TaskBrief:
         epoch = task.meta.get("epoch")
-        return cls(task.task_id, task.kind, task.difficulty, tuple(task.tags), task.description, epoch, offset)
+        tags = tuple(sys.intern(tag) for tag in task.tags)  # a run's tags repeat: one string each
+        return cls(task.task_id, sys.intern(task.kind), task.difficulty, tags, task.description, epoch, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class StatsBrief:
+    """What the tasks table reads of a ``task_stats.jsonl`` row."""
+
+    epoch: int
+    learnability: float | None
+
+    @classmethod
+    def of(cls, stats: TaskStats) -> StatsBrief:
+        return cls(stats.epoch, stats.learnability)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +169,7 @@ class RejectionBrief:
 
     @classmethod
     def of(cls, rejection: Rejection) -> RejectionBrief:
-        return cls(rejection.epoch, rejection.reason, rejection.task_id, rejection.detail)
+        return cls(rejection.epoch, sys.intern(rejection.reason), rejection.task_id, rejection.detail)
 
 
 @dataclass
@@ -166,7 +180,7 @@ class RunData:
     records: RunRecords
     metrics: list[EpochMetrics]
     """By epoch."""
-    task_stats: dict[str, TaskStats]
+    task_stats: dict[str, StatsBrief]
     """By task id (the last row of a task wins)."""
     episodes: Episodes
     stream: RunStream | None = None
@@ -218,9 +232,10 @@ def read_report_data(run_dir: Path | str) -> RunData:
     Raises:
         UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
     """
-    # the bulk is streamed (trajectories, tasks, rejections) or never shown (proposals, plans)
-    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS))
+    # the bulk is streamed (trajectories, tasks, stats rows, rejections) or never shown (proposals, plans)
+    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS, TASK_STATS))
     stream = RunStream(run_dir, tolerant=True)
+    task_stats = {stats.task_id: StatsBrief.of(stats) for _, stats in stream.records(TASK_STATS)}
     tasks = [TaskBrief.of(task, offset) for offset, task in stream.records(TASKS)]
     rejected = [RejectionBrief.of(rejection) for _, rejection in stream.records(REJECTED)]
     episodes = Episodes()
@@ -230,7 +245,7 @@ def read_report_data(run_dir: Path | str) -> RunData:
     return RunData(
         records=records,
         metrics=sorted(records.metrics, key=lambda m: m.epoch),
-        task_stats={s.task_id: s for s in records.task_stats},
+        task_stats=task_stats,
         episodes=episodes,
         stream=stream,
         tasks=tasks,
