@@ -24,15 +24,8 @@ from pathlib import Path
 
 import yaml
 
-JOURNALS = (
-    "tasks.jsonl",
-    "rejected.jsonl",
-    "trajectories.jsonl",
-    "task_stats.jsonl",
-    "metrics.jsonl",
-    "plans.jsonl",
-    "proposals.jsonl",
-)
+from spade_llm.store import JOURNALS
+
 EPOCH = re.compile(r'"epoch":(\d+)')
 TASK_ID = re.compile(r"\be(\d+)-([0-9a-f]{10})\b")
 """A task id as the generator makes them (``make_task_id``): ``e<epoch>-<10 hex digits>``."""
