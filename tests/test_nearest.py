@@ -9,9 +9,10 @@ from builders import make_task
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spade_llm import nearest
 from spade_llm.dedup import Deduper, sealed_entry, shape
 from spade_llm.evaluator import task_fingerprint
-from spade_llm.nearest import MISS_AT_THRESHOLD, NUM_PERM, ShapeIndex, jaccard, lsh_bands
+from spade_llm.nearest import MISS_AT_THRESHOLD, NUM_PERM, BandTable, ShapeIndex, jaccard, lsh_bands
 
 KINDS = ("induction", "deduction")
 
@@ -144,3 +145,22 @@ def test_a_held_out_task_gates_its_copies_but_does_not_count_against_novelty() -
     assert gate.nearest_similarity("never-accepted") is None
     with pytest.raises(ValueError, match="hex"):
         gate.accept_sealed({**sealed_entry(held), "shingles": ["not hex"]})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1) | st.sampled_from([0, 7, 2**64 - 1]), min_size=1, max_size=4),
+                max_size=60), st.integers(1, 9))  # fmt: skip
+def test_the_band_table_finds_every_entry_sharing_a_key_before_and_after_its_merges(
+    entries: list[list[int]], tail: int
+) -> None:
+    """Keys sorted into arrays (merged every ``tail`` keys) or still waiting: a query finds exactly the
+    entries a plain dict of every key would."""
+    table, plain = BandTable(), dict[int, set[int]]()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nearest, "TAIL", tail)
+        for entry, keys in enumerate(entries):
+            table.add(keys, entry)
+            for key in keys:
+                plain.setdefault(key, set()).add(entry)
+            asked = [*keys, 1, 2**63]
+            assert table.query(asked) == set().union(*(plain.get(k, set()) for k in asked))
