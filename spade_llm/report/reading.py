@@ -14,12 +14,24 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..kinds.names import DEFAULT_KIND
-from ..store import PLANS, PROPOSALS, REJECTED, TASK_STATS, TASKS, TRAJECTORIES, RunRecords, RunStream, read_run
+from ..store import (
+    METRICS,
+    PLANS,
+    PROPOSALS,
+    REJECTED,
+    TASK_STATS,
+    TASKS,
+    TRAJECTORIES,
+    RunRecords,
+    RunStream,
+    read_run,
+)
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
 from .common import num, text_of, to_int
 
@@ -172,14 +184,42 @@ class RejectionBrief:
         return cls(rejection.epoch, sys.intern(rejection.reason), rejection.task_id, rejection.detail)
 
 
+class MetricsRows(Sequence[EpochMetrics]):
+    """A run's metrics rows in epoch order, each kept as its JSON text and made a model again when read:
+    held as models, the rows of a run of 30,000 epochs took ~10x their ``metrics.jsonl`` (a third of the
+    page's memory at a million trajectories); the charts read them a dozen times, ~1 s a pass there."""
+
+    def __init__(self, rows: Iterable[EpochMetrics]) -> None:
+        by_epoch = sorted(((row.epoch, row.model_dump_json().encode()) for row in rows), key=lambda kept: kept[0])
+        self._rows = [text for _, text in by_epoch]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> EpochMetrics: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
+
+    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
+        if isinstance(index, slice):
+            return [EpochMetrics.model_validate_json(text) for text in self._rows[index]]
+        return EpochMetrics.model_validate_json(self._rows[index])
+
+    def __iter__(self) -> Iterator[EpochMetrics]:
+        for text in self._rows:
+            yield EpochMetrics.model_validate_json(text)
+
+
 @dataclass
 class RunData:
     """Everything the page is made of, read once: the run's records (without the trajectories, which are
     streamed and counted: ``episodes``) and what is counted from them."""
 
     records: RunRecords
-    metrics: list[EpochMetrics]
-    """By epoch."""
+    metrics: Sequence[EpochMetrics]
+    """By epoch (``MetricsRows``, read from a run)."""
     task_stats: dict[str, StatsBrief]
     """By task id (the last row of a task wins)."""
     episodes: Episodes
@@ -233,8 +273,10 @@ def read_report_data(run_dir: Path | str) -> RunData:
         UserError: ``run_dir`` is missing or not a run directory (no ``config.yaml``).
     """
     # the bulk is streamed (trajectories, tasks, stats rows, rejections) or never shown (proposals, plans)
-    records = read_run(run_dir, tolerant=True, skip=(TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS, TASK_STATS))
+    skip = (TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS, TASK_STATS, METRICS)
+    records = read_run(run_dir, tolerant=True, skip=skip)
     stream = RunStream(run_dir, tolerant=True)
+    metrics = MetricsRows(row for _, row in stream.records(METRICS))
     task_stats = {stats.task_id: StatsBrief.of(stats) for _, stats in stream.records(TASK_STATS)}
     tasks = [TaskBrief.of(task, offset) for offset, task in stream.records(TASKS)]
     rejected = [RejectionBrief.of(rejection) for _, rejection in stream.records(REJECTED)]
@@ -244,7 +286,7 @@ def read_report_data(run_dir: Path | str) -> RunData:
     records.damaged.update(stream.damaged)
     return RunData(
         records=records,
-        metrics=sorted(records.metrics, key=lambda m: m.epoch),
+        metrics=metrics,
         task_stats=task_stats,
         episodes=episodes,
         stream=stream,
