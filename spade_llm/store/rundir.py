@@ -38,6 +38,8 @@ epoch rebuilds answered requests from here instead of asking the model again."""
 LOCK_FILE = ".lock"
 """Held (``flock``) by the one process writing the run directory; it holds that process's pid."""
 JOURNALS = (TASKS, REJECTED, TRAJECTORIES, METRICS, TASK_STATS, PLANS, PROPOSALS)
+CUT_BLOCK = 1 << 16
+"""Bytes read at a time from a journal's end, looking for its last newline (``RunDir.open_existing``)."""
 
 
 class Store(Protocol):
@@ -222,11 +224,26 @@ class RunDir:
 
     @staticmethod
     def _cut_partial_line(path: Path) -> None:
-        if not path.exists():
+        """Cut what follows the last newline (a killed writer's partial line), read from the end a block at
+        a time: a journal can be gigabytes, and a resume must not hold it."""
+        try:
+            with path.open("r+b") as f:
+                end = f.seek(0, os.SEEK_END)
+                at = end
+                while at > 0:
+                    start = max(0, at - CUT_BLOCK)
+                    f.seek(start)
+                    newline = f.read(at - start).rfind(b"\n")
+                    if newline >= 0:
+                        at = start + newline + 1
+                        break
+                    at = start
+                if at < end:
+                    f.truncate(at)
+        except FileNotFoundError:
             return
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
+        except OSError as e:
+            raise UserError(f"cannot repair {path}: {e.strerror or e}") from None
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -259,6 +276,20 @@ class RunDir:
         except OSError as e:
             self._raise_write_error(journal, e)
             raise
+
+    def append_record(self, journal: str, record: dict[str, Any]) -> int:
+        """``append`` one record, and return the byte offset its line starts at (``read_at`` reads it
+        back): the run's one writer holds the lock, so the file's size before the write is that place."""
+        path = self.path / journal
+        try:
+            offset = path.stat().st_size
+        except FileNotFoundError:
+            offset = 0
+        except OSError as e:
+            self._raise_write_error(journal, e)
+            raise
+        self.append(journal, [record])
+        return offset
 
     def insert(self, journal: str, records: Iterable[tuple[int, dict[str, Any]]]) -> None:
         """Put records back where they belong, each ``(n, record)`` before the journal's line ``n``

@@ -2,6 +2,8 @@ import json
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spade_llm.errors import UserError
 from spade_llm.store import TASKS, RunDir, read_jsonl, read_run, scrub_secrets
@@ -124,3 +126,41 @@ def test_a_stop_is_noted_once_in_the_manifest_and_kept_by_what_else_writes_it(tm
     assert manifest["llm_fallbacks"] == {"generator": ["json_schema"]} and len(manifest["stops"]) == 2
     (run.path / "manifest.json").write_text("{not json")  # a damaged manifest: no stop known, none lost later
     assert run.stopped_after("empty_epochs") == -1
+
+
+def test_resume_cuts_a_partial_line_without_reading_the_journal_whole(tmp_path):
+    """A run of a million trajectories has a 6.6 GB journal: resume read each journal whole to look at its
+    last byte, so its memory was the run's size before a record was read."""
+    import tracemalloc
+
+    run = RunDir.create(tmp_path / "r")
+    run.write_yaml("config.yaml", {"seed": 1})
+    line = json.dumps({"pad": "x" * 1000}) + "\n"
+    with open(tmp_path / "r" / TASKS, "w") as f:
+        f.write(line * 40_000 + '{"a": 3, "tru')  # 40 MB, and a kill in the middle of a line
+    run.unlock()
+    tracemalloc.start()
+    try:
+        RunDir.open_existing(tmp_path / "r").unlock()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, peak
+    data = (tmp_path / "r" / TASKS).read_bytes()
+    assert data == (line * 40_000).encode()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=6), st.binary(max_size=90),
+       st.integers(1, 17))  # fmt: skip
+def test_a_partial_last_line_is_cut_whatever_its_length(tmp_path_factory, lines, tail, block):
+    """Only the bytes after the last newline go (all of them when there is none), read back a block at a time."""
+    from spade_llm.store import rundir
+
+    path = tmp_path_factory.mktemp("cut") / TASKS
+    data = b"".join(line + b"\n" for line in lines) + tail
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rundir, "CUT_BLOCK", block)
+        RunDir._cut_partial_line(path)
+    assert path.read_bytes() == data[: data.rfind(b"\n") + 1]
