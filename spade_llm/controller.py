@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._util.aio import wait_unless_failed
@@ -74,7 +74,7 @@ class Controller:
         previous = run.read_json("summary.json")
         if isinstance(previous, dict) and isinstance(previous.get("llm"), dict):
             stats.carry(previous["llm"])
-        self.deduper = Deduper(config.controller.novelty_threshold, self.state.tasks)
+        self.deduper = Deduper(config.controller.novelty_threshold, self.state.each_task())
         self.empty = EmptyEpochGuard(config.controller, run, log)
         self._mutation_s: dict[int, list[float]] = defaultdict(list)
         self._warnings: dict[int, list[str]] = defaultdict(list)
@@ -97,7 +97,7 @@ class Controller:
         c = self.config
         return epoch_lines(self.state, c.controller.epochs, c.solver.samples_per_task, self.stats, inflight)
 
-    async def run_all(self) -> list[EpochMetrics]:
+    async def run_all(self) -> Sequence[EpochMetrics]:
         finished = len(self.state.metrics)
         if finished:  # resume: a training step killed (or failed) after its epoch runs before the next
             self.empty.stop_if_due(self.state.metrics, resuming=True)
@@ -141,11 +141,10 @@ class Controller:
 
     def history(self, epoch: int) -> History:
         """A frozen snapshot of the epochs before ``epoch``: all an epoch's plan may depend on."""
-        earlier = [t for t in self.state.tasks if task_epoch(t) < epoch]
-        earlier.sort(key=lambda t: (task_epoch(t), *decision_key(t.meta.get("request_index"), t.meta.get("position"))))
-        stats = self.state.task_stats.items()  # a row whose every sample was abandoned measured nothing
+        earlier = sorted((t for t in self.state.tasks if t.epoch < epoch), key=lambda t: (t.epoch, *t.order))
+        stats = self.state.measured.items()  # a row whose every sample was abandoned measured nothing
         rates = {i: row.pass_rate for i, row in stats if row.epoch < epoch and row.pass_rate is not None}
-        metrics = [m for m in self.state.metrics if m.epoch < epoch]
+        metrics = self.state.metrics_before(epoch)
         rejected = [r for r in self.state.rejected if r.epoch == epoch - 1]  # what its duplicates copied
         return History(tasks=earlier, metrics=metrics, pass_rates=rates, rejected=rejected)
 
@@ -182,9 +181,8 @@ class Controller:
         deadline = time.time() + budget if budget is not None else None
         plan = self.plan_for(epoch)
         episodes: list[asyncio.Task[None]] = []
-        for task in self.state.tasks:  # resume: accepted before the kill, samples still to run
-            if task_epoch(task) == epoch:
-                episodes.extend(self.episodes.start(task, epoch, deadline))
+        for task in self.state.tasks_of(epoch):  # resume: accepted before the kill, samples still to run
+            episodes.extend(self.episodes.start(task, epoch, deadline))
         try:
             await self.propose_and_decide(epoch, plan, deadline, episodes)
             if decided is not None:
@@ -199,12 +197,11 @@ class Controller:
                 episode.cancel()
             await asyncio.gather(*episodes, return_exceptions=True)
             raise
-        for task in self.state.tasks:  # a kill between an episode and its stats row leaves it to write
-            if task_epoch(task) == epoch:
-                self.episodes.write_stats(task, epoch, force=True)
+        for task in self.state.tasks_of(epoch):  # a kill between an episode and its stats row leaves it to write
+            self.episodes.write_stats(task, epoch, force=True)
         row = self.epoch_metrics(epoch, plan, time.monotonic() - started)
-        self.run.append(METRICS, [row.model_dump(mode="json")])
-        self.state.end_epoch(row)  # its episodes and answers are counted, and let go
+        offset = self.run.append_record(METRICS, row.model_dump(mode="json"))
+        self.state.end_epoch(row, offset)  # its tasks, episodes and answers are counted, and let go
         self.write_summary(done=False)
         call_epoch_hooks(self.hooks, EpochEnd(self.run.path, epoch, row, self.config))
         return row
@@ -229,18 +226,14 @@ class Controller:
 
     def decided(self, epoch: int) -> set[tuple[int, int]]:
         """(request, position) pairs of ``epoch`` with a decision on disk."""
-        keys = {
-            decision_key(t.meta.get("request_index"), t.meta.get("position"))
-            for t in self.state.tasks
-            if task_epoch(t) == epoch
-        }
+        keys = {decision_key(t.meta.get("request_index"), t.meta.get("position")) for t in self.state.tasks_of(epoch)}
         keys |= {decision_key(r.request_index, r.position) for r in self.state.rejected if r.epoch == epoch}
         return keys
 
     async def propose_and_decide(
         self, epoch: int, plan: EpochPlan, deadline: float | None, episodes: list[asyncio.Task[None]]
     ) -> None:
-        by_id = {t.task_id: t for t in self.state.tasks}
+        by_id = self.state.whole([*plan.example_ids, *plan.repeated, *(r.base_id for r in plan.requests if r.base_id)])
         examples = [by_id[i] for i in plan.example_ids if i in by_id]
         decided = self.decided(epoch)
         # every validation started: those an epoch budget leaves undecided are cancelled with the
@@ -357,8 +350,8 @@ class Controller:
                 )
             )
             return None
-        self.state.add_task(accepted)
-        self.run.append(TASKS, [accepted.dump()])  # before any trajectory of it can exist
+        offset = self.run.append_record(TASKS, accepted.dump())  # before any trajectory of it can exist
+        self.state.add_task(accepted, offset)
         return accepted
 
     def reject(self, rejection: Rejection) -> None:
@@ -368,18 +361,17 @@ class Controller:
     # -- metrics -------------------------------------------------------------------------------------
 
     def epoch_metrics(self, epoch: int, plan: EpochPlan, wall_s: float) -> EpochMetrics:
-        tasks = self.state.tasks
         row = epoch_metrics(
             epoch,
             plan.target_difficulty,
-            tasks=[t for t in tasks if task_epoch(t) == epoch],
-            earlier_tasks=[t for t in tasks if task_epoch(t) < epoch],
+            tasks=self.state.tasks_of(epoch),
+            earlier_tasks=[t for t in self.state.tasks if t.epoch < epoch],
             nearest=self.deduper.nearest_similarity,
             trajectories=self.state.by_task,
             rejected=[r for r in self.state.rejected if r.epoch == epoch],
             proposals=[row for (e, _), row in sorted(self.state.proposals.items()) if e == epoch],
             task_stats=self.state.task_stats,
-            earlier_metrics=[m for m in self.state.metrics if m.epoch < epoch],
+            earlier_metrics=self.state.metrics_before(epoch),
             controller=self.config.controller,
             warnings=self._warnings.pop(epoch, []),
             mutation_s=self._mutation_s.get(epoch, []),

@@ -8,7 +8,9 @@ anywhere and resumed asks the generator exactly what the uninterrupted run asked
 
 from __future__ import annotations
 
+import hashlib
 import math
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from ._util.seeding import derive_seed
 from .config import RunConfig
 from .evaluator import next_difficulty
 from .kinds.mix import allocate_kinds
-from .types import EpochMetrics, Rejection, Task
+from .types import EpochMetrics, Rejection, Task, decision_key, task_epoch
 
 TOPICS = (
     "strings",
@@ -85,12 +87,57 @@ class EpochPlan(BaseModel):
     tasks unlike them (``curriculum.name_repeats``; written only when there are some)."""
 
 
+@dataclass(frozen=True, slots=True)
+class KnownTask:
+    """What a run keeps of an accepted task for as long as it goes on: what plans read of it (its tags;
+    whether a request of another kind can be made on it, and its reference's digest), its decision order
+    and, for the rest, where it is in ``tasks.jsonl`` (read again for the few a prompt shows). A run of a
+    million tasks holds these, not the tasks."""
+
+    task_id: str
+    epoch: int
+    kind: str
+    tags: tuple[str, ...]
+    order: tuple[int, int]
+    """Its decision key in its epoch (``types.decision_key``)."""
+    reference: bytes
+    """A digest of its reference code: tasks made on one function share it (``pick_base``)."""
+    bases: tuple[str, ...]
+    """The kinds whose requests can be made on it (``TaskKind.on_base``)."""
+    facets: tuple[tuple[str, tuple[str, ...]], ...] | None
+    """Its kind's facet labels (``TaskKind.facets``), or None for a kind without."""
+    offset: int = -1
+    """Where its line starts in ``tasks.jsonl`` (-1: not written from here, a test's)."""
+
+    @classmethod
+    def of(cls, task: Task, offset: int = -1) -> KnownTask:
+        from .kinds import KIND_NAMES, get_kind
+
+        labelled = get_kind(task.kind).facets
+        facets = None
+        if labelled is not None:
+            facets = tuple((sys.intern(f), tuple(map(sys.intern, labels))) for f, labels in labelled(task).items())
+        bases = tuple(k for k in KIND_NAMES if (can := get_kind(k).on_base) is not None and can(task))
+        return cls(
+            task_id=sys.intern(task.task_id),
+            epoch=task_epoch(task),
+            kind=sys.intern(task.kind),
+            tags=tuple(map(sys.intern, task.tags)),
+            order=decision_key(task.meta.get("request_index"), task.meta.get("position")),
+            reference=hashlib.blake2b(task.reference_code.encode(), digest_size=16).digest(),
+            bases=bases,
+            facets=facets,
+            offset=offset,
+        )
+
+
 @dataclass(frozen=True)
 class History:
     """What the run holds from the epochs before the one being planned."""
 
-    tasks: Sequence[Task]
-    """Accepted tasks of earlier epochs, in the order they were accepted."""
+    tasks: Sequence[KnownTask]
+    """Accepted tasks of earlier epochs, in the order they were accepted (``Task``s given are kept as
+    their ``KnownTask``)."""
     metrics: Sequence[EpochMetrics]
     """Metrics rows of earlier epochs, in epoch order."""
     pass_rates: Mapping[str, float] = field(default_factory=dict)
@@ -98,8 +145,13 @@ class History:
     rejected: Sequence[Rejection] = ()
     """Rejections of the epoch just before (what its duplicates copied)."""
 
+    def __post_init__(self) -> None:
+        if any(isinstance(t, Task) for t in self.tasks):
+            known = [KnownTask.of(t) if isinstance(t, Task) else t for t in self.tasks]
+            object.__setattr__(self, "tasks", known)
 
-def repeated_tasks(rejected: Sequence[Rejection], known: Sequence[Task], most: int) -> list[str]:
+
+def repeated_tasks(rejected: Sequence[Rejection], known: Sequence[Task | KnownTask], most: int) -> list[str]:
     """The accepted tasks ``rejected``'s duplicates copied at least twice, most copied first (ties: the
     earlier accepted), at most ``most``: what a generator keeps coming back to. Steering, not policing:
     the gate already refused the copies; the prompt now says what not to write again."""
@@ -112,7 +164,9 @@ def repeated_tasks(rejected: Sequence[Rejection], known: Sequence[Task], most: i
     return ranked[:most]
 
 
-def frontier_examples(history: History, shown: int, band: tuple[float, float]) -> tuple[list[Task], dict[str, float]]:
+def frontier_examples(
+    history: History, shown: int, band: tuple[float, float]
+) -> tuple[list[KnownTask], dict[str, float]]:
     """The examples a proposal prompt shows, and their measured pass rates.
 
     Up to ``shown`` of the most recent tasks whose pass rate fell inside the band (the edge of the
@@ -143,7 +197,7 @@ def focus_topics(seed: int, epoch: int, n_requests: int, avoid: Sequence[str], t
     return [fresh[i % len(fresh)] for i in range(n_requests)]
 
 
-def saturated_tags(tasks: Sequence[Task], share: float = 0.3) -> list[str]:
+def saturated_tags(tasks: Sequence[Task | KnownTask], share: float = 0.3) -> list[str]:
     """Tags on more than ``share`` of the tasks: the generator is asked to go elsewhere."""
     if len(tasks) < 6:
         return []
@@ -151,7 +205,9 @@ def saturated_tags(tasks: Sequence[Task], share: float = 0.3) -> list[str]:
     return sorted(tag for tag, n in counts.items() if n / len(tasks) > share)
 
 
-def pick_base(tasks: Sequence[Task], kind: str, seed: int, epoch: int, request: int, share: float = 1.0) -> str | None:
+def pick_base(
+    tasks: Sequence[KnownTask], kind: str, seed: int, epoch: int, request: int, share: float = 1.0
+) -> str | None:
     """The id of the accepted task a request of ``kind`` is made on (``TaskKind.on_base``), or None (a
     kind without; no task of the run can be a base yet; or, for ``1 - share`` of the requests, a new
     task written from scratch): one of the run's tasks that can be, one per distinct reference (bugs
@@ -159,13 +215,12 @@ def pick_base(tasks: Sequence[Task], kind: str, seed: int, epoch: int, request: 
     resumed run plans the same base."""
     from .kinds import get_kind
 
-    can_be = get_kind(kind).on_base
-    if can_be is None or derive_seed(seed, "base share", epoch, request) % 1000 >= round(1000 * share):
+    if get_kind(kind).on_base is None or derive_seed(seed, "base share", epoch, request) % 1000 >= round(1000 * share):
         return None
-    firsts: dict[str, str] = {}
+    firsts: dict[bytes, str] = {}
     for t in tasks:
-        if can_be(t):
-            firsts.setdefault(t.reference_code, t.task_id)
+        if kind in t.bases:
+            firsts.setdefault(t.reference, t.task_id)
     fit = list(firsts.values())
     return fit[derive_seed(seed, "base", epoch, request) % len(fit)] if fit else None
 
@@ -205,7 +260,8 @@ class Curriculum:
         avoid = saturated_tags(history.tasks)
         topics = focus_topics(self.config.seed, epoch, n_requests, avoid, cur.topics or TOPICS)
         examples, rates = frontier_examples(history, self.config.generator.examples_shown, c.band)
-        measured = [m for m in history.metrics if m.pass_rate is not None]
+        # the last measured row, read from the end (a long run's rows are read again from disk: ``MetricsRows``)
+        measured = next((m for m in reversed(history.metrics) if m.pass_rate is not None), None)
         kinds = allocate_kinds(cur.kinds, n_requests, epoch, self.config.seed)
         answers = self.config.generator.samples_per_request
         share = self.config.bugfix.base_share
@@ -228,7 +284,7 @@ class Curriculum:
         return EpochPlan(
             epoch=epoch,
             target_difficulty=self.target_for(epoch, history, previous_target),
-            capability=measured[-1].pass_rate if measured else None,
+            capability=measured.pass_rate if measured is not None else None,
             goal=cur.goal,
             avoid_tags=avoid,
             example_ids=[t.task_id for t in examples],

@@ -9,28 +9,44 @@ its turns from it), so the order episodes end in never changes what is written.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from .curriculum import EpochPlan
-from .evaluator import FacetCounts, count_facets, proposed_tasks, task_stats
+from .curriculum import EpochPlan, KnownTask
+from .evaluator import FacetCounts, count_facets, count_labels, proposed_tasks, task_stats
 from .executors import Executor, WorkItem
 from .store import (
     METRICS,
+    PLANS,
     PROPOSALS,
+    REJECTED,
     TASK_STATS,
     TASKS,
     TRAJECTORIES,
+    MetricsRows,
     RunDir,
     RunStream,
     apply_repairs,
     read_checked,
+    record_at,
 )
-from .types import ABANDONED, EpochMetrics, Rejection, Task, TaskStats, TokenUsage, Trajectory, task_epoch
+from .types import (
+    ABANDONED,
+    EpochMetrics,
+    Rejection,
+    Task,
+    TaskStats,
+    TokenUsage,
+    Trajectory,
+    decision_key,
+    task_epoch,
+)
 
 
 @dataclass
@@ -55,16 +71,23 @@ class RunTally:
     facets: FacetCounts = field(default_factory=dict)
     """``evaluator.facet_counts`` of the run, counted as its records are added."""
 
-    def add_episode(self, trajectory: Trajectory, task: Task | None) -> None:
+    def add_episode(self, trajectory: Trajectory, task: Task | KnownTask | None) -> None:
+        """An episode, and its task (whole, or what a run keeps of one it let go)."""
         self.episodes += 1
         self.statuses[trajectory.final_status] += 1
         self.reward += Fraction(trajectory.reward)
         self.first_try_passed += bool(trajectory.attempts and trajectory.attempts[0].result.all_passed)
         self.turns += len(trajectory.attempts)
         self.solver_usage = self.solver_usage + trajectory.usage
-        if task is not None and ABANDONED not in trajectory.flags:
+        if ABANDONED in trajectory.flags:
+            return
+        passed = trajectory.final_status == "passed"
+        if isinstance(task, Task):
             count_facets(self.facets, task, "episodes")
-            count_facets(self.facets, task, "passed", trajectory.final_status == "passed")
+            count_facets(self.facets, task, "passed", passed)
+        elif task is not None and task.facets is not None:
+            count_labels(self.facets, task.kind, task.facets, "episodes")
+            count_labels(self.facets, task.kind, task.facets, "passed", passed)
 
     def add_answer(self, row: dict[str, Any], proposed: Iterable[Task]) -> None:
         """A ``proposals.jsonl`` row, and the tasks its candidates parsed into."""
@@ -84,23 +107,40 @@ class RunTally:
         return round(float(self.reward) / self.episodes, 4) if self.episodes else None
 
 
+class Measured(NamedTuple):
+    """What a run keeps of a task's ``task_stats`` row once its epoch is over."""
+
+    epoch: int
+    samples: int
+    pass_rate: float | None
+
+
 @dataclass
 class RunState:
     """What a run's loop holds of its run directory (nothing, for a new run), indexed for the loop.
 
-    A run's memory must not grow with its episodes: the episodes, answers and plans of an epoch are
-    held while it runs and let go once its metrics row is written (``end_epoch``), counted in
-    ``tally`` for the summary; a solve (no epoch ever finishes) holds its episodes. Tasks, stats rows and metrics
-    rows are held whole (the duplicate gate and the plans read every earlier task).
+    A run's memory must not grow with its records: the tasks, episodes, answers, stats rows and plans of
+    an epoch are held whole while it runs and let go once its metrics row is written (``end_epoch``):
+    of a task then only what plans read (``KnownTask``), of a stats row its counts (``Measured``), of a
+    metrics row its offset past the latest few (``MetricsRows``); the rest is counted in ``tally`` for
+    the summary. A solve (no epoch ever finishes) holds its tasks and episodes.
     """
 
-    tasks: list[Task] = field(default_factory=list)
-    metrics: list[EpochMetrics] = field(default_factory=list)
+    path: Path | None = None
+    """The run directory, where tasks let go are read again (None: nothing to read, a test's state)."""
+    tasks: list[KnownTask] = field(default_factory=list)
+    """Every accepted task, in file order."""
+    open_tasks: dict[str, Task] = field(default_factory=dict)
+    """task id -> the task whole, for the tasks of epochs still running (a solve's: all)."""
+    metrics: MetricsRows = field(default_factory=MetricsRows)
+    """Every metrics row, in epoch order (the latest few whole, the rest read again as asked for)."""
     rejected: list[Rejection] = field(default_factory=list)
     """The rejections of the epochs still running and of the last two finished (their duplicates shape
     the next plans); ``tally.reasons`` counts all."""
     task_stats: dict[str, TaskStats] = field(default_factory=dict)
-    """task id -> its ``task_stats.jsonl`` row."""
+    """task id -> its ``task_stats.jsonl`` row, for the tasks of epochs still running."""
+    measured: dict[str, Measured] = field(default_factory=dict)
+    """task id -> its stats row's counts, for every task that has one."""
     by_task: dict[str, list[Trajectory]] = field(default_factory=dict)
     """task id -> its trajectories, for the tasks of epochs still running (a solve's: all): episodes end
     one by one, and each asks whether its task is complete."""
@@ -109,16 +149,45 @@ class RunState:
     proposals: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     """(epoch, request index) -> the ``proposals.jsonl`` row, for the epochs still running."""
     tally: RunTally = field(default_factory=RunTally)
-    _task_by_id: dict[str, Task] = field(default_factory=dict, repr=False)
+    _known: dict[str, KnownTask] = field(default_factory=dict, repr=False)
 
-    def add_task(self, task: Task) -> None:
-        self.tasks.append(task)
-        self._task_by_id[task.task_id] = task
+    def add_task(self, task: Task, offset: int = -1) -> None:
+        """An accepted task, and where its line starts in ``tasks.jsonl`` (``RunDir.append_record``)."""
+        known = KnownTask.of(task, offset)
+        self.tasks.append(known)
+        self._known[known.task_id] = known
+        self.open_tasks[known.task_id] = task
         count_facets(self.tally.facets, task, "accepted")
+
+    def known(self, task_id: str) -> KnownTask | None:
+        return self._known.get(task_id)
+
+    def task(self, task_id: str) -> Task:
+        """The accepted task ``task_id`` whole (read again from ``tasks.jsonl`` once its epoch is over).
+
+        Raises:
+            KeyError: the run has no such task.
+        """
+        held = self.open_tasks.get(task_id)
+        if held is not None:
+            return held
+        known = self._known[task_id]
+        if known.offset < 0 or self.path is None:
+            raise KeyError(f"task {task_id} is no longer held, and was not read from a run directory")
+        task: Task = record_at(self.path, TASKS, known.offset)
+        return task
+
+    def tasks_of(self, epoch: int) -> list[Task]:
+        """The tasks of a running epoch, whole, in file order."""
+        return [t for t in list(self.open_tasks.values()) if task_epoch(t) == epoch]
 
     def add_rejection(self, rejection: Rejection) -> None:
         self.rejected.append(rejection)
         self.tally.reasons[rejection.reason] += 1
+
+    def add_stats(self, stats: TaskStats) -> None:
+        self.task_stats[stats.task_id] = stats
+        self.measured[sys.intern(stats.task_id)] = Measured(stats.epoch, stats.samples, stats.pass_rate)
 
     def add_proposal(self, epoch: int, request_index: int, row: dict[str, Any]) -> None:
         self.proposals[(epoch, request_index)] = row
@@ -126,14 +195,31 @@ class RunState:
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
         self.by_task.setdefault(trajectory.task_id, []).append(trajectory)
-        self.tally.add_episode(trajectory, self._task_by_id.get(trajectory.task_id))
+        self.tally.add_episode(trajectory, self.open_tasks.get(trajectory.task_id))
+
+    def metrics_before(self, epoch: int) -> Sequence[EpochMetrics]:
+        """The metrics rows of the epochs before ``epoch``, read as asked for."""
+        return self.metrics.before(epoch)
+
+    def whole(self, task_ids: Iterable[str]) -> dict[str, Task]:
+        """Those of ``task_ids`` the run accepted, whole, by id (the few a plan names)."""
+        return {i: self.task(i) for i in dict.fromkeys(task_ids) if i in self._known}
+
+    def each_task(self) -> Iterator[Task]:
+        """Every accepted task whole, in file order: those let go streamed from ``tasks.jsonl`` (the
+        duplicate gate is built so on resume), in one pass."""
+        if self.path is None or len(self.open_tasks) == len(self.tasks):
+            yield from list(self.open_tasks.values())
+            return
+        for _, task in RunStream(self.path).records(TASKS):
+            yield self.open_tasks.get(task.task_id, task)
 
     def recorded(self, task_id: str) -> int:
         """How many of the task's samples have a trajectory."""
         held = self.by_task.get(task_id)
         if held is not None:
             return len(held)
-        stats = self.task_stats.get(task_id)
+        stats = self.measured.get(task_id)
         return stats.samples if stats is not None else 0
 
     def episodes_of(self, epoch: int) -> list[Trajectory]:
@@ -141,14 +227,16 @@ class RunState:
         adds more (the progress block's thread)."""
         return [t for held in list(self.by_task.values()) for t in list(held) if t.epoch == epoch]
 
-    def end_epoch(self, row: EpochMetrics) -> None:
-        """An epoch's metrics row is written: hold the row, and let the epoch's episodes and answers go
-        (counted in ``tally``), with the plans before it and the rejections before the one before it."""
-        self.metrics.append(row)
+    def end_epoch(self, row: EpochMetrics, offset: int = -1) -> None:
+        """An epoch's metrics row is written (at ``offset`` of ``metrics.jsonl``): hold the row, and let
+        the epoch's tasks, stats rows, episodes and answers go (counted in ``tally``), with the plans
+        before it and the rejections before the one before it."""
+        self.metrics.append(row, offset)
         epoch = row.epoch
-        for task in self.tasks:
-            if task_epoch(task) == epoch:
-                self.by_task.pop(task.task_id, None)
+        for task in self.tasks_of(epoch):
+            del self.open_tasks[task.task_id]
+            self.by_task.pop(task.task_id, None)
+            self.task_stats.pop(task.task_id, None)
         self.proposals = {k: row for k, row in self.proposals.items() if k[0] > epoch}
         self.plans = {e: plan for e, plan in self.plans.items() if e >= epoch}
         # an overlapped plan made after the next epoch ended too reads this epoch's duplicates
@@ -159,39 +247,60 @@ class RunState:
         """What ``run`` holds (nothing, for a new one), checked against itself first
         (``store.read_checked``), with what can be re-derived exactly written back: a line that is
         not a record, or records that disagree with what the run recorded, stop here with exit 2.
-        Read in one pass: of the finished epochs' episodes and answers only their counts are kept.
+        Read in one pass: of the finished epochs' records only what ``end_epoch`` would keep is kept.
 
         Raises:
             UserError: the run directory is damaged (FILE:LINE), or was changed after it was written.
         """
+        state = cls(path=run.path, metrics=MetricsRows(run.path))
         if not (run.path / "config.yaml").is_file():
-            return cls()  # a new run: nothing written yet
+            return state  # a new run: nothing written yet
         # the epochs finished, as its metrics rows count them (the checks then prove the count): their
-        # episodes and answers are counted as they pass, not held; a solve (no plan, answer or metrics
-        # row) holds all its episodes
+        # records are counted as they pass, not held; a solve (no plan, answer or metrics row) holds
+        # all its tasks and episodes
         written = RunStream(run.path)
         finished, solve = written.count(METRICS), not written.played
-        state = cls()
 
-        def seen(journal: str, raw: dict[str, Any], record: Any) -> None:
+        def seen(journal: str, offset: int, raw: dict[str, Any], record: Any) -> None:
             if journal == TASKS:
-                state.add_task(record)
+                state.add_task(record, offset)
+                if not solve and task_epoch(record) < finished:
+                    del state.open_tasks[record.task_id]
             elif journal == TRAJECTORIES:
-                state.tally.add_episode(record, state._task_by_id.get(record.task_id))
+                state.tally.add_episode(record, state.open_tasks.get(record.task_id) or state.known(record.task_id))
                 if solve or record.epoch >= finished:
                     state.by_task.setdefault(record.task_id, []).append(record)
             elif journal == PROPOSALS:
                 state.tally.add_answer(raw, [c.task for c in record.candidates or () if c.task is not None])
                 if record.epoch >= finished:
                     state.proposals[(record.epoch, record.request_index)] = raw
+            elif journal == REJECTED:
+                keep(record)
+            elif journal == TASK_STATS:
+                stats(record)
+            elif journal == METRICS:
+                state.metrics.append(record, offset)
+            elif journal == PLANS and record.epoch >= finished - 1:
+                state.plans[record.epoch] = record
+
+        def keep(rejection: Rejection) -> None:
+            state.tally.reasons[rejection.reason] += 1
+            if rejection.epoch >= finished - 2:  # as ``end_epoch`` leaves them
+                state.rejected.append(rejection)
+
+        def stats(row: TaskStats) -> None:
+            state.add_stats(row)
+            if not solve and row.epoch < finished:
+                del state.task_stats[row.task_id]
 
         checked = read_checked(run.path, seen=seen)
         apply_repairs(run, checked)
-        state.metrics = checked.metrics
-        state.task_stats = {row.task_id: row for row in checked.task_stats}
-        state.rejected = [r for r in checked.rejected if r.epoch >= finished - 2]  # as ``end_epoch`` leaves them
-        state.tally.reasons = Counter(r.reason for r in checked.rejected)
-        state.plans = {plan.epoch: plan for plan in checked.plans if plan.epoch >= finished - 1}
+        for _, rejection in checked.repairs.rejections:
+            keep(rejection)
+        for row in checked.repairs.stats:
+            stats(row)
+        # in file order, as ``apply_repairs`` placed the re-derived ones (decision order)
+        state.rejected.sort(key=lambda r: (r.epoch, *decision_key(r.request_index, r.position)))
         return state
 
 
@@ -254,11 +363,11 @@ class Episodes:
     def write_stats(self, task: Task, epoch: int, *, force: bool = False) -> None:
         """Append the task's ``task_stats`` row once all its samples are judged (``force``: once the
         epoch is over, with the samples it has, if a budget left some unrun)."""
-        if task.task_id in self.state.task_stats:
+        if task.task_id in self.state.measured:
             return
         trajs = self.state.by_task.get(task.task_id, [])
         if not trajs or (len(trajs) < self.samples_per_task and not force):
             return
         stats = task_stats(task.task_id, epoch, task.kind, trajs)
-        self.state.task_stats[task.task_id] = stats
+        self.state.add_stats(stats)
         self.run.append(TASK_STATS, [stats.model_dump(mode="json")])

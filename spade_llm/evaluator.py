@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .languages import DEFAULT_LANGUAGE, get_language
 from .types import (
@@ -449,16 +449,29 @@ def facet_counts(
     return sorted_facets(out)
 
 
+class Tagged(Protocol):
+    """Anything with a task's tags (a ``Task``, or what a run keeps of one: ``curriculum.KnownTask``)."""
+
+    @property
+    def tags(self) -> Sequence[str]: ...
+
+
 def count_facets(out: FacetCounts, task: Task, key: str, n: int = 1) -> None:
     """Add ``n`` to ``key`` under each label ``task`` carries (``facet_counts``; a reader that counts as
     records pass calls it for each)."""
     from .kinds import get_kind
 
     labelled = get_kind(task.kind).facets
-    if labelled is None:
-        return
-    by_facet = out.setdefault(task.kind, {})
-    for facet, labels in labelled(task).items():
+    if labelled is not None:
+        count_labels(out, task.kind, labelled(task).items(), key, n)
+
+
+def count_labels(
+    out: FacetCounts, kind: str, labelled: Iterable[tuple[str, Sequence[str]]], key: str, n: int = 1
+) -> None:
+    """``count_facets`` of a task known by its kind and its labels (``KnownTask.facets``)."""
+    by_facet = out.setdefault(kind, {})
+    for facet, labels in labelled:
         for label in labels:
             by_facet.setdefault(facet, {}).setdefault(label, dict.fromkeys(FACET_KEYS, 0))[key] += n
 
@@ -644,7 +657,7 @@ def epoch_metrics(
     target_difficulty: float,
     *,
     tasks: Sequence[Task],
-    earlier_tasks: Sequence[Task],
+    earlier_tasks: Iterable[Tagged],
     nearest: Callable[[str], float | None],
     trajectories: Mapping[str, Sequence[Trajectory]],
     rejected: Sequence[Rejection],

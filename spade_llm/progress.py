@@ -178,13 +178,11 @@ def progress_block(live: bool, render: Callable[[], list[str]], log: Callable[[s
 def epoch_lines(state: RunState, epochs: int, samples_per_task: int, stats: LLMStats, inflight: int = 0) -> list[str]:
     """The running epoch as a few lines for the terminal, with ``inflight`` model requests under way;
     called from the drawing thread, so it only reads (and copies what the loop appends to)."""
-    from .types import task_epoch
-
     epoch = min(len(state.metrics), max(0, epochs - 1))
     plan = state.plans.get(epoch)
     asked = len(plan.requests) if plan is not None else 0
     answered = sum(1 for e, _ in list(state.proposals) if e == epoch)
-    accepted = sum(1 for t in list(state.tasks) if task_epoch(t) == epoch)
+    accepted = sum(1 for t in list(state.tasks) if t.epoch == epoch)
     rejected = sum(1 for r in list(state.rejected) if r.epoch == epoch)
     episodes = state.episodes_of(epoch)
     expected = accepted * samples_per_task
@@ -312,7 +310,7 @@ def run_summary(
         "final_status": dict(sorted(tally.statuses.items())),
         "pass_rate": tally.pass_rate(),
         "mean_reward": tally.mean_reward(),
-        "difficulty": [m.difficulty for m in state.metrics],
+        "difficulty": list(state.metrics.difficulties),
         **({"facets": sorted_facets(tally.facets)} if tally.facets else {}),  # a kind with TaskKind.facets ran
         "usage": {
             "solver": tally.solver_usage.model_dump(),

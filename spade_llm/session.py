@@ -11,7 +11,7 @@ import contextlib
 import datetime as _dt
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,7 +279,7 @@ class Session:
 
     def run(
         self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print, live: bool = False
-    ) -> list[EpochMetrics]:
+    ) -> Sequence[EpochMetrics]:
         """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch. ``live``:
         a progress block on stderr (a terminal), the log lines printed above it."""
         assert self.gen_llm is not None
@@ -301,7 +301,7 @@ class Session:
             retired += self.use_models(switched)
         gen_llm = self.gen_llm
 
-        async def main() -> list[EpochMetrics]:
+        async def main() -> Sequence[EpochMetrics]:
             if self.on_start is not None:  # serve-env: its loop and main task are what stopping needs
                 self.on_start()
             c = self.config
@@ -439,7 +439,7 @@ class Session:
 
 def start_run(
     config: RunConfig, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print
-) -> list[EpochMetrics]:
+) -> Sequence[EpochMetrics]:
     """Run (or resume) the self-play loop in ``run``; returns one metrics row per epoch."""
     with Session(config) as session:
         return session.run(run, resumed=resumed, log=log)

@@ -114,9 +114,18 @@ def test_resume_holds_the_running_epochs_records_and_counts_the_rest(template: P
     expected = summary_from_records(records, 3)
     summary = run_summary(state, 3, {}, done=False)
     assert {k: summary[k] for k in expected} == expected
-    # and every task, stats row and metrics row is held (the gate and the plans read them)
-    assert len(state.tasks) == len(records.tasks) and len(state.task_stats) == len(records.task_stats)
-    assert len(state.metrics) == running
+    # of the finished epochs' tasks, stats rows and metrics rows only what plans read is held; each is read
+    # back whole as it was written
+    assert [t.task_id for t in state.tasks] == [t.task_id for t in records.tasks]
+    assert set(state.open_tasks) == running_tasks
+    assert set(state.task_stats) <= running_tasks
+    assert set(state.measured) == {s.task_id for s in records.task_stats}
+    assert all(state.task(t.task_id) == t for t in records.tasks)
+    assert list(state.each_task()) == records.tasks
+    assert len(state.metrics) == running and list(state.metrics) == records.metrics[:running]
+    assert list(state.metrics_before(2)) == records.metrics[:2] and list(state.metrics.difficulties) == [
+        m.difficulty for m in records.metrics[:running]
+    ]
 
 
 def test_an_ended_epoch_lets_its_records_go(template: Path, tmp_path: Path) -> None:
@@ -130,9 +139,10 @@ def test_an_ended_epoch_lets_its_records_go(template: Path, tmp_path: Path) -> N
     assert held and state.proposals
     state.end_epoch(EpochMetrics.model_validate_json(last_row))
     assert not state.by_task and not state.proposals and len(state.metrics) == running + 1
+    assert not state.open_tasks and not state.task_stats  # the tasks are known by their briefs
     assert set(state.plans) == {running} and {r.epoch for r in state.rejected} <= {running - 1, running}
     assert state.tally.episodes == len(read_run(run).trajectories)
-    task = next(t for t in state.tasks if task_epoch(t) == running)
+    task = next(t for t in state.tasks if t.epoch == running)
     assert state.recorded(task.task_id) == 3  # from its stats row, its episodes let go
 
 

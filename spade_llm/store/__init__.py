@@ -4,7 +4,17 @@ of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what r
 ``written_by`` (``provenance``) which command wrote a directory."""
 
 from .provenance import COMMANDS, check_written_by, run_command, written_by
-from .records import CheckedRun, RunRecords, RunStream, apply_repairs, check_integrity, read_checked, read_run
+from .records import (
+    CheckedRun,
+    MetricsRows,
+    RunRecords,
+    RunStream,
+    apply_repairs,
+    check_integrity,
+    read_checked,
+    read_run,
+    record_at,
+)
 from .rundir import (
     JOURNALS,
     LOCK_FILE,
@@ -36,6 +46,7 @@ __all__ = [
     "TRAJECTORIES",
     "WRITE_ERRORS",
     "CheckedRun",
+    "MetricsRows",
     "RunDir",
     "RunRecords",
     "RunStream",
@@ -47,6 +58,7 @@ __all__ = [
     "read_jsonl",
     "read_numbered",
     "read_run",
+    "record_at",
     "run_command",
     "scrub_secrets",
     "written_by",

@@ -28,8 +28,10 @@ at all (an older spade kept no ``proposals.jsonl``) has no decision order to che
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,17 +99,6 @@ class ProposalRecord(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class EpisodeRef:
-    """A trajectory as the checks need it (its key and epoch) and where to read it again: what a reader
-    whose memory must not grow with the run keeps of each (``Lines``' ``light`` journals)."""
-
-    task_id: str
-    sample_index: int
-    epoch: int
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
 class CandidateRef:
     """A candidate of an answer: its position, and the id of the task it parsed into (None: it did not)."""
 
@@ -117,7 +108,8 @@ class CandidateRef:
 
 @dataclass(frozen=True, slots=True)
 class AnswerRef:
-    """A ``proposals.jsonl`` row as the checks need it, and where to read it again (see ``EpisodeRef``)."""
+    """A ``proposals.jsonl`` row as the checks need it, and where to read it again: what a reader whose
+    memory must not grow with the run keeps of each (``Lines``' ``light`` journals)."""
 
     epoch: int
     request_index: int
@@ -127,24 +119,104 @@ class AnswerRef:
     offset: int
 
 
-def _episode_ref(record: Trajectory, offset: int) -> EpisodeRef:
-    return EpisodeRef(record.task_id, record.sample_index, record.epoch, offset)
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    """A task as the checks need it (see ``AnswerRef``): its id, kind, epoch and decision key."""
+
+    task_id: str
+    kind: str
+    epoch: int
+    key: tuple[int, int] | None
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RejectionRef:
+    """A rejection as the checks need it (see ``AnswerRef``)."""
+
+    epoch: int
+    request_index: int | None
+    position: int | None
+    reason: str
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRef:
+    """A ``task_stats.jsonl`` row as the checks need it (see ``AnswerRef``)."""
+
+    task_id: str
+    samples: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsRef:
+    """A metrics row as the checks need it (see ``AnswerRef``): the counts they compare."""
+
+    epoch: int
+    episodes: int
+    abandoned: int
+    tasks_proposed: int
+    tasks_accepted: int
+    rejected_by_reason: dict[str, int]
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRef:
+    """A plan, by its epoch; the checks read it again (``Lines.plan``), one epoch at a time."""
+
+    epoch: int
+    offset: int
 
 
 def _answer_ref(record: ProposalRecord, offset: int) -> AnswerRef:
     candidates = None
     if record.candidates is not None:
-        candidates = tuple(CandidateRef(c.position, c.task_id) for c in record.candidates)
+        candidates = tuple(CandidateRef(c.position, _ids_interned(c.task_id)) for c in record.candidates)
     return AnswerRef(record.epoch, record.request_index, record.n, record.failure, candidates, offset)
 
 
-LIGHT: Mapping[str, Callable[[Any, int], Any]] = {TRAJECTORIES: _episode_ref, PROPOSALS: _answer_ref}
-"""The journals a run's bulk is in, and what ``Lines`` keeps of each of their records when asked to keep
-them light: everything the checks compare, and the byte offset to read the rest again when a repair
-needs it."""
+def _ids_interned(task_id: str | None) -> str | None:
+    return sys.intern(task_id) if task_id is not None else None
 
-RecordSeen = Callable[[str, dict[str, Any], Any], None]
-"""Told of each record as it is read: (journal, the record as written, the record validated)."""
+
+def _task_ref(task: Task, offset: int) -> TaskRef:
+    return TaskRef(sys.intern(task.task_id), sys.intern(task.kind), task_epoch(task), _task_key(task), offset)
+
+
+def _rejection_ref(r: Rejection, offset: int) -> RejectionRef:
+    return RejectionRef(r.epoch, r.request_index, r.position, sys.intern(r.reason), offset)
+
+
+def _stats_ref(row: TaskStats, offset: int) -> StatsRef:
+    return StatsRef(sys.intern(row.task_id), row.samples, offset)
+
+
+def _metrics_ref(row: EpochMetrics, offset: int) -> MetricsRef:
+    reasons = {sys.intern(k): v for k, v in row.rejected_by_reason.items()}
+    return MetricsRef(row.epoch, row.episodes, row.abandoned, row.tasks_proposed, row.tasks_accepted, reasons, offset)
+
+
+def _plan_ref(plan: EpochPlan, offset: int) -> PlanRef:
+    return PlanRef(plan.epoch, offset)
+
+
+LIGHT: Mapping[str, Callable[[Any, int], Any]] = {
+    TASKS: _task_ref,
+    REJECTED: _rejection_ref,
+    TASK_STATS: _stats_ref,
+    METRICS: _metrics_ref,
+    PLANS: _plan_ref,
+    PROPOSALS: _answer_ref,
+}
+"""What ``Lines`` keeps of each record of a journal when asked to keep it light: everything the checks
+compare, and the byte offset to read the rest again when a repair needs it (the trajectories, a run's
+bulk, are always kept so: ``EpisodeIndex``)."""
+
+RecordSeen = Callable[[str, int, dict[str, Any], Any], None]
+"""Told of each record as it is read: (journal, its byte offset, the record as written, the record validated)."""
 
 RECORD_MODELS: Mapping[str, tuple[type[BaseModel], str]] = {
     TASKS: (Task, "task"),
@@ -223,6 +295,60 @@ def _task_key(task: Task) -> tuple[int, int] | None:
     return (ri, pos) if isinstance(ri, int) and isinstance(pos, int) else None
 
 
+def _epoch_of(task: Task | TaskRef) -> int:
+    return task.epoch if isinstance(task, TaskRef) else task_epoch(task)
+
+
+def _key_of(task: Task | TaskRef) -> tuple[int, int] | None:
+    return task.key if isinstance(task, TaskRef) else _task_key(task)
+
+
+class EpisodeIndex:
+    """Every trajectory of a run by task, as three ints in an array per task (its sample, its line, and
+    where it is: its byte offset, or its place in ``Lines.rows`` when kept whole): a million episodes
+    take some 60 MB, where a dict of keys to records took six times that."""
+
+    def __init__(self) -> None:
+        self.by_task: dict[str, array[int]] = {}
+        """task id -> (sample, line, where) of each of its trajectories, in file order; tasks in the order
+        their first trajectory comes."""
+        self.count = 0
+
+    def add(self, task_id: str, sample: int, line: int, where: int) -> None:
+        held = self.by_task.get(task_id)
+        if held is None:
+            held = self.by_task[sys.intern(task_id)] = array("q")
+        held.extend((sample, line, where))
+        self.count += 1
+
+    def samples(self, task_id: str) -> list[int]:
+        held = self.by_task.get(task_id)
+        return list(held[0::3]) if held is not None else []
+
+    def episodes(self, task_id: str) -> int:
+        held = self.by_task.get(task_id)
+        return len(held) // 3 if held is not None else 0
+
+    def places(self, task_id: str) -> list[int]:
+        held = self.by_task.get(task_id)
+        return list(held[2::3]) if held is not None else []
+
+    def first_repeat(self) -> tuple[int, str, int, int] | None:
+        """The first trajectory in file order whose (task, sample) came before: (its line, the task,
+        the sample, the first one's line), or None."""
+        first: tuple[int, str, int, int] | None = None
+        for task_id, held in self.by_task.items():
+            seen: dict[int, int] = {}
+            for i in range(0, len(held), 3):
+                sample, line = held[i], held[i + 1]
+                if sample in seen:
+                    if first is None or line < first[0]:
+                        first = (line, task_id, sample, seen[sample])
+                    break  # later repeats of this task come after this one
+                seen[sample] = line
+        return first
+
+
 def _ids(values: list[str], limit: int = 5) -> str:
     shown = ", ".join(values[:limit])
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
@@ -247,14 +373,23 @@ class Lines:
         self.rows: dict[str, list[tuple[int, Any]]] = {}
         self.raw_proposals: dict[int, dict[str, Any]] = {}
         """``proposals.jsonl`` rows as written, by line, unless kept light: ``Proposal.from_record`` reads these."""
+        self.index = EpisodeIndex()
+        """The trajectories, by task (kept whole in ``rows`` too unless ``light`` names them)."""
+        self.light = frozenset(light)
         for journal in journals:  # every line is checked before any record is compared
-            rows = []
+            rows: list[tuple[int, Any]] = []
             path = root / journal
-            lighten = LIGHT[journal] if journal in light else None
+            lighten = LIGHT.get(journal) if journal in light else None
             for n, offset, raw in read_located(path):
                 record = validated(path, journal, n, raw)
                 if seen is not None:
-                    seen(journal, raw, record)
+                    seen(journal, offset, raw, record)
+                if journal == TRAJECTORIES:
+                    whole = journal not in light
+                    self.index.add(record.task_id, record.sample_index, n, len(rows) if whole else offset)
+                    if whole:
+                        rows.append((n, record))
+                    continue
                 if lighten is not None:
                     rows.append((n, lighten(record, offset)))
                     continue
@@ -271,13 +406,20 @@ class Lines:
         assert isinstance(record, AnswerRef)
         return read_at(self.path(PROPOSALS), record.offset)
 
-    def trajectories(self, records: Sequence[Trajectory | EpisodeRef]) -> list[Trajectory]:
-        """``records`` of ``trajectories.jsonl`` whole (read again where kept light)."""
-        path = self.path(TRAJECTORIES)
-        return [
-            r if isinstance(r, Trajectory) else validated(path, TRAJECTORIES, None, read_at(path, r.offset))
-            for r in records
-        ]
+    def trajectories(self, task_id: str) -> list[Trajectory]:
+        """The task's trajectories whole, in file order (read again where kept light)."""
+        path, places = self.path(TRAJECTORIES), self.index.places(task_id)
+        if TRAJECTORIES not in self.light:
+            return [self.rows[TRAJECTORIES][i][1] for i in places]
+        return [validated(path, TRAJECTORIES, None, read_at(path, offset)) for offset in places]
+
+    def plan(self, record: EpochPlan | PlanRef) -> EpochPlan:
+        """A plan whole (read again where kept light)."""
+        if isinstance(record, EpochPlan):
+            return record
+        path = self.path(PLANS)
+        plan: EpochPlan = validated(path, PLANS, None, read_at(path, record.offset))
+        return plan
 
     def path(self, journal: str) -> Path:
         return self.root / journal
@@ -290,17 +432,19 @@ class Lines:
         """Another line of the same run, named short (the message names the run's path once)."""
         return f"{journal}:{line}"
 
-    def episodes(self) -> tuple[dict[Any, tuple[int, Any]], dict[Any, tuple[int, Any]], dict[Any, tuple[int, Any]]]:
-        """Tasks by id, task_stats rows by task id and trajectories by (task id, sample), each once
-        (``unique``): what a run and a solve share."""
+    def episodes(self) -> tuple[dict[Any, tuple[int, Any]], dict[Any, tuple[int, Any]], EpisodeIndex]:
+        """Tasks by id, task_stats rows by task id, each once (``unique``), and the trajectories, none
+        twice: what a run and a solve share."""
         tasks = self.unique(TASKS, lambda t: t.task_id, lambda t: f"task {t.task_id}")
         stats = self.unique(TASK_STATS, lambda s: s.task_id, lambda s: f"the task_stats row of {s.task_id}")
-        trajs = self.unique(
-            TRAJECTORIES,
-            lambda t: (t.task_id, t.sample_index),
-            lambda t: f"the trajectory of {t.task_id} sample {t.sample_index}",
-        )
-        return tasks, stats, trajs
+        repeat = self.index.first_repeat()
+        if repeat is not None:
+            n, task_id, sample, first = repeat
+            raise UserError(
+                f"{self.at(TRAJECTORIES, n)}: the trajectory of {task_id} sample {sample} again (first at line "
+                f"{first}): a line duplicated; {CHANGED}"
+            )
+        return tasks, stats, self.index
 
     def unique(
         self, journal: str, key: Callable[[Any], Hashable | None], what: Callable[[Any], str]
@@ -398,7 +542,7 @@ def check_run(lines: Lines) -> Repairs:
         lambda p: (p.epoch, p.request_index),
         lambda p: f"the answer to epoch {p.epoch} request {p.request_index}",
     )
-    metrics: dict[int, tuple[int, EpochMetrics]] = {}
+    metrics: dict[int, tuple[int, EpochMetrics | MetricsRef]] = {}
     for i, (n, row) in enumerate(lines.rows[METRICS]):
         if row.epoch != i:
             why = (
@@ -410,16 +554,16 @@ def check_run(lines: Lines) -> Repairs:
         metrics[i] = (n, row)
     finished = len(metrics)
 
-    by_epoch: dict[int, list[tuple[int, Task]]] = defaultdict(list)
+    by_epoch: dict[int, list[tuple[int, Task | TaskRef]]] = defaultdict(list)
     for n, task in tasks.values():
-        by_epoch[task_epoch(task)].append((n, task))
-    rejections_of: dict[int, list[tuple[int, Rejection]]] = defaultdict(list)
+        by_epoch[_epoch_of(task)].append((n, task))
+    rejections_of: dict[int, list[tuple[int, Rejection | RejectionRef]]] = defaultdict(list)
     for n, r in lines.rows[REJECTED]:
         rejections_of[r.epoch].append((n, r))
     later = [
         (lines.ref(journal, n), epoch)
         for journal, epochs in (
-            (TASKS, [(n, task_epoch(t)) for n, t in tasks.values()]),
+            (TASKS, [(n, _epoch_of(t)) for n, t in tasks.values()]),
             (REJECTED, [(n, r.epoch) for n, r in lines.rows[REJECTED]]),
             (PLANS, [(n, p.epoch) for n, p in plans.values()]),
             (PROPOSALS, [(n, p.epoch) for n, p in proposals.values()]),
@@ -434,31 +578,28 @@ def check_run(lines: Lines) -> Repairs:
             f"{CHANGED}"
         )
 
-    by_task: dict[str, list[Trajectory | EpisodeRef]] = defaultdict(list)
-    for _, t in trajs.values():
-        by_task[t.task_id].append(t)
     answers_of: dict[int, dict[int, tuple[int, ProposalRecord | AnswerRef]]] = defaultdict(dict)
     for (epoch, request), found in proposals.items():  # by epoch once: a scan per epoch grew with the square
         answers_of[epoch][request] = found
     epochs = sorted({*range(finished + 1), *by_epoch, *rejections_of} - {-1})
     for epoch in epochs:
         answers = answers_of.get(epoch, {})
-        _check_decisions(lines, epoch, metrics.get(epoch), plans, answers, by_epoch, rejections_of, by_task, repairs)
-    check_episodes(lines, tasks, stats, trajs, by_task)
+        _check_decisions(lines, epoch, metrics.get(epoch), plans, answers, by_epoch, rejections_of, trajs, repairs)
+    check_episodes(lines, tasks, stats, trajs)
     for epoch in range(finished):
         n_metrics, row = metrics[epoch]
         epoch_tasks = [t for _, t in by_epoch.get(epoch, [])]
-        episodes = sum(len(by_task.get(t.task_id, [])) for t in epoch_tasks)
+        episodes = sum(trajs.episodes(t.task_id) for t in epoch_tasks)
         if episodes != row.episodes + row.abandoned:  # abandoned episodes are recorded, not measured
-            unstated = [t.task_id for t in epoch_tasks if t.task_id not in stats and t.task_id in by_task]
+            unstated = [t.task_id for t in epoch_tasks if t.task_id not in stats and t.task_id in trajs.by_task]
             hint = f" (tasks without a task_stats row: {_ids(unstated)})" if unstated else ""
             raise UserError(
                 f"{lines.path(TRAJECTORIES)}: epoch {epoch} has {_plural(episodes, 'episode')}, its metrics "
                 f"({lines.ref(METRICS, n_metrics)}) say {row.episodes + row.abandoned}{hint}; {CHANGED}"
             )
         for task in epoch_tasks:  # the episodes are complete: a lost stats row is recomputed exactly
-            if task.task_id not in stats and by_task.get(task.task_id):
-                episodes_of = lines.trajectories(by_task[task.task_id])
+            if task.task_id not in stats and trajs.episodes(task.task_id):
+                episodes_of = lines.trajectories(task.task_id)
                 repairs.stats.append(task_stats(task.task_id, epoch, task.kind, episodes_of))
     return repairs
 
@@ -466,19 +607,19 @@ def check_run(lines: Lines) -> Repairs:
 def _check_decisions(
     lines: Lines,
     epoch: int,
-    metrics: tuple[int, EpochMetrics] | None,
-    plans: dict[Any, tuple[int, EpochPlan]],
+    metrics: tuple[int, EpochMetrics | MetricsRef] | None,
+    plans: dict[Any, tuple[int, EpochPlan | PlanRef]],
     answers: dict[int, tuple[int, ProposalRecord | AnswerRef]],
-    by_epoch: dict[int, list[tuple[int, Task]]],
-    rejections_of: dict[int, list[tuple[int, Rejection]]],
-    by_task: Mapping[str, Sequence[Trajectory | EpisodeRef]],
+    by_epoch: dict[int, list[tuple[int, Task | TaskRef]]],
+    rejections_of: dict[int, list[tuple[int, Rejection | RejectionRef]]],
+    trajs: EpisodeIndex,
     repairs: Repairs,
 ) -> None:
     """One epoch's tasks and rejections against its answers (request index -> (line, record)) and (once
     finished) its metrics row."""
     decided: dict[tuple[int, int], tuple[str, int]] = {}
     for n, task in by_epoch.get(epoch, []):
-        key = _task_key(task)
+        key = _key_of(task)
         if key is not None:
             decided[key] = (TASKS, n)
     for n, r in rejections_of.get(epoch, []):
@@ -501,7 +642,7 @@ def _check_decisions(
         _check_counts(lines, epoch, metrics, by_epoch, rejections_of, derived, unknown)
     elif unknown:  # the running epoch: a gap in its decisions (its last one may be lost: a kill)
         slot = unknown[0]
-        where = lines.path(TASKS) if slot.task_id in by_task else f"{lines.path(TASKS)} or {REJECTED}"
+        where = lines.path(TASKS) if slot.task_id in trajs.by_task else f"{lines.path(TASKS)} or {REJECTED}"
         raise UserError(
             f"{where}: epoch {epoch} has no decision for request {slot.key[0]} position "
             f"{slot.key[1]} ({slot.task_id}), though later candidates are decided; {CHANGED}"
@@ -513,23 +654,24 @@ def _check_decisions(
 def _gaps(
     lines: Lines,
     epoch: int,
-    metrics: tuple[int, EpochMetrics] | None,
-    plans: dict[Any, tuple[int, EpochPlan]],
+    metrics: tuple[int, EpochMetrics | MetricsRef] | None,
+    plans: dict[Any, tuple[int, EpochPlan | PlanRef]],
     located: dict[int, tuple[int, ProposalRecord | AnswerRef]],
     decided: dict[tuple[int, int], tuple[str, int]],
 ) -> list[_Slot]:
     """The places of the epoch's decision order that should be decided and are not: all its metrics
     row counts once it finished, up to its last decision while it runs."""
-    plan = plans.get(epoch)
-    if plan is None:
+    found = plans.get(epoch)
+    if found is None:
         if metrics is not None or decided:
             why = f"which finished ({lines.ref(METRICS, metrics[0])})" if metrics else "which has decisions"
             raise UserError(f"{lines.path(PLANS)}: no plan for epoch {epoch}, {why}; {CHANGED}")
         return []
     answers = {request: row for request, (_, row) in located.items()}
-    slots = _slots(epoch, plan[1], located, lines.raw_proposal)
+    plan = lines.plan(found[1])
+    slots = _slots(epoch, plan, located, lines.raw_proposal)
     order = {slot.key: i for i, slot in enumerate(slots)}
-    unanswered = [r.request_index for r in plan[1].requests if r.request_index not in answers]
+    unanswered = [r.request_index for r in plan.requests if r.request_index not in answers]
     for key in sorted(k for k in decided if k not in order):  # the first such decision, in decision order
         journal, n = decided[key]
         before = [r for r in unanswered if r <= key[0]]  # decisions stop at the first unanswered request
@@ -570,9 +712,9 @@ def _gaps(
 def _check_counts(
     lines: Lines,
     epoch: int,
-    metrics: tuple[int, EpochMetrics],
-    by_epoch: dict[int, list[tuple[int, Task]]],
-    rejections_of: dict[int, list[tuple[int, Rejection]]],
+    metrics: tuple[int, EpochMetrics | MetricsRef],
+    by_epoch: dict[int, list[tuple[int, Task | TaskRef]]],
+    rejections_of: dict[int, list[tuple[int, Rejection | RejectionRef]]],
     derived: list[tuple[tuple[int, int], Rejection]],
     unknown: list[_Slot],
 ) -> None:
@@ -617,16 +759,15 @@ def check_episodes(
     lines: Lines,
     tasks: dict[Any, tuple[int, Task]],
     stats: dict[Any, tuple[int, TaskStats]],
-    trajs: dict[Any, tuple[int, Trajectory | EpisodeRef]],
-    by_task: Mapping[str, Sequence[Trajectory | EpisodeRef]],
+    trajs: EpisodeIndex,
     epochs: bool = True,
 ) -> None:
     """Every episode and stats row names a known task; a stats row counts its task's episodes.
     ``epochs``: name the task's epoch (a run's tasks have one; a solve's are all its own)."""
-    for n, t in trajs.values():
-        if t.task_id not in tasks:
+    for task_id, held in trajs.by_task.items():  # tasks in the order of their first episode: the first
+        if task_id not in tasks:  # unknown one's first episode is the first episode of an unknown task
             raise UserError(
-                f"{lines.path(TASKS)}: no task {t.task_id}, though {lines.ref(TRAJECTORIES, n)} is one of its "
+                f"{lines.path(TASKS)}: no task {task_id}, though {lines.ref(TRAJECTORIES, held[1])} is one of its "
                 f"episodes; {CHANGED}"
             )
     for task_id, (n, row) in stats.items():
@@ -634,10 +775,10 @@ def check_episodes(
             raise UserError(
                 f"{lines.path(TASKS)}: no task {task_id}, though {lines.ref(TASK_STATS, n)} is its stats row; {CHANGED}"
             )
-        have = sorted(t.sample_index for t in by_task.get(task_id, []))
+        have = sorted(trajs.samples(task_id))
         if len(have) != row.samples:
             samples = f" (sample {', '.join(map(str, have))})" if have else ""
-            epoch = f" (epoch {task_epoch(tasks[task_id][1])})" if epochs else ""
+            epoch = f" (epoch {_epoch_of(tasks[task_id][1])})" if epochs else ""
             count = _plural(len(have), "trajectory")
             raise UserError(
                 f"{lines.path(TRAJECTORIES)}: task {task_id}{epoch} has {count}{samples}, its task_stats row "
@@ -654,18 +795,15 @@ def check_solve(lines: Lines, summary: Any) -> None:
     samples are all judged, as after a kill.
     """
     tasks, stats, trajs = lines.episodes()
-    by_task: dict[str, list[Trajectory | EpisodeRef]] = defaultdict(list)
-    for _, t in trajs.values():
-        by_task[t.task_id].append(t)
-    check_episodes(lines, tasks, stats, trajs, by_task, epochs=False)
+    check_episodes(lines, tasks, stats, trajs, epochs=False)
     if isinstance(summary, dict) and "epochs" not in summary:
         counted, episodes = summary.get("tasks"), summary.get("trajectories")
         if isinstance(counted, int) and counted != len(tasks):
             raise UserError(
                 f"{lines.path(TASKS)}: {_plural(len(tasks), 'task')}, summary.json counted {counted}; {CHANGED}"
             )
-        if isinstance(episodes, int) and episodes > len(trajs):
+        if isinstance(episodes, int) and episodes > trajs.count:
             raise UserError(
-                f"{lines.path(TRAJECTORIES)}: {_plural(len(trajs), 'trajectory')}, summary.json counted "
+                f"{lines.path(TRAJECTORIES)}: {_plural(trajs.count, 'trajectory')}, summary.json counted "
                 f"{episodes} when it was written; {CHANGED}"
             )

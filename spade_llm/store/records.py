@@ -20,11 +20,12 @@ its episodes in its turn, the report counts the episodes as they pass.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterator
+from array import array
+from collections import Counter, deque
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -49,7 +50,17 @@ from .rundir import (
     read_numbered,
 )
 
-__all__ = ["CheckedRun", "RunRecords", "RunStream", "apply_repairs", "check_integrity", "read_checked", "read_run"]
+__all__ = [
+    "CheckedRun",
+    "MetricsRows",
+    "RunRecords",
+    "RunStream",
+    "apply_repairs",
+    "check_integrity",
+    "read_checked",
+    "read_run",
+    "record_at",
+]
 
 _ORDER = (TASKS, REJECTED, TRAJECTORIES, TASK_STATS, METRICS, PLANS, PROPOSALS)
 """The journals in the order their lines are checked (the first damaged line named is in this order)."""
@@ -148,8 +159,7 @@ class RunStream:
 
     def at(self, journal: str, offset: int) -> Any:
         """The record of ``journal`` at ``offset`` (one :meth:`records` gave), read and validated again."""
-        path = self.path / journal
-        return validated(path, journal, None, read_at(path, offset))
+        return record_at(self.path, journal, offset)
 
     def count(self, journal: str) -> int:
         """How many lines of ``journal`` hold a JSON record (not checked further: a cheap count)."""
@@ -169,6 +179,102 @@ class RunStream:
         """``RunRecords.command``, without reading the run's records."""
         has_tasks = self._first(TASKS)
         return command_of(self.config, self.manifest, played=self.played, has_tasks=has_tasks)
+
+
+def record_at(root: Path, journal: str, offset: int) -> Any:
+    """The record of ``root``'s ``journal`` at byte ``offset`` (``RunStream``, ``read_checked`` or
+    ``RunDir.append_record`` gave it), read and validated again.
+
+    Raises:
+        UserError: the line there is no longer a record of its journal (the file changed since).
+    """
+    path = root / journal
+    return validated(path, journal, None, read_at(path, offset))
+
+
+class MetricsRows(Sequence[EpochMetrics]):
+    """A run's metrics rows in epoch order, as a loop holds them: the latest :data:`KEPT_ROWS` whole, the
+    others by byte offset in ``metrics.jsonl``, read again when asked for (the loop reads the last few; a
+    run of 30,000 epochs held whole took some 300 MB). ``difficulties`` keeps every row's target."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        """``root``: the run directory the rows are read again from (None: every row is kept whole)."""
+        self.root = root
+        self._offsets = array("q")
+        self._kept: deque[EpochMetrics] = deque()
+        self._whole: dict[int, EpochMetrics] = {}
+        """Rows past the latest with no place to be read from (no ``root``, or no offset given)."""
+        self.difficulties = array("d")
+
+    def append(self, row: EpochMetrics, offset: int = -1) -> None:
+        """The next epoch's row, and where its line starts in ``metrics.jsonl`` (-1: not known)."""
+        if offset < 0 or self.root is None:
+            self._whole[len(self._offsets)] = row
+        self._offsets.append(offset)
+        self.difficulties.append(row.difficulty)
+        self._kept.append(row)
+        if len(self._kept) > KEPT_ROWS:
+            self._kept.popleft()
+
+    def before(self, epoch: int) -> Sequence[EpochMetrics]:
+        """The rows of the epochs before ``epoch`` (row ``i`` is epoch ``i``'s), read as asked for."""
+        return _Prefix(self, min(max(epoch, 0), len(self)))
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> EpochMetrics: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
+
+    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        size = len(self._offsets)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("metrics row out of range")
+        first_kept = size - len(self._kept)
+        if index >= first_kept:
+            return self._kept[index - first_kept]
+        whole = self._whole.get(index)
+        if whole is not None or self.root is None:
+            assert whole is not None
+            return whole
+        row: EpochMetrics = record_at(self.root, METRICS, self._offsets[index])
+        return row
+
+
+class _Prefix(Sequence[EpochMetrics]):
+    """The first ``size`` rows of a ``MetricsRows``, read as asked for."""
+
+    def __init__(self, rows: MetricsRows, size: int) -> None:
+        self._rows, self._size = rows, size
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> EpochMetrics: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
+
+    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError("metrics row out of range")
+        return self._rows[index]
+
+
+KEPT_ROWS = 64
+"""How many of the latest metrics rows ``MetricsRows`` holds whole."""
 
 
 def read_run(path: str | Path, *, tolerant: bool = False, skip: Collection[str] = ()) -> RunRecords:
@@ -224,28 +330,21 @@ def check_integrity(records: RunRecords) -> RunRecords:
 
 @dataclass
 class CheckedRun:
-    """A run directory read for resume (``read_checked``): checked as ``check_integrity`` checks, with its
-    repairs merged in; of the bulk (trajectories, proposals) nothing is kept here, its reader was told of
-    each record as it passed and kept what it needs."""
+    """A run directory read for resume (``read_checked``): checked as ``check_integrity`` checks. Of its
+    records nothing is kept here: its reader was told of each as it passed and kept what it needs; what
+    the checks re-derived is in ``repairs`` (not among the records it was told of)."""
 
     path: Path
     is_solve: bool
-    tasks: list[Task]
-    rejected: list[Rejection]
-    """Every rejection, the re-derived ones in place (decision order)."""
-    task_stats: list[TaskStats]
-    """Every stats row, the re-derived ones last (completion order, as after a kill)."""
-    metrics: list[EpochMetrics]
-    plans: list[EpochPlan]
     repairs: Repairs
 
 
 def read_checked(path: str | Path, *, seen: RecordSeen | None = None) -> CheckedRun:
     """The run directory at ``path`` read strictly and checked as resume needs (``check_integrity``),
-    in one pass over each journal, holding of each trajectory and proposal only what the checks compare
-    (``integrity.LIGHT``): ``seen`` is told of every record as it is read (journal, as written,
-    validated), before the checks, so a caller keeps what it needs without a second pass; what it
-    kept counts only once this returns.
+    in one pass over each journal, holding of each record only what the checks compare
+    (``integrity.LIGHT``, ``integrity.EpisodeIndex``): ``seen`` is told of every record as it is read
+    (journal, byte offset, as written, validated), before the checks, so a caller keeps what it needs
+    without a second pass; what it kept counts only once this returns.
 
     Raises:
         UserError: not a run directory, a line is not a record of its journal (FILE:LINE), or the
@@ -253,24 +352,14 @@ def read_checked(path: str | Path, *, seen: RecordSeen | None = None) -> Checked
     """
     root = _run_root(path)
     RunDir(root).read_yaml("config.yaml")  # a damaged config is named before any record
-    lines = Lines(root, _ORDER, light=(TRAJECTORIES, PROPOSALS), seen=seen)
-    rows = {journal: [record for _, record in lines.rows[journal]] for journal in _ORDER}
-    solve = not (rows[PLANS] or rows[PROPOSALS] or rows[METRICS])
+    lines = Lines(root, _ORDER, light=_ORDER, seen=seen)
+    solve = not (lines.rows[PLANS] or lines.rows[PROPOSALS] or lines.rows[METRICS])
     if solve:
         check_solve(lines, RunDir(root).read_json("summary.json") or None)
         repairs = Repairs()
     else:
         repairs = check_run(lines)
-    return CheckedRun(
-        path=root,
-        is_solve=solve,
-        tasks=rows[TASKS],
-        rejected=_merged(lines.rows[REJECTED], repairs.rejections),
-        task_stats=[*rows[TASK_STATS], *repairs.stats],
-        metrics=rows[METRICS],
-        plans=rows[PLANS],
-        repairs=repairs,
-    )
+    return CheckedRun(path=root, is_solve=solve, repairs=repairs)
 
 
 def apply_repairs(run: RunDir, records: RunRecords | CheckedRun) -> None:

@@ -19,7 +19,7 @@ import contextlib
 import math
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
@@ -105,7 +105,7 @@ class EnvSession:
     def config(self) -> RunConfig:
         return self.session.config
 
-    def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> list[EpochMetrics]:
+    def run(self, run: RunDir, *, resumed: bool = False, log: Callable[[str], None] = print) -> Sequence[EpochMetrics]:
         return self.session.run(run, resumed=resumed, log=log)
 
     def close(self) -> None:
@@ -149,7 +149,7 @@ class RunThread:
         self.resumed = resumed
         self.log = log
         self.on_end = on_end
-        self.metrics: list[EpochMetrics] | None = None
+        self.metrics: Sequence[EpochMetrics] | None = None
         """The metrics rows, once every epoch ran."""
         self.error: BaseException | None = None
         """What stopped the run other than ``stop`` (the generator's endpoint down, a full disk...)."""
