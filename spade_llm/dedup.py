@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -149,9 +150,10 @@ class Deduper:
         if key is not None:  # compared by key alone (``duplicate``); novelty counts it new (``evaluator.novelty``)
             self._keys.setdefault(f"{task.kind}:{key}", task.task_id)
             return
-        self._entries[task.task_id] = self._index.add(task.task_id, task.kind, fp)
+        task_id = sys.intern(task.task_id)  # one string per id, shared with the index and the run's state
+        self._entries[task_id] = self._index.add(task_id, task.kind, fp)
         if behaviour:
-            self._behaviours.setdefault(f"{kind}:{behaviour}", task.task_id)
+            self._behaviours.setdefault(f"{kind}:{behaviour}", task_id)
 
     def accept_sealed(self, entry: dict[str, Any]) -> None:
         """Remember a task known only by its ``sealed_entry``: a candidate that copies it is a duplicate

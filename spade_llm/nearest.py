@@ -18,6 +18,7 @@ compact table: :class:`BandTable`) and every candidate it returns is verified ex
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections import deque
 from collections.abc import Iterator
@@ -151,8 +152,8 @@ class ShapeIndex:
         with ``counted_only`` (a held-out task the gate must see, which the run's own novelty does not
         count)."""
         seq = len(self._keys)
-        self._keys.append(key)
-        self._kinds.append(kind)
+        self._keys.append(sys.intern(key))  # one string per id and kind, shared with what the run keeps
+        self._kinds.append(sys.intern(kind))
         self._counted.append(counted)
         self._recent.append((seq, shape))
         if len(self._recent) > self.window:
