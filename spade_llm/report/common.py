@@ -54,3 +54,9 @@ def embed_json(value: Any) -> str:
     ):
         text = text.replace(raw, escaped)
     return text
+
+
+def snippet(text: str, limit: int = 110) -> str:
+    """``text`` as one line of at most ``limit`` characters (the tasks table's description)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

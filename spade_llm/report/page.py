@@ -42,7 +42,7 @@ from .charts import (
     render_charts,
     require_matplotlib,
 )
-from .common import SHORT_LIMIT, TEXT_LIMIT, clip, embed_json, num, text_of, to_int
+from .common import SHORT_LIMIT, TEXT_LIMIT, clip, embed_json, num, snippet, text_of, to_int
 from .reading import (
     STATUS_LABELS,
     RejectionBrief,
@@ -294,11 +294,6 @@ def rejected_html(run: RunData) -> str:
     )
 
 
-def _snippet(text: str, limit: int = 110) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def table_html(rows: list[TaskRow], sample: Sample) -> str:
     """The tasks table, rendered here (the script only filters it and opens rows)."""
     shown = rows
@@ -339,7 +334,7 @@ def table_html(rows: list[TaskRow], sample: Sample) -> str:
             f"<td>{esc(r.kind)}</td><td class='num'>{_fmt(r.difficulty)}</td>"
             f"<td><span class='pill {r.status}'>{r.passed}/{r.samples}</span></td>"
             f"<td class='num'>{_fmt(r.mean_turns, 1)}</td><td class='num'>{_fmt(r.learnability)}</td>"
-            f"<td class='desc'>{esc(_snippet(r.description))}{tags}</td></tr>"
+            f"<td class='desc'>{esc(snippet(r.description))}{tags}</td></tr>"
         )
     head = (
         "<thead><tr><th data-sort='text'>task</th><th data-sort='num' class='num'>epoch</th>"

@@ -33,10 +33,10 @@ from ..store import (
     read_run,
 )
 from ..types import Attempt, EpochMetrics, Rejection, Task, TaskStats, Trajectory
-from .common import num, text_of, to_int
+from .common import num, snippet, text_of, to_int
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskCounts:
     """One task's episodes, counted."""
 
@@ -57,7 +57,7 @@ def category(trajectory: Trajectory) -> str:
     return "first_try" if len(trajectory.attempts) <= 1 else "repaired"
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskPicks:
     """One task's candidate episodes, by byte offset in ``trajectories.jsonl``: the first of each
     category, then others in file order."""
@@ -146,6 +146,7 @@ class TaskBrief:
     difficulty: float
     tags: tuple[str, ...]
     description: str
+    """Its first line, clipped (``common.snippet``): all the tasks table shows of it."""
     epoch: Any
     """``meta["epoch"]`` as written; None when its meta does not say."""
     offset: int
@@ -155,7 +156,7 @@ class TaskBrief:
     def of(cls, task: Task, offset: int = -1) -> TaskBrief:
         epoch = task.meta.get("epoch")
         tags = tuple(sys.intern(tag) for tag in task.tags)  # a run's tags repeat: one string each
-        return cls(task.task_id, sys.intern(task.kind), task.difficulty, tags, task.description, epoch, offset)
+        return cls(task.task_id, sys.intern(task.kind), task.difficulty, tags, snippet(task.description), epoch, offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,13 +334,13 @@ def attempt_class(attempt: Attempt) -> str | None:
 # -- the tasks table -------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskRow:
     task_id: str
     epoch: int
     kind: str
     difficulty: float | None
-    tags: list[str]
+    tags: tuple[str, ...]
     description: str
     samples: int
     passed: int
@@ -388,7 +389,7 @@ def task_rows(run: RunData) -> list[TaskRow]:
                 epoch=to_int(epoch),
                 kind=task.kind if task is not None else eps.kind_of.get(task_id, DEFAULT_KIND),
                 difficulty=num(task.difficulty) if task is not None else None,
-                tags=list(task.tags) if task is not None else [],
+                tags=task.tags if task is not None else (),
                 description=task.description if task is not None else "",
                 samples=per.samples,
                 passed=per.passed,
