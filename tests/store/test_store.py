@@ -164,3 +164,49 @@ def test_a_partial_last_line_is_cut_whatever_its_length(tmp_path_factory, lines,
         patch.setattr(rundir, "CUT_BLOCK", block)
         RunDir._cut_partial_line(path)
     assert path.read_bytes() == data[: data.rfind(b"\n") + 1]
+
+
+def test_append_record_gives_the_offset_its_line_is_read_back_from(tmp_path):
+    from spade_llm.store import record_at
+
+    run = RunDir.create(tmp_path / "r")
+    run.write_yaml("config.yaml", {"seed": 1})
+    rows = [{"epoch": e, "difficulty": 0.3 + e / 10, "pass_rate": None, "first_try_pass_rate": None, "mean_turns": None,
+             "tasks_proposed": e, "tasks_accepted": 0, "rejected_by_reason": {}, "novelty": 1.0, "mean_reward": None}
+            for e in range(4)]  # fmt: skip
+    offsets = [run.append_record("metrics.jsonl", row) for row in rows]
+    assert offsets[0] == 0 and offsets == sorted(set(offsets))
+    assert [record_at(run.path, "metrics.jsonl", o).model_dump(include=set(rows[0])) for o in offsets] == rows
+
+
+def test_metrics_rows_hold_the_latest_whole_and_read_the_others_back(tmp_path, monkeypatch):
+    """A loop's metrics rows: every row answers as written, past the few held whole too, and a prefix
+    (``before``) is a view of the first ones, in epoch order."""
+    from spade_llm.store import MetricsRows, records
+    from spade_llm.types import EpochMetrics
+
+    monkeypatch.setattr(records, "KEPT_ROWS", 2)
+    run = RunDir.create(tmp_path / "r")
+    run.write_yaml("config.yaml", {"seed": 1})
+    made = [
+        EpochMetrics(epoch=e, difficulty=e / 10, pass_rate=None, first_try_pass_rate=None, mean_turns=None,
+                     tasks_proposed=e, tasks_accepted=0, rejected_by_reason={}, novelty=1.0, mean_reward=None)
+        for e in range(7)
+    ]  # fmt: skip
+    rows, unplaced = MetricsRows(run.path), MetricsRows()
+    for row in made:
+        rows.append(row, run.append_record("metrics.jsonl", row.model_dump(mode="json")))
+        unplaced.append(row)  # no run to read from: every row held
+    for held in (rows, unplaced):
+        assert len(held) == 7 and list(held) == made and held[-1] == made[-1] and held[-7] == made[0]
+        assert held[1:4] == made[1:4] and list(reversed(held)) == made[::-1]
+        assert list(held.before(3)) == made[:3] and held.before(3)[-1] == made[2] and len(held.before(99)) == 7
+        assert list(held.difficulties) == [m.difficulty for m in made]
+        with pytest.raises(IndexError):
+            held[7]
+        with pytest.raises(IndexError):
+            held.before(3)[3]
+    (run.path / "metrics.jsonl").write_text("")  # the rows read back come from the file, the latest two do not
+    with pytest.raises(UserError):
+        rows[0]
+    assert rows[-1] == made[-1] and unplaced[0] == made[0]
