@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +23,8 @@ from .config import RunConfig
 from .evaluator import next_difficulty
 from .kinds.mix import allocate_kinds
 from .types import EpochMetrics, Rejection, Task, decision_key, task_epoch
+
+_T = TypeVar("_T")
 
 TOPICS = (
     "strings",
@@ -122,13 +125,22 @@ class KnownTask:
             task_id=sys.intern(task.task_id),
             epoch=task_epoch(task),
             kind=sys.intern(task.kind),
-            tags=tuple(map(sys.intern, task.tags)),
-            order=decision_key(task.meta.get("request_index"), task.meta.get("position")),
+            tags=_shared(tuple(map(sys.intern, task.tags))),
+            order=_shared(decision_key(task.meta.get("request_index"), task.meta.get("position"))),
             reference=hashlib.blake2b(task.reference_code.encode(), digest_size=16).digest(),
-            bases=bases,
-            facets=facets,
+            bases=_shared(bases),
+            facets=_shared(facets) if facets is not None else None,
             offset=offset,
         )
+
+
+_SHARED: dict[Any, Any] = {}
+"""One copy of each tuple many tasks share (tags, decision keys, kinds): a million tasks hold few distinct ones."""
+
+
+def _shared(value: _T) -> _T:
+    kept: _T = _SHARED.setdefault(value, value)
+    return kept
 
 
 @dataclass(frozen=True)
