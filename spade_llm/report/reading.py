@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from ..kinds.names import DEFAULT_KIND
 from ..store import (
@@ -28,6 +28,7 @@ from ..store import (
     TASK_STATS,
     TASKS,
     TRAJECTORIES,
+    LazyRows,
     RunRecords,
     RunStream,
     read_run,
@@ -185,7 +186,7 @@ class RejectionBrief:
         return cls(rejection.epoch, sys.intern(rejection.reason), rejection.task_id, rejection.detail)
 
 
-class MetricsRows(Sequence[EpochMetrics]):
+class MetricsRows(LazyRows):
     """A run's metrics rows in epoch order, each kept as its JSON text and made a model again when read:
     held as models, the rows of a run of 30,000 epochs took ~10x their ``metrics.jsonl`` (a third of the
     page's memory at a million trajectories); the charts read them a dozen times, ~1 s a pass there."""
@@ -197,15 +198,7 @@ class MetricsRows(Sequence[EpochMetrics]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    @overload
-    def __getitem__(self, index: int) -> EpochMetrics: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
-
-    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
-        if isinstance(index, slice):
-            return [EpochMetrics.model_validate_json(text) for text in self._rows[index]]
+    def _row(self, index: int) -> EpochMetrics:
         return EpochMetrics.model_validate_json(self._rows[index])
 
     def __iter__(self) -> Iterator[EpochMetrics]:

@@ -6,6 +6,7 @@ of what a run wrote; ``check_integrity`` (the checks in ``integrity``) is what r
 from .provenance import COMMANDS, check_written_by, run_command, written_by
 from .records import (
     CheckedRun,
+    LazyRows,
     MetricsRows,
     RunRecords,
     RunStream,
@@ -46,6 +47,7 @@ __all__ = [
     "TRAJECTORIES",
     "WRITE_ERRORS",
     "CheckedRun",
+    "LazyRows",
     "MetricsRows",
     "RunDir",
     "RunRecords",

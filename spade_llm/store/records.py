@@ -52,6 +52,7 @@ from .rundir import (
 
 __all__ = [
     "CheckedRun",
+    "LazyRows",
     "MetricsRows",
     "RunRecords",
     "RunStream",
@@ -192,7 +193,34 @@ def record_at(root: Path, journal: str, offset: int) -> Any:
     return validated(path, journal, None, read_at(path, offset))
 
 
-class MetricsRows(Sequence[EpochMetrics]):
+class LazyRows(Sequence[EpochMetrics]):
+    """Metrics rows made when asked for, not held as models: a subclass says how many there are
+    (``__len__``) and how to make row ``index`` (``_row``); indexing, slicing and iterating follow."""
+
+    def _row(self, index: int) -> EpochMetrics:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> EpochMetrics: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
+
+    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
+        size = len(self)
+        if isinstance(index, slice):
+            return [self._row(i) for i in range(*index.indices(size))]
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("metrics row out of range")
+        return self._row(index)
+
+
+class MetricsRows(LazyRows):
     """A run's metrics rows in epoch order, as a loop holds them: the latest :data:`KEPT_ROWS` whole, the
     others by byte offset in ``metrics.jsonl``, read again when asked for (the loop reads the last few; a
     run of 30,000 epochs held whole took some 300 MB). ``difficulties`` keeps every row's target."""
@@ -223,21 +251,8 @@ class MetricsRows(Sequence[EpochMetrics]):
     def __len__(self) -> int:
         return len(self._offsets)
 
-    @overload
-    def __getitem__(self, index: int) -> EpochMetrics: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
-
-    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        size = len(self._offsets)
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise IndexError("metrics row out of range")
-        first_kept = size - len(self._kept)
+    def _row(self, index: int) -> EpochMetrics:
+        first_kept = len(self._offsets) - len(self._kept)
         if index >= first_kept:
             return self._kept[index - first_kept]
         whole = self._whole.get(index)
@@ -248,7 +263,7 @@ class MetricsRows(Sequence[EpochMetrics]):
         return row
 
 
-class _Prefix(Sequence[EpochMetrics]):
+class _Prefix(LazyRows):
     """The first ``size`` rows of a ``MetricsRows``, read as asked for."""
 
     def __init__(self, rows: MetricsRows, size: int) -> None:
@@ -257,19 +272,7 @@ class _Prefix(Sequence[EpochMetrics]):
     def __len__(self) -> int:
         return self._size
 
-    @overload
-    def __getitem__(self, index: int) -> EpochMetrics: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[EpochMetrics]: ...
-
-    def __getitem__(self, index: int | slice) -> EpochMetrics | list[EpochMetrics]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._size))]
-        if index < 0:
-            index += self._size
-        if not 0 <= index < self._size:
-            raise IndexError("metrics row out of range")
+    def _row(self, index: int) -> EpochMetrics:
         return self._rows[index]
 
 
