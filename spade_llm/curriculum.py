@@ -148,19 +148,13 @@ class History:
     """What the run holds from the epochs before the one being planned."""
 
     tasks: Sequence[KnownTask]
-    """Accepted tasks of earlier epochs, in the order they were accepted (``Task``s given are kept as
-    their ``KnownTask``)."""
+    """Accepted tasks of earlier epochs, in the order they were accepted, as the run keeps them."""
     metrics: Sequence[EpochMetrics]
     """Metrics rows of earlier epochs, in epoch order."""
     pass_rates: Mapping[str, float] = field(default_factory=dict)
     """Task id -> its measured pass rate over its samples (``task_stats.jsonl``), earlier epochs only."""
     rejected: Sequence[Rejection] = ()
     """Rejections of the epoch just before (what its duplicates copied)."""
-
-    def __post_init__(self) -> None:
-        if any(isinstance(t, Task) for t in self.tasks):
-            known = [KnownTask.of(t) if isinstance(t, Task) else t for t in self.tasks]
-            object.__setattr__(self, "tasks", known)
 
 
 def repeated_tasks(rejected: Sequence[Rejection], known: Sequence[Task | KnownTask], most: int) -> list[str]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from spade_llm.config import RunConfig, load_config
 from spade_llm.controller import Controller
-from spade_llm.curriculum import Curriculum, History
+from spade_llm.curriculum import Curriculum, History, KnownTask
 from spade_llm.executors import WorkItem
 from spade_llm.generator import Candidate, Proposal, ProposalContext
 from spade_llm.hooks import EpochEnd, HookError, load_hook
@@ -151,8 +151,8 @@ def test_plan_depends_only_on_the_history_it_is_given():
         episodes=6,
         next_difficulty=0.4,
     )
-    a = cur.plan(1, History(tasks=[task], metrics=[row]))
-    b = cur.plan(1, History(tasks=[task], metrics=[row]))
+    a = cur.plan(1, History(tasks=[KnownTask.of(task)], metrics=[row]))
+    b = cur.plan(1, History(tasks=[KnownTask.of(task)], metrics=[row]))
     assert a == b and a.target_difficulty == 0.4 and a.example_ids == ["e0-a"] and a.capability == 0.9
 
 
@@ -341,10 +341,10 @@ def test_bad_answers_are_kept_in_their_rejections_and_make_no_phantom_tasks(tmp_
 
 
 def test_frontier_examples_show_the_edge_and_one_task_past_it_on_each_side():
-    from spade_llm.curriculum import History, frontier_examples
+    from spade_llm.curriculum import frontier_examples
 
     tasks = [
-        Task(task_id=f"t{i}", description="d", entry_point="f", reference_code="def f(x): return x", tests=[])
+        KnownTask.of(Task(task_id=f"t{i}", description="d", entry_point="f", reference_code="def f(x): x", tests=[]))
         for i in range(8)
     ]
     rates = {"t0": 0.5, "t1": 1.0, "t2": 0.0, "t3": 0.4, "t4": 0.9, "t5": 0.6, "t6": 0.1}  # t7: not measured yet

@@ -171,9 +171,12 @@ def test_append_record_gives_the_offset_its_line_is_read_back_from(tmp_path):
 
     run = RunDir.create(tmp_path / "r")
     run.write_yaml("config.yaml", {"seed": 1})
-    rows = [{"epoch": e, "difficulty": 0.3 + e / 10, "pass_rate": None, "first_try_pass_rate": None, "mean_turns": None,
-             "tasks_proposed": e, "tasks_accepted": 0, "rejected_by_reason": {}, "novelty": 1.0, "mean_reward": None}
-            for e in range(4)]  # fmt: skip
+    blank = {"pass_rate": None, "first_try_pass_rate": None, "mean_turns": None, "mean_reward": None}
+    rows: list[dict[str, object]] = [
+        {"epoch": e, "difficulty": 0.3 + e / 10, "tasks_proposed": e, "tasks_accepted": 0, "rejected_by_reason": {},
+         "novelty": 1.0, **blank}
+        for e in range(4)
+    ]  # fmt: skip
     offsets = [run.append_record("metrics.jsonl", row) for row in rows]
     assert offsets[0] == 0 and offsets == sorted(set(offsets))
     assert [record_at(run.path, "metrics.jsonl", o).model_dump(include=set(rows[0])) for o in offsets] == rows
