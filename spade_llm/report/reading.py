@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +186,7 @@ class RejectionBrief:
         return cls(rejection.epoch, sys.intern(rejection.reason), rejection.task_id, rejection.detail)
 
 
-class MetricsRows(LazyRows):
+class MetricsText(LazyRows):
     """A run's metrics rows in epoch order, each kept as its JSON text and made a model again when read:
     held as models, the rows of a run of 30,000 epochs took ~10x their ``metrics.jsonl`` (a third of the
     page's memory at a million trajectories); the charts read them a dozen times, ~1 s a pass there."""
@@ -201,10 +201,6 @@ class MetricsRows(LazyRows):
     def _row(self, index: int) -> EpochMetrics:
         return EpochMetrics.model_validate_json(self._rows[index])
 
-    def __iter__(self) -> Iterator[EpochMetrics]:
-        for text in self._rows:
-            yield EpochMetrics.model_validate_json(text)
-
 
 @dataclass
 class RunData:
@@ -213,7 +209,7 @@ class RunData:
 
     records: RunRecords
     metrics: Sequence[EpochMetrics]
-    """By epoch (``MetricsRows``, read from a run)."""
+    """By epoch (``MetricsText``, read from a run)."""
     task_stats: dict[str, StatsBrief]
     """By task id (the last row of a task wins)."""
     episodes: Episodes
@@ -270,7 +266,7 @@ def read_report_data(run_dir: Path | str) -> RunData:
     skip = (TRAJECTORIES, PROPOSALS, TASKS, REJECTED, PLANS, TASK_STATS, METRICS)
     records = read_run(run_dir, tolerant=True, skip=skip)
     stream = RunStream(run_dir, tolerant=True)
-    metrics = MetricsRows(row for _, row in stream.records(METRICS))
+    metrics = MetricsText(row for _, row in stream.records(METRICS))
     task_stats = {stats.task_id: StatsBrief.of(stats) for _, stats in stream.records(TASK_STATS)}
     tasks = [TaskBrief.of(task, offset) for offset, task in stream.records(TASKS)]
     rejected = [RejectionBrief.of(rejection) for _, rejection in stream.records(REJECTED)]

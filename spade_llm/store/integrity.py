@@ -262,6 +262,17 @@ def validated(path: Path, journal: str, line: int | None, raw: dict[str, Any]) -
         ) from None
 
 
+def record_at(root: Path, journal: str, offset: int) -> Any:
+    """The record of ``root``'s ``journal`` at byte ``offset`` (a reader that streams, or
+    ``RunDir.append_record``, gave it), read and validated again.
+
+    Raises:
+        UserError: the line there is no longer a record of its journal (the file changed since).
+    """
+    path = root / journal
+    return validated(path, journal, None, read_at(path, offset))
+
+
 def request_rejection(epoch: int, request_index: int, proposal: Proposal) -> Rejection:
     """The rejection of a request that failed as a whole. The loop and resume's repair both build it
     here, so a repaired line is the line the loop writes."""
@@ -366,8 +377,8 @@ class Lines:
     def __init__(
         self, root: Path, journals: tuple[str, ...], *, light: Collection[str] = (), seen: RecordSeen | None = None
     ) -> None:
-        """``light``: journals of ``LIGHT`` whose records are kept as their references (``EpisodeRef``,
-        ``AnswerRef``), not whole: the checks need no more, and a repair reads what it needs again;
+        """``light``: journals whose records are kept as their references (``LIGHT``; the trajectories
+        in ``index`` only), not whole: the checks need no more, and a repair reads what it needs again;
         ``seen``: told of every record as it is read, for a reader that keeps more of some."""
         self.root = root
         self.rows: dict[str, list[tuple[int, Any]]] = {}
@@ -408,17 +419,16 @@ class Lines:
 
     def trajectories(self, task_id: str) -> list[Trajectory]:
         """The task's trajectories whole, in file order (read again where kept light)."""
-        path, places = self.path(TRAJECTORIES), self.index.places(task_id)
+        places = self.index.places(task_id)
         if TRAJECTORIES not in self.light:
             return [self.rows[TRAJECTORIES][i][1] for i in places]
-        return [validated(path, TRAJECTORIES, None, read_at(path, offset)) for offset in places]
+        return [record_at(self.root, TRAJECTORIES, offset) for offset in places]
 
     def plan(self, record: EpochPlan | PlanRef) -> EpochPlan:
         """A plan whole (read again where kept light)."""
         if isinstance(record, EpochPlan):
             return record
-        path = self.path(PLANS)
-        plan: EpochPlan = validated(path, PLANS, None, read_at(path, record.offset))
+        plan: EpochPlan = record_at(self.root, PLANS, record.offset)
         return plan
 
     def path(self, journal: str) -> Path:

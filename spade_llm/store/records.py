@@ -34,7 +34,16 @@ from .._util.text import clean_data, json_loads
 from ..curriculum import EpochPlan
 from ..errors import UserError
 from ..types import EpochMetrics, Rejection, Task, TaskStats, Trajectory
-from .integrity import RECORD_MODELS, Lines, RecordSeen, Repairs, check_run, check_solve, located, validated
+from .integrity import (
+    RECORD_MODELS,
+    Lines,
+    RecordSeen,
+    Repairs,
+    check_run,
+    check_solve,
+    located,
+    record_at,
+)
 from .provenance import command_of
 from .rundir import (
     METRICS,
@@ -45,7 +54,6 @@ from .rundir import (
     TASKS,
     TRAJECTORIES,
     RunDir,
-    read_at,
     read_located,
     read_numbered,
 )
@@ -182,17 +190,6 @@ class RunStream:
         return command_of(self.config, self.manifest, played=self.played, has_tasks=has_tasks)
 
 
-def record_at(root: Path, journal: str, offset: int) -> Any:
-    """The record of ``root``'s ``journal`` at byte ``offset`` (``RunStream``, ``read_checked`` or
-    ``RunDir.append_record`` gave it), read and validated again.
-
-    Raises:
-        UserError: the line there is no longer a record of its journal (the file changed since).
-    """
-    path = root / journal
-    return validated(path, journal, None, read_at(path, offset))
-
-
 class LazyRows(Sequence[EpochMetrics]):
     """Metrics rows made when asked for, not held as models: a subclass says how many there are
     (``__len__``) and how to make row ``index`` (``_row``); indexing, slicing and iterating follow."""
@@ -218,6 +215,10 @@ class LazyRows(Sequence[EpochMetrics]):
         if not 0 <= index < size:
             raise IndexError("metrics row out of range")
         return self._row(index)
+
+    def __iter__(self) -> Iterator[EpochMetrics]:
+        for index in range(len(self)):
+            yield self._row(index)
 
 
 class MetricsRows(LazyRows):
