@@ -71,8 +71,8 @@ class RunTally:
     facets: FacetCounts = field(default_factory=dict)
     """``evaluator.facet_counts`` of the run, counted as its records are added."""
 
-    def add_episode(self, trajectory: Trajectory, task: Task | KnownTask | None) -> None:
-        """An episode, and its task (whole, or what a run keeps of one it let go)."""
+    def add_episode(self, trajectory: Trajectory, task: KnownTask | None) -> None:
+        """An episode, and what the run keeps of its task (its facet labels, computed once)."""
         self.episodes += 1
         self.statuses[trajectory.final_status] += 1
         self.reward += Fraction(trajectory.reward)
@@ -82,10 +82,7 @@ class RunTally:
         if ABANDONED in trajectory.flags:
             return
         passed = trajectory.final_status == "passed"
-        if isinstance(task, Task):
-            count_facets(self.facets, task, "episodes")
-            count_facets(self.facets, task, "passed", passed)
-        elif task is not None and task.facets is not None:
+        if task is not None and task.facets is not None:
             count_labels(self.facets, task.kind, task.facets, "episodes")
             count_labels(self.facets, task.kind, task.facets, "passed", passed)
 
@@ -157,7 +154,8 @@ class RunState:
         self.tasks.append(known)
         self._known[known.task_id] = known
         self.open_tasks[known.task_id] = task
-        count_facets(self.tally.facets, task, "accepted")
+        if known.facets is not None:
+            count_labels(self.tally.facets, known.kind, known.facets, "accepted")
 
     def known(self, task_id: str) -> KnownTask | None:
         return self._known.get(task_id)
@@ -195,7 +193,7 @@ class RunState:
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
         self.by_task.setdefault(trajectory.task_id, []).append(trajectory)
-        self.tally.add_episode(trajectory, self.open_tasks.get(trajectory.task_id))
+        self.tally.add_episode(trajectory, self._known.get(trajectory.task_id))
 
     def metrics_before(self, epoch: int) -> Sequence[EpochMetrics]:
         """The metrics rows of the epochs before ``epoch``, read as asked for."""
@@ -267,7 +265,7 @@ class RunState:
                 if not solve and task_epoch(record) < finished:
                     del state.open_tasks[record.task_id]
             elif journal == TRAJECTORIES:
-                state.tally.add_episode(record, state.open_tasks.get(record.task_id) or state.known(record.task_id))
+                state.tally.add_episode(record, state.known(record.task_id))
                 if solve or record.epoch >= finished:
                     state.by_task.setdefault(record.task_id, []).append(record)
             elif journal == PROPOSALS:
@@ -284,9 +282,9 @@ class RunState:
                 state.plans[record.epoch] = record
 
         def keep(rejection: Rejection) -> None:
-            state.tally.reasons[rejection.reason] += 1
-            if rejection.epoch >= finished - 2:  # as ``end_epoch`` leaves them
-                state.rejected.append(rejection)
+            state.add_rejection(rejection)
+            if rejection.epoch < finished - 2:  # counted, not held: as ``end_epoch`` leaves them
+                state.rejected.pop()
 
         def stats(row: TaskStats) -> None:
             state.add_stats(row)
