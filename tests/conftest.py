@@ -57,6 +57,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(autouse=True)
+def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test its own user cache (``_util.cache``): none reads or writes the machine's ``~/.cache``,
+    nor finds what another test left there."""
+    monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path / "spade-cache"))
+
+
+@pytest.fixture(autouse=True)
 def block_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transport, "ALLOW_MODEL_REQUESTS", False)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):

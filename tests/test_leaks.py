@@ -21,11 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sandbox_backends import run_backend
 
+from spade_llm import kinds
+from spade_llm._util import cache
 from spade_llm.checking import CodeChecker
 from spade_llm.cli import app as cli
 from spade_llm.config import SandboxConfig
-from spade_llm.kinds import LEAK_REASON, get_kind, leaks, mark_leaks, run_gates
-from spade_llm.kinds.base import public_indices
+from spade_llm.kinds import LEAK_CACHE, LEAK_REASON, get_kind, leaks, mark_leaks, run_gates
+from spade_llm.kinds import base as kind_base
+from spade_llm.kinds.base import public_indices, same_case
 from spade_llm.leaks import Secret, describe, find_leaks
 from spade_llm.sandbox.base import Limits
 from spade_llm.types import Task, TestCase
@@ -655,6 +658,70 @@ def test_mark_leaks_replaces_an_old_mark() -> None:
     assert ids == [] and LEAK_REASON not in task.meta
 
 
+def test_a_task_searched_once_is_found_in_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task file judged again (an evaluation per checkpoint) is not searched again: on main every
+    ``spade evaluate`` of imported HumanEval spent ~0.5 s searching its docstrings anew."""
+    leaking = square_task(description="sq(5) returns 25").model_copy(update={"task_id": "leaky"})
+    honest = square_task().model_copy(update={"task_id": "honest"})
+    first, ids = mark_leaks([leaking, honest])
+    assert ids == ["leaky"] and first[0].meta[LEAK_REASON] == [3]
+
+    def searched(task: Task, public_tests: int) -> list[Any]:
+        raise AssertionError(f"{task.task_id} searched again")
+
+    monkeypatch.setattr(kinds, "leaks", searched)
+    again, ids = mark_leaks([leaking, honest])
+    assert ids == ["leaky"] and again == first
+    again, ids = mark_leaks([first[0], honest])  # with the mark it got: the same task
+    assert ids == ["leaky"] and again == first
+
+
+def test_a_changed_task_or_split_is_searched_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    leaking = square_task(description="sq(5) returns 25")
+    mark_leaks([leaking])
+    searched: list[str] = []
+    real = kinds.leaks
+
+    def counted(task: Task, public_tests: int) -> list[Any]:
+        searched.append(f"{task.description} / {public_tests}")
+        return real(task, public_tests)
+
+    monkeypatch.setattr(kinds, "leaks", counted)
+    (task,), ids = mark_leaks([leaking.model_copy(update={"description": "Return n squared."})])
+    assert ids == [] and LEAK_REASON not in task.meta
+    (task,), ids = mark_leaks([leaking], public_tests=4)  # test 3 is public now
+    assert ids == [] and LEAK_REASON not in task.meta
+    assert searched == ["Return n squared. / 3", "sq(5) returns 25 / 4"]
+
+
+def test_a_cache_entry_no_search_could_have_made_is_searched_again() -> None:
+    leaking = square_task(description="sq(5) returns 25")
+    mark_leaks([leaking])
+    (entry,) = (cache.cache_dir() / LEAK_CACHE).iterdir()
+    for damaged in ("[99]", "[3, 3]", '{"3": true}', "[3"):
+        entry.write_text(damaged)
+        (task,), ids = mark_leaks([leaking])
+        assert ids == ["sq"] and task.meta[LEAK_REASON] == [3]
+        assert json.loads(entry.read_text()) == [3]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=6),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=4),
+)
+def test_a_benchmarks_hidden_tests_are_those_no_example_shows(
+    tests: list[tuple[int, int]], examples: list[tuple[int, int]]
+) -> None:
+    """The examples are read once per task, not once per test: the split is the pairwise one's."""
+    task = square_task(
+        public_tests=0,
+        tests=[TestCase(input=f"({a},)", expected=b) for a, b in tests],
+        examples=[TestCase(input=f"({a},)", expected=b) for a, b in examples],
+    )
+    pairwise = [i for i, t in enumerate(task.tests) if not any(same_case(t, e) for e in task.examples)]
+    assert kind_base.tests_after_public(task, 3) == pairwise == [i for i, t in enumerate(tests) if t not in examples]
+
+
 # -- imported benchmarks ---------------------------------------------------------------------------
 
 
@@ -689,6 +756,33 @@ def test_import_says_how_many_docstrings_carry_asserts(tmp_path: Path, capsys: A
         pytest.skip(f"{HUMANEVAL} not found")
     assert cli.main(["import", "humaneval", str(HUMANEVAL), "-o", str(tmp_path / "he.jsonl")]) == 0
     assert "126 show 335 of their asserts in their docstring" in capsys.readouterr().err
+
+
+def test_an_imported_file_is_evaluated_without_searching_it_again(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spade import`` checks the tasks it writes for leaks; ``evaluate`` then finds every check done."""
+    import gzip
+
+    if not HUMANEVAL.exists():
+        pytest.skip(f"{HUMANEVAL} not found")
+    with gzip.open(HUMANEVAL, "rt") as f:
+        rows = [next(f) for _ in range(3)]
+    source = tmp_path / "he3.jsonl.gz"
+    with gzip.open(source, "wt") as f:
+        f.writelines(rows)
+    tasks = tmp_path / "he.jsonl"
+    assert cli.main(["import", "humaneval", str(source), "-o", str(tasks)]) == 0
+    assert len(list((cache.cache_dir() / LEAK_CACHE).iterdir())) == 3
+
+    def searched(task: Task, public_tests: int) -> list[Any]:
+        raise AssertionError(f"{task.task_id} searched again")
+
+    monkeypatch.setattr(kinds, "leaks", searched)
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(tasks), "--sandbox", run_backend()]) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(x)["passed"] for x in out.splitlines() if x.startswith("{")] == [True] * 3
 
 
 # -- the fake generator ----------------------------------------------------------------------------

@@ -750,6 +750,11 @@ def cmd_import(args: argparse.Namespace) -> int:
             "shown and fed back; every assert still decides)"
         )
     print(f"imported {len(tasks)} tasks -> {out}{note}", file=sys.stderr)
+    from ..kinds import leak_note, mark_leaks
+
+    _, leaking = mark_leaks(tasks)  # said now; and kept in the cache, where evaluate and solve find it
+    if leaking:
+        print(f"spade: {leak_note(leaking)}", file=sys.stderr)
     if left_out:
         ids = ", ".join(list(left_out)[:10]) + (", ..." if len(left_out) > 10 else "")
         print(

@@ -40,10 +40,12 @@ Every place a task enters (``run``, ``serve-env`` and the Ray workers through
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from importlib import import_module
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .base import CODE_PARTS, DEFAULT_PUBLIC_TESTS, NO_REFERENCE, Derived, DeriveRequest, FieldTests, TaskKind
@@ -59,6 +61,7 @@ __all__ = [
     "DEFAULT_KIND",
     "DEFAULT_PUBLIC_TESTS",
     "KIND_NAMES",
+    "LEAK_CACHE",
     "LEAK_REASON",
     "NO_REFERENCE",
     "DeriveRequest",
@@ -169,17 +172,70 @@ def _static_ok(validator: Validator, task: Task) -> bool:
 def mark_leaks(tasks: Sequence[Task], public_tests: int = DEFAULT_PUBLIC_TESTS) -> tuple[list[Task], list[str]]:
     """``tasks`` as given, each one whose shown text carries hidden tests marked with their indices
     in ``meta["leaks_hidden_test"]`` (a mark an earlier run left is replaced), and the ids of the
-    marked ones. For tasks judged as written (``solve``, ``evaluate``): reported, never rejected."""
+    marked ones. For tasks judged as written (``solve``, ``evaluate``): reported, never rejected.
+
+    Each result is kept in the user's cache (``LEAK_CACHE``), so a task file judged again (an evaluation
+    per checkpoint; ``spade import`` checks the tasks it writes) is not searched again."""
+    from .._util import cache
+
     out: list[Task] = []
     ids: list[str] = []
     for task in tasks:
         meta = {k: v for k, v in task.meta.items() if k != LEAK_REASON}
-        found = sorted({leak.test for leak in leaks(task, public_tests)})
+        key = _leak_key(task, meta, public_tests)
+        found = cache.load(LEAK_CACHE, key) if key else None
+        if not _test_indices(found, len(task.tests)):
+            found = sorted({leak.test for leak in leaks(task, public_tests)})
+            if key:
+                cache.store(LEAK_CACHE, key, found)
         if found:
             meta[LEAK_REASON] = found
             ids.append(task.task_id)
         out.append(task if meta == task.meta else task.model_copy(update={"meta": meta}))
     return out, ids
+
+
+LEAK_CACHE = "leaks"
+"""The namespace of ``mark_leaks``' results in the user's cache (``_util.cache``): a task searched once
+is not searched again while it, the public tests' count and the detector stay as they were."""
+
+
+def _leak_key(task: Task, meta: dict[str, Any], public_tests: int) -> str | None:
+    """The cache key of ``task``'s leak check: the detector's sources, the count of public tests and the
+    whole task (its meta without the mark); None when the detector's sources cannot be read."""
+    import json
+
+    from .._util import cache
+
+    detector = _detector_digest()
+    if detector is None:
+        return None
+    data = task.dump()
+    data["meta"] = meta
+    return cache.digest(detector, str(public_tests), json.dumps(data, sort_keys=True, default=repr))
+
+
+@functools.cache
+def _detector_digest() -> str | None:
+    """A digest of what decides a leak: ``leaks.py`` and the kinds (what each shows and hides); None
+    where the sources are not there to read (then nothing is cached)."""
+    from .._util import cache
+
+    here = Path(__file__).parent
+    try:
+        sources = [(here.parent / "leaks.py").read_bytes()] + [p.read_bytes() for p in sorted(here.glob("*.py"))]
+    except OSError:
+        return None
+    return cache.digest(*sources)
+
+
+def _test_indices(value: Any, tests: int) -> bool:
+    """Whether a cached result is one ``mark_leaks`` could have stored: sorted distinct test indices."""
+    return (
+        isinstance(value, list)
+        and all(type(i) is int and 0 <= i < tests for i in value)
+        and value == sorted(set(value))
+    )
 
 
 def leak_note(ids: Sequence[str], shown: int = 10) -> str:

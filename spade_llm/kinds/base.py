@@ -160,30 +160,58 @@ def public_indices(task: Task, public_tests: int) -> list[int]:
 def same_case(a: TestCase, b: TestCase) -> bool:
     """Whether two tests are one: the same arguments (the same literal once read) and the same
     expected value (as the judge compares values: ``True`` is not ``1``)."""
+    return _is_shown(a, _shown_cases([b]))
+
+
+def _case_args(case: TestCase) -> str | None:
+    """The arguments of ``case`` as ``same_case`` compares them (the literal read, then written back), or
+    None when they cannot be one (no expected value, an unreadable input, an int too long to write)."""
     from ..sandbox.runner import parse_input
+
+    if not case.has_expected:
+        return None
+    args = parse_input(case.input)
+    if isinstance(args, str):
+        return None
+    try:
+        return repr(args)
+    except ValueError:
+        return None
+
+
+def _shown_cases(examples: list[TestCase]) -> dict[str, list[TestCase]]:
+    """``examples`` by their arguments (``_case_args``): each read once, not once per test."""
+    shown: dict[str, list[TestCase]] = {}
+    for example in examples:
+        args = _case_args(example)
+        if args is not None:
+            shown.setdefault(args, []).append(example)
+    return shown
+
+
+def _is_shown(test: TestCase, shown: dict[str, list[TestCase]]) -> bool:
+    """``any(same_case(test, e) for e in examples)``, with ``shown`` from ``_shown_cases(examples)``."""
     from ..sandbox.verdict import matches
 
-    if not (a.has_expected and b.has_expected):
+    args = _case_args(test) if shown else None
+    if args is None:
         return False
-    args_a, args_b = parse_input(a.input), parse_input(b.input)
-    if isinstance(args_a, str) or isinstance(args_b, str):
-        return False
-    try:
-        same_args = repr(args_a) == repr(args_b)
-    except ValueError:  # an int too long for repr
-        return False
-    if a.literal_only or b.literal_only:  # a set or bytes, which matches never equals: the literals' values
-        return same_args and type(a.expected) is type(b.expected) and a.expected == b.expected
-    return same_args and matches(a.expected, b.expected)
+    for example in shown.get(args, ()):
+        if test.literal_only or example.literal_only:
+            if type(test.expected) is type(example.expected) and test.expected == example.expected:
+                return True
+        elif matches(test.expected, example.expected):
+            return True
+    return False
 
 
 def tests_after_public(task: Task, public_tests: int) -> list[int]:
     """Induction's hidden tests: those after the public ones; for a task seen through its examples
     (an imported benchmark), every assert but those an example shows (those are public already)."""
     if task.shows_examples:
-        return [i for i, t in enumerate(task.tests) if not any(same_case(t, e) for e in task.examples)]
-    shown = len(public_indices(task, public_tests))
-    return list(range(shown, len(task.tests)))
+        shown = _shown_cases(task.examples)
+        return [i for i, t in enumerate(task.tests) if not _is_shown(t, shown)]
+    return list(range(len(public_indices(task, public_tests)), len(task.tests)))
 
 
 def every_test(task: Task, public_tests: int) -> list[int]:
