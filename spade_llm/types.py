@@ -39,7 +39,7 @@ class TestCase(BaseModel):
     an explicit ``null`` means the function must return ``None``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     __test__ = False  # not a pytest class
 
     input: str
@@ -165,7 +165,7 @@ def _str_keys(value: Any) -> bool:
 class Task(BaseModel):
     """A coding task: statement, reference solution and tests (docs/records.md, "tasks.jsonl")."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     task_id: str
     kind: TaskKind = DEFAULT_KIND
@@ -263,6 +263,8 @@ class Task(BaseModel):
 class TestResult(BaseModel):
     """The verdict of one test, computed outside the sandbox from the encoded output."""
 
+    model_config = ConfigDict(defer_build=True)
+
     __test__ = False
 
     index: int
@@ -281,6 +283,8 @@ class TestResult(BaseModel):
 
 class ExecutionResult(BaseModel):
     """What happened when a program ran in the sandbox (docs/records.md, "ExecutionResult")."""
+
+    model_config = ConfigDict(defer_build=True)
 
     status: ExecStatus
     return_code: int | None = None
@@ -302,6 +306,7 @@ class ExecutionResult(BaseModel):
 
 
 class TokenUsage(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
@@ -316,6 +321,7 @@ class TokenUsage(BaseModel):
 
 
 class Message(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     role: Literal["system", "user", "assistant"]
     content: str
 
@@ -328,6 +334,8 @@ class Attempt(BaseModel):
     (run only when the public tests passed or it was the last turn; otherwise they count as not
     passed). Its streams are the public execution's.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     turn: int
     code: str
@@ -349,6 +357,8 @@ class Attempt(BaseModel):
 
 class Trajectory(BaseModel):
     """One solving episode of one task (docs/records.md, "trajectories.jsonl")."""
+
+    model_config = ConfigDict(defer_build=True)
 
     trajectory_id: str
     task_id: str
@@ -384,6 +394,8 @@ class Trajectory(BaseModel):
 class Rejection(BaseModel):
     """A proposed task that did not make it, with the first gate it failed."""
 
+    model_config = ConfigDict(defer_build=True)
+
     epoch: int
     reason: str
     detail: str = ""
@@ -407,6 +419,8 @@ rate, no learnability, no move of the target counts it)."""
 
 class EpochMetrics(BaseModel):
     """One row of ``metrics.jsonl``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     epoch: int
     difficulty: float
@@ -476,6 +490,8 @@ class EpochMetrics(BaseModel):
 
 class TaskStats(BaseModel):
     """One row of ``task_stats.jsonl``: a task once all its samples are judged."""
+
+    model_config = ConfigDict(defer_build=True)
 
     task_id: str
     epoch: int
