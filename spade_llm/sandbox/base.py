@@ -78,6 +78,9 @@ class Sandbox(ABC):
     name: str = "base"
     isolating: bool = False
     """True when the backend is a security boundary (namespaces/containers)."""
+    pooled: bool = False
+    """True when the backend keeps warm workers and its constructor takes ``prewarm`` (0: start only the one
+    its probe needs)."""
 
     @abstractmethod
     def run(self, program: Program, limits: Limits) -> ExecutionResult:

@@ -316,6 +316,8 @@ def make_job(program: Program, rlimits: list[tuple[int, int, int]]) -> tuple[dic
 class WorkerPool(Sandbox):
     """A sandbox backend made of warm workers (see the module docstring); subclasses start them."""
 
+    pooled = True
+
     jobs_per_worker: int
     grace_s: float
     max_idle: int

@@ -18,7 +18,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import threading
-from typing import Any
+from typing import Any, cast
 
 from ..errors import SandboxUnavailable, UserError
 from .base import Sandbox
@@ -62,25 +62,23 @@ def is_isolating(name: str) -> bool:
     return bool(_load(name).isolating)
 
 
-def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
+def get_sandbox(name: str, *, docker_image: str | None = None, one_run: bool = False) -> Sandbox:
     """A ready sandbox backend by name: ``auto``, or a key of ``BACKENDS``.
 
     ``docker_image`` is the docker backend's image (config ``sandbox.docker_image``); None: its default.
+    ``one_run``: the caller runs one program (``spade exec``): a pooled backend starts one worker, not
+    one per core (which would only compete with the caller for the CPU).
 
     Raises:
         UserError: unknown name.
         SandboxUnavailable: the backend cannot run programs on this machine.
     """
-    if name == DOCKER and docker_image:
-        cls: Any = _load(name)
-        sandbox: Sandbox = cls(image=docker_image)
-        return sandbox
     if name != AUTO:
-        return _load(name)()
+        return _construct(_load(name), docker_image if name == DOCKER else None, one_run)
     reasons = []
     for candidate in AUTO_ORDER:
         try:
-            return _load(candidate)()
+            return _construct(_load(candidate), None, one_run)
         except SandboxUnavailable as e:
             reasons.append(f"{candidate}: {e}")
     import logging  # here: the only use, and ``spade --help`` imports this module
@@ -94,6 +92,14 @@ def get_sandbox(name: str, *, docker_image: str | None = None) -> Sandbox:
     fallback: Any = _load(FALLBACK)  # its constructor takes ``warn`` (the warning is given above)
     chosen: Sandbox = fallback(warn=False)
     return chosen
+
+
+def _construct(cls: type[Sandbox], docker_image: str | None, one_run: bool) -> Sandbox:
+    kwargs: dict[str, Any] = {"image": docker_image} if docker_image else {}
+    if one_run and cls.pooled:
+        kwargs["prewarm"] = 0
+    sandbox: Sandbox = cast(Any, cls)(**kwargs)  # a backend's own keywords: not Sandbox's
+    return sandbox
 
 
 def backend_availability(names: list[str] | None = None) -> dict[str, str | None]:
@@ -120,17 +126,19 @@ class SandboxStart:
     the sandbox outlives the process.
     """
 
-    def __init__(self, name: str, *, docker_image: str | None = None) -> None:
+    def __init__(self, name: str, *, docker_image: str | None = None, one_run: bool = False) -> None:
         self._sandbox: Sandbox | None = None
         self._error: BaseException | None = None
         self._taken = False
-        self._thread = threading.Thread(target=self._start, args=(name, docker_image), name=f"sandbox-start-{name}")
+        self._thread = threading.Thread(
+            target=self._start, args=(name, docker_image, one_run), name=f"sandbox-start-{name}"
+        )
         atexit.register(self.close)
         self._thread.start()
 
-    def _start(self, name: str, docker_image: str | None) -> None:
+    def _start(self, name: str, docker_image: str | None, one_run: bool) -> None:
         try:
-            self._sandbox = get_sandbox(name, docker_image=docker_image)
+            self._sandbox = get_sandbox(name, docker_image=docker_image, one_run=one_run)
         except BaseException as e:  # handed to whoever asks for the result
             self._error = e
 
@@ -157,10 +165,10 @@ class SandboxStart:
             sandbox.close()
 
 
-def start_sandbox(name: str, *, docker_image: str | None = None) -> SandboxStart:
-    """Start ``get_sandbox(name, docker_image=...)`` in a background thread and return at once.
+def start_sandbox(name: str, *, docker_image: str | None = None, one_run: bool = False) -> SandboxStart:
+    """Start ``get_sandbox(name, docker_image=..., one_run=...)`` in a background thread and return at once.
 
     Importing this module and a backend costs no ``pydantic`` and little else, so a command that
     calls this first gets its sandbox's workers started while it imports its own modules and reads
     its input (``spade evaluate`` hides most of the backend's start-up that way)."""
-    return SandboxStart(name, docker_image=docker_image)
+    return SandboxStart(name, docker_image=docker_image, one_run=one_run)

@@ -190,3 +190,25 @@ def test_exec_stdin_that_is_missing_or_not_text_is_one_error(tmp_path, capsys):
     assert "--stdin file not found" in capsys.readouterr().err
     assert main(["exec", str(program), "--stdin", str(binary)]) == 2
     assert "not UTF-8 text" in capsys.readouterr().err
+
+
+def test_exec_starts_its_sandbox_for_one_run_while_it_reads_the_program(tmp_path, capsys, monkeypatch):
+    """The sandbox starts first, in the background, with one worker (a pooled backend's default of one
+    per core only competed with the command's imports); a missing program is still the one error."""
+    from spade_llm.sandbox import registry
+
+    asked = []
+    real = registry.get_sandbox
+
+    def recorded(name, **kwargs):
+        asked.append((name, kwargs.get("one_run")))
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(registry, "get_sandbox", recorded)
+    program = tmp_path / "p.py"
+    program.write_text("print(6 * 7)\n")
+    assert main(["exec", str(program), "--sandbox", "subprocess"]) == 0
+    assert json.loads(capsys.readouterr().out)["stdout"] == "42\n"
+    assert main(["exec", str(tmp_path / "none.py"), "--sandbox", "subprocess"]) == 2
+    assert "file not found" in capsys.readouterr().err
+    assert asked == [("subprocess", True), ("subprocess", True)]

@@ -6,10 +6,12 @@ import logging
 from typing import ClassVar
 
 import pytest
+from sandbox_backends import needs
 
 from spade_llm.errors import SandboxUnavailable, UserError
 from spade_llm.sandbox import registry
 from spade_llm.sandbox.base import Sandbox
+from spade_llm.sandbox.pool import WorkerPool
 from spade_llm.sandbox.registry import BACKENDS, backend_availability, get_sandbox
 from spade_llm.sandbox.subprocess import SubprocessSandbox
 
@@ -141,6 +143,42 @@ def test_start_sandbox_raises_what_get_sandbox_raised(monkeypatch):
         registry.start_sandbox("future").result()
     with pytest.raises(UserError, match="unknown sandbox backend"):
         registry.start_sandbox("nope").result()
+
+
+class _Pooled(Sandbox):
+    name = "pooled"
+    pooled = True
+    made: ClassVar[list[int | None]] = []
+
+    def __init__(self, prewarm: int | None = None) -> None:
+        self.made.append(prewarm)
+
+    def run(self, program, limits):  # pragma: no cover - never called
+        raise AssertionError
+
+
+def test_one_run_starts_one_worker_of_a_pooled_backend(monkeypatch):
+    """``spade exec`` runs one program: its sandbox's start did not need the second worker a 2-core
+    machine's default starts, whose start only competed with the command's own imports."""
+    monkeypatch.setitem(BACKENDS, "pooled", f"{__name__}:_Pooled")
+    monkeypatch.setitem(BACKENDS, "counted", f"{__name__}:_Counted")
+    _Pooled.made.clear()
+    get_sandbox("pooled")
+    get_sandbox("pooled", one_run=True)
+    registry.start_sandbox("pooled", one_run=True).result()
+    assert _Pooled.made == [None, 0, 0]
+    assert isinstance(get_sandbox("counted", one_run=True), _Counted)  # not pooled: nothing to pass
+
+
+@needs("bwrap")
+def test_bwrap_for_one_run_has_one_worker():
+    sandbox = get_sandbox("bwrap", one_run=True)
+    assert isinstance(sandbox, WorkerPool)
+    try:
+        assert sum(len(workers) for workers in sandbox._idle.values()) == 1
+        assert not sandbox._prewarming
+    finally:
+        sandbox.close()
 
 
 def test_backends_import_without_the_data_models():
