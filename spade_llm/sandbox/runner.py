@@ -10,6 +10,7 @@ compares them outside.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from ..languages import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .common import HARNESS_MODULE, HARNESS_STUB, PATH, frame, harness_program
-from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, passes, show
+from .verdict import MAX_DEPTH, SHARED_TEXT_CHARS, Interpretation, Mode, Output, Unsupported, interpret, passes, show
 
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
@@ -90,6 +91,17 @@ def parse_input(text: str) -> tuple[Any, ...] | str:
     if sum(text.count(c) for c in "([{") > MAX_INPUT_DEPTH and _depth(value) > MAX_INPUT_DEPTH:
         return f"nested deeper than {MAX_INPUT_DEPTH} levels"
     return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _kept_input(text: str) -> tuple[Any, ...] | str:
+    return parse_input(text)
+
+
+def _shared_input(text: str) -> tuple[Any, ...] | str:
+    """``parse_input(text)``, one value for every judging of the same test (see
+    ``verdict.SHARED_TEXT_CHARS``): only for the harness request, which is marshalled, never changed."""
+    return _kept_input(text) if len(text) <= SHARED_TEXT_CHARS else parse_input(text)
 
 
 def _no_constant(name: str) -> Any:
@@ -324,7 +336,7 @@ def _calls_request(
     return {
         "file": SOLUTION_FILE,
         "entry_point": entry_point,
-        "inputs": [parse_input(text) if type(text) is str else text for text in inputs],
+        "inputs": [_shared_input(text) if type(text) is str else text for text in inputs],
         "test_timeout_s": float(test_timeout_s),
         "max_timeouts": max_timeouts,
         "entry_class": entry_class,

@@ -35,6 +35,7 @@ than judged on a lossy copy.
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 import json.scanner
@@ -199,15 +200,31 @@ def python_equal(value: Any, literal: str) -> bool:
     ``Unsupported`` inside a container equals nothing the literal holds.
     """
     try:
-        equal: bool = value == python_literal(literal)
+        equal: bool = value == _shared_literal(literal)
     except (ValueError, RecursionError):  # a task file's broken literal passes nothing
         return False
     return equal
 
 
+SHARED_TEXT_CHARS = 4096
+"""Longest literal (or test input) whose parsed value is kept for the next judging of the same test: a
+task's tests are judged for every answer, and parsing them again was a fifth of the judge's own CPU."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _kept_literal(text: str) -> Any:
+    return python_literal(text)
+
+
+def _shared_literal(text: str) -> Any:
+    """``python_literal(text)``, one value for every judging of the same text: for readers only
+    (``==``, ``all_close``), which never change it."""
+    return _kept_literal(text) if len(text) <= SHARED_TEXT_CHARS else python_literal(text)
+
+
 def _all_close_to_literal(value: Any, literal: str, atol: float) -> bool:
     try:
-        expected = python_literal(literal)
+        expected = _shared_literal(literal)
     except ValueError:  # a task file's broken literal passes nothing
         return False
     return all_close(value, expected, atol)

@@ -637,3 +637,30 @@ def test_load_error_record_is_allowed_in_check_mode_only():
 
 def test_the_host_knows_the_harness_depth_without_importing_the_harness():
     assert verdict.MAX_DEPTH == MAX_DEPTH
+
+
+def test_a_tests_literals_are_parsed_once_for_every_answer_judged(monkeypatch):
+    """A task's tests are judged for every answer: their inputs and ``python_eq`` literals were parsed
+    with ``ast`` each time (a fifth of the judge's own CPU on HumanEval). The values are shared now,
+    and what judges read of them is unchanged."""
+    from spade_llm.languages import pyast
+    from spade_llm.sandbox import runner
+
+    parsed: list[str] = []
+    real = pyast.literal_eval
+
+    def counted(text: str) -> object:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(pyast, "literal_eval", counted)
+    literal, given = "(1, [2.5, 'a'], {'k': (3,)})", "({'x': 1}, (2,))"
+    for _ in range(3):
+        assert verdict.python_equal((1, [2.5, "a"], {"k": (3,)}), literal)
+        assert not verdict.python_equal([1, [2.5, "a"], {"k": (3,)}], literal)  # a list is not the tuple
+        assert runner._calls_request("f", [given], 1.0, None)["inputs"] == [({"x": 1}, (2,))]
+    assert parsed.count(literal) <= 1 and parsed.count(given) <= 1
+    long = "(" + "1, " * 2000 + ")"  # past SHARED_TEXT_CHARS: parsed, not kept
+    for _ in range(2):
+        assert runner._calls_request("f", [long], 1.0, None)["inputs"] == [(1,) * 2000]
+    assert parsed.count(long) == 2
