@@ -38,8 +38,9 @@ def spade(tree: Path, *args: str, out: Path | None = None) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
     with open(out or os.devnull, "w") as stdout:
-        subprocess.run(
+        subprocess.run(  # from the tree: ``-m`` puts the working directory first on the path, before PYTHONPATH
             [sys.executable, "-m", "spade_llm.cli", *args],
+            cwd=tree,
             env=env,
             stdout=stdout,
             stderr=subprocess.PIPE,
