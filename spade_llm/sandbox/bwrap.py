@@ -78,7 +78,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SandboxUnavailable
 from . import seccomp
@@ -86,6 +86,7 @@ from .base import Limits, Program
 from .cgroups import Cgroup, CgroupManager
 from .common import (
     THREAD_HEADROOM_BYTES,
+    Ending,
     execution_rlimits,
     host_uid,
     shipped_source,
@@ -103,9 +104,6 @@ from .pool import (
     preload_message,
     too_small,
 )
-
-if TYPE_CHECKING:
-    from ..types import ExecutionResult
 
 logger = logging.getLogger("spade_llm.sandbox")
 
@@ -229,7 +227,7 @@ class _Worker(Worker):
 
     def execute(
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
-    ) -> tuple[ExecutionResult, bool]:
+    ) -> tuple[Ending, bool]:
         """Run one program; the result and whether this worker may run another."""
         job, payload, warm = make_job(program, rlimits)
         self.settle()

@@ -178,17 +178,9 @@ class Ending:
     duration_ms: float = 0.0
 
 
-def to_result(end: Ending) -> ExecutionResult:
-    """The backend-level ``ExecutionResult`` of a process ending (``interpret`` reads the harness's part).
-
-    A run that hit the memory cgroup is ``memory`` even when its top process exited normally: the
-    harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
-    was killed for memory.
-    """
-    from ..types import ExecutionResult  # here: a backend starts without pydantic (see the module's doc)
-
-    stdout = end.stdout.decode("utf-8", "replace")
-    stderr = end.stderr.decode("utf-8", "replace")
+def ending_status(end: Ending, stderr: str) -> tuple[ExecStatus, int | None]:
+    """The ``ExecutionResult`` status of a process ending and the signal that ended it (``to_result``'s,
+    without the record: a backend's start-up probe reads it without importing the data models)."""
     rc = end.returncode
     sig = -rc if rc is not None and rc < 0 else None
     if rc is None:
@@ -207,9 +199,24 @@ def to_result(end: Ending) -> ExecutionResult:
     else:
         last = (stderr.strip().splitlines() or [""])[-1]
         status = "memory" if last.startswith("MemoryError") else "error"
+    return status, sig
+
+
+def to_result(end: Ending) -> ExecutionResult:
+    """The backend-level ``ExecutionResult`` of a process ending (``interpret`` reads the harness's part).
+
+    A run that hit the memory cgroup is ``memory`` even when its top process exited normally: the
+    harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
+    was killed for memory.
+    """
+    from ..types import ExecutionResult  # here: a backend starts without pydantic (see the module's doc)
+
+    stdout = end.stdout.decode("utf-8", "replace")
+    stderr = end.stderr.decode("utf-8", "replace")
+    status, sig = ending_status(end, stderr)
     return ExecutionResult(
         status=status,
-        return_code=rc if sig is None else None,
+        return_code=end.returncode if sig is None else None,
         signal=sig,
         stdout=stdout,
         stderr=stderr,

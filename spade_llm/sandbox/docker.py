@@ -49,12 +49,12 @@ import sys
 import tempfile
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SandboxUnavailable
 from . import seccomp
 from .base import Limits, Program
-from .common import THREAD_HEADROOM_BYTES, execution_rlimits, frame, shipped_source
+from .common import THREAD_HEADROOM_BYTES, Ending, execution_rlimits, frame, shipped_source
 from .forkserver import MESSAGE_BYTES, RELAY_CHUNK
 from .pool import (
     OWN_MEMORY_MB,
@@ -69,9 +69,6 @@ from .pool import (
     preload_message,
     too_small,
 )
-
-if TYPE_CHECKING:
-    from ..types import ExecutionResult
 
 logger = logging.getLogger("spade_llm.sandbox")
 
@@ -302,7 +299,7 @@ class _Container(Worker):
 
     def execute(
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
-    ) -> tuple[ExecutionResult, bool]:
+    ) -> tuple[Ending, bool]:
         job, payload, warm = make_job(program, rlimits)
         self.settle()
         before = self.counters
@@ -322,8 +319,8 @@ class _Container(Worker):
         oom = before is not None and after is not None and after[0] > before[0]
         pids_hit = before is not None and after is not None and after[1] > before[1]
         duration_ms = (time.monotonic() - t0) * 1000.0
-        result, reusable = io.outcome(self, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
-        return result, reusable and payload_sent  # else the relay still waits for the rest of it
+        end, reusable = io.outcome(self, memory=oom, pids_hit=pids_hit, duration_ms=duration_ms)
+        return end, reusable and payload_sent  # else the relay still waits for the rest of it
 
     def _gone_mid_run(self) -> None:
         """The container's stream ended during a run. When the program killed its worker (S gone), the

@@ -25,7 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable, UserError
 from .base import CancelHook, Limits, Program, Sandbox
-from .common import HARNESS_MODULE, PROGRAM_FILE, Ending, base_env, check_file_names, frame, harness_program, to_result
+from .common import (
+    HARNESS_MODULE,
+    PROGRAM_FILE,
+    Ending,
+    base_env,
+    check_file_names,
+    ending_status,
+    frame,
+    harness_program,
+    to_result,
+)
 
 if TYPE_CHECKING:
     from ..types import ExecutionResult
@@ -128,8 +138,8 @@ class Worker:
     @abstractmethod
     def execute(
         self, program: Program, limits: Limits, env: dict[str, str], rlimits: list[tuple[int, int, int]], grace_s: float
-    ) -> tuple[ExecutionResult, bool]:
-        """Run one program; the result and whether this worker may run another.
+    ) -> tuple[Ending, bool]:
+        """Run one program; how it ended and whether this worker may run another.
 
         Raises:
             WorkerGone: the worker was gone before the job started.
@@ -228,10 +238,8 @@ class JobIO:
         else:
             buf += chunk
 
-    def outcome(
-        self, worker: Worker, *, memory: bool, pids_hit: bool, duration_ms: float
-    ) -> tuple[ExecutionResult, bool]:
-        """The job's result, and whether ``worker`` may run another; notes on the worker what it must
+    def outcome(self, worker: Worker, *, memory: bool, pids_hit: bool, duration_ms: float) -> tuple[Ending, bool]:
+        """How the job ended, and whether ``worker`` may run another; notes on the worker what it must
         still read before its next job.
 
         ``early``: the harness's whole report is out and the output closed, which the worker's
@@ -265,7 +273,7 @@ class JobIO:
             and not memory
             and not pids_hit
         )
-        return to_result(end), reusable
+        return end, reusable
 
     def take_report(self, data: bytes) -> None:
         """The worker's message after the run: its ``done``, or anything else (EOF included): gone."""
@@ -358,15 +366,18 @@ class WorkerPool(Sandbox):
         """The rlimits an execution on ``worker`` gets."""
 
     def _probe(self, backend: str) -> None:
-        """Run one program; close the pool and raise ``SandboxUnavailable`` unless it prints ``ok``."""
+        """Run one program; close the pool and raise ``SandboxUnavailable`` unless it prints ``ok``. Read
+        from its ``Ending``: a backend's start builds no record (no pydantic: see ``registry``)."""
         try:
-            result = self.run(Program(source="print('ok')"), Limits(timeout_s=10.0))
+            end = self._run_ending(Program(source="print('ok')"), Limits(timeout_s=10.0))
         except SandboxUnavailable:
             self.close()
             raise
-        if result.status != "ok" or result.stdout != "ok\n":
+        stderr = end.stderr.decode("utf-8", "replace")
+        status, _ = ending_status(end, stderr)
+        if status != "ok" or end.stdout != b"ok\n":
             self.close()
-            raise SandboxUnavailable(f"{backend} probe run failed: {result.status}: {result.stderr.strip()[-300:]}")
+            raise SandboxUnavailable(f"{backend} probe run failed: {status}: {stderr.strip()[-300:]}")
 
     def _prewarm(self, key: WorkerKey) -> None:
         """Start one worker for ``key`` in the background (``_starting`` was counted up for it)."""
@@ -445,19 +456,23 @@ class WorkerPool(Sandbox):
     def run(self, program: Program, limits: Limits, cancel: CancelHook | None = None) -> ExecutionResult:
         """``cancel``: while the job runs, cancelling it kills its worker (``Worker.interrupt``); the
         run then ends ``killed``, and a run cancelled before it started does not start."""
+        return to_result(self._run_ending(program, limits, cancel))
+
+    def _run_ending(self, program: Program, limits: Limits, cancel: CancelHook | None = None) -> Ending:
+        """``run``, up to how the program ended (``to_result`` makes that the record)."""
         check_file_names(program)
         key = self._key(program, limits)
         env = dict(key.env)
         for attempt in range(3):
             if cancel is not None and cancel.cancelled:
-                return to_result(Ending(returncode=None, stdout=b"", stderr=b""))  # killed before it started
+                return Ending(returncode=None, stdout=b"", stderr=b"")  # killed before it started
             worker = self._acquire(key)
             reusable = False
             undo = cancel.on_cancel(worker.interrupt) if cancel is not None else None
             try:
                 rlimits = self._rlimits(limits, worker)
-                result, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
-                return result
+                end, reusable = worker.execute(program, limits, env, rlimits, self.grace_s)
+                return end
             except WorkerGone:
                 if attempt == 2 and not (cancel is not None and cancel.cancelled):
                     raise SandboxUnavailable(f"{self.name} workers keep dying before they run anything") from None
@@ -467,7 +482,7 @@ class WorkerPool(Sandbox):
                 if cancel is not None and cancel.cancelled:
                     reusable = False  # its hook may have killed the worker just as the job ended
                 self._release(worker, reusable)
-        return to_result(Ending(returncode=None, stdout=b"", stderr=b""))  # cancelled while a worker died
+        return Ending(returncode=None, stdout=b"", stderr=b"")  # cancelled while a worker died
 
     def close(self) -> None:
         with self._lock:

@@ -192,3 +192,19 @@ def test_backends_import_without_the_data_models():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@needs("bwrap")
+def test_a_backends_start_builds_no_data_model():
+    """The start's probe run is read from its ``Ending``: it imported pydantic and the records (~120 ms)
+    in the start's thread, which then held the import lock the command's own imports waited on."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom spade_llm.sandbox.registry import get_sandbox\n"
+        "box = get_sandbox('bwrap', one_run=True)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))\nbox.close()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
