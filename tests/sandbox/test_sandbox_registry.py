@@ -181,30 +181,27 @@ def test_bwrap_for_one_run_has_one_worker():
         sandbox.close()
 
 
-def test_backends_import_without_the_data_models():
-    # what lets the CLI start a sandbox while it imports pydantic and the models on its main thread
+def _data_models_after(code: str) -> list[str]:
+    """The pydantic and record modules a fresh interpreter holds after running ``code``."""
+    import ast
     import subprocess
     import sys
 
-    code = (
-        "import sys\nfrom spade_llm.sandbox import registry\nimport spade_llm.sandbox.bwrap\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    models = "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))"
+    run = subprocess.run([sys.executable, "-c", f"import sys\n{code}\n{models}"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    listed: list[str] = ast.literal_eval(run.stdout)
+    return listed
+
+
+def test_backends_import_without_the_data_models():
+    # what lets the CLI start a sandbox while it imports pydantic and the models on its main thread
+    assert _data_models_after("from spade_llm.sandbox import registry\nimport spade_llm.sandbox.bwrap") == []
 
 
 @needs("bwrap")
 def test_a_backends_start_builds_no_data_model():
     """The start's probe run is read from its ``Ending``: it imported pydantic and the records (~120 ms)
     in the start's thread, which then held the import lock the command's own imports waited on."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\nfrom spade_llm.sandbox.registry import get_sandbox\n"
-        "box = get_sandbox('bwrap', one_run=True)\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))\nbox.close()"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    code = "from spade_llm.sandbox.registry import get_sandbox\nget_sandbox('bwrap', one_run=True).close()"
+    assert _data_models_after(code) == []
