@@ -10,7 +10,6 @@ compares them outside.
 
 from __future__ import annotations
 
-import functools
 import json
 import secrets
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from ..languages import pyast
 from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .common import HARNESS_MODULE, HARNESS_STUB, PATH, frame, harness_program
-from .verdict import MAX_DEPTH, SHARED_TEXT_CHARS, Interpretation, Mode, Output, Unsupported, interpret, passes, show
+from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, passes, shared_parse, show
 
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
@@ -93,15 +92,8 @@ def parse_input(text: str) -> tuple[Any, ...] | str:
     return value
 
 
-@functools.lru_cache(maxsize=4096)
-def _kept_input(text: str) -> tuple[Any, ...] | str:
-    return parse_input(text)
-
-
-def _shared_input(text: str) -> tuple[Any, ...] | str:
-    """``parse_input(text)``, one value for every judging of the same test (see
-    ``verdict.SHARED_TEXT_CHARS``): only for the harness request, which is marshalled, never changed."""
-    return _kept_input(text) if len(text) <= SHARED_TEXT_CHARS else parse_input(text)
+_shared_input = shared_parse(parse_input)
+"""``parse_input``, shared: only for the harness request, which is marshalled, never changed."""
 
 
 def _no_constant(name: str) -> Any:

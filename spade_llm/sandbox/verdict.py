@@ -43,9 +43,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..types import ExecStatus, ExecutionResult, TestCase, python_literal
+
+_Parsed = TypeVar("_Parsed")
 
 MAX_DEPTH = 100
 """The harness's ``MAX_DEPTH`` (how deep it encodes a value; a test keeps the two equal): the host does
@@ -211,15 +213,19 @@ SHARED_TEXT_CHARS = 4096
 task's tests are judged for every answer, and parsing them again was a fifth of the judge's own CPU."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _kept_literal(text: str) -> Any:
-    return python_literal(text)
+def shared_parse(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
+    """``parse``, one value for every call on the same text (the last 4096 texts of up to
+    ``SHARED_TEXT_CHARS``; a longer one is parsed each time): for readers that never change the value."""
+    kept = functools.lru_cache(maxsize=4096)(parse)
+
+    def shared(text: str) -> _Parsed:
+        return kept(text) if len(text) <= SHARED_TEXT_CHARS else parse(text)
+
+    return shared
 
 
-def _shared_literal(text: str) -> Any:
-    """``python_literal(text)``, one value for every judging of the same text: for readers only
-    (``==``, ``all_close``), which never change it."""
-    return _kept_literal(text) if len(text) <= SHARED_TEXT_CHARS else python_literal(text)
+_shared_literal = shared_parse(python_literal)
+"""``python_literal``, shared: its readers (``==``, ``all_close``) never change the value."""
 
 
 def _all_close_to_literal(value: Any, literal: str, atol: float) -> bool:
