@@ -80,7 +80,8 @@ class Sandbox(ABC):
     """True when the backend is a security boundary (namespaces/containers)."""
     pooled: bool = False
     """True when the backend keeps warm workers and its constructor takes ``prewarm`` (0: start only the one
-    its probe needs)."""
+    its probe needs) and ``one_run`` (the caller runs one program: start one worker, without the
+    imports a worker makes once for the many executions it forks)."""
 
     @abstractmethod
     def run(self, program: Program, limits: Limits) -> ExecutionResult:

@@ -432,6 +432,8 @@ class BwrapSandbox(WorkerPool):
         use_cgroups: False to rely on rlimits only (tests; machines where cgroups misbehave).
         prewarm: workers to start in the background for the default limits besides the one the probe
             uses (default: one per core beyond the first, at most three; 0: none, the probe starts its own).
+        one_run: the caller runs one program: no prewarm, and workers without ``SOLUTION_IMPORTS``
+            (``Sandbox.pooled``).
 
     Raises:
         SandboxUnavailable: bwrap is missing or a probe sandbox cannot run a program here.
@@ -449,6 +451,7 @@ class BwrapSandbox(WorkerPool):
         max_idle: int | None = None,
         use_cgroups: bool = True,
         prewarm: int | None = None,
+        one_run: bool = False,
     ) -> None:
         found = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         if not os.access(found, os.X_OK):
@@ -472,9 +475,13 @@ class BwrapSandbox(WorkerPool):
         # Callers usually run one execution per core at once: start those workers now, side by side in
         # the background (the probe below takes whichever is ready first) rather than one at a time
         # on their first runs.
-        extra = min(os.cpu_count() or 1, 4) - 1 if prewarm is None else prewarm
+        extra = 0 if one_run else min(os.cpu_count() or 1, 4) - 1 if prewarm is None else prewarm
         self._start_pool(
-            jobs_per_worker=jobs_per_worker, grace_s=grace_s, max_idle=max_idle, prewarm=extra + 1 if extra > 0 else 0
+            jobs_per_worker=jobs_per_worker,
+            grace_s=grace_s,
+            max_idle=max_idle,
+            prewarm=extra + 1 if extra > 0 else 0,
+            one_run=one_run,
         )
         self._probe("bwrap")
 
@@ -665,7 +672,7 @@ class BwrapSandbox(WorkerPool):
             (the sandbox's pid 1 and a pidfd of it, or -1), the ready message.
         """
         deadline = time.monotonic() + START_TIMEOUT_S
-        preload = preload_message()
+        preload = preload_message(one_run=self.one_run)
         with contextlib.suppress(OSError):  # a worker that died already is reported below, with bwrap's stderr
             ctrl.send(marshal.dumps(preload))
         sel = selectors.DefaultSelector()

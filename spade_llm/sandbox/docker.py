@@ -397,6 +397,8 @@ class DockerSandbox(WorkerPool):
         max_idle: idle containers kept across all keys.
         prewarm: containers to start in the background for the default limits (default: one per core, at
             most four; 0: none, the probe starts its own).
+        one_run: the caller runs one program: no prewarm, and workers without ``SOLUTION_IMPORTS``
+            (``Sandbox.pooled``).
         probe: False to skip checking the engine and image and starting containers (to build command
             lines without Docker).
         pull: pull the image when it is missing.
@@ -419,6 +421,7 @@ class DockerSandbox(WorkerPool):
         jobs_per_worker: int = 256,
         max_idle: int | None = None,
         prewarm: int | None = None,
+        one_run: bool = False,
         probe: bool = True,
         pull: bool = True,
     ) -> None:
@@ -427,11 +430,15 @@ class DockerSandbox(WorkerPool):
         self.cpus = cpus
         self.host_pidns = os.readlink("/proc/self/ns/pid")
         self._warned_seccomp = False
-        count = min(os.cpu_count() or 1, 4) if prewarm is None else prewarm
+        count = 0 if one_run else min(os.cpu_count() or 1, 4) if prewarm is None else prewarm
         if probe:
             self._check_engine(pull)
         self._start_pool(
-            jobs_per_worker=jobs_per_worker, grace_s=grace_s, max_idle=max_idle, prewarm=count if probe else 0
+            jobs_per_worker=jobs_per_worker,
+            grace_s=grace_s,
+            max_idle=max_idle,
+            prewarm=count if probe else 0,
+            one_run=one_run,
         )
         if probe:
             self._probe("docker")
@@ -523,7 +530,8 @@ class DockerSandbox(WorkerPool):
         ready: dict[str, Any] | None = None
         try:
             hello = box.message("relay", want="hello")
-            box.send({"op": "ctrl", "data": marshal.dumps(preload_message())}, time.monotonic() + START_TIMEOUT_S)
+            preload = marshal.dumps(preload_message(one_run=self.one_run))
+            box.send({"op": "ctrl", "data": preload}, time.monotonic() + START_TIMEOUT_S)
             ready = box.message("ready")
         except WorkerGone as e:
             why = str(e)

@@ -46,8 +46,9 @@ Three kinds of process:
      tracebacks, ``atexit``, non-daemon threads), its stdin/stdout/stderr the host's pipes.
 
 Protocol with the host (one message per packet; the host sends marshal, the worker answers in JSON):
-  host -> W  ``{"op": "preload", "modules": {name: MAGIC + marshal'd code}}`` first: modules run once
-             before any fork (the spade harness, which S and C use instead of their own copies);
+  host -> W  ``{"op": "preload", "modules": {name: MAGIC + marshal'd code}, "solution_imports": bool}``
+             first: modules run once before any fork (the spade harness, which S and C use instead
+             of their own copies), and whether to import ``SOLUTION_IMPORTS`` too;
   S -> host  ``{"op": "ready", ...}`` once, then per job ``{"op": "done", ...}`` (every process of
              the run is gone) and ``{"op": "clean"}`` (its files too, and the next C is waiting), or
              EOF when it could not be cleaned;
@@ -90,12 +91,9 @@ PRECOMPILE_BYTES = 1 << 16
 SWEEP_S = 2.0
 """How long leftovers may take to die before the worker reports itself unclean."""
 
-PRELOAD = (
-    # the harness's own imports (tiny C modules)
-    "select",
-    "resource",
-    "_signal",
-    "_ctypes",
+HARNESS_IMPORTS = ("select", "resource", "_signal", "_ctypes")
+"""The harness's own imports (tiny C modules): imported once per worker, always."""
+SOLUTION_IMPORTS = (
     # what solutions import most; typing brings re, collections, functools, contextlib, enum, operator
     "typing",
     "math",
@@ -106,8 +104,10 @@ PRELOAD = (
     "copy",
     "random",
 )
-"""Imported once per worker. Each costs a fresh interpreter milliseconds, but every module also adds
-resident pages that *every* execution's two forks copy page tables for (~0.1 ms per MB per
+"""Imported once per worker when the host's preload message asks (``"solution_imports"``: a worker of a
+pool, which forks many executions; not a one-run sandbox's, which would only make its one run wait
+~25 ms for modules it may not use). Each costs a fresh interpreter milliseconds, but every module also
+adds resident pages that *every* execution's fork copies page tables for (~0.1 ms per MB per
 execution), so only the cheap and the common are here."""
 
 _HERE = sys._getframe().f_code.co_filename
@@ -834,20 +834,21 @@ def main(relayed: bool = False) -> None:
     if prctl is None or prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise SystemExit("spade worker: cannot make itself non-dumpable; refusing to run")
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    ctrl = Channel(ctrl_fd)
+    msg, fds = ctrl.recv()  # the host's preload message comes first (it was sent before we started)
+    for fd in fds:
+        posix.close(fd)
+    if msg is None:
+        return
+    preload = msg.get("op") == "preload"
     loaded = []
-    for name in PRELOAD:
+    for name in HARNESS_IMPORTS + (SOLUTION_IMPORTS if preload and msg.get("solution_imports", True) else ()):
         try:
             __import__(name)
             loaded.append(name)
         except Exception:
             pass
-    ctrl = Channel(ctrl_fd)
-    msg, fds = ctrl.recv()  # the host's preload message comes first
-    for fd in fds:
-        posix.close(fd)
-    if msg is None:
-        return
-    if msg.get("op") == "preload":
+    if preload:
         _preload(msg.get("modules") or {})
     exec(compile(WARM_UP, "<warm-up>", "exec", dont_inherit=True), {"__name__": "__warm__"})
     vm_kb = 0

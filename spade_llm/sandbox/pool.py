@@ -293,9 +293,12 @@ def is_warm_harness(program: Program) -> bool:
     return program.source == stub and program.files.get("harness.bin") == files["harness.bin"]
 
 
-def preload_message() -> dict[str, Any]:
-    """The first message a fork server gets: the modules it runs once before any fork (the harness)."""
-    return {"op": "preload", "modules": {HARNESS_MODULE: harness_program()[1]["harness.bin"]}}
+def preload_message(*, one_run: bool = False) -> dict[str, Any]:
+    """The first message a fork server gets: the modules it runs once before any fork (the harness),
+    and whether it imports what solutions import most (``forkserver.SOLUTION_IMPORTS``): not for a
+    ``one_run`` sandbox, whose one execution would wait for them."""
+    modules = {HARNESS_MODULE: harness_program()[1]["harness.bin"]}
+    return {"op": "preload", "modules": modules, "solution_imports": not one_run}
 
 
 def make_job(program: Program, rlimits: list[tuple[int, int, int]]) -> tuple[dict[str, Any], bytes, bool]:
@@ -330,8 +333,12 @@ class WorkerPool(Sandbox):
     grace_s: float
     max_idle: int
 
-    def _start_pool(self, *, jobs_per_worker: int, grace_s: float, max_idle: int | None, prewarm: int) -> None:
-        """Set the pool up and start ``prewarm`` workers for the default limits in the background."""
+    def _start_pool(
+        self, *, jobs_per_worker: int, grace_s: float, max_idle: int | None, prewarm: int, one_run: bool = False
+    ) -> None:
+        """Set the pool up and start ``prewarm`` workers for the default limits in the background
+        (``one_run``: see ``Sandbox.pooled``)."""
+        self.one_run = one_run
         self.jobs_per_worker = max(1, jobs_per_worker)
         self.grace_s = grace_s
         self.max_idle = max_idle if max_idle is not None else max(16, 4 * (os.cpu_count() or 2))

@@ -67,7 +67,8 @@ def get_sandbox(name: str, *, docker_image: str | None = None, one_run: bool = F
 
     ``docker_image`` is the docker backend's image (config ``sandbox.docker_image``); None: its default.
     ``one_run``: the caller runs one program (``spade exec``): a pooled backend starts one worker, not
-    one per core (which would only compete with the caller for the CPU).
+    one per core (which would only compete with the caller for the CPU), and without the modules its
+    workers import for later executions (``Sandbox.pooled``).
 
     Raises:
         UserError: unknown name.
@@ -97,7 +98,7 @@ def get_sandbox(name: str, *, docker_image: str | None = None, one_run: bool = F
 def _construct(cls: type[Sandbox], docker_image: str | None, one_run: bool) -> Sandbox:
     kwargs: dict[str, Any] = {"image": docker_image} if docker_image else {}
     if one_run and cls.pooled:
-        kwargs["prewarm"] = 0
+        kwargs["one_run"] = True
     sandbox: Sandbox = cast(Any, cls)(**kwargs)  # a backend's own keywords: not Sandbox's
     return sandbox
 

@@ -148,16 +148,16 @@ def test_start_sandbox_raises_what_get_sandbox_raised(monkeypatch):
 class _Pooled(Sandbox):
     name = "pooled"
     pooled = True
-    made: ClassVar[list[int | None]] = []
+    made: ClassVar[list[bool]] = []
 
-    def __init__(self, prewarm: int | None = None) -> None:
-        self.made.append(prewarm)
+    def __init__(self, prewarm: int | None = None, one_run: bool = False) -> None:
+        self.made.append(one_run)
 
     def run(self, program, limits):  # pragma: no cover - never called
         raise AssertionError
 
 
-def test_one_run_starts_one_worker_of_a_pooled_backend(monkeypatch):
+def test_one_run_is_passed_to_a_pooled_backend(monkeypatch):
     """``spade exec`` runs one program: its sandbox's start did not need the second worker a 2-core
     machine's default starts, whose start only competed with the command's own imports."""
     monkeypatch.setitem(BACKENDS, "pooled", f"{__name__}:_Pooled")
@@ -166,7 +166,7 @@ def test_one_run_starts_one_worker_of_a_pooled_backend(monkeypatch):
     get_sandbox("pooled")
     get_sandbox("pooled", one_run=True)
     registry.start_sandbox("pooled", one_run=True).result()
-    assert _Pooled.made == [None, 0, 0]
+    assert _Pooled.made == [False, True, True]
     assert isinstance(get_sandbox("counted", one_run=True), _Counted)  # not pooled: nothing to pass
 
 
@@ -179,6 +179,27 @@ def test_bwrap_for_one_run_has_one_worker():
         assert not sandbox._prewarming
     finally:
         sandbox.close()
+
+
+SEES_TYPING = "import sys\nprint('typing' in sys.modules)"
+
+
+@pytest.mark.parametrize("backend", [pytest.param(name, marks=needs(name)) for name in ("bwrap", "docker")])
+def test_only_a_pool_imports_what_solutions_use_before_it_forks(backend):
+    """A pool's worker imports ``typing`` and the like once for the many executions it forks; a one-run
+    sandbox's would make its only run wait ~25 ms for modules it may not use."""
+    from spade_llm.sandbox.base import Limits, Program
+
+    seen = {}
+    for one_run in (False, True):
+        sandbox = get_sandbox(backend, one_run=one_run)
+        try:
+            end = sandbox.run(Program(source=SEES_TYPING), Limits())
+        finally:
+            sandbox.close()
+        assert end.status == "ok", end.stderr
+        seen[one_run] = end.stdout
+    assert seen == {False: "True\n", True: "False\n"}
 
 
 def _data_models_after(code: str) -> list[str]:
