@@ -142,7 +142,7 @@ def run_task_tests(
     )
     result = compare_outputs(outcome, cases)
     if result.test_results is not None and tests is not None:  # a subset: each result names its test's index
-        result.test_results = [r.model_copy(update={"index": chosen[r.index]}) for r in result.test_results]
+        result.test_results = [replace(r, index=chosen[r.index]) for r in result.test_results]
     return result
 
 

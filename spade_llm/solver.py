@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ._util.seeding import derive_seed
@@ -142,14 +142,13 @@ def merge_results(
         status = public.status if public.status != "ok" else hidden.status
         ms = public.duration_ms + hidden.duration_ms
     results = [*(public.test_results or []), *hidden_results]
-    return public.model_copy(
-        update={
-            "status": status,
-            "duration_ms": round(ms, 3),
-            "tests_passed": (public.tests_passed or 0) + hidden_passed,
-            "tests_total": len(task.tests),
-            "test_results": results,
-        }
+    return replace(
+        public,
+        status=status,
+        duration_ms=round(ms, 3),
+        tests_passed=(public.tests_passed or 0) + hidden_passed,
+        tests_total=len(task.tests),
+        test_results=results,
     )
 
 

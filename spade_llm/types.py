@@ -21,20 +21,24 @@ from pydantic import (
 )
 
 from .kinds.names import DEFAULT_KIND, KIND_NAMES, known_kind
-from .languages import pyast
+from .languages.pyast import python_literal as python_literal
 from .languages.python import PYTHON_ANSWERS
+
+# the sandbox's records are plain dataclasses defined beside it (no pydantic: see ``sandbox/result.py``)
+from .sandbox.result import ExecStatus as ExecStatus
+from .sandbox.result import ExecutionResult as ExecutionResult
+from .sandbox.result import TestResult as TestResult
+from .sandbox.result import TestStatus as TestStatus
 
 TaskKind = Annotated[str, AfterValidator(known_kind), WithJsonSchema({"type": "string", "enum": list(KIND_NAMES)})]
 """A kind's name (``kinds.names.KIND_NAMES``: the registry's one list); another is a validation error
 naming the known ones."""
-ExecStatus = Literal["ok", "error", "timeout", "memory", "output_limit", "killed"]
-TestStatus = Literal["passed", "failed", "error", "timeout"]
 FinalStatus = Literal["passed", "failed", "error", "timeout"]
 
 
 class _Record(BaseModel):
     """What every model here is: its pydantic schema is built on first use (``defer_build``), not at
-    import, where building all eleven cost every command ~55 ms though most use two or three."""
+    import, where building all of them cost every command ~55 ms though most use two or three."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -140,14 +144,6 @@ class TestCase(_Record):
         if self.tuple_as_list:
             data["tuple_as_list"] = True
         return data
-
-
-def python_literal(text: str) -> Any:
-    """The value of a Python literal (``TestCase.python_eq``); ``ValueError`` when ``text`` is not one."""
-    try:
-        return pyast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        raise ValueError(f"not a Python literal: {text[:60]!r} ({type(e).__name__})") from None
 
 
 def _json_text(value: Any) -> str | None:
@@ -265,47 +261,6 @@ class Task(_Record):
         else:
             data.pop("examples", None)  # records without examples keep their documented shape
         return data
-
-
-class TestResult(_Record):
-    """The verdict of one test, computed outside the sandbox from the encoded output."""
-
-    __test__ = False
-
-    index: int
-    input: str
-    status: TestStatus
-    output: str | None = None
-    """The program's output, shown as Python repr (for feedback), or None if none came back."""
-    error: str | None = None
-    """Exception type and message, or why the output could not be compared."""
-    duration_ms: float | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
-
-class ExecutionResult(_Record):
-    """What happened when a program ran in the sandbox (docs/records.md, "ExecutionResult")."""
-
-    status: ExecStatus
-    return_code: int | None = None
-    signal: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    duration_ms: float = 0.0
-    tests_passed: int | None = None
-    tests_total: int | None = None
-    test_results: list[TestResult] | None = None
-    load_error: str | None = None
-    """Why the code never reached a test: it does not compile, raises on import, or lacks the entry point."""
-
-    @property
-    def all_passed(self) -> bool:
-        return self.tests_total is not None and self.tests_total > 0 and self.tests_passed == self.tests_total
 
 
 class TokenUsage(_Record):

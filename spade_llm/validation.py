@@ -808,7 +808,7 @@ class Validator:
                 keep(outcome.outputs[0] if cut == 0 else cut_short)
         result = last.result if last is not None else ExecutionResult(status="ok")
         if result.status == "timeout":  # a deadline the run went on past: each call says what became of it
-            result = result.model_copy(update={"status": "ok"})
+            result = replace(result, status="ok")
         return _Carried([*out, *[None] * (len(inputs) - len(out))], result)
 
     @staticmethod

@@ -410,9 +410,12 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 
 def _exec(args: argparse.Namespace, starting: Any) -> int:
+    from dataclasses import replace
+
+    from .._util.files import read_input
     from ..sandbox.base import Limits
+    from ..sandbox.result import dump_json
     from ..sandbox.runner import run_program
-    from ..tasksets.taskfile import read_input
 
     if args.file == "-":
         where, data = "<stdin>", sys.stdin.buffer.read()
@@ -447,10 +450,10 @@ def _exec(args: argparse.Namespace, starting: Any) -> int:
                 result = run_built(sandbox, built, limits, stdin=stdin, cpu_s=args.cpu_s).result
             else:  # the compiler's verdict is the result: what it said, and that nothing ran
                 assert built.result is not None
-                result = built.result.model_copy(update={"status": "error", "load_error": built.error})
+                result = replace(built.result, status="error", load_error=built.error)
     finally:
         sandbox.close()
-    print(result.model_dump_json(exclude_none=False))
+    print(dump_json(result))
     return _checked(args, result.status == "ok")
 
 

@@ -35,6 +35,7 @@ Design (one query per test, all asked at once, as for ``deduction``):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..languages import DEFAULT_ANSWER_LANGUAGE, Statement
@@ -194,9 +195,7 @@ def _confirm(
         told = out is not None and out.status != "timeout" and first[i].status != "timeout"
         split = split or (told and out is not None and not same_outcome(first[i], out))
     return [
-        r
-        if r.status != "passed" or (agreed[r.index] and not split)
-        else r.model_copy(update={"status": "failed", "error": NOT_ITS_OWN})
+        r if r.status != "passed" or (agreed[r.index] and not split) else replace(r, status="failed", error=NOT_ITS_OWN)
         for r in results
     ]
 
@@ -251,7 +250,7 @@ def check_answer(
             results.append(_verdict(task, i, shown[i], outcome, position[i]))
     first = {} if outcome is None else {i: outcome.outputs[k] for i, k in position.items() if k < len(outcome.outputs)}
     results = _confirm(judge, task, shown, results, first)
-    base = outcome.result.model_copy(update={"load_error": outcome.load_error}) if outcome else None
+    base = replace(outcome.result, load_error=outcome.load_error) if outcome else None
     return tests_result(results, base)
 
 

@@ -42,6 +42,7 @@ Design (one query per test, all asked at once, as ``abduction``; what it shares 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..languages import DEFAULT_ANSWER_LANGUAGE
@@ -112,7 +113,7 @@ def _as_failed(r: TestResult) -> TestResult:
     unreadable (``stdio`` calls such a test an ``error``)."""
     if r.status != "error":
         return r
-    return r.model_copy(update={"status": "failed", "error": f"the program failed on this input: {r.error}"})
+    return replace(r, status="failed", error=f"the program failed on this input: {r.error}")
 
 
 def _confirm(judge: Judge, task: Task, shown: dict[int, str], results: list[TestResult]) -> list[TestResult]:
@@ -138,9 +139,7 @@ def _confirm(judge: Judge, task: Task, shown: dict[int, str], results: list[Test
             agreed[i] = same
             split = split or (finished and not same)
     return [
-        r
-        if r.status != "passed" or (agreed[r.index] and not split)
-        else r.model_copy(update={"status": "failed", "error": NOT_ITS_OWN})
+        r if r.status != "passed" or (agreed[r.index] and not split) else replace(r, status="failed", error=NOT_ITS_OWN)
         for r in results
     ]
 
@@ -177,7 +176,7 @@ def check_answer(
         cases = [TestCase(input=found[i], expected=task.tests[i].expected) for i in runnable]
         base = judge.stdio(task.model_copy(update={"tests": cases}), task.reference_code)
         for k, r in enumerate(base.test_results or []):
-            ran[runnable[k]] = _as_failed(r.model_copy(update={"index": runnable[k]}))
+            ran[runnable[k]] = _as_failed(replace(r, index=runnable[k]))
     results = [refused[i] if i in refused else ran[i] for i in chosen]
     results = _confirm(judge, task, found, results)
     return tests_result(results, base)

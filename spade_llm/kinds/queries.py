@@ -94,12 +94,8 @@ def chosen_tests(task: Task, tests: Sequence[int] | None) -> list[int]:
 def tests_result(results: list[TestResult], base: ExecutionResult | None = None) -> ExecutionResult:
     """``base`` (default: a clean ``ok`` run) with the tests' verdicts filled in."""
     base = base or ExecutionResult(status="ok")
-    return base.model_copy(
-        update={
-            "tests_passed": sum(r.status == "passed" for r in results),
-            "tests_total": len(results),
-            "test_results": results,
-        }
+    return replace(
+        base, tests_passed=sum(r.status == "passed" for r in results), tests_total=len(results), test_results=results
     )
 
 

@@ -41,3 +41,11 @@ def compile_tree(tree: ast.Module, filename: str) -> Any:
 
 def literal_eval(text: str) -> Any:
     return _guarded(lambda: ast.literal_eval(text))
+
+
+def python_literal(text: str) -> Any:
+    """The value of a Python literal (``TestCase.python_eq``); ``ValueError`` when ``text`` is not one."""
+    try:
+        return literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ValueError(f"not a Python literal: {text[:60]!r} ({type(e).__name__})") from None

@@ -7,6 +7,7 @@
 * ``docker`` — a locked-down container per run, when asked for.
 * ``subprocess`` — the always-available, non-isolating backend.
 * ``common`` — what the backends share (environment, results, the unprivileged uid).
+* ``result`` — what a run returns: ``ExecutionResult`` and ``TestResult`` (dataclasses: no pydantic).
 * ``harness`` — the program that runs inside the sandbox and calls the code under test.
 * ``verdict`` — outside: reads the harness's report, decodes outputs, compares them.
 * ``runner`` — programs and calls in the sandbox: ``run_program``, ``execute_calls``,

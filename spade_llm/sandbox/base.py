@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..types import ExecutionResult
+    from .result import ExecutionResult
 
 
 class CancelHook(Protocol):

@@ -2,8 +2,9 @@
 program, the mapping from how a process ended to an ``ExecutionResult``, the unprivileged uid used
 when we are root, and the user's task count that ``RLIMIT_NPROC`` is measured against.
 
-Nothing here starts a process. Importing it (and a backend) costs no ``pydantic``: the CLI starts a
-sandbox while it is still importing the rest (``registry.start_sandbox``).
+Nothing here starts a process. Importing it (and a backend) costs no ``pydantic`` (the results are
+dataclasses: ``result.py``): the CLI starts a sandbox while it is still importing the rest
+(``registry.start_sandbox``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .base import Limits, Program
-
-if TYPE_CHECKING:
-    from ..types import ExecStatus, ExecutionResult
+from .result import ExecStatus, ExecutionResult
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 NOFILE = 1024
@@ -209,7 +208,6 @@ def to_result(end: Ending) -> ExecutionResult:
     harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
     was killed for memory.
     """
-    from ..types import ExecutionResult  # here: a backend starts without pydantic (see the module's doc)
 
     stdout = end.stdout.decode("utf-8", "replace")
     stderr = end.stderr.decode("utf-8", "replace")

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import SandboxUnavailable
 from ..languages.toolchain import Toolchain
-from ..types import ExecutionResult
 from .base import Limits, Sandbox
+from .result import ExecutionResult
 from .runner import CommandRun, run_command
 
 __all__ = [
@@ -215,12 +215,10 @@ def _compile(sandbox: Sandbox, toolchain: Toolchain, code: str, source: bytes, l
     ok = result.status == "ok" and result.return_code == 0
     if ok and seen.files_error is not None:
         ok = False
-        result = result.model_copy(update={"status": "error", "stderr": f"{result.stderr}{seen.files_error}\n"})
+        result = replace(result, status="error", stderr=f"{result.stderr}{seen.files_error}\n")
     elif ok and toolchain.artifacts and not seen.files:
         ok = False
-        result = result.model_copy(
-            update={"status": "error", "stderr": f"{result.stderr}the compile left nothing to run\n"}
-        )
+        result = replace(result, status="error", stderr=f"{result.stderr}the compile left nothing to run\n")
     files = dict(seen.files) if toolchain.artifacts else {}
     if not toolchain.artifacts:  # a check only (node --check): the runs run the source
         files[name] = source

@@ -38,7 +38,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..types import ExecutionResult
+    from .result import ExecutionResult
 
 logger = logging.getLogger("spade_llm.sandbox")
 

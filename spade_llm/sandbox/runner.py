@@ -14,13 +14,16 @@ import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..languages import pyast
-from ..types import ExecutionResult, TestCase, TestResult, TestStatus
 from .base import Limits, Program, Sandbox
 from .common import HARNESS_MODULE, HARNESS_STUB, PATH, frame, harness_program
+from .result import ExecutionResult, TestResult, TestStatus
 from .verdict import MAX_DEPTH, Interpretation, Mode, Output, Unsupported, interpret, passes, shared_parse, show
+
+if TYPE_CHECKING:
+    from ..types import TestCase  # only read here: running a program needs no pydantic
 
 SOLUTION_FILE = "solution.py"
 CHECK_FILE = "check.py"
@@ -378,13 +381,8 @@ def compare_outputs(outcome: CallsOutcome, tests: list[TestCase]) -> ExecutionRe
             TestResult(index=i, input=test.input, status=status, output=output, error=error, duration_ms=ms)
         )
     passed = sum(v.status == "passed" for v in verdicts)
-    return result.model_copy(
-        update={
-            "tests_passed": passed,
-            "tests_total": len(tests),
-            "test_results": verdicts,
-            "load_error": outcome.load_error,
-        }
+    return replace(
+        result, tests_passed=passed, tests_total=len(tests), test_results=verdicts, load_error=outcome.load_error
     )
 
 
@@ -469,13 +467,13 @@ def run_check(
         index=len(cases), input=f"check({entry_point})", status=status, error=error, duration_ms=result.duration_ms
     )
     results = [*(judged.test_results or []), verdict]
-    update = {
-        "tests_passed": (judged.tests_passed or 0) + int(passed),
-        "tests_total": len(cases) + 1,
-        "test_results": results,
-        "load_error": seen.load_error,
-    }
-    return judged.model_copy(update=update)
+    return replace(
+        judged,
+        tests_passed=(judged.tests_passed or 0) + int(passed),
+        tests_total=len(cases) + 1,
+        test_results=results,
+        load_error=seen.load_error,
+    )
 
 
 DEFAULT_TEST_TIMEOUT_S = 3.0

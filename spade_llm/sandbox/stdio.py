@@ -35,9 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..languages import DEFAULT_ANSWER_LANGUAGE, get_toolchain, pyast
-from ..types import ExecStatus, ExecutionResult, TestCase, TestResult, TestStatus
+from ..types import TestCase
 from .base import Limits, Sandbox
 from .compiled import DEFAULT_COMPILE_TIMEOUT_S, Build, build, run_built
+from .result import ExecStatus, ExecutionResult, TestResult, TestStatus
 from .runner import MAIN_FILE, NOT_RUN_AFTER_TIMEOUTS, run_program
 
 __all__ = [

@@ -40,9 +40,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import SandboxUnavailable
-from ..types import ExecutionResult
 from .base import CancelHook, Limits, Program, Sandbox
 from .common import NOFILE, PATH, PROGRAM_FILE, Ending, base_env, check_file_names, host_uid, to_result, user_tasks
+from .result import ExecutionResult
 
 logger = logging.getLogger("spade_llm.sandbox")
 

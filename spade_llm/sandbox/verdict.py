@@ -43,9 +43,13 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..types import ExecStatus, ExecutionResult, TestCase, python_literal
+from ..languages.pyast import python_literal
+from .result import ExecStatus, ExecutionResult
+
+if TYPE_CHECKING:
+    from ..types import TestCase  # only read here: reading a report needs no pydantic
 
 _Parsed = TypeVar("_Parsed")
 

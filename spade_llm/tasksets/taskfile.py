@@ -17,25 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util.files import read_input
 from ..errors import UserError
 from ..kinds import get_kind
 from ..kinds.base import fenced_answer
 from ..types import Task
 
 __all__ = ["TaskLine", "read_samples", "read_tasks", "run_samples", "scan_tasks"]
-
-
-def read_input(path: str | Path, what: str) -> bytes:
-    """The bytes of an input file: one clear ``UserError`` line when it is missing, a folder or unreadable."""
-    p = Path(path)
-    if p.is_dir():
-        raise UserError(f"{what} {p} is a directory, not a file")
-    if not p.exists():
-        raise UserError(f"{what} not found: {p}")
-    try:
-        return p.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {what} {p}: {e.strerror or e}") from None
 
 
 def decode(data: bytes) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from modules_held import data_models_after
+from sandbox_backends import run_backend
 
 from spade_llm.cli.app import main
 
@@ -212,3 +214,20 @@ def test_exec_starts_its_sandbox_for_one_run_while_it_reads_the_program(tmp_path
     assert main(["exec", str(tmp_path / "none.py"), "--sandbox", "subprocess"]) == 2
     assert "file not found" in capsys.readouterr().err
     assert asked == [("subprocess", True), ("subprocess", True)]
+
+
+def test_exec_of_a_python_program_imports_no_data_model(tmp_path):
+    """pydantic and the records (~100-200 ms here) were most of ``spade exec``'s start: the run's result
+    is a dataclass, printed as the JSON a record holds it in."""
+    program = tmp_path / "p.py"
+    program.write_text("print(6 * 7)\n")
+    out = tmp_path / "out.json"
+    code = (
+        "import contextlib, io\n"
+        "from spade_llm.cli.app import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as printed:\n"
+        f"    assert main(['exec', {str(program)!r}, '--sandbox', {run_backend()!r}]) == 0\n"
+        f"open({str(out)!r}, 'w').write(printed.getvalue())"
+    )
+    assert data_models_after(code) == []
+    assert json.loads(out.read_text())["stdout"] == "42\n"

@@ -6,6 +6,7 @@ import logging
 from typing import ClassVar
 
 import pytest
+from modules_held import data_models_after
 from sandbox_backends import needs
 
 from spade_llm.errors import SandboxUnavailable, UserError
@@ -202,22 +203,9 @@ def test_only_a_pool_imports_what_solutions_use_before_it_forks(backend):
     assert seen == {False: "True\n", True: "False\n"}
 
 
-def _data_models_after(code: str) -> list[str]:
-    """The pydantic and record modules a fresh interpreter holds after running ``code``."""
-    import ast
-    import subprocess
-    import sys
-
-    models = "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'spade_llm.types'))))"
-    run = subprocess.run([sys.executable, "-c", f"import sys\n{code}\n{models}"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    listed: list[str] = ast.literal_eval(run.stdout)
-    return listed
-
-
 def test_backends_import_without_the_data_models():
     # what lets the CLI start a sandbox while it imports pydantic and the models on its main thread
-    assert _data_models_after("from spade_llm.sandbox import registry\nimport spade_llm.sandbox.bwrap") == []
+    assert data_models_after("from spade_llm.sandbox import registry\nimport spade_llm.sandbox.bwrap") == []
 
 
 @needs("bwrap")
@@ -225,4 +213,4 @@ def test_a_backends_start_builds_no_data_model():
     """The start's probe run is read from its ``Ending``: it imported pydantic and the records (~120 ms)
     in the start's thread, which then held the import lock the command's own imports waited on."""
     code = "from spade_llm.sandbox.registry import get_sandbox\nget_sandbox('bwrap', one_run=True).close()"
-    assert _data_models_after(code) == []
+    assert data_models_after(code) == []
