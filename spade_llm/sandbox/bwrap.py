@@ -89,6 +89,7 @@ from .common import (
     Ending,
     execution_rlimits,
     host_uid,
+    shipped_code,
     shipped_source,
     user_tasks,
 )
@@ -118,6 +119,30 @@ PIPE_MAX = 1 << 20
 F_SETPIPE_SZ = 1031
 LAUNCHER_SOURCE = shipped_source("launcher.py")
 FORKSERVER_SOURCE = shipped_source("forkserver.py")
+BYTECODE_STUB = """\
+import marshal, posix, sys
+
+
+def _code():  # a shipped program's bytecode (common.shipped_code), on the descriptor named first
+    fd = int(sys.argv.pop(1))
+    parts = []
+    while True:
+        part = posix.read(fd, 1 << 20)
+        if not part:
+            break
+        parts.append(part)
+    posix.close(fd)
+    data = b"".join(parts)
+    if data[:4] != sys.modules["_frozen_importlib_external"].MAGIC_NUMBER:
+        raise SystemExit("spade: %s holds bytecode for another Python" % sys.argv[0])
+    return marshal.loads(data[4:])
+
+
+exec(_code())
+"""
+"""What the launcher and the worker run as ``-c``: their program's bytecode read from a memfd, not its
+source, which each compiled anew at every start (the worker ~14 ms before its first execution, the
+launcher ~3: ``-c`` keeps no bytecode)."""
 PASSWD = (
     "root:x:0:0:root:/root:/usr/sbin/nologin\n"
     f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:spade sandbox:/tmp:/usr/sbin/nologin\n"
@@ -388,6 +413,25 @@ def _read_rest(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> bytes:
     return out[-4000:]
 
 
+def _code_fd(name: str) -> int | None:
+    """A memfd holding shipped program ``name``'s bytecode, at offset 0, for ``BYTECODE_STUB`` to read;
+    None where memfds cannot be made (the program's source is shipped instead)."""
+    try:
+        fd = os.memfd_create(f"spade-{name}", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    try:
+        data = shipped_code(name)
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _base_python() -> str:
     """The real interpreter binary behind ``sys.executable`` (a venv's python is a link to it)."""
     candidates = [getattr(sys, "_base_executable", ""), sys.executable]
@@ -537,7 +581,9 @@ class BwrapSandbox(WorkerPool):
                     raise SandboxUnavailable(f"{src} is not readable by the sandbox uid {self.uid}")
         return args, [[top, sorted(set(srcs))] for top, srcs in sorted(shadow.items())]
 
-    def _bwrap_args(self, key: WorkerKey, *, info_fd: int, ctrl_fd: int, data_fds: dict[str, int]) -> list[str]:
+    def _bwrap_args(
+        self, key: WorkerKey, *, info_fd: int, ctrl_fd: int, data_fds: dict[str, int], code_fd: int | None = None
+    ) -> list[str]:
         args = [
             self.bwrap,
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -563,7 +609,11 @@ class BwrapSandbox(WorkerPool):
             args += ["--seccomp", str(data_fds["seccomp"])]
         for name, value in key.env:
             args += ["--setenv", name, value]
-        args += ["--", self.python, "-s", "-S", "-B", "-c", FORKSERVER_SOURCE, str(ctrl_fd), self.host_pidns]
+        args += ["--", self.python, "-s", "-S", "-B", "-c"]
+        if code_fd is None:
+            args += [FORKSERVER_SOURCE, str(ctrl_fd), self.host_pidns]
+        else:
+            args += [BYTECODE_STUB, str(code_fd), str(ctrl_fd), self.host_pidns]
         return args
 
     # -- workers ---------------------------------------------------------------------------------
@@ -585,6 +635,9 @@ class BwrapSandbox(WorkerPool):
         # it or die, however we die; the launcher then ends the whole sandbox, whatever stage it is at
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         child_fds = [worker_sock.fileno(), info_w, life_r]
+        code_fds = {name: _code_fd(name) for name in ("launcher.py", "forkserver.py")}
+        code_fd = code_fds["forkserver.py"]
+        child_fds += [fd for fd in code_fds.values() if fd is not None]
         proc: subprocess.Popen[bytes] | None = None
         try:
             for name, blob in data.items():
@@ -593,7 +646,9 @@ class BwrapSandbox(WorkerPool):
                 os.close(w)
                 data_fds[name] = r
                 child_fds.append(r)
-            argv = self._bwrap_args(key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds)
+            argv = self._bwrap_args(
+                key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds, code_fd=code_fd
+            )
             config: dict[str, Any] = {"lifeline": life_r, "spade": os.getpid()}
             if self.root:
                 config.update(
@@ -602,7 +657,9 @@ class BwrapSandbox(WorkerPool):
                     cgroup_procs=planned.procs_files if planned else [],
                     shadow=self.shadow,
                 )
-            argv = [self.python, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(config).hex(), *argv]
+            launcher_fd = code_fds["launcher.py"]
+            launcher = [LAUNCHER_SOURCE] if launcher_fd is None else [BYTECODE_STUB, str(launcher_fd)]
+            argv = [self.python, "-I", "-S", "-c", *launcher, marshal.dumps(config).hex(), *argv]
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -630,7 +687,7 @@ class BwrapSandbox(WorkerPool):
             raise
         finally:
             worker_sock.close()
-            for fd in [info_w, life_r, *data_fds.values()]:
+            for fd in [info_w, life_r, *data_fds.values(), *(fd for fd in code_fds.values() if fd is not None)]:
                 os.close(fd)
         try:
             init, ready = self._handshake(proc, host_sock, info_r)

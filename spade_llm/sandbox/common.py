@@ -14,6 +14,7 @@ import marshal
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from typing import Any
 
+from .._util.cache import digest, load_bytes, store_bytes
 from .base import Limits, Program
 from .result import ExecStatus, ExecutionResult
 
@@ -126,17 +128,40 @@ def shipped_source(name: str) -> str:
     return (here / "libc.py").read_text() + "\n\n" + (here / name).read_text()
 
 
+BYTECODE_CACHE = "bytecode"
+"""The user cache's namespace (``_util/cache.py``) of the shipped programs' bytecode (``shipped_code``)."""
+
+
+@cache
+def shipped_code(name: str) -> bytes:
+    """``shipped_source(name)`` compiled for this interpreter: ``MAGIC_NUMBER`` and the marshal'd code.
+
+    Compiling costs a process that ships it milliseconds at every start (the harness ~16, the fork
+    server ~14), and a worker that compiled its own source paid them before its first execution. So
+    the bytes are kept in the user's cache, keyed by the source and this interpreter's version: an
+    entry that does not load is compiled again (and replaced), never shipped.
+    """
+    source = shipped_source(name)
+    key = digest(sys.version, MAGIC_NUMBER, name, source)
+    kept = load_bytes(BYTECODE_CACHE, key)
+    if kept is not None and kept[:4] == MAGIC_NUMBER:
+        try:
+            marshal.loads(kept[4:])
+            return kept
+        except (ValueError, EOFError, TypeError):
+            pass
+    data = MAGIC_NUMBER + marshal.dumps(compile(source, name, "exec", dont_inherit=True))
+    store_bytes(BYTECODE_CACHE, key, data)
+    return data
+
+
 @cache
 def harness_program() -> tuple[str, dict[str, bytes]]:
-    """The harness (``harness.py``) as a program: a stub source and the files it loads.
-
-    Compiling the harness costs several milliseconds, more than the rest of its start; a backend
-    whose interpreter has another bytecode version falls back to the source. This is the one
-    compile of it in this process (the host never imports the harness as a module).
-    """
+    """The harness (``harness.py``) as a program: a stub source and the files it loads (its bytecode:
+    ``shipped_code``; a backend whose interpreter has another bytecode version falls back to the
+    source). The host never imports the harness as a module."""
     source = shipped_source("harness.py").encode()
-    code = compile(source, "harness.py", "exec")
-    return HARNESS_STUB, {"harness.py": source, "harness.bin": MAGIC_NUMBER + marshal.dumps(code)}
+    return HARNESS_STUB, {"harness.py": source, "harness.bin": shipped_code("harness.py")}
 
 
 def cpu_seconds(limits: Limits) -> int:

@@ -455,3 +455,37 @@ def test_long_lived_processes_do_not_leak_descriptors(box):
             job()
     # one descriptor of slack: S may not have taken the next C's socket yet; a leak would add 40
     assert descriptors() <= before + 1
+
+
+@needs_bwrap
+@pytest.mark.parametrize("memfds", [True, False])
+def test_the_launcher_and_worker_start_from_bytecode_or_without_memfds_from_source(monkeypatch, memfds):
+    """Each compiled its ``-c`` source at every start (the worker ~14 ms before its first execution):
+    they now read their bytecode from a memfd; where none can be made, the source still works."""
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def recorded(argv, *args, **kwargs):
+        started.append(list(argv))
+        return real_popen(argv, *args, **kwargs)
+
+    monkeypatch.setattr(bw.subprocess, "Popen", recorded)
+    if not memfds:
+
+        def refused(*args, **kwargs):
+            raise OSError("memfd_create: not here")
+
+        monkeypatch.setattr(bw.os, "memfd_create", refused)
+    sandbox = bw.BwrapSandbox(prewarm=0, use_cgroups=False)
+    try:
+        r = sandbox.run(Program(source="import sys\nprint(sys.argv, 6 * 7)"), LIMITS)
+    finally:
+        sandbox.close()
+    assert r.status == "ok", r.stderr
+    assert r.stdout == "['program.py'] 42\n"
+    launcher_code = started[0][4]
+    worker_code = started[0][started[0].index("-c", 5) + 1]
+    if memfds:
+        assert launcher_code == worker_code == bw.BYTECODE_STUB
+    else:
+        assert (launcher_code, worker_code) == (bw.LAUNCHER_SOURCE, bw.FORKSERVER_SOURCE)
