@@ -413,6 +413,12 @@ def _read_rest(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> bytes:
     return out[-4000:]
 
 
+def _run_shipped(source: str, code_fd: int | None) -> list[str]:
+    """The ``-c`` arguments that run a shipped program: its bytecode on ``code_fd`` (``_code_fd``) through
+    ``BYTECODE_STUB``, or its ``source`` where no memfd could be made."""
+    return ["-c", source] if code_fd is None else ["-c", BYTECODE_STUB, str(code_fd)]
+
+
 def _code_fd(name: str) -> int | None:
     """A memfd holding shipped program ``name``'s bytecode, at offset 0, for ``BYTECODE_STUB`` to read;
     None where memfds cannot be made (the program's source is shipped instead)."""
@@ -609,12 +615,8 @@ class BwrapSandbox(WorkerPool):
             args += ["--seccomp", str(data_fds["seccomp"])]
         for name, value in key.env:
             args += ["--setenv", name, value]
-        args += ["--", self.python, "-s", "-S", "-B", "-c"]
-        if code_fd is None:
-            args += [FORKSERVER_SOURCE, str(ctrl_fd), self.host_pidns]
-        else:
-            args += [BYTECODE_STUB, str(code_fd), str(ctrl_fd), self.host_pidns]
-        return args
+        args += ["--", self.python, "-s", "-S", "-B", *_run_shipped(FORKSERVER_SOURCE, code_fd)]
+        return [*args, str(ctrl_fd), self.host_pidns]
 
     # -- workers ---------------------------------------------------------------------------------
 
@@ -635,9 +637,9 @@ class BwrapSandbox(WorkerPool):
         # it or die, however we die; the launcher then ends the whole sandbox, whatever stage it is at
         life_r, life_w = os.pipe2(os.O_CLOEXEC)
         child_fds = [worker_sock.fileno(), info_w, life_r]
-        code_fds = {name: _code_fd(name) for name in ("launcher.py", "forkserver.py")}
-        code_fd = code_fds["forkserver.py"]
-        child_fds += [fd for fd in code_fds.values() if fd is not None]
+        launcher_fd, worker_fd = _code_fd("launcher.py"), _code_fd("forkserver.py")
+        code_fds = [fd for fd in (launcher_fd, worker_fd) if fd is not None]
+        child_fds += code_fds
         proc: subprocess.Popen[bytes] | None = None
         try:
             for name, blob in data.items():
@@ -647,7 +649,7 @@ class BwrapSandbox(WorkerPool):
                 data_fds[name] = r
                 child_fds.append(r)
             argv = self._bwrap_args(
-                key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds, code_fd=code_fd
+                key, info_fd=info_w, ctrl_fd=worker_sock.fileno(), data_fds=data_fds, code_fd=worker_fd
             )
             config: dict[str, Any] = {"lifeline": life_r, "spade": os.getpid()}
             if self.root:
@@ -657,9 +659,8 @@ class BwrapSandbox(WorkerPool):
                     cgroup_procs=planned.procs_files if planned else [],
                     shadow=self.shadow,
                 )
-            launcher_fd = code_fds["launcher.py"]
-            launcher = [LAUNCHER_SOURCE] if launcher_fd is None else [BYTECODE_STUB, str(launcher_fd)]
-            argv = [self.python, "-I", "-S", "-c", *launcher, marshal.dumps(config).hex(), *argv]
+            launcher = _run_shipped(LAUNCHER_SOURCE, launcher_fd)
+            argv = [self.python, "-I", "-S", *launcher, marshal.dumps(config).hex(), *argv]
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -687,7 +688,7 @@ class BwrapSandbox(WorkerPool):
             raise
         finally:
             worker_sock.close()
-            for fd in [info_w, life_r, *data_fds.values(), *(fd for fd in code_fds.values() if fd is not None)]:
+            for fd in [info_w, life_r, *data_fds.values(), *code_fds]:
                 os.close(fd)
         try:
             init, ready = self._handshake(proc, host_sock, info_r)

@@ -233,7 +233,6 @@ def to_result(end: Ending) -> ExecutionResult:
     harness's parent always exits 0, and ``interpret`` needs to know the child it reports as killed
     was killed for memory.
     """
-
     stdout = end.stdout.decode("utf-8", "replace")
     stderr = end.stderr.decode("utf-8", "replace")
     status, sig = ending_status(end, stderr)
